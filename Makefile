@@ -1,0 +1,47 @@
+# Tandem — make help lists the targets.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin/tandem
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+MODEL ?= dummy
+HOST  ?= 127.0.0.1
+PORT  ?= 8000
+# Short fuzz budget per fuzzer in `make test`; `make fuzz` runs longer.
+FUZZTIME ?= 10s
+
+.PHONY: help setup build run test vet fuzz-short fuzz bench lint clean
+
+help: ## list targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+setup: ## install missing system packages (libzmq3-dev, pkg-config, gcc)
+	@./scripts/setup.sh
+
+build: setup ## build bin/tandem
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tandem
+
+run: build ## serve $(MODEL) on $(HOST):$(PORT)
+	./$(BIN) serve --model $(MODEL) --host $(HOST) --port $(PORT)
+
+vet: setup
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+test: setup vet ## install what tests need, then run every test (race detector) and short fuzzing
+	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz-short
+
+fuzz-short:
+	@./scripts/fuzz.sh $(FUZZTIME)
+
+fuzz: ## run every fuzzer for 5 minutes
+	@./scripts/fuzz.sh 5m
+
+bench: build ## run benchmarks; results in docs/benchmarks/
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./enginecore/... ./frontend/... ./wire/... | tee docs/benchmarks/go-bench.txt
+
+lint: vet ## gofmt + go vet
+
+clean:
+	rm -rf bin

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/tandem-llm/tandem/enginecore"
+	"github.com/tandem-llm/tandem/enginecore/cpu"
+	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/wire/zmq"
+)
+
+// engineFlags are `tandem engine`'s flags; `serve` passes them through.
+type engineFlags struct {
+	model               string
+	servedModelName     string
+	listen              string
+	events              string
+	device              string
+	rank                int
+	maxModelLen         int
+	maxNumSeqs          int
+	maxNumBatchedTokens int
+	blockSize           int
+	kvCacheMemory       string
+	enablePrefixCaching bool
+	threads             int
+	heartbeatInterval   time.Duration
+	heartbeatTimeout    time.Duration
+	log                 logFlags
+}
+
+func (f *engineFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.model, "model", "dummy", `model: a GGUF file, a Hugging Face directory, or "dummy" (random weights, byte tokenizer)`)
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name in the API (default: dummy, or the model's base name)")
+	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "max tokens per request, prompt + output")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max requests running at once")
+	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 2048, "max tokens computed per engine step")
+	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV-cache block")
+	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in bytes (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
+	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
+	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU threads for the forward pass")
+	fs.StringVar(&f.device, "device", "cpu", "device: cpu (cuda:N lands with the GPU backend)")
+	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
+	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
+	fs.StringVar(&f.log.level, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.log.format, "log-format", "text", "text or json")
+}
+
+func runEngine(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tandem engine", flag.ContinueOnError)
+	var f engineFlags
+	f.register(fs)
+	fs.StringVar(&f.listen, "listen", "", "ROUTER endpoint to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required)")
+	fs.StringVar(&f.events, "events", "", "PUB endpoint to bind for load reports and KV events (optional)")
+	fs.IntVar(&f.rank, "data-parallel-rank", 0, "this engine's index")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if f.listen == "" {
+		return fmt.Errorf("engine: --listen is required")
+	}
+	log, err := stderrLogger(&f.log, "proc", "engine", "rank", f.rank)
+	if err != nil {
+		return err
+	}
+	if f.device != "cpu" {
+		return fmt.Errorf("engine: --device %q: only cpu is available in this build", f.device)
+	}
+	be, info, err := loadBackend(f.model, f.maxModelLen, f.threads, log)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	if f.maxModelLen > info.MaxContextLen {
+		return fmt.Errorf("engine: --max-model-len %d exceeds the model's context length %d", f.maxModelLen, info.MaxContextLen)
+	}
+	numBlocks, err := kvBlocks(f, be, log)
+	if err != nil {
+		return err
+	}
+	name := servedName(f.servedModelName, f.model)
+	core, err := enginecore.New(enginecore.Config{
+		EngineIndex:         f.rank,
+		Model:               f.model,
+		ServedModelName:     name,
+		MaxModelLen:         f.maxModelLen,
+		BlockSize:           f.blockSize,
+		NumBlocks:           numBlocks,
+		MaxNumSeqs:          f.maxNumSeqs,
+		MaxNumBatchedTokens: f.maxNumBatchedTokens,
+		EnablePrefixCaching: f.enablePrefixCaching,
+		HeartbeatInterval:   f.heartbeatInterval,
+		HeartbeatTimeout:    f.heartbeatTimeout,
+		Version:             version,
+		Logger:              log,
+	}, be)
+	if err != nil {
+		return err
+	}
+	router, err := zmq.BindRouter(f.listen)
+	if err != nil {
+		return fmt.Errorf("engine: bind %s: %w", f.listen, err)
+	}
+	defer router.Close()
+	var pub enginecore.Publisher
+	if f.events != "" {
+		p, err := zmq.BindPub(f.events)
+		if err != nil {
+			return fmt.Errorf("engine: bind %s: %w", f.events, err)
+		}
+		defer p.Close()
+		pub = p
+	}
+	log.Info("engine core serving", "listen", router.Endpoint(), "events", f.events, "model", name, "max_model_len", f.maxModelLen, "threads", f.threads)
+	return core.Serve(ctx, router, pub)
+}
+
+// servedName is --served-model-name, else "dummy", else the model's base name.
+func servedName(flagName, model string) string {
+	if flagName != "" {
+		return flagName
+	}
+	if model == "dummy" {
+		return "dummy"
+	}
+	return strings.TrimSuffix(filepath.Base(filepath.Clean(model)), ".gguf")
+}
+
+// loadBackend builds the CPU backend for --model.
+func loadBackend(name string, maxModelLen, threads int, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
+	if name != "dummy" {
+		return nil, runner.ModelInfo{}, fmt.Errorf("engine: --model %q: this build serves only the dummy model; GGUF and safetensors loading lands with real-model support", name)
+	}
+	start := time.Now()
+	cfg, w := model.Dummy(maxModelLen)
+	be, err := cpu.New(cfg, w, threads)
+	if err != nil {
+		return nil, runner.ModelInfo{}, fmt.Errorf("engine: %w", err)
+	}
+	info := be.Model()
+	log.Info("model loaded", "model", name, "arch", info.Arch, "layers", info.NumLayers, "vocab", info.VocabSize, "took", time.Since(start).Round(time.Millisecond))
+	return be, info, nil
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/server"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
+)
+
+// frontendFlags are `tandem frontend`'s flags.
+type frontendFlags struct {
+	engines           string
+	host              string
+	port              int
+	apiKey            string
+	servedModelName   string
+	maxRequestBody    string
+	reusePort         bool
+	heartbeatInterval time.Duration
+	heartbeatTimeout  time.Duration
+	log               logFlags
+}
+
+// registerHTTP registers the flags serve shares with frontends.
+func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
+	fs.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fs.IntVar(&f.port, "port", 8000, "port to listen on")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "require Authorization: Bearer <key> on /v1 routes (default $TANDEM_API_KEY)")
+	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body")
+}
+
+func runFrontend(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("tandem frontend", flag.ContinueOnError)
+	var f frontendFlags
+	f.registerHTTP(fs)
+	fs.StringVar(&f.engines, "engines", "", "comma-separated engine ROUTER endpoints (required)")
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name in the API (default: what the engines report)")
+	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")
+	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to engines")
+	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "an engine silent this long is dead: its requests fail with 503")
+	fs.StringVar(&f.log.level, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.log.format, "log-format", "text", "text or json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if f.engines == "" {
+		return fmt.Errorf("frontend: --engines is required")
+	}
+	log, err := stderrLogger(&f.log, "proc", "frontend", "pid", os.Getpid())
+	if err != nil {
+		return err
+	}
+	client, err := engineclient.Dial(engineclient.Config{
+		Endpoints:         strings.Split(f.engines, ","),
+		HeartbeatInterval: f.heartbeatInterval,
+		HeartbeatTimeout:  f.heartbeatTimeout,
+		Logger:            log,
+	})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	log.Info("waiting for engine cores", "engines", f.engines)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := client.WaitReady(wctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || errors.Is(err, engineclient.ErrRefused) {
+			return err
+		}
+		log.Info("still waiting for engine cores", "engines", f.engines)
+	}
+	info, _ := client.Info()
+	tok, err := tokenizerFor(info.Model)
+	if err != nil {
+		return err
+	}
+	name := f.servedModelName
+	if name == "" {
+		name = info.ServedModelName
+	}
+	srv := server.New(server.Config{
+		ServedModelName: name,
+		MaxModelLen:     info.MaxModelLen,
+		BlockSize:       info.BlockSize,
+		NumBlocks:       info.NumBlocks,
+		MaxRequestBody:  f.maxRequestBody,
+		APIKey:          f.apiKey,
+		Version:         version,
+		Logger:          log,
+	}, server.ClientEngine(client), tok)
+	ln, err := listen(ctx, fmt.Sprintf("%s:%d", f.host, f.port), f.reusePort)
+	if err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	log.Info("frontend stopped")
+	return nil
+}
+
+// tokenizerFor returns the tokenizer of the model an engine serves.
+func tokenizerFor(model string) (tokenizer.Tokenizer, error) {
+	if model == "dummy" {
+		return tokenizer.NewByte(), nil
+	}
+	return nil, fmt.Errorf("frontend: no tokenizer for model %q in this build (only dummy)", model)
+}
+
+func listen(ctx context.Context, addr string, reusePort bool) (net.Listener, error) {
+	lc := net.ListenConfig{}
+	if reusePort {
+		lc.Control = func(network, address string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, 0xf /* SO_REUSEPORT */, 1)
+			})
+			if err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	return lc.Listen(ctx, "tcp", addr)
+}

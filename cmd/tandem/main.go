@@ -1,0 +1,55 @@
+// Command tandem is Tandem's single binary: `tandem serve` (engines and
+// frontends as supervised processes), `tandem engine` (one engine core),
+// `tandem frontend` (one API server) and `tandem version`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+const usage = `tandem — an OpenAI-compatible LLM server split like vLLM v1
+
+Usage:
+  tandem serve    --model M [flags]   start engine cores and frontends, supervised
+  tandem engine   --model M --listen ENDPOINT [flags]   run one engine core
+  tandem frontend --engines ENDPOINT[,ENDPOINT…] [flags] run one API server
+  tandem version
+
+Run "tandem <command> --help" for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = runServe(ctx, args)
+	case "engine":
+		err = runEngine(ctx, args)
+	case "frontend":
+		err = runFrontend(ctx, args)
+	case "version", "--version":
+		fmt.Println("tandem", version)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "tandem: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tandem:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,220 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/enginecore/runner"
+)
+
+// Sentinel errors, checked with errors.Is.
+var (
+	ErrNoKVCache   = errors.New("cpu: KV cache not allocated")
+	ErrInvalidStep = errors.New("cpu: invalid step")
+	ErrClosed      = errors.New("cpu: backend closed")
+)
+
+// Backend is the pure-Go runner.Backend. It is used by one goroutine at a
+// time (its worker goroutines are internal).
+type Backend struct {
+	cfg   model.Config
+	w     *model.Weights
+	pool  *pool
+	eps   float32
+	qDim  int       // H*D
+	kvDim int       // Hkv*D
+	freq  []float64 // [D/2] RoPE inverse frequencies base^(-2i/D)
+
+	// KV cache: [L][2 (K,V)][numBlocks][B][Hkv][D], see the package doc.
+	kv        []float32
+	numBlocks int
+	blockSize int // B, tokens per block
+
+	// Scratch, sized for capTok tokens and capCtx positions; grown by
+	// grow, never shrunk.
+	capTok int
+	capCtx int
+	x      []float32 // [T][Dim] residual stream
+	xb     []float32 // [T][Dim] normalized input of a sublayer
+	xb2    []float32 // [T][Dim] sublayer output
+	q      []float32 // [T][H*D]
+	k      []float32 // [T][Hkv*D]
+	v      []float32 // [T][Hkv*D]
+	att    []float32 // [T][H*D] attention output
+	hb     []float32 // [T][F] gate, then silu(gate)·up
+	hb2    []float32 // [T][F] up
+	cos    []float32 // [T][D/2] RoPE cosines per token
+	sin    []float32 // [T][D/2]
+	tokSeq []int32   // [T] index into Step.Seqs of each token
+	scores []float32 // [numWorkers][capCtx] attention weights, one row per worker
+	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
+
+	mm   matmulJob
+	attn attnJob
+}
+
+var _ runner.Backend = (*Backend)(nil)
+
+// New checks w against cfg and starts threads worker threads (the caller's
+// goroutine counts as one; threads ≤ 0 means GOMAXPROCS). The Backend reads
+// w and never writes it; AllocateKV must be called before Forward.
+func New(cfg model.Config, w *model.Weights, threads int) (*Backend, error) {
+	if err := w.Validate(cfg); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	b := &Backend{
+		cfg:   cfg,
+		w:     w,
+		pool:  newPool(threads),
+		eps:   float32(cfg.NormEps),
+		qDim:  cfg.NumHeads * cfg.HeadDim,
+		kvDim: cfg.NumKVHeads * cfg.HeadDim,
+		freq:  make([]float64, cfg.HeadDim/2),
+	}
+	for i := range b.freq {
+		b.freq[i] = math.Pow(cfg.RopeTheta, -float64(2*i)/float64(cfg.HeadDim))
+	}
+	b.attn.b = b
+	return b, nil
+}
+
+// Model describes the loaded model.
+func (b *Backend) Model() runner.ModelInfo {
+	return runner.ModelInfo{
+		Name:          b.cfg.Name,
+		Arch:          b.cfg.Arch,
+		VocabSize:     b.cfg.VocabSize,
+		MaxContextLen: b.cfg.MaxContextLen,
+		EOSTokenIDs:   slices.Clone(b.cfg.EOSTokenIDs),
+		BOSTokenID:    b.cfg.BOSTokenID,
+		NumLayers:     b.cfg.NumLayers,
+		NumKVHeads:    b.cfg.NumKVHeads,
+		HeadDim:       b.cfg.HeadDim,
+	}
+}
+
+// KVBytesPerBlock is 2·L·B·Hkv·D·4 bytes: K and V of every layer, float32.
+func (b *Backend) KVBytesPerBlock(blockSize int) int64 {
+	return 2 * int64(b.cfg.NumLayers) * int64(blockSize) * int64(b.kvDim) * 4
+}
+
+// AllocateKV replaces the KV cache with a zeroed pool of numBlocks blocks
+// of blockSize tokens.
+func (b *Backend) AllocateKV(numBlocks, blockSize int) error {
+	if b.pool == nil {
+		return ErrClosed
+	}
+	if numBlocks <= 0 || blockSize <= 0 {
+		return fmt.Errorf("cpu: allocate %d blocks of %d tokens: sizes must be positive", numBlocks, blockSize)
+	}
+	b.kv = nil // let the old pool go before allocating the new one
+	b.kv = make([]float32, 2*b.cfg.NumLayers*numBlocks*blockSize*b.kvDim)
+	b.numBlocks, b.blockSize = numBlocks, blockSize
+	return nil
+}
+
+// layerKV returns layer l's K and V caches, each [numBlocks][B][Hkv][D].
+func (b *Backend) layerKV(l int) (k, v []float32) {
+	n := b.numBlocks * b.blockSize * b.kvDim
+	base := 2 * l * n
+	return b.kv[base : base+n], b.kv[base+n : base+2*n]
+}
+
+// Close stops the worker goroutines and drops the weights and the cache.
+func (b *Backend) Close() error {
+	if b.pool == nil {
+		return nil
+	}
+	b.pool.close()
+	b.pool, b.w, b.kv = nil, nil, nil
+	return nil
+}
+
+// grow makes the scratch buffers hold numTok tokens and numCtx positions.
+func (b *Backend) grow(numTok, numCtx int) {
+	if numTok > b.capTok {
+		n := max(numTok, 2*b.capTok)
+		c := b.cfg
+		b.x = make([]float32, n*c.Dim)
+		b.xb = make([]float32, n*c.Dim)
+		b.xb2 = make([]float32, n*c.Dim)
+		b.xl = make([]float32, n*c.Dim)
+		b.q = make([]float32, n*b.qDim)
+		b.att = make([]float32, n*b.qDim)
+		b.k = make([]float32, n*b.kvDim)
+		b.v = make([]float32, n*b.kvDim)
+		b.hb = make([]float32, n*c.FFNDim)
+		b.hb2 = make([]float32, n*c.FFNDim)
+		b.cos = make([]float32, n*len(b.freq))
+		b.sin = make([]float32, n*len(b.freq))
+		b.tokSeq = make([]int32, n)
+		b.capTok = n
+	}
+	if numCtx > b.capCtx {
+		n := max(numCtx, 2*b.capCtx)
+		b.scores = make([]float32, b.pool.numWorkers*n)
+		b.capCtx = n
+	}
+}
+
+// check validates step against the cache and the model, fills tokSeq,
+// and returns the number of logits rows and the longest attention span
+// (positions). The token scratch must already hold the step's tokens. It
+// allocates only to report an error.
+func (b *Backend) check(step *runner.Step, numLogits int) (numRows, maxCtx int, err error) {
+	numTok := len(step.TokenIDs)
+	if len(step.Positions) != numTok || len(step.SlotMapping) != numTok {
+		return 0, 0, fmt.Errorf("%w: %d tokens, %d positions, %d slots",
+			ErrInvalidStep, numTok, len(step.Positions), len(step.SlotMapping))
+	}
+	bs := b.blockSize
+	next := 0 // first token not yet claimed by a Seq
+	for si := range step.Seqs {
+		s := &step.Seqs[si]
+		if s.Start != next || s.Len < 1 || s.Start+s.Len > numTok {
+			return 0, 0, fmt.Errorf("%w: seq %d spans [%d,+%d), want start %d within %d tokens",
+				ErrInvalidStep, si, s.Start, s.Len, next, numTok)
+		}
+		next = s.Start + s.Len
+		if s.Logits {
+			numRows++
+		}
+		for t := s.Start; t < next; t++ {
+			id, pos, slot := step.TokenIDs[t], int(step.Positions[t]), int(step.SlotMapping[t])
+			if id < 0 || int(id) >= b.cfg.VocabSize {
+				return 0, 0, fmt.Errorf("%w: token %d has id %d outside vocab of %d", ErrInvalidStep, t, id, b.cfg.VocabSize)
+			}
+			if pos < 0 || pos >= s.ContextLen || pos/bs >= len(s.BlockTable) {
+				return 0, 0, fmt.Errorf("%w: token %d at position %d outside context %d / %d blocks of seq %d",
+					ErrInvalidStep, t, pos, s.ContextLen, len(s.BlockTable), si)
+			}
+			if want := int(s.BlockTable[pos/bs])*bs + pos%bs; slot != want {
+				return 0, 0, fmt.Errorf("%w: token %d at position %d has slot %d, block table says %d",
+					ErrInvalidStep, t, pos, slot, want)
+			}
+			b.tokSeq[t] = int32(si)
+			maxCtx = max(maxCtx, pos+1)
+		}
+		for i, blk := range s.BlockTable[:min(len(s.BlockTable), (s.ContextLen+bs-1)/bs)] {
+			if blk < 0 || int(blk) >= b.numBlocks {
+				return 0, 0, fmt.Errorf("%w: seq %d block table entry %d is %d, pool has %d blocks",
+					ErrInvalidStep, si, i, blk, b.numBlocks)
+			}
+		}
+	}
+	if next != numTok {
+		return 0, 0, fmt.Errorf("%w: seqs cover %d of %d tokens", ErrInvalidStep, next, numTok)
+	}
+	if numLogits < numRows*b.cfg.VocabSize {
+		return 0, 0, fmt.Errorf("%w: logits hold %d values, need %d rows of %d",
+			ErrInvalidStep, numLogits, numRows, b.cfg.VocabSize)
+	}
+	return numRows, maxCtx, nil
+}

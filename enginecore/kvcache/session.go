@@ -1,0 +1,162 @@
+package kvcache
+
+import "time"
+
+// session is one session_id known to the manager. It exists while it has
+// a live request, a hold or a free cached block; then it is forgotten.
+type session struct {
+	id          string
+	numRequests int       // requests registered by Lookup and not yet Freed
+	numHolds    int       // Hold calls not yet matched by Release
+	ended       bool      // EndSession was called and no request re-opened it
+	lastActive  time.Time // clock at the session's last Lookup, Allocate, Commit or Free
+	// free holds the free cached blocks last released by this session's
+	// requests, least recently released first.
+	free blockList
+
+	prev, next *session     // links in list
+	list       *sessionList // ended, idle or active while free.n > 0; nil otherwise
+}
+
+// SessionInfo describes a session for the visibility endpoints.
+type SessionInfo struct {
+	NumCachedTokens int       // as SessionCachedTokens
+	NumRequests     int       // live requests (registered by Lookup, not yet Freed)
+	NumHolds        int       // Hold calls not yet matched by Release
+	LastActive      time.Time // clock at its last Lookup, Allocate, Commit or Free
+	Ended           bool      // EndSession was called and no request re-opened it
+}
+
+// tierList is the session list s belongs on while it holds free blocks.
+func (m *Manager) tierList(s *session) *sessionList {
+	switch {
+	case s.ended:
+		return &m.ended
+	case s.numRequests > 0 || s.numHolds > 0:
+		return &m.active
+	}
+	return &m.idle
+}
+
+// place puts s at the tail of its tier's list (most recently active) if it
+// holds free blocks, and on no list otherwise.
+func (m *Manager) place(s *session) {
+	if s.list != nil {
+		s.list.remove(s)
+	}
+	if s.free.n > 0 {
+		m.tierList(s).pushBack(s)
+	}
+}
+
+// touch records activity of s now.
+func (m *Manager) touch(s *session) {
+	s.lastActive = m.now()
+	m.place(s)
+}
+
+// gc forgets s once it has neither requests, holds nor free blocks.
+func (m *Manager) gc(s *session) {
+	if s.numRequests == 0 && s.numHolds == 0 && s.free.n == 0 {
+		if s.list != nil {
+			s.list.remove(s)
+		}
+		delete(m.sessions, s.id)
+	}
+}
+
+// Hold says one more request of session id is in the engine, whether or not
+// it holds blocks (waiting, or preempted and freed): the session stays
+// active until the matching Release, even between its requests' Free and
+// Lookup. It re-opens an ended session. Callers that never Hold get
+// activity from Lookup/Free alone.
+func (m *Manager) Hold(id string) {
+	if id == "" {
+		return
+	}
+	s, ok := m.sessions[id]
+	if !ok {
+		s = &session{id: id}
+		m.sessions[id] = s
+	}
+	s.numHolds++
+	s.ended = false
+	m.touch(s)
+}
+
+// Release undoes one Hold of session id (its request finished or was
+// aborted). A Release without a matching Hold is a no-op.
+func (m *Manager) Release(id string) {
+	s, ok := m.sessions[id]
+	if !ok || s.numHolds == 0 {
+		return
+	}
+	s.numHolds--
+	m.touch(s)
+	m.gc(s)
+}
+
+// EndSession ends a session: its free cached blocks are evicted before any
+// other cached block, and blocks its live requests release later join them.
+// A later Lookup with the same session re-opens it. Unknown sessions and
+// repeated calls are no-ops.
+func (m *Manager) EndSession(id string) {
+	s, ok := m.sessions[id]
+	if !ok || s.ended {
+		return
+	}
+	s.ended = true
+	m.place(s)
+}
+
+// SessionCachedTokens is the number of tokens resident for a session: the
+// free cached blocks it released last (BlockSize tokens each) plus the
+// computed tokens in the blocks its live requests hold (a partially
+// computed block counts its computed tokens; a block shared by several of
+// its requests counts once). O(its requests' blocks).
+func (m *Manager) SessionCachedTokens(id string) int {
+	s, ok := m.sessions[id]
+	if !ok {
+		return 0
+	}
+	total := s.free.n * m.blockSize
+	m.markGen++
+	for _, r := range m.requests {
+		if r.session != s {
+			continue
+		}
+		for i, id := range r.table {
+			filled := min(m.blockSize, r.numComputedTokens-i*m.blockSize)
+			if filled <= 0 {
+				break
+			}
+			// A block two of its requests share is a prefix hit, full and
+			// computed in both: count it once.
+			if b := &m.blocks[id]; b.mark != m.markGen {
+				b.mark = m.markGen
+				total += filled
+			}
+		}
+	}
+	return total
+}
+
+// Session describes a session the manager knows (one with a live request,
+// a hold or a resident cached block).
+func (m *Manager) Session(id string) (SessionInfo, bool) {
+	s, ok := m.sessions[id]
+	if !ok {
+		return SessionInfo{}, false
+	}
+	return SessionInfo{
+		NumCachedTokens: m.SessionCachedTokens(id),
+		NumRequests:     s.numRequests,
+		NumHolds:        s.numHolds,
+		LastActive:      s.lastActive,
+		Ended:           s.ended,
+	}, true
+}
+
+// NumSessions is the number of sessions with a live request, a hold or a
+// free cached block.
+func (m *Manager) NumSessions() int { return len(m.sessions) }

@@ -1,0 +1,59 @@
+package runner
+
+import "context"
+
+// Dimension glossary: T = tokens in one step (all requests together),
+// S = sequences (requests) in the step, L = layers, V = vocab size,
+// Hkv = KV heads, D = head dim, B = block size (tokens per KV block).
+
+// Step is one batched forward pass: prefill chunks and decode tokens of
+// many requests, laid out back to back.
+type Step struct {
+	TokenIDs    []int32 // [T] input token ids
+	Positions   []int32 // [T] absolute position of each token in its sequence
+	SlotMapping []int32 // [T] KV slot to write token t's K/V into: block*B + offset
+	Seqs        []Seq   // [S] which tokens belong to which request
+}
+
+// Seq is one request's span in a Step.
+type Seq struct {
+	Start      int     // first index into Step.TokenIDs
+	Len        int     // number of tokens of this request in the step (≥ 1)
+	ContextLen int     // tokens of this request in the KV cache after the step (positions 0..ContextLen-1)
+	BlockTable []int32 // [ceil(ContextLen/B)] physical KV block ids, in position order
+	Logits     bool    // whether the caller wants logits for this request's last token
+}
+
+// Backend computes forward passes over a paged KV cache it owns.
+// A Backend is used by one goroutine at a time.
+type Backend interface {
+	// Model describes the loaded model.
+	Model() ModelInfo
+	// AllocateKV (re)allocates the KV cache: numBlocks blocks of blockSize
+	// tokens for every layer. It must be called once before Forward.
+	AllocateKV(numBlocks, blockSize int) error
+	// KVBytesPerBlock is the memory one KV block takes, in bytes, so the
+	// caller can size the pool from a memory budget.
+	KVBytesPerBlock(blockSize int) int64
+	// Forward runs the step, writing K/V of every token through
+	// SlotMapping and reading context through BlockTable. For each Seq with
+	// Logits set, in order, it writes V logits into logits (rows packed:
+	// row i belongs to the i-th Seq with Logits set). len(logits) must be
+	// at least rows*V. Forward allocates nothing on the steady path.
+	Forward(ctx context.Context, step *Step, logits []float32) error
+	// Close releases the weights and the KV cache.
+	Close() error
+}
+
+// ModelInfo is what the engine and the frontend need to know of a model.
+type ModelInfo struct {
+	Name          string  // model name (file base name or "dummy")
+	Arch          string  // architecture, e.g. "llama"
+	VocabSize     int     // V
+	MaxContextLen int     // trained context length, tokens
+	EOSTokenIDs   []int32 // tokens that end generation
+	BOSTokenID    int32   // beginning-of-sequence token
+	NumLayers     int     // L
+	NumKVHeads    int     // Hkv
+	HeadDim       int     // D
+}

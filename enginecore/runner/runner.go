@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/tandem-llm/tandem/enginecore/batch"
+	"github.com/tandem-llm/tandem/enginecore/sample"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// Runner executes batches on a Backend. Not safe for concurrent use.
+type Runner struct {
+	be        Backend
+	blockSize int
+	vocab     int // V
+	step      Step
+	logits    []float32 // [rows][V], grown as needed
+	raw       []float32 // [V] unmodified logits of the row being sampled
+	samplers  map[string]*sample.Sampler
+}
+
+// New returns a runner over be, whose KV cache must already be allocated
+// with blocks of blockSize tokens.
+func New(be Backend, blockSize int) *Runner {
+	return &Runner{be: be, blockSize: blockSize, vocab: be.Model().VocabSize, samplers: map[string]*sample.Sampler{}}
+}
+
+// Forget drops per-request state (the sampler's RNG) of a finished request.
+func (r *Runner) Forget(id string) { delete(r.samplers, id) }
+
+// Execute runs one forward pass over b and samples a token for every item
+// whose chunk reaches the end of its tokens.
+func (r *Runner) Execute(ctx context.Context, b *batch.Batch) (*batch.Result, error) {
+	st := &r.step
+	st.TokenIDs = st.TokenIDs[:0]
+	st.Positions = st.Positions[:0]
+	st.SlotMapping = st.SlotMapping[:0]
+	st.Seqs = st.Seqs[:0]
+	rows := 0
+	for i := range b.Items {
+		it := &b.Items[i]
+		start := len(st.TokenIDs)
+		for p := it.Start; p < it.Start+it.Len; p++ {
+			blk := p / r.blockSize
+			if blk >= len(it.BlockTable) {
+				return nil, fmt.Errorf("runner: request %s: position %d beyond its %d blocks", it.RequestID, p, len(it.BlockTable))
+			}
+			st.TokenIDs = append(st.TokenIDs, it.Tokens[p])
+			st.Positions = append(st.Positions, int32(p))
+			st.SlotMapping = append(st.SlotMapping, it.BlockTable[blk]*int32(r.blockSize)+int32(p%r.blockSize))
+		}
+		st.Seqs = append(st.Seqs, Seq{
+			Start:      start,
+			Len:        it.Len,
+			ContextLen: it.Start + it.Len,
+			BlockTable: it.BlockTable,
+			Logits:     it.Sample,
+		})
+		if it.Sample {
+			rows++
+		}
+	}
+	if need := rows * r.vocab; cap(r.logits) < need {
+		r.logits = make([]float32, need)
+	}
+	logits := r.logits[:rows*r.vocab]
+	if err := r.be.Forward(ctx, st, logits); err != nil {
+		return nil, fmt.Errorf("runner: forward: %w", err)
+	}
+
+	res := &batch.Result{Sampled: make([]int32, len(b.Items))}
+	row := 0
+	for i := range b.Items {
+		it := &b.Items[i]
+		if !it.Sample {
+			continue
+		}
+		lg := logits[row*r.vocab : (row+1)*r.vocab]
+		row++
+		lp := it.Params.Logprobs
+		if lp != nil {
+			// Logprobs are of the raw model distribution (vLLM's default),
+			// so keep a copy before sampling modifies the logits.
+			r.raw = append(r.raw[:0], lg...)
+		}
+		res.Sampled[i] = r.sample(it, lg)
+		if lp != nil {
+			if res.Logprobs == nil {
+				res.Logprobs = make([]*wire.Logprobs, len(b.Items))
+			}
+			res.Logprobs[i] = logprobs(r.raw, res.Sampled[i], *lp)
+		}
+	}
+	return res, nil
+}
+
+func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
+	s, ok := r.samplers[it.RequestID]
+	if !ok {
+		s = sample.NewSampler(it.Params.Seed)
+		r.samplers[it.RequestID] = s
+	}
+	if it.MaskStop {
+		for _, id := range it.StopTokenIDs {
+			if int(id) < len(lg) {
+				lg[id] = float32(math.Inf(-1))
+			}
+		}
+	}
+	p := it.Params
+	sp := sample.Params{
+		Temperature:       p.Temperature,
+		TopP:              p.TopP,
+		TopK:              p.TopK,
+		MinP:              p.MinP,
+		PresencePenalty:   p.PresencePenalty,
+		FrequencyPenalty:  p.FrequencyPenalty,
+		RepetitionPenalty: p.RepetitionPenalty,
+		LogitBias:         p.LogitBias,
+	}
+	return s.Sample(lg, &sp, it.Tokens[:it.NumPrompt], it.Tokens[it.NumPrompt:])
+}
+
+// logprobs reports the sampled token and the top k alternatives.
+func logprobs(lg []float32, tok int32, k int) *wire.Logprobs {
+	ids, lps, rank := sample.TopLogprobs(lg, tok, k)
+	return &wire.Logprobs{TokenIDs: [][]int32{ids}, Logprobs: [][]float64{lps}, Ranks: []int32{rank}}
+}

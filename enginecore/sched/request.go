@@ -1,0 +1,108 @@
+package sched
+
+import (
+	"slices"
+
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// Status is where a request is in its life.
+type Status uint8
+
+const (
+	StatusWaiting   Status = iota // queued, holds no blocks
+	StatusRunning                 // admitted, holds blocks
+	StatusPreempted               // waiting again after preemption
+	StatusFinished                // done; blocks freed
+)
+
+// Request is the engine's record of one request.
+type Request struct {
+	ID           string // internal id, unique in the engine
+	ExternalID   string // the user-visible id
+	SessionID    string // "" = none
+	CacheSalt    string // "" = none
+	Client       string // frontend identity the outputs go to
+	Priority     int    // lower runs earlier
+	ArrivalTime  float64
+	Params       wire.SamplingParams
+	StopTokenIDs []int32 // EOS (unless ignore_eos) + stop_token_ids
+	EOSTokenIDs  []int32 // the tokens that stop with stop_reason nil
+	Status       Status
+	FinishReason wire.FinishReason
+	StopReason   any // nil, int64 stop token id
+	seq          uint64
+
+	tokens            []int32 // [NumPrompt + outputs]
+	numPrompt         int
+	numComputedTokens int // tokens whose K/V are in the cache
+	numCachedTokens   int // prompt tokens served by the prefix cache at first admission
+	admitted          bool
+	NumPreemptions    int
+}
+
+// NewRequest builds a request from an ADD message. eos are the model's
+// end-of-sequence tokens, used unless the request sets its own or ignore_eos.
+func NewRequest(r *wire.EngineCoreRequest, client string, eos []int32) *Request {
+	req := &Request{
+		ID:          r.RequestID,
+		ExternalID:  r.ExternalReqID,
+		SessionID:   r.SessionID,
+		CacheSalt:   r.CacheSalt,
+		Client:      client,
+		Priority:    r.Priority,
+		ArrivalTime: r.ArrivalTime,
+		Params:      r.SamplingParams,
+		tokens:      slices.Clone(r.PromptTokenIDs),
+		numPrompt:   len(r.PromptTokenIDs),
+	}
+	if !r.SamplingParams.IgnoreEOS {
+		if id := r.SamplingParams.EOSTokenID; id != nil {
+			req.EOSTokenIDs = []int32{*id}
+		} else {
+			req.EOSTokenIDs = slices.Clone(eos)
+		}
+	}
+	req.StopTokenIDs = append(slices.Clone(req.EOSTokenIDs), r.SamplingParams.StopTokenIDs...)
+	return req
+}
+
+// Tokens is the prompt followed by the outputs so far (read-only).
+func (r *Request) Tokens() []int32 { return r.tokens }
+
+// NumPromptTokens is the prompt length.
+func (r *Request) NumPromptTokens() int { return r.numPrompt }
+
+// OutputTokenIDs are the tokens generated so far (read-only).
+func (r *Request) OutputTokenIDs() []int32 { return r.tokens[r.numPrompt:] }
+
+// NumComputedTokens is how many tokens have K/V in the cache.
+func (r *Request) NumComputedTokens() int { return r.numComputedTokens }
+
+// NumCachedTokens is how many prompt tokens the prefix cache served.
+func (r *Request) NumCachedTokens() int { return r.numCachedTokens }
+
+func (r *Request) numOutput() int { return len(r.tokens) - r.numPrompt }
+
+// checkStop appends nothing; it decides whether the last sampled token ends
+// the request (vLLM's check_stop).
+func (r *Request) checkStop(maxModelLen int) bool {
+	n := r.numOutput()
+	if n >= r.Params.MinTokens && n > 0 {
+		last := r.tokens[len(r.tokens)-1]
+		if slices.Contains(r.EOSTokenIDs, last) {
+			r.FinishReason = wire.FinishStop
+			return true
+		}
+		if slices.Contains(r.Params.StopTokenIDs, last) {
+			r.FinishReason = wire.FinishStop
+			r.StopReason = int64(last)
+			return true
+		}
+	}
+	if n >= r.Params.MaxTokens || len(r.tokens) >= maxModelLen {
+		r.FinishReason = wire.FinishLength
+		return true
+	}
+	return false
+}

@@ -1,0 +1,307 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tandem-llm/tandem/enginecore/batch"
+	"github.com/tandem-llm/tandem/enginecore/kvcache"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// ErrRejected is returned by Add for a request that can never run.
+var ErrRejected = errors.New("sched: request rejected")
+
+// Config holds the scheduler's limits.
+type Config struct {
+	MaxNumSeqs          int // requests running at once
+	MaxNumBatchedTokens int // tokens computed per step
+	MaxModelLen         int // prompt + output tokens per request
+	BlockSize           int // tokens per KV block
+}
+
+// Output is one request's news from one step.
+type Output struct {
+	Req       *Request
+	NewTokens []int32 // [k] tokens sampled this step (k ≤ 1 for now)
+	Logprobs  *wire.Logprobs
+	Finished  bool
+}
+
+// Scheduler decides every step's batch. Not safe for concurrent use.
+type Scheduler struct {
+	cfg     Config
+	kv      *kvcache.Manager
+	waiting []*Request // sorted by (priority, seq)
+	running []*Request // admission order
+	byID    map[string]*Request
+	nextSeq uint64
+
+	numSteps       int64 // steps scheduled, cumulative
+	numPreemptions int64 // cumulative
+	tables         [][]int32
+}
+
+// New returns a scheduler allocating blocks from kv.
+func New(cfg Config, kv *kvcache.Manager) *Scheduler {
+	return &Scheduler{cfg: cfg, kv: kv, byID: map[string]*Request{}}
+}
+
+// Add queues a request. It fails for a duplicate id, an empty prompt, a
+// prompt that does not fit max_model_len, or one the KV pool can never hold.
+func (s *Scheduler) Add(r *Request) error {
+	if _, dup := s.byID[r.ID]; dup {
+		return fmt.Errorf("%w: duplicate request id %q", ErrRejected, r.ID)
+	}
+	if r.numPrompt == 0 {
+		return fmt.Errorf("%w: empty prompt", ErrRejected)
+	}
+	if r.numPrompt >= s.cfg.MaxModelLen {
+		return fmt.Errorf("%w: prompt of %d tokens leaves no room under max_model_len %d", ErrRejected, r.numPrompt, s.cfg.MaxModelLen)
+	}
+	st := s.kv.Stats()
+	if need := (r.numPrompt + 1 + s.cfg.BlockSize - 1) / s.cfg.BlockSize; need > st.NumBlocks {
+		return fmt.Errorf("%w: prompt needs %d KV blocks, the pool has %d", ErrRejected, need, st.NumBlocks)
+	}
+	if r.Params.MaxTokens < 1 {
+		r.Params.MaxTokens = 1
+	}
+	s.nextSeq++
+	r.seq = s.nextSeq
+	r.Status = StatusWaiting
+	s.byID[r.ID] = r
+	s.insertWaiting(r)
+	if r.SessionID != "" {
+		// Keeps the session active (its cached blocks evicted last) while
+		// the request waits or is preempted, not only while it holds blocks.
+		s.kv.Hold(r.SessionID)
+	}
+	return nil
+}
+
+func (s *Scheduler) insertWaiting(r *Request) {
+	i, _ := slices.BinarySearchFunc(s.waiting, r, func(a, b *Request) int {
+		if a.Priority != b.Priority {
+			return a.Priority - b.Priority
+		}
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	s.waiting = slices.Insert(s.waiting, i, r)
+}
+
+// Get returns a live request by id.
+func (s *Scheduler) Get(id string) (*Request, bool) {
+	r, ok := s.byID[id]
+	return r, ok
+}
+
+// Abort finishes the given requests (unknown ids are ignored) and returns
+// the ones it finished.
+func (s *Scheduler) Abort(ids ...string) []*Request {
+	var done []*Request
+	for _, id := range ids {
+		r, ok := s.byID[id]
+		if !ok {
+			continue
+		}
+		r.FinishReason = wire.FinishAbort
+		s.finish(r)
+		done = append(done, r)
+	}
+	return done
+}
+
+func (s *Scheduler) finish(r *Request) {
+	r.Status = StatusFinished
+	s.kv.Free(r.ID)
+	if r.SessionID != "" {
+		s.kv.Release(r.SessionID)
+	}
+	delete(s.byID, r.ID)
+	s.waiting = slices.DeleteFunc(s.waiting, func(x *Request) bool { return x == r })
+	s.running = slices.DeleteFunc(s.running, func(x *Request) bool { return x == r })
+}
+
+// NumWaiting is the number of queued requests (including preempted ones).
+func (s *Scheduler) NumWaiting() int { return len(s.waiting) }
+
+// NumRunning is the number of admitted requests.
+func (s *Scheduler) NumRunning() int { return len(s.running) }
+
+// HasWork reports whether a step would do anything.
+func (s *Scheduler) HasWork() bool { return len(s.waiting)+len(s.running) > 0 }
+
+// NumPreemptions is the cumulative preemption count.
+func (s *Scheduler) NumPreemptions() int64 { return s.numPreemptions }
+
+// NumSteps is the cumulative number of scheduled steps.
+func (s *Scheduler) NumSteps() int64 { return s.numSteps }
+
+// Requests calls f for every live request.
+func (s *Scheduler) Requests(f func(*Request)) {
+	for _, r := range s.running {
+		f(r)
+	}
+	for _, r := range s.waiting {
+		f(r)
+	}
+}
+
+// Schedule builds the next step. The batch is empty when there is nothing
+// to do or nothing fits.
+func (s *Scheduler) Schedule() *batch.Batch {
+	b := &batch.Batch{}
+	budget := s.cfg.MaxNumBatchedTokens
+	var items []*Request
+	var lens []int
+
+	// Pass 1: running requests, in admission order.
+	for i := 0; i < len(s.running) && budget > 0; i++ {
+		r := s.running[i]
+		n := s.numNew(r, budget)
+		if n <= 0 {
+			continue
+		}
+		scheduled := true
+		for !s.kv.Allocate(r.ID, r.numComputedTokens+n) {
+			victim := s.pickVictim(i)
+			s.preempt(victim)
+			b.NumPreempted++
+			if victim == r {
+				scheduled = false
+				i-- // the slice shifted under us
+				break
+			}
+		}
+		if scheduled {
+			items = append(items, r)
+			lens = append(lens, n)
+			budget -= n
+		}
+	}
+
+	// Pass 2: waiting requests, unless this step had to preempt.
+	for b.NumPreempted == 0 && budget > 0 && len(s.waiting) > 0 && len(s.running) < s.cfg.MaxNumSeqs {
+		r := s.waiting[0]
+		if r.numComputedTokens == 0 {
+			cached := s.kv.Lookup(r.ID, r.tokens, r.CacheSalt, r.SessionID)
+			r.numComputedTokens = cached
+			if !r.admitted {
+				r.numCachedTokens = cached
+			}
+		}
+		n := s.numNew(r, budget)
+		if n <= 0 || !s.kv.Allocate(r.ID, r.numComputedTokens+n) {
+			// Release the pinned prefix so other requests can use the blocks.
+			s.kv.Free(r.ID)
+			r.numComputedTokens = 0
+			break
+		}
+		s.waiting = s.waiting[1:]
+		r.Status = StatusRunning
+		r.admitted = true
+		s.running = append(s.running, r)
+		items = append(items, r)
+		lens = append(lens, n)
+		budget -= n
+	}
+
+	if len(items) == 0 {
+		return b
+	}
+	s.numSteps++
+	b.StepCounter = s.numSteps
+	b.Items = make([]batch.Item, len(items))
+	for i, r := range items {
+		n := lens[i]
+		b.Items[i] = batch.Item{
+			RequestID:    r.ID,
+			Tokens:       r.tokens,
+			NumPrompt:    r.numPrompt,
+			Start:        r.numComputedTokens,
+			Len:          n,
+			BlockTable:   blockTable(s.kv.BlockTable(r.ID)),
+			Sample:       r.numComputedTokens+n == len(r.tokens),
+			Params:       &r.Params,
+			MaskStop:     r.numOutput() < r.Params.MinTokens,
+			StopTokenIDs: r.StopTokenIDs,
+		}
+		b.NumTokens += n
+	}
+	return b
+}
+
+func blockTable(ids []kvcache.BlockID) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// numNew is how many of r's uncomputed tokens fit this step.
+func (s *Scheduler) numNew(r *Request, budget int) int {
+	n := len(r.tokens) - r.numComputedTokens
+	return min(n, budget)
+}
+
+// pickVictim chooses whom to preempt while serving running[i]: the request
+// with the largest (priority, seq) among those not yet served this step
+// (index ≥ i), which may be running[i] itself.
+func (s *Scheduler) pickVictim(i int) *Request {
+	v := s.running[i]
+	for _, r := range s.running[i+1:] {
+		if r.Priority > v.Priority || (r.Priority == v.Priority && r.seq > v.seq) {
+			v = r
+		}
+	}
+	return v
+}
+
+func (s *Scheduler) preempt(r *Request) {
+	s.kv.Free(r.ID)
+	r.numComputedTokens = 0
+	r.Status = StatusPreempted
+	r.NumPreemptions++
+	s.numPreemptions++
+	s.running = slices.DeleteFunc(s.running, func(x *Request) bool { return x == r })
+	s.insertWaiting(r)
+}
+
+// Update applies a step's results: computed tokens advance, sampled tokens
+// are appended, stops are checked, and finished requests free their blocks.
+// Items of requests aborted since Schedule are skipped.
+func (s *Scheduler) Update(b *batch.Batch, res *batch.Result) []Output {
+	var outs []Output
+	for i := range b.Items {
+		it := &b.Items[i]
+		r, ok := s.byID[it.RequestID]
+		if !ok || r.Status != StatusRunning {
+			continue
+		}
+		r.numComputedTokens = it.Start + it.Len
+		s.kv.Commit(r.ID, r.tokens, r.numComputedTokens)
+		if !it.Sample {
+			continue
+		}
+		tok := res.Sampled[i]
+		r.tokens = append(r.tokens, tok)
+		out := Output{Req: r, NewTokens: []int32{tok}}
+		if res.Logprobs != nil {
+			out.Logprobs = res.Logprobs[i]
+		}
+		if r.checkStop(s.cfg.MaxModelLen) {
+			s.finish(r)
+			out.Finished = true
+		}
+		outs = append(outs, out)
+	}
+	return outs
+}

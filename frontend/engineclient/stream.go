@@ -1,0 +1,114 @@
+package engineclient
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// Stream is one request's outputs, in order. Safe for one reader; the
+// engine's reader goroutine never blocks on a slow Stream consumer.
+type Stream struct {
+	id     string // internal request id
+	engine int    // index of the engine serving it
+	c      *Client
+
+	mu      sync.Mutex // mu guards the fields below
+	pending []wire.EngineCoreOutput
+	done    bool  // the finishing output was queued, or err is set
+	err     error // terminal error (engine dead, client closed)
+	closed  bool  // Close called
+	notify  chan struct{}
+}
+
+// RequestID is the internal request id the engine knows.
+func (s *Stream) RequestID() string { return s.id }
+
+// EngineIndex is the engine serving the request.
+func (s *Stream) EngineIndex() int { return s.engine }
+
+// Next returns the next output. After the output with a finish reason it
+// returns io.EOF; after a failure, that error (e.g. ErrEngineDead).
+func (s *Stream) Next(ctx context.Context) (wire.EngineCoreOutput, error) {
+	for {
+		s.mu.Lock()
+		if len(s.pending) > 0 {
+			o := s.pending[0]
+			s.pending[0] = wire.EngineCoreOutput{}
+			s.pending = s.pending[1:]
+			s.mu.Unlock()
+			return o, nil
+		}
+		if s.done {
+			err := s.err
+			s.mu.Unlock()
+			if err == nil {
+				err = io.EOF
+			}
+			return wire.EngineCoreOutput{}, err
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.notify:
+		case <-ctx.Done():
+			s.Close()
+			return wire.EngineCoreOutput{}, ctx.Err()
+		}
+	}
+}
+
+// push queues an output (reader goroutine). It reports whether the stream
+// is now finished.
+func (s *Stream) push(o wire.EngineCoreOutput) bool {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return true
+	}
+	s.pending = append(s.pending, o)
+	if o.FinishReason != wire.FinishNone {
+		s.done = true
+	}
+	done := s.done
+	s.mu.Unlock()
+	s.wake()
+	return done
+}
+
+// fail ends the stream with err unless it already finished.
+func (s *Stream) fail(err error) {
+	s.mu.Lock()
+	if !s.done {
+		s.done, s.err = true, err
+	}
+	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *Stream) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Close releases the stream; if the request has not finished, the engine
+// is told to abort it. Idempotent.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	unfinished := !s.done
+	s.done = true
+	if s.err == nil && unfinished {
+		s.err = context.Canceled
+	}
+	s.mu.Unlock()
+	s.c.release(s, unfinished)
+	s.wake()
+}

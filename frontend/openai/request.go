@@ -1,0 +1,385 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+)
+
+// Params are the request fields chat and completions requests share. Pointer
+// fields are nil when absent, where absent differs from the zero value.
+type Params struct {
+	Model string `json:"model"`
+
+	MaxTokens         *int               `json:"max_tokens,omitempty"`  // output tokens; nil = endpoint default
+	Temperature       *float64           `json:"temperature,omitempty"` // nil = 1.0; 0 = greedy
+	TopP              *float64           `json:"top_p,omitempty"`       // nil = 1.0
+	TopK              int                `json:"top_k,omitempty"`       // 0 or -1 = off
+	MinP              float64            `json:"min_p,omitempty"`       // 0 = off
+	Seed              *int64             `json:"seed,omitempty"`        // nil = random
+	N                 *int               `json:"n,omitempty"`           // choices; nil = 1
+	Stop              Stop               `json:"stop,omitempty"`
+	StopTokenIDs      []int32            `json:"stop_token_ids,omitempty"`
+	IncludeStopStr    bool               `json:"include_stop_str_in_output,omitempty"`
+	IgnoreEOS         bool               `json:"ignore_eos,omitempty"`
+	MinTokens         int                `json:"min_tokens,omitempty"`
+	SkipSpecialTokens *bool              `json:"skip_special_tokens,omitempty"` // nil = true
+	PresencePenalty   float64            `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  float64            `json:"frequency_penalty,omitempty"`
+	RepetitionPenalty *float64           `json:"repetition_penalty,omitempty"` // nil = 1.0
+	LogitBias         map[string]float64 `json:"logit_bias,omitempty"`         // token id (decimal string) → bias
+	Echo              bool               `json:"echo,omitempty"`
+	Stream            bool               `json:"stream,omitempty"`
+	StreamOptions     *StreamOptions     `json:"stream_options,omitempty"`
+	ResponseFormat    *ResponseFormat    `json:"response_format,omitempty"`
+	UseBeamSearch     bool               `json:"use_beam_search,omitempty"`
+
+	User      string         `json:"user,omitempty"`
+	RequestID string         `json:"request_id,omitempty"`
+	Priority  int            `json:"priority,omitempty"`
+	CacheSalt string         `json:"cache_salt,omitempty"`
+	SessionID string         `json:"session_id,omitempty"` // resolve with package session, not directly
+	VLLMXArgs map[string]any `json:"vllm_xargs,omitempty"`
+}
+
+// StreamOptions is stream_options.
+type StreamOptions struct {
+	IncludeUsage         bool `json:"include_usage,omitempty"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats,omitempty"`
+}
+
+// ResponseFormat is response_format. Only type "text" is supported so far.
+type ResponseFormat struct {
+	Type       string          `json:"type"`
+	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
+}
+
+// NumChoices returns n, default 1.
+func (p *Params) NumChoices() int {
+	if p.N == nil {
+		return 1
+	}
+	return *p.N
+}
+
+// SkipSpecial returns skip_special_tokens, default true.
+func (p *Params) SkipSpecial() bool { return p.SkipSpecialTokens == nil || *p.SkipSpecialTokens }
+
+// IncludeUsage reports whether a stream ends with a usage chunk.
+func (p *Params) IncludeUsage() bool { return p.StreamOptions != nil && p.StreamOptions.IncludeUsage }
+
+// ContinuousUsage reports whether every stream chunk carries usage.
+func (p *Params) ContinuousUsage() bool {
+	return p.StreamOptions != nil && p.StreamOptions.ContinuousUsageStats
+}
+
+// ChatCompletionRequest is the body of POST /v1/chat/completions.
+type ChatCompletionRequest struct {
+	Params
+	Messages             []ChatMessage  `json:"messages"`
+	MaxCompletionTokens  *int           `json:"max_completion_tokens,omitempty"` // wins over max_tokens
+	Logprobs             bool           `json:"logprobs,omitempty"`
+	TopLogprobs          *int           `json:"top_logprobs,omitempty"`
+	AddGenerationPrompt  *bool          `json:"add_generation_prompt,omitempty"` // nil = true unless continue_final_message
+	ContinueFinalMessage bool           `json:"continue_final_message,omitempty"`
+	ChatTemplateKwargs   map[string]any `json:"chat_template_kwargs,omitempty"`
+}
+
+// MaxOutputTokens returns max_completion_tokens, else max_tokens; ok is false
+// when neither is set (generate until the context is full).
+func (r *ChatCompletionRequest) MaxOutputTokens() (n int, ok bool) {
+	switch {
+	case r.MaxCompletionTokens != nil:
+		return *r.MaxCompletionTokens, true
+	case r.MaxTokens != nil:
+		return *r.MaxTokens, true
+	default:
+		return 0, false
+	}
+}
+
+// AddGenPrompt returns add_generation_prompt: its value when set, else true
+// unless continue_final_message is set.
+func (r *ChatCompletionRequest) AddGenPrompt() bool {
+	if r.AddGenerationPrompt != nil {
+		return *r.AddGenerationPrompt
+	}
+	return !r.ContinueFinalMessage
+}
+
+// ChatMessage is one element of messages.
+type ChatMessage struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+	Name    string  `json:"name,omitempty"`
+}
+
+// Content is a message's content: a string, an array of content parts, or
+// null. Text holds it as one string (text parts joined with "\n", as vLLM
+// does); Parts keeps the parts for validation when it was an array.
+type Content struct {
+	Text  string
+	Parts []ContentPart // nil unless content was an array
+}
+
+// ContentPart is one element of an array content. Only type "text" is
+// supported; Validate rejects the others.
+type ContentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// UnmarshalJSON accepts a string, an array of content parts, or null.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	*c = Content{}
+	switch firstByte(b) {
+	case 'n':
+		return nil
+	case '"':
+		return json.Unmarshal(b, &c.Text)
+	case '[':
+		var parts []ContentPart
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return typeError[Content](b)
+		}
+		texts := make([]string, 0, len(parts))
+		for _, p := range parts {
+			if p.Type == "text" {
+				texts = append(texts, p.Text)
+			}
+		}
+		c.Text, c.Parts = strings.Join(texts, "\n"), parts
+		if c.Parts == nil {
+			c.Parts = []ContentPart{}
+		}
+		return nil
+	default:
+		return typeError[Content](b)
+	}
+}
+
+// MarshalJSON renders the content as its string form.
+func (c Content) MarshalJSON() ([]byte, error) { return json.Marshal(c.Text) }
+
+// CompletionRequest is the body of POST /v1/completions.
+type CompletionRequest struct {
+	Params
+	Prompt   Prompt  `json:"prompt"`
+	Logprobs *int    `json:"logprobs,omitempty"` // top logprobs per token; nil = none
+	Suffix   *string `json:"suffix,omitempty"`   // not supported
+}
+
+// defaultCompletionMaxTokens is max_tokens of a completions request that sets
+// none, as in OpenAI and vLLM.
+const defaultCompletionMaxTokens = 16
+
+// MaxOutputTokens returns max_tokens, default 16.
+func (r *CompletionRequest) MaxOutputTokens() (n int, ok bool) {
+	if r.MaxTokens != nil {
+		return *r.MaxTokens, true
+	}
+	return defaultCompletionMaxTokens, true
+}
+
+// Stop is stop: a string or an array of strings in JSON, always a list here.
+type Stop []string
+
+// UnmarshalJSON accepts a string, an array of strings, or null.
+func (s *Stop) UnmarshalJSON(b []byte) error {
+	switch firstByte(b) {
+	case 'n':
+		*s = nil
+		return nil
+	case '"':
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*s = Stop{one}
+		return nil
+	case '[':
+		var list []string
+		if err := json.Unmarshal(b, &list); err != nil {
+			return typeError[Stop](b)
+		}
+		*s = list
+		return nil
+	default:
+		return typeError[Stop](b)
+	}
+}
+
+// PromptKind says which JSON form a completions prompt took.
+type PromptKind int
+
+// The prompt forms.
+const (
+	PromptNone         PromptKind = iota // absent or null
+	PromptText                           // "prompt": "text"
+	PromptTexts                          // "prompt": ["text", …] (also [])
+	PromptTokens                         // "prompt": [1, 2, 3]
+	PromptTokenBatches                   // "prompt": [[1, 2], [3]]
+)
+
+// Prompt is a completions prompt in one of its four forms.
+type Prompt struct {
+	Kind   PromptKind
+	Texts  []string  // PromptText (one element) and PromptTexts
+	Tokens [][]int32 // PromptTokens (one element) and PromptTokenBatches; token ids
+}
+
+// Len returns the number of prompts (each yields its own choices).
+func (p Prompt) Len() int {
+	switch p.Kind {
+	case PromptText, PromptTexts:
+		return len(p.Texts)
+	case PromptTokens, PromptTokenBatches:
+		return len(p.Tokens)
+	default:
+		return 0
+	}
+}
+
+// UnmarshalJSON accepts a string, an array of strings, an array of integers,
+// an array of arrays of integers, or null. Token ids must fit in int32.
+func (p *Prompt) UnmarshalJSON(b []byte) error {
+	*p = Prompt{}
+	switch firstByte(b) {
+	case 'n':
+		return nil
+	case '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*p = Prompt{Kind: PromptText, Texts: []string{s}}
+		return nil
+	case '[':
+	default:
+		return typeError[Prompt](b)
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(b, &elems); err != nil {
+		return typeError[Prompt](b)
+	}
+	if len(elems) == 0 {
+		*p = Prompt{Kind: PromptTexts, Texts: []string{}}
+		return nil
+	}
+	switch c := firstByte(elems[0]); {
+	case c == '"':
+		var texts []string
+		if err := json.Unmarshal(b, &texts); err != nil {
+			return typeError[Prompt](b)
+		}
+		*p = Prompt{Kind: PromptTexts, Texts: texts}
+	case c == '-' || (c >= '0' && c <= '9'):
+		var ids []int32
+		if err := json.Unmarshal(b, &ids); err != nil {
+			return typeError[Prompt](b)
+		}
+		*p = Prompt{Kind: PromptTokens, Tokens: [][]int32{ids}}
+	case c == '[':
+		var batches [][]int32
+		if err := json.Unmarshal(b, &batches); err != nil {
+			return typeError[Prompt](b)
+		}
+		*p = Prompt{Kind: PromptTokenBatches, Tokens: batches}
+	default:
+		return typeError[Prompt](b)
+	}
+	return nil
+}
+
+// MarshalJSON renders the prompt in the form it was decoded from.
+func (p Prompt) MarshalJSON() ([]byte, error) {
+	switch p.Kind {
+	case PromptText:
+		if len(p.Texts) == 1 {
+			return json.Marshal(p.Texts[0])
+		}
+		return json.Marshal(p.Texts)
+	case PromptTexts:
+		return json.Marshal(p.Texts)
+	case PromptTokens:
+		if len(p.Tokens) == 1 {
+			return json.Marshal(p.Tokens[0])
+		}
+		return json.Marshal(p.Tokens)
+	case PromptTokenBatches:
+		return json.Marshal(p.Tokens)
+	default:
+		return []byte("null"), nil
+	}
+}
+
+// firstByte returns the first non-space byte of a JSON value.
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// typeError reports that JSON value b does not fit T; encoding/json adds the
+// field path, so Decode can name the param.
+func typeError[T any](b []byte) error {
+	return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[T]()}
+}
+
+// jsonKind names the kind of JSON value b, for error messages, with the
+// element kinds of an array ("array of numbers").
+func jsonKind(b []byte) string {
+	if firstByte(b) == '[' {
+		if kinds := arrayKinds(b); kinds != "" {
+			return "array of " + kinds
+		}
+	}
+	return shallowKind(b)
+}
+
+// shallowKind names the kind of JSON value b.
+func shallowKind(b []byte) string {
+	switch c := firstByte(b); {
+	case c == '"':
+		return "string"
+	case c == '[':
+		return "array"
+	case c == '{':
+		return "object"
+	case c == 't' || c == 'f':
+		return "boolean"
+	case c == 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// arrayKinds names the element kinds of a JSON array ("numbers", "mixed
+// values"), or "" when b is not an array of scalars or arrays.
+func arrayKinds(b []byte) string {
+	var elems []json.RawMessage
+	if json.Unmarshal(b, &elems) != nil || len(elems) == 0 {
+		return ""
+	}
+	kind := shallowKind(elems[0])
+	for _, e := range elems[1:] {
+		if shallowKind(e) != kind {
+			return "mixed values"
+		}
+	}
+	if kind == "number" {
+		// Flag the usual culprit: non-integers or ids beyond int32.
+		for _, e := range elems {
+			var f float64
+			if json.Unmarshal(e, &f) == nil && (f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32) {
+				return "numbers that are not int32 integers"
+			}
+		}
+	}
+	return kind + "s"
+}

@@ -1,0 +1,287 @@
+package openai
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// Values of the "object" field.
+const (
+	ObjectChatCompletion      = "chat.completion"
+	ObjectChatCompletionChunk = "chat.completion.chunk"
+	ObjectTextCompletion      = "text_completion" // completions and their chunks
+	ObjectList                = "list"
+	ObjectModel               = "model"
+)
+
+// OwnedBy is the owned_by of every served model.
+const OwnedBy = "tandem"
+
+// Values of finish_reason (vLLM's FinishReason names).
+const (
+	FinishStop   = "stop"   // EOS, a stop token or a stop string
+	FinishLength = "length" // max_tokens or the context length
+	FinishAbort  = "abort"
+	FinishError  = "error"
+)
+
+// Usage counts the tokens of a request.
+type Usage struct {
+	PromptTokens        int                  `json:"prompt_tokens"`
+	CompletionTokens    int                  `json:"completion_tokens"`
+	TotalTokens         int                  `json:"total_tokens"`
+	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// PromptTokensDetails is usage.prompt_tokens_details.
+type PromptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"` // prompt tokens served from the prefix cache
+}
+
+// StopReason is stop_reason: the stop string or stop token id that ended a
+// choice, or null (EOS, length, or not finished). Build it with StopString or
+// StopToken; the zero value is null.
+type StopReason struct {
+	Text    string // the stop string, when !IsToken
+	TokenID int32  // the stop token id, when IsToken
+	IsToken bool
+}
+
+// StopString returns the stop_reason of a matched stop string.
+func StopString(s string) StopReason { return StopReason{Text: s} }
+
+// StopToken returns the stop_reason of a matched stop token id.
+func StopToken(id int32) StopReason { return StopReason{TokenID: id, IsToken: true} }
+
+// IsZero reports whether r renders as null (used by omitzero).
+func (r StopReason) IsZero() bool { return !r.IsToken && r.Text == "" }
+
+// MarshalJSON renders an integer, a string or null.
+func (r StopReason) MarshalJSON() ([]byte, error) {
+	switch {
+	case r.IsToken:
+		return json.Marshal(r.TokenID)
+	case r.Text != "":
+		return json.Marshal(r.Text)
+	default:
+		return []byte("null"), nil
+	}
+}
+
+// Logprob is a log probability. It marshals -Inf and NaN as -9999.0, as vLLM
+// does, because JSON has no infinities.
+type Logprob float64
+
+// floorLogprob stands in for -Inf in JSON.
+const floorLogprob = -9999.0
+
+// MarshalJSON implements json.Marshaler.
+func (l Logprob) MarshalJSON() ([]byte, error) {
+	f := float64(l)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		f = floorLogprob
+		if math.IsInf(float64(l), 1) {
+			f = 0
+		}
+	}
+	return json.Marshal(f)
+}
+
+// ByteValues returns the UTF-8 bytes of a token's text as integers, the form
+// of the "bytes" field of chat logprobs.
+func ByteValues(s string) []int {
+	out := make([]int, len(s))
+	for i := range len(s) {
+		out[i] = int(s[i])
+	}
+	return out
+}
+
+// ChatLogprobs is a chat choice's logprobs.
+type ChatLogprobs struct {
+	Content []ChatTokenLogprob `json:"content"` // one per generated token
+}
+
+// ChatTokenLogprob is the logprob of one generated token and its alternatives.
+type ChatTokenLogprob struct {
+	Token       string           `json:"token"`
+	Logprob     Logprob          `json:"logprob"`
+	Bytes       []int            `json:"bytes"`        // UTF-8 bytes of Token; see ByteValues
+	TopLogprobs []ChatTopLogprob `json:"top_logprobs"` // top_logprobs entries, most likely first; set [] for none
+}
+
+// ChatTopLogprob is one alternative in top_logprobs.
+type ChatTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob Logprob `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+// CompletionLogprobs is a completions choice's logprobs; the four slices are
+// parallel, one element per token.
+type CompletionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []*Logprob           `json:"token_logprobs"` // nil element = null (first echoed prompt token)
+	TopLogprobs   []map[string]Logprob `json:"top_logprobs"`   // token text → logprob; nil element = null
+	TextOffset    []int                `json:"text_offset"`    // byte offset of each token in the choice text
+}
+
+// ChatCompletion is the non-streaming chat response.
+type ChatCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`  // ObjectChatCompletion
+	Created           int64        `json:"created"` // Unix seconds
+	Model             string       `json:"model"`
+	Choices           []ChatChoice `json:"choices"`
+	Usage             Usage        `json:"usage"`
+	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
+}
+
+// ChatChoice is one choice of a ChatCompletion.
+type ChatChoice struct {
+	Index        int              `json:"index"`
+	Message      AssistantMessage `json:"message"`
+	Logprobs     *ChatLogprobs    `json:"logprobs"` // null unless requested
+	FinishReason string           `json:"finish_reason"`
+	StopReason   StopReason       `json:"stop_reason"`
+}
+
+// AssistantMessage is the generated message of a ChatChoice.
+type AssistantMessage struct {
+	Role    string `json:"role"` // "assistant"
+	Content string `json:"content"`
+}
+
+// ChatCompletionChunk is one server-sent event of a streaming chat response.
+// A nil Choices marshals as [] (the final usage chunk has "choices":[]).
+type ChatCompletionChunk struct {
+	ID                string            `json:"id"`
+	Object            string            `json:"object"`  // ObjectChatCompletionChunk
+	Created           int64             `json:"created"` // Unix seconds
+	Model             string            `json:"model"`
+	SystemFingerprint string            `json:"system_fingerprint,omitempty"`
+	Choices           []ChatChunkChoice `json:"choices"`
+	Usage             *Usage            `json:"usage,omitempty"`
+}
+
+// ChatChunkChoice is one choice of a ChatCompletionChunk.
+type ChatChunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        ChatDelta     `json:"delta"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`      // null unless requested
+	FinishReason *string       `json:"finish_reason"` // null until the choice's last chunk
+	StopReason   StopReason    `json:"stop_reason,omitzero"`
+}
+
+// ChatDelta is the new part of the message. The first chunk of a choice
+// carries Role "assistant" and Content "".
+type ChatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+// Completion is the non-streaming completions response.
+type Completion struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`  // ObjectTextCompletion
+	Created           int64              `json:"created"` // Unix seconds
+	Model             string             `json:"model"`
+	Choices           []CompletionChoice `json:"choices"`
+	Usage             Usage              `json:"usage"`
+	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
+}
+
+// CompletionChoice is one choice of a Completion.
+type CompletionChoice struct {
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *CompletionLogprobs `json:"logprobs"` // null unless requested
+	FinishReason string              `json:"finish_reason"`
+	StopReason   StopReason          `json:"stop_reason"`
+}
+
+// CompletionChunk is one server-sent event of a streaming completions
+// response. A nil Choices marshals as [].
+type CompletionChunk struct {
+	ID                string                  `json:"id"`
+	Object            string                  `json:"object"`  // ObjectTextCompletion
+	Created           int64                   `json:"created"` // Unix seconds
+	Model             string                  `json:"model"`
+	SystemFingerprint string                  `json:"system_fingerprint,omitempty"`
+	Choices           []CompletionChunkChoice `json:"choices"`
+	Usage             *Usage                  `json:"usage,omitempty"`
+}
+
+// CompletionChunkChoice is one choice of a CompletionChunk.
+type CompletionChunkChoice struct {
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *CompletionLogprobs `json:"logprobs"`      // null unless requested
+	FinishReason *string             `json:"finish_reason"` // null until the choice's last chunk
+	StopReason   StopReason          `json:"stop_reason,omitzero"`
+}
+
+// ModelList is the response of GET /v1/models.
+type ModelList struct {
+	Object string  `json:"object"` // ObjectList
+	Data   []Model `json:"data"`
+}
+
+// Model describes one served model.
+type Model struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`  // ObjectModel
+	Created     int64  `json:"created"` // Unix seconds
+	OwnedBy     string `json:"owned_by"`
+	Root        string `json:"root,omitempty"`          // the model path or name it was loaded from
+	MaxModelLen int    `json:"max_model_len,omitempty"` // tokens
+}
+
+// The MarshalJSON methods below render nil slices as [] rather than null.
+
+// MarshalJSON implements json.Marshaler.
+func (c ChatCompletion) MarshalJSON() ([]byte, error) {
+	type plain ChatCompletion
+	p := plain(c)
+	p.Choices = nonNil(p.Choices)
+	return json.Marshal(p)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (c ChatCompletionChunk) MarshalJSON() ([]byte, error) {
+	type plain ChatCompletionChunk
+	p := plain(c)
+	p.Choices = nonNil(p.Choices)
+	return json.Marshal(p)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (c Completion) MarshalJSON() ([]byte, error) {
+	type plain Completion
+	p := plain(c)
+	p.Choices = nonNil(p.Choices)
+	return json.Marshal(p)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (c CompletionChunk) MarshalJSON() ([]byte, error) {
+	type plain CompletionChunk
+	p := plain(c)
+	p.Choices = nonNil(p.Choices)
+	return json.Marshal(p)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (l ModelList) MarshalJSON() ([]byte, error) {
+	type plain ModelList
+	p := plain(l)
+	p.Data = nonNil(p.Data)
+	return json.Marshal(p)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

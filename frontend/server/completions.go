@@ -1,0 +1,165 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tandem-llm/tandem/frontend/openai"
+)
+
+func nowUnix() int64 { return time.Now().Unix() }
+
+// completions serves POST /v1/completions: one generation per prompt,
+// n choices each (choice index = prompt index · n + i).
+func (s *Server) completions(c echo.Context) error {
+	var req openai.CompletionRequest
+	if e := readBody(c, &req); e != nil {
+		return writeError(c, e)
+	}
+	if e := req.Validate(); e != nil {
+		return writeError(c, e)
+	}
+	cm, e := s.resolveCommon(c, &req.Params)
+	if e != nil {
+		return writeError(c, e)
+	}
+	var prompts [][]int32
+	var texts []string
+	switch req.Prompt.Kind {
+	case openai.PromptText, openai.PromptTexts:
+		for _, t := range req.Prompt.Texts {
+			prompts = append(prompts, s.tok.Encode(t, true))
+			texts = append(texts, t)
+		}
+	default:
+		for _, ids := range req.Prompt.Tokens {
+			if e := s.checkTokens("prompt", ids); e != nil {
+				return writeError(c, e)
+			}
+			prompts = append(prompts, ids)
+			texts = append(texts, s.tok.Decode(ids, false))
+		}
+	}
+	id := "cmpl-" + cm.baseID
+	n := req.NumChoices()
+	maxOut, set := req.MaxOutputTokens()
+	var gens []*genRequest
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return writeError(c, openai.BadRequest("prompt", "prompt %d is empty after tokenization", i))
+		}
+		maxTokens, e := s.checkLength(len(p), maxOut, set)
+		if e != nil {
+			return writeError(c, e)
+		}
+		sp, e := samplingParams(&req.Params, maxTokens, req.Logprobs, s.tok.EOS())
+		if e != nil {
+			return writeError(c, e)
+		}
+		gens = append(gens, &genRequest{
+			internalID:  fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)),
+			externalID:  fmt.Sprintf("%s-%d", id, i),
+			prompt:      p,
+			params:      sp,
+			n:           n,
+			firstIndex:  i * n,
+			sessionID:   cm.sessionID,
+			cacheSalt:   req.CacheSalt,
+			priority:    req.Priority,
+			rank:        cm.rank,
+			stops:       req.Stop,
+			includeStop: req.IncludeStopStr,
+			skipSpecial: req.SkipSpecial(),
+		})
+	}
+	created := nowUnix()
+	echoText := func(choice int) string {
+		if !req.Echo {
+			return ""
+		}
+		return texts[choice/n]
+	}
+	if req.Stream {
+		return s.stream(c, gens, &completionStreamer{id: id, created: created, model: s.cfg.ServedModelName, echo: echoText, logprobs: req.Logprobs != nil}, req.IncludeUsage(), req.ContinuousUsage())
+	}
+	res, err := s.collect(c.Request().Context(), gens)
+	if err != nil {
+		return respondCollected(c, nil, err)
+	}
+	out := openai.Completion{ID: id, Object: openai.ObjectTextCompletion, Created: created, Model: s.cfg.ServedModelName, Usage: usageOf(gens, res)}
+	for i, r := range res {
+		prefix := echoText(i)
+		ch := openai.CompletionChoice{Index: i, Text: prefix + r.text.String(), FinishReason: r.finish, StopReason: r.stopReason}
+		if req.Logprobs != nil {
+			ch.Logprobs = completionLogprobs(r.logprobs, len(prefix))
+		}
+		out.Choices = append(out.Choices, ch)
+	}
+	return respondCollected(c, out, nil)
+}
+
+func completionLogprobs(lps []tokenLogprob, offset int) *openai.CompletionLogprobs {
+	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []map[string]openai.Logprob{}, TextOffset: []int{}}
+	for _, l := range lps {
+		lp := openai.Logprob(l.logprob)
+		out.Tokens = append(out.Tokens, l.token)
+		out.TokenLogprobs = append(out.TokenLogprobs, &lp)
+		top := map[string]openai.Logprob{}
+		for _, t := range l.top {
+			top[t.token] = openai.Logprob(t.logprob)
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(l.token)
+	}
+	return out
+}
+
+type completionStreamer struct {
+	id       string
+	created  int64
+	model    string
+	echo     func(choice int) string
+	logprobs bool
+}
+
+func (cs *completionStreamer) base() openai.CompletionChunk {
+	return openai.CompletionChunk{ID: cs.id, Object: openai.ObjectTextCompletion, Created: cs.created, Model: cs.model}
+}
+
+func (cs *completionStreamer) first(index int) any {
+	if t := cs.echo(index); t != "" {
+		ch := cs.base()
+		ch.Choices = []openai.CompletionChunkChoice{{Index: index, Text: t}}
+		return ch
+	}
+	return nil
+}
+
+func (cs *completionStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
+	if ev.text == "" && ev.finish == "" && len(lps) == 0 {
+		return nil
+	}
+	ch := cs.base()
+	choice := openai.CompletionChunkChoice{Index: ev.index, Text: ev.text}
+	if cs.logprobs {
+		choice.Logprobs = completionLogprobs(lps, 0)
+	}
+	if ev.finish != "" {
+		f := ev.finish
+		choice.FinishReason = &f
+		choice.StopReason = stopReasonOf(ev.stopReason)
+	}
+	ch.Choices = []openai.CompletionChunkChoice{choice}
+	ch.Usage = u
+	return ch
+}
+
+func (cs *completionStreamer) usage(u openai.Usage) any {
+	ch := cs.base()
+	ch.Choices = []openai.CompletionChunkChoice{}
+	ch.Usage = &u
+	return ch
+}

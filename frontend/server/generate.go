@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tandem-llm/tandem/frontend/detok"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// genRequest is one prompt to generate n choices for.
+type genRequest struct {
+	internalID  string // parent internal id; children are "i_<internalID>" when n > 1
+	externalID  string // user-visible id
+	prompt      []int32
+	params      wire.SamplingParams
+	n           int
+	firstIndex  int // choice index of the first child (prompt index · n)
+	sessionID   string
+	cacheSalt   string
+	priority    int
+	rank        *int
+	stops       []string
+	includeStop bool
+	skipSpecial bool
+}
+
+// choiceEvent is one child's news, already detokenized and stop-checked.
+type choiceEvent struct {
+	index      int     // choice index
+	text       string  // new text to emit
+	tokenIDs   []int32 // tokens this event stands for
+	logprobs   *wire.Logprobs
+	finish     string // "", "stop", "length", "abort", "error"
+	stopReason any    // stop string, stop token id, or nil
+	numCached  int    // prompt tokens served from cache
+	err        error  // engine failure; ends the request
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// childID names child i of a parent, like vLLM's parallel sampling.
+func childID(parent string, i, n int) string {
+	if n == 1 {
+		return parent
+	}
+	return fmt.Sprintf("%d_%s", i, parent)
+}
+
+// start submits every child of g and streams their events into events.
+// It returns a cancel func that aborts all children. On a submit error the
+// already-started children are aborted.
+func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceEvent) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var streams []Stream
+	for i := range g.n {
+		p := g.params
+		p.N = 1
+		req := &wire.EngineCoreRequest{
+			RequestID:        childID(g.internalID, i, g.n),
+			PromptTokenIDs:   g.prompt,
+			SamplingParams:   p,
+			ArrivalTime:      float64(time.Now().UnixNano()) / 1e9,
+			CacheSalt:        g.cacheSalt,
+			DataParallelRank: g.rank,
+			Priority:         g.priority,
+			ExternalReqID:    g.externalID,
+			SessionID:        g.sessionID,
+		}
+		if p.Seed != nil && g.n > 1 {
+			seed := *p.Seed + int64(i)
+			req.SamplingParams.Seed = &seed
+		}
+		st, err := s.eng.Submit(ctx, req)
+		if err != nil {
+			for _, st := range streams {
+				st.Close()
+			}
+			cancel()
+			return nil, err
+		}
+		streams = append(streams, st)
+	}
+	for i, st := range streams {
+		go s.follow(ctx, g, g.firstIndex+i, st, events)
+	}
+	return cancel, nil
+}
+
+// follow reads one child's outputs until it finishes, detokenizing and
+// applying stop strings. A matched stop string aborts the child in the
+// engine (closing its stream).
+func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream, events chan<- choiceEvent) {
+	defer st.Close()
+	dt := detok.New(s.tok, g.skipSpecial)
+	sc := detok.NewStopChecker(g.stops, g.includeStop)
+	send := func(ev choiceEvent) bool {
+		select {
+		case events <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		out, err := st.Next(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("engine stream ended without a finish reason")
+			}
+			if ctx.Err() == nil {
+				send(choiceEvent{index: index, err: err})
+			}
+			return
+		}
+		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, numCached: out.NumCachedTokens}
+		textIDs := out.NewTokenIDs
+		finished := out.FinishReason != wire.FinishNone
+		if out.FinishReason == wire.FinishError {
+			msg, _ := out.StopReason.(string)
+			send(choiceEvent{index: index, err: fmt.Errorf("%w: %s", errEngineRejected, msg)})
+			return
+		}
+		if out.FinishReason == wire.FinishStop && !g.includeStop && len(textIDs) > 0 {
+			// The EOS or stop token ends the text; it is not part of it.
+			textIDs = textIDs[:len(textIDs)-1]
+		}
+		delta := dt.Add(textIDs)
+		if finished {
+			delta += dt.Flush()
+		}
+		emit, stopped, which := sc.Push(delta)
+		switch {
+		case stopped:
+			ev.finish, ev.stopReason = "stop", which
+		case finished:
+			emit += sc.Flush()
+			ev.finish, ev.stopReason = out.FinishReason.String(), out.StopReason
+		}
+		ev.text = emit
+		if !send(ev) || ev.finish != "" {
+			return
+		}
+	}
+}
+
+var errEngineRejected = errors.New("the engine rejected the request")
+
+// tokenText is the text of one token for logprobs.
+func tokenText(tok tokenizer.Tokenizer, id int32) (string, []int) {
+	b, ok := tok.TokenBytes(id)
+	if !ok {
+		return "", nil
+	}
+	ints := make([]int, len(b))
+	for i, c := range b {
+		ints[i] = int(c)
+	}
+	return string(b), ints
+}

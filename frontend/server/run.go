@@ -1,0 +1,229 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// choiceResult is one finished choice of a non-streaming request.
+type choiceResult struct {
+	text       strings.Builder
+	numTokens  int
+	finish     string
+	stopReason openai.StopReason
+	numCached  int
+	logprobs   []tokenLogprob
+}
+
+// tokenLogprob is one generated token's logprobs, decoded for the API.
+type tokenLogprob struct {
+	token   string
+	bytes   []int
+	logprob float64
+	top     []topLogprob
+}
+
+type topLogprob struct {
+	token   string
+	bytes   []int
+	logprob float64
+}
+
+func stopReasonOf(v any) openai.StopReason {
+	switch x := v.(type) {
+	case string:
+		return openai.StopString(x)
+	case int64:
+		return openai.StopToken(int32(x))
+	}
+	return openai.StopReason{}
+}
+
+// decodeLogprobs turns an output's logprobs into API entries.
+func (s *Server) decodeLogprobs(lp *wire.Logprobs) []tokenLogprob {
+	if lp == nil {
+		return nil
+	}
+	out := make([]tokenLogprob, len(lp.TokenIDs))
+	for i, ids := range lp.TokenIDs {
+		if len(ids) == 0 {
+			continue
+		}
+		t, b := tokenText(s.tok, ids[0])
+		out[i] = tokenLogprob{token: t, bytes: b, logprob: lp.Logprobs[i][0]}
+		for j := 1; j < len(ids); j++ {
+			tt, bb := tokenText(s.tok, ids[j])
+			out[i].top = append(out[i].top, topLogprob{token: tt, bytes: bb, logprob: lp.Logprobs[i][j]})
+		}
+	}
+	return out
+}
+
+// startAll starts every genRequest and returns the shared event channel
+// and a func that aborts all of them.
+func (s *Server) startAll(ctx context.Context, gens []*genRequest) (<-chan choiceEvent, func(), error) {
+	total := 0
+	for _, g := range gens {
+		total += g.n
+	}
+	events := make(chan choiceEvent, 4*total)
+	var cancels []func()
+	cancelAll := func() {
+		for _, c := range cancels {
+			c()
+		}
+	}
+	for _, g := range gens {
+		cancel, err := s.start(ctx, g, events)
+		if err != nil {
+			cancelAll()
+			return nil, nil, err
+		}
+		cancels = append(cancels, cancel)
+	}
+	return events, cancelAll, nil
+}
+
+// collect waits for every choice to finish.
+func (s *Server) collect(ctx context.Context, gens []*genRequest) ([]*choiceResult, error) {
+	events, cancel, err := s.startAll(ctx, gens)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	total := 0
+	for _, g := range gens {
+		total += g.n
+	}
+	res := make([]*choiceResult, total)
+	for i := range res {
+		res[i] = &choiceResult{}
+	}
+	for left := total; left > 0; {
+		var ev choiceEvent
+		select {
+		case ev = <-events:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if ev.err != nil {
+			return nil, ev.err
+		}
+		r := res[ev.index]
+		r.text.WriteString(ev.text)
+		r.numTokens += len(ev.tokenIDs)
+		r.numCached = max(r.numCached, ev.numCached)
+		r.logprobs = append(r.logprobs, s.decodeLogprobs(ev.logprobs)...)
+		if ev.finish != "" {
+			r.finish, r.stopReason = ev.finish, stopReasonOf(ev.stopReason)
+			left--
+		}
+	}
+	return res, nil
+}
+
+// usageOf sums the usage of finished choices; prompt tokens count once per
+// prompt, cached tokens are the best hit among a prompt's choices.
+func usageOf(gens []*genRequest, res []*choiceResult) openai.Usage {
+	var u openai.Usage
+	cached := 0
+	for _, g := range gens {
+		u.PromptTokens += len(g.prompt)
+		best := 0
+		for i := range g.n {
+			best = max(best, res[g.firstIndex+i].numCached)
+		}
+		cached += best
+	}
+	for _, r := range res {
+		u.CompletionTokens += r.numTokens
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	u.PromptTokensDetails = &openai.PromptTokensDetails{CachedTokens: cached}
+	return u
+}
+
+// streamer is what differs between chat and completions streaming.
+type streamer interface {
+	// first returns the events to send before any token (chat: role).
+	first(index int) any
+	// chunk returns the event for one choice event, or nil to skip it.
+	chunk(ev *choiceEvent, lps []tokenLogprob, usage *openai.Usage) any
+	// usage returns the final usage-only event.
+	usage(u openai.Usage) any
+}
+
+// stream runs gens and writes SSE events until every choice finished.
+// Failures after the first byte become an error event, then [DONE].
+func (s *Server) stream(c echo.Context, gens []*genRequest, st streamer, includeUsage, continuous bool) error {
+	ctx := c.Request().Context()
+	events, cancel, err := s.startAll(ctx, gens)
+	if err != nil {
+		return writeError(c, engineError(err))
+	}
+	defer cancel()
+	out := &sse{c: c}
+	total := 0
+	for _, g := range gens {
+		total += g.n
+	}
+	res := make([]*choiceResult, total)
+	for i := range res {
+		res[i] = &choiceResult{}
+		if ev := st.first(i); ev != nil {
+			if err := out.send(ev); err != nil {
+				return nil
+			}
+		}
+	}
+	for left := total; left > 0; {
+		var ev choiceEvent
+		select {
+		case ev = <-events:
+		case <-ctx.Done():
+			return nil // the client left; cancel aborts every child
+		}
+		if ev.err != nil {
+			e := engineError(ev.err)
+			_ = out.send(e)
+			out.done()
+			return nil
+		}
+		r := res[ev.index]
+		r.numTokens += len(ev.tokenIDs)
+		r.numCached = max(r.numCached, ev.numCached)
+		if ev.finish != "" {
+			left--
+			r.finish = ev.finish
+		}
+		var u *openai.Usage
+		if continuous {
+			uu := usageOf(gens, res)
+			u = &uu
+		}
+		if chunk := st.chunk(&ev, s.decodeLogprobs(ev.logprobs), u); chunk != nil {
+			if err := out.send(chunk); err != nil {
+				return nil
+			}
+		}
+	}
+	if includeUsage {
+		_ = out.send(st.usage(usageOf(gens, res)))
+	}
+	out.done()
+	return nil
+}
+
+// respondCollected writes a non-streaming answer or the matching error.
+func respondCollected(c echo.Context, body any, err error) error {
+	if err != nil {
+		return writeError(c, engineError(err))
+	}
+	return c.JSON(http.StatusOK, body)
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
+)
+
+// Config is the server's settings.
+type Config struct {
+	ServedModelName string
+	MaxModelLen     int    // tokens per request, from the engines' READY
+	BlockSize       int    // tokens per KV block, from READY
+	NumBlocks       int    // KV blocks of the smallest engine, from READY
+	MaxRequestBody  string // echo BodyLimit syntax, e.g. "16M"
+	APIKey          string // "" = no auth
+	Version         string
+	Logger          *slog.Logger
+}
+
+// Server is the frontend's HTTP API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	eng     Engine
+	tok     tokenizer.Tokenizer
+	e       *echo.Echo
+	created int64 // unix seconds, for /v1/models
+}
+
+// New builds the server and its routes.
+func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxRequestBody == "" {
+		cfg.MaxRequestBody = "16M"
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix()}
+	e := s.e
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.httpError
+	e.Use(middleware.Recover())
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return randomHex(16) }}))
+	e.Use(middleware.BodyLimit(cfg.MaxRequestBody))
+	e.Use(s.auth)
+
+	e.GET("/health", s.health)
+	e.GET("/ping", s.health)
+	e.GET("/version", s.version)
+	e.GET("/v1/models", s.models)
+	e.POST("/v1/chat/completions", s.chat)
+	e.POST("/v1/completions", s.completions)
+	e.GET("/v1/sessions/:id", s.getSession)
+	e.DELETE("/v1/sessions/:id", s.deleteSession)
+	return s
+}
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// auth checks Authorization: Bearer <key> on /v1 routes when a key is set.
+func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.APIKey == "" || !strings.HasPrefix(c.Request().URL.Path, "/v1") {
+			return next(c)
+		}
+		got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIKey)) != 1 {
+			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "invalid or missing API key (Authorization: Bearer <key>)"})
+		}
+		return next(c)
+	}
+}
+
+// httpError turns echo's errors (404 route, 405, 413 body limit, panics)
+// into OpenAI-shaped errors.
+func (s *Server) httpError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		_ = writeError(c, oe)
+		return
+	}
+	status := http.StatusInternalServerError
+	msg := err.Error()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		status = he.Code
+		if m, ok := he.Message.(string); ok {
+			msg = m
+		}
+	}
+	typ := "internal_server_error"
+	switch status {
+	case http.StatusNotFound:
+		typ, msg = "not_found_error", "route "+c.Request().Method+" "+c.Request().URL.Path+" not found"
+	case http.StatusMethodNotAllowed:
+		typ = "invalid_request_error"
+	case http.StatusRequestEntityTooLarge:
+		typ, msg = "invalid_request_error", "request body larger than --max-request-body "+s.cfg.MaxRequestBody
+	}
+	_ = writeError(c, &openai.Error{Status: status, Type: typ, Message: msg})
+}
+
+func writeError(c echo.Context, e *openai.Error) error {
+	return c.JSON(e.Status, e)
+}
+
+func (s *Server) ready() bool {
+	for _, e := range s.eng.Engines() {
+		if e.Ready {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) health(c echo.Context) error {
+	if !s.ready() {
+		return writeError(c, openai.ServiceUnavailable("no engine core is available"))
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+func (s *Server) version(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"version": s.cfg.Version})
+}
+
+func (s *Server) models(c echo.Context) error {
+	return c.JSON(http.StatusOK, openai.ModelList{Object: "list", Data: []openai.Model{{
+		ID: s.cfg.ServedModelName, Object: "model", Created: s.created, OwnedBy: "tandem", MaxModelLen: s.cfg.MaxModelLen,
+	}}})
+}
+
+// engineError maps a submit/stream failure to an API error.
+func engineError(err error) *openai.Error {
+	switch {
+	case errors.Is(err, engineclient.ErrEngineDead), errors.Is(err, engineclient.ErrNoEngine), errors.Is(err, engineclient.ErrClosed):
+		return openai.ServiceUnavailable("%v", err)
+	case errors.Is(err, errEngineRejected):
+		return openai.BadRequest("", "%v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return openai.ServiceUnavailable("request cancelled: %v", err)
+	}
+	return openai.Internal("%v", err)
+}

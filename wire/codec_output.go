@@ -1,0 +1,470 @@
+package wire
+
+import "fmt"
+
+// finishReason writes FinishNone as nil and the others as vLLM's ints.
+func (e *enc) finishReason(f FinishReason) {
+	switch {
+	case f == FinishNone:
+		e.null()
+	case f <= FinishError:
+		e.int(int64(f - FinishStop))
+	default:
+		e.fail(fmt.Errorf("unknown finish reason %d", f))
+	}
+}
+
+var logprobsFields = []string{"token_ids", "logprobs", "ranks"}
+
+func (l *Logprobs) encode(e *enc) {
+	e.arrayLen(len(logprobsFields))
+	e.arrayLen(len(l.TokenIDs))
+	for _, row := range l.TokenIDs {
+		e.int32s(row)
+	}
+	e.arrayLen(len(l.Logprobs))
+	for _, row := range l.Logprobs {
+		e.arrayLen(len(row))
+		for _, v := range row {
+			e.float(v)
+		}
+	}
+	e.int32s(l.Ranks)
+}
+
+func (l *Logprobs) decode(d *dec) error {
+	*l = Logprobs{}
+	n, err := d.arrayLen()
+	if err != nil {
+		return fmt.Errorf("Logprobs: %w", err)
+	}
+	for i := range n {
+		var err error
+		switch i {
+		case 0:
+			l.TokenIDs, err = d.int32Rows()
+		case 1:
+			l.Logprobs, err = d.float64Rows()
+		case 2:
+			l.Ranks, err = d.int32s()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fieldErr("Logprobs", logprobsFields, i, err)
+		}
+	}
+	return nil
+}
+
+func (d *dec) int32Rows() ([][]int32, error) {
+	n, err := d.arrayLen()
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	out := make([][]int32, 0, d.capHint(n))
+	for i := range n {
+		row, err := d.int32s()
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func (d *dec) float64Rows() ([][]float64, error) {
+	n, err := d.arrayLen()
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	out := make([][]float64, 0, d.capHint(n))
+	for i := range n {
+		m, err := d.arrayLen()
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		var row []float64
+		if m > 0 {
+			row = make([]float64, 0, d.capHint(m))
+		}
+		for j := range m {
+			v, err := d.float64()
+			if err != nil {
+				return nil, fmt.Errorf("[%d][%d]: %w", i, j, err)
+			}
+			row = append(row, v)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+var outputFields = []string{
+	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens",
+}
+
+func (o *EngineCoreOutput) encode(e *enc) {
+	e.arrayLen(len(outputFields))
+	e.str(o.RequestID)
+	e.int32s(o.NewTokenIDs)
+	if o.NewLogprobs == nil {
+		e.null()
+	} else {
+		o.NewLogprobs.encode(e)
+	}
+	e.finishReason(o.FinishReason)
+	e.stopReason(o.StopReason)
+	e.int(int64(o.NumCachedTokens))
+}
+
+func (o *EngineCoreOutput) decode(d *dec) error {
+	*o = EngineCoreOutput{}
+	n, err := d.arrayLen()
+	if err != nil {
+		return fmt.Errorf("EngineCoreOutput: %w", err)
+	}
+	for i := range n {
+		var err error
+		switch i {
+		case 0:
+			o.RequestID, err = d.str()
+		case 1:
+			o.NewTokenIDs, err = d.int32s()
+		case 2:
+			var isNil bool
+			if isNil, err = d.takeNil(); !isNil && err == nil {
+				o.NewLogprobs = new(Logprobs)
+				err = o.NewLogprobs.decode(d)
+			}
+		case 3:
+			o.FinishReason, err = d.finishReason()
+		case 4:
+			o.StopReason, err = d.stopReason()
+		case 5:
+			o.NumCachedTokens, err = d.int()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fieldErr("EngineCoreOutput", outputFields, i, err)
+		}
+	}
+	return nil
+}
+
+// Finished reports whether this is the request's last output.
+func (o *EngineCoreOutput) Finished() bool { return o.FinishReason != FinishNone }
+
+var schedulerStatsKeys = []string{
+	"num_running_reqs", "num_waiting_reqs", "kv_cache_usage", "num_free_blocks", "num_total_blocks",
+	"step_counter", "prefix_cache_queries", "prefix_cache_hits", "num_preemptions",
+}
+
+func (s *SchedulerStats) encode(e *enc) {
+	k := schedulerStatsKeys
+	e.mapLen(len(k))
+	e.str(k[0])
+	e.int(int64(s.NumRunningReqs))
+	e.str(k[1])
+	e.int(int64(s.NumWaitingReqs))
+	e.str(k[2])
+	e.float(s.KVCacheUsage)
+	e.str(k[3])
+	e.int(int64(s.NumFreeBlocks))
+	e.str(k[4])
+	e.int(int64(s.NumTotalBlocks))
+	e.str(k[5])
+	e.int(s.StepCounter)
+	e.str(k[6])
+	e.int(s.PrefixCacheQueries)
+	e.str(k[7])
+	e.int(s.PrefixCacheHits)
+	e.str(k[8])
+	e.int(s.NumPreemptions)
+}
+
+func (s *SchedulerStats) decode(d *dec) error {
+	*s = SchedulerStats{}
+	return d.fieldMap("SchedulerStats", func(key string) (known bool, err error) {
+		switch key {
+		case "num_running_reqs":
+			s.NumRunningReqs, err = d.int()
+		case "num_waiting_reqs":
+			s.NumWaitingReqs, err = d.int()
+		case "kv_cache_usage":
+			s.KVCacheUsage, err = d.float64()
+		case "num_free_blocks":
+			s.NumFreeBlocks, err = d.int()
+		case "num_total_blocks":
+			s.NumTotalBlocks, err = d.int()
+		case "step_counter":
+			s.StepCounter, err = d.int64()
+		case "prefix_cache_queries":
+			s.PrefixCacheQueries, err = d.int64()
+		case "prefix_cache_hits":
+			s.PrefixCacheHits, err = d.int64()
+		case "num_preemptions":
+			s.NumPreemptions, err = d.int64()
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+var outputsFields = []string{"engine_index", "outputs", "scheduler_stats", "timestamp", "finished_requests"}
+
+func (o *EngineCoreOutputs) encode(e *enc) {
+	e.arrayLen(len(outputsFields))
+	e.int(int64(o.EngineIndex))
+	e.arrayLen(len(o.Outputs))
+	for i := range o.Outputs {
+		o.Outputs[i].encode(e)
+	}
+	if o.SchedulerStats == nil {
+		e.null()
+	} else {
+		o.SchedulerStats.encode(e)
+	}
+	e.float(o.Timestamp)
+	e.optStrs(o.FinishedRequests)
+}
+
+func (o *EngineCoreOutputs) decode(d *dec) error {
+	*o = EngineCoreOutputs{}
+	n, err := d.arrayLen()
+	if err != nil {
+		return fmt.Errorf("EngineCoreOutputs: %w", err)
+	}
+	for i := range n {
+		var err error
+		switch i {
+		case 0:
+			o.EngineIndex, err = d.int()
+		case 1:
+			o.Outputs, err = d.outputs()
+		case 2:
+			var isNil bool
+			if isNil, err = d.takeNil(); !isNil && err == nil {
+				o.SchedulerStats = new(SchedulerStats)
+				err = o.SchedulerStats.decode(d)
+			}
+		case 3:
+			o.Timestamp, err = d.float64()
+		case 4:
+			o.FinishedRequests, err = d.strs()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fieldErr("EngineCoreOutputs", outputsFields, i, err)
+		}
+	}
+	return nil
+}
+
+func (d *dec) outputs() ([]EngineCoreOutput, error) {
+	n, err := d.arrayLen()
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	out := make([]EngineCoreOutput, 0, d.capHint(n))
+	for i := range n {
+		out = append(out, EngineCoreOutput{})
+		if err := out[i].decode(d); err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+var readyFields = []string{
+	"protocol_version", "engine_index", "error", "model", "served_model_name", "max_model_len",
+	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version",
+}
+
+func (r *Ready) encode(e *enc) {
+	e.arrayLen(len(readyFields))
+	e.int(int64(r.ProtocolVersion))
+	e.int(int64(r.EngineIndex))
+	e.optStr(r.Error)
+	e.str(r.Model)
+	e.str(r.ServedModelName)
+	e.int(int64(r.MaxModelLen))
+	e.int(int64(r.VocabSize))
+	e.int(int64(r.BlockSize))
+	e.int(int64(r.NumBlocks))
+	e.int32s(r.EOSTokenIDs)
+	e.str(r.EngineID)
+	e.int(int64(r.PID))
+	e.str(r.Version)
+}
+
+func (r *Ready) decode(d *dec) error {
+	*r = Ready{}
+	n, err := d.arrayLen()
+	if err != nil {
+		return fmt.Errorf("Ready: %w", err)
+	}
+	for i := range n {
+		var err error
+		switch i {
+		case 0:
+			r.ProtocolVersion, err = d.int()
+		case 1:
+			r.EngineIndex, err = d.int()
+		case 2:
+			r.Error, err = d.str()
+		case 3:
+			r.Model, err = d.str()
+		case 4:
+			r.ServedModelName, err = d.str()
+		case 5:
+			r.MaxModelLen, err = d.int()
+		case 6:
+			r.VocabSize, err = d.int()
+		case 7:
+			r.BlockSize, err = d.int()
+		case 8:
+			r.NumBlocks, err = d.int()
+		case 9:
+			r.EOSTokenIDs, err = d.int32s()
+		case 10:
+			r.EngineID, err = d.str()
+		case 11:
+			r.PID, err = d.int()
+		case 12:
+			r.Version, err = d.str()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fieldErr("Ready", readyFields, i, err)
+		}
+	}
+	return nil
+}
+
+var utilityResultFields = []string{"call_id", "failure_message", "result"}
+
+func (u *UtilityResult) encode(e *enc) {
+	e.arrayLen(len(utilityResultFields))
+	e.uint(u.CallID)
+	e.optStr(u.FailureMessage)
+	e.raw(u.Result)
+}
+
+func (u *UtilityResult) decode(d *dec) error {
+	*u = UtilityResult{}
+	n, err := d.arrayLen()
+	if err != nil {
+		return fmt.Errorf("UtilityResult: %w", err)
+	}
+	for i := range n {
+		var err error
+		switch i {
+		case 0:
+			u.CallID, err = d.uint64()
+		case 1:
+			u.FailureMessage, err = d.str()
+		case 2:
+			u.Result, err = d.raw()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fieldErr("UtilityResult", utilityResultFields, i, err)
+		}
+	}
+	return nil
+}
+
+// IsNil reports whether r holds no value or msgpack nil (e.g. the result
+// of "get_session" for an unknown session).
+func (r Raw) IsNil() bool { return len(r) == 0 || (len(r) == 1 && r[0] == nilCode) }
+
+var engineDeadFields = []string{"reason"}
+
+func (x *EngineDead) encode(e *enc) {
+	e.arrayLen(len(engineDeadFields))
+	e.str(x.Reason)
+}
+
+func (x *EngineDead) decode(d *dec) error {
+	*x = EngineDead{}
+	n, err := d.arrayLen()
+	if err != nil {
+		return fmt.Errorf("EngineDead: %w", err)
+	}
+	for i := range n {
+		var err error
+		switch i {
+		case 0:
+			x.Reason, err = d.str()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fieldErr("EngineDead", engineDeadFields, i, err)
+		}
+	}
+	return nil
+}
+
+var sessionInfoKeys = []string{
+	"session_id", "engine_index", "num_requests", "num_prompt_tokens", "num_output_tokens",
+	"num_cached_tokens", "num_running", "last_active", "recent_request_ids",
+}
+
+func (s *SessionInfo) encode(e *enc) {
+	k := sessionInfoKeys
+	e.mapLen(len(k))
+	e.str(k[0])
+	e.str(s.SessionID)
+	e.str(k[1])
+	e.int(int64(s.EngineIndex))
+	e.str(k[2])
+	e.int(s.NumRequests)
+	e.str(k[3])
+	e.int(s.NumPromptTokens)
+	e.str(k[4])
+	e.int(s.NumOutputTokens)
+	e.str(k[5])
+	e.int(s.NumCachedTokens)
+	e.str(k[6])
+	e.int(int64(s.NumRunning))
+	e.str(k[7])
+	e.float(s.LastActive)
+	e.str(k[8])
+	e.strs(s.RecentRequestIDs)
+}
+
+func (s *SessionInfo) decode(d *dec) error {
+	*s = SessionInfo{}
+	return d.fieldMap("SessionInfo", func(key string) (known bool, err error) {
+		switch key {
+		case "session_id":
+			s.SessionID, err = d.str()
+		case "engine_index":
+			s.EngineIndex, err = d.int()
+		case "num_requests":
+			s.NumRequests, err = d.int64()
+		case "num_prompt_tokens":
+			s.NumPromptTokens, err = d.int64()
+		case "num_output_tokens":
+			s.NumOutputTokens, err = d.int64()
+		case "num_cached_tokens":
+			s.NumCachedTokens, err = d.int64()
+		case "num_running":
+			s.NumRunning, err = d.int()
+		case "last_active":
+			s.LastActive, err = d.float64()
+		case "recent_request_ids":
+			s.RecentRequestIDs, err = d.strs()
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}

@@ -1,0 +1,237 @@
+package wire
+
+// ProtocolVersion is carried by HELLO and READY. An engine refuses a
+// frontend whose HELLO names another version (READY with Error set), and a
+// frontend refuses an engine whose READY names another version.
+const ProtocolVersion = 1
+
+// MsgType is the first frame of every message (after the ROUTER identity).
+type MsgType byte
+
+// Frontend → engine.
+const (
+	MsgAdd       MsgType = 0x00 // payload: EngineCoreRequest
+	MsgAbort     MsgType = 0x01 // payload: Abort
+	MsgUtility   MsgType = 0x03 // payload: Utility
+	MsgHello     MsgType = 0x06 // payload: Hello
+	MsgHeartbeat MsgType = 0x07 // payload: Heartbeat (both directions)
+)
+
+// Engine → frontend.
+const (
+	MsgReady         MsgType = 0x80 // payload: Ready
+	MsgOutputs       MsgType = 0x81 // payload: EngineCoreOutputs
+	MsgUtilityResult MsgType = 0x82 // payload: UtilityResult
+	MsgEngineDead    MsgType = 0x84 // payload: EngineDead
+)
+
+// FinishReason says why a request finished. The Go zero value FinishNone
+// means "not finished"; on the wire it is nil and the others are vLLM's
+// integers (STOP=0, LENGTH=1, ABORT=2, ERROR=3).
+type FinishReason uint8
+
+const (
+	FinishNone   FinishReason = iota // not finished (nil on the wire)
+	FinishStop                       // EOS, stop token or stop string (wire 0)
+	FinishLength                     // max_tokens or max_model_len (wire 1)
+	FinishAbort                      // aborted (wire 2)
+	FinishError                      // engine-side error (wire 3)
+)
+
+// SamplingParams is encoded as a msgpack map holding only the keys whose
+// value differs from the default (like vLLM's omit_defaults msgspec
+// struct). Unknown keys are ignored when decoding. Keys use vLLM's names.
+type SamplingParams struct {
+	N                 int               // "n", default 1
+	PresencePenalty   float64           // "presence_penalty", default 0
+	FrequencyPenalty  float64           // "frequency_penalty", default 0
+	RepetitionPenalty float64           // "repetition_penalty", default 1
+	Temperature       float64           // "temperature", default 1
+	TopP              float64           // "top_p", default 1
+	TopK              int               // "top_k", default 0 (= off)
+	MinP              float64           // "min_p", default 0
+	Seed              *int64            // "seed", default nil (= random)
+	StopTokenIDs      []int32           // "stop_token_ids", default empty
+	IgnoreEOS         bool              // "ignore_eos", default false
+	MaxTokens         int               // "max_tokens", default 16
+	MinTokens         int               // "min_tokens", default 0
+	Logprobs          *int              // "logprobs", default nil (= none); number of top logprobs per sampled token
+	PromptLogprobs    *int              // "prompt_logprobs", default nil
+	LogitBias         map[int32]float64 // "logit_bias", default nil
+	EOSTokenID        *int32            // "_eos_token_id", default nil (= the engine model's EOS)
+	ExtraArgs         map[string]any    // "extra_args", default nil (from vllm_xargs)
+}
+
+// DefaultSamplingParams returns the parameters every omitted key stands for.
+func DefaultSamplingParams() SamplingParams {
+	return SamplingParams{N: 1, RepetitionPenalty: 1, Temperature: 1, TopP: 1, MaxTokens: 16}
+}
+
+// EngineCoreRequest is one ADD. Array fields in this order:
+//
+//	0 request_id        str   (internal, unique per engine)
+//	1 prompt_token_ids  [int]
+//	2 sampling_params   SamplingParams map | nil
+//	3 arrival_time      float64 (unix seconds)
+//	4 cache_salt        str | nil   ("" = none)
+//	5 data_parallel_rank int | nil
+//	6 priority          int (lower runs earlier)
+//	7 external_req_id   str | nil   (the user-visible id)
+//	8 session_id        str | nil   ("" = none)
+type EngineCoreRequest struct {
+	RequestID        string
+	PromptTokenIDs   []int32
+	SamplingParams   SamplingParams
+	ArrivalTime      float64
+	CacheSalt        string
+	DataParallelRank *int
+	Priority         int
+	ExternalReqID    string
+	SessionID        string
+}
+
+// Logprobs holds, for each of P positions, the sampled token followed by
+// the top-k alternatives. Array: [token_ids [P][k+1]int, logprobs
+// [P][k+1]float64, ranks [P]int].
+type Logprobs struct {
+	TokenIDs [][]int32   // [P][k+1], column 0 is the sampled token
+	Logprobs [][]float64 // [P][k+1], natural log
+	Ranks    []int32     // [P], rank of the sampled token (1 = best)
+}
+
+// EngineCoreOutput is one request's new tokens from one step. Array:
+//
+//	0 request_id        str
+//	1 new_token_ids     [int]
+//	2 new_logprobs      Logprobs | nil
+//	3 finish_reason     int | nil
+//	4 stop_reason       int | str | nil
+//	5 num_cached_tokens int (prompt tokens served from the prefix cache)
+type EngineCoreOutput struct {
+	RequestID       string
+	NewTokenIDs     []int32
+	NewLogprobs     *Logprobs
+	FinishReason    FinishReason
+	StopReason      any // nil, int64 (stop token id) or string
+	NumCachedTokens int
+}
+
+// SchedulerStats is a map (like vLLM's dataclass); unknown keys ignored.
+type SchedulerStats struct {
+	NumRunningReqs     int     // "num_running_reqs"
+	NumWaitingReqs     int     // "num_waiting_reqs"
+	KVCacheUsage       float64 // "kv_cache_usage", 0..1
+	NumFreeBlocks      int     // "num_free_blocks"
+	NumTotalBlocks     int     // "num_total_blocks"
+	StepCounter        int64   // "step_counter"
+	PrefixCacheQueries int64   // "prefix_cache_queries", tokens, cumulative
+	PrefixCacheHits    int64   // "prefix_cache_hits", tokens, cumulative
+	NumPreemptions     int64   // "num_preemptions", cumulative
+}
+
+// EngineCoreOutputs is one OUTPUTS message. Array:
+//
+//	0 engine_index      int
+//	1 outputs           [EngineCoreOutput]
+//	2 scheduler_stats   SchedulerStats map | nil
+//	3 timestamp         float64 (unix seconds)
+//	4 finished_requests [str] | nil
+type EngineCoreOutputs struct {
+	EngineIndex      int
+	Outputs          []EngineCoreOutput
+	SchedulerStats   *SchedulerStats
+	Timestamp        float64
+	FinishedRequests []string
+}
+
+// Hello opens a frontend's session with an engine. Array:
+// [protocol_version int, frontend_id str, pid int].
+type Hello struct {
+	ProtocolVersion int
+	FrontendID      string
+	PID             int
+}
+
+// Ready answers HELLO. Array:
+//
+//	0 protocol_version  int
+//	1 engine_index      int
+//	2 error             str | nil (set when the HELLO was refused)
+//	3 model             str (what --model named: a path or "dummy")
+//	4 served_model_name str
+//	5 max_model_len     int
+//	6 vocab_size        int
+//	7 block_size        int
+//	8 num_blocks        int
+//	9 eos_token_ids     [int]
+//	10 engine_id        str (random per engine process start)
+//	11 pid              int
+//	12 version          str (tandem build version)
+type Ready struct {
+	ProtocolVersion int
+	EngineIndex     int
+	Error           string
+	Model           string
+	ServedModelName string
+	MaxModelLen     int
+	VocabSize       int
+	BlockSize       int
+	NumBlocks       int
+	EOSTokenIDs     []int32
+	EngineID        string
+	PID             int
+	Version         string
+}
+
+// Abort is a list of internal request ids (msgpack array of str).
+type Abort struct {
+	RequestIDs []string
+}
+
+// Heartbeat is sent both ways. Array: [timestamp float64, num_running int,
+// num_waiting int] (the counts are 0 from a frontend).
+type Heartbeat struct {
+	Timestamp  float64
+	NumRunning int
+	NumWaiting int
+}
+
+// Utility is a named call. Array: [call_id uint64, method str, args [any]].
+type Utility struct {
+	CallID uint64
+	Method string
+	Args   []any
+}
+
+// UtilityResult answers a Utility. Array: [call_id uint64,
+// failure_message str | nil, result any]. Result holds the result's raw
+// msgpack bytes, embedded verbatim (nil encodes as msgpack nil, and msgpack
+// nil decodes as nil: check Result.IsNil()); decode it into the method's
+// result type (e.g. SessionInfo) with Unmarshal.
+type UtilityResult struct {
+	CallID         uint64
+	FailureMessage string
+	Result         Raw
+}
+
+// Raw is one already-encoded msgpack value.
+type Raw []byte
+
+// EngineDead is the engine's last word. Array: [reason str].
+type EngineDead struct {
+	Reason string
+}
+
+// SessionInfo is the result of the "get_session" utility: what one engine
+// knows of a session_id. Map keys in parentheses.
+type SessionInfo struct {
+	SessionID        string   // "session_id"
+	EngineIndex      int      // "engine_index"
+	NumRequests      int64    // "num_requests": requests seen, cumulative
+	NumPromptTokens  int64    // "num_prompt_tokens": prompt tokens seen, cumulative
+	NumOutputTokens  int64    // "num_output_tokens": generated tokens, cumulative
+	NumCachedTokens  int64    // "num_cached_tokens": tokens of this session now resident in the KV cache
+	NumRunning       int      // "num_running": requests of this session now running or waiting
+	LastActive       float64  // "last_active": unix seconds
+	RecentRequestIDs []string // "recent_request_ids": the last ≤ 64 internal request ids, oldest first
+}

@@ -1,0 +1,78 @@
+package zmq
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+)
+
+// DefaultRecvBuffer is the capacity of a Conn's Recv channel unless WithRecvBuffer says
+// otherwise.
+const DefaultRecvBuffer = 1024 // messages
+
+// Option configures a Conn at construction.
+type Option func(*config)
+
+type config struct {
+	identity   string       // DEALER routing identity; empty picks a random one
+	hwm        int          // ZMQ_SNDHWM and ZMQ_RCVHWM in messages; 0 = unbounded
+	log        *slog.Logger // never nil after newConfig
+	recvBuffer int          // Recv channel capacity, messages; also the read-pause threshold
+}
+
+// WithIdentity sets a DEALER's routing identity, the frame a ROUTER peer sees first in
+// every message from it. It must be 1..255 bytes and must not start with a zero byte. By
+// default a DEALER gets a random 16-character hex identity. Other socket kinds ignore it.
+func WithIdentity(id string) Option { return func(c *config) { c.identity = id } }
+
+// WithHWM sets the send and receive high-water marks (ZMQ_SNDHWM, ZMQ_RCVHWM) in
+// messages. The default, 0, means unbounded, as in vLLM: a slow peer costs memory rather
+// than blocked or dropped messages.
+func WithHWM(numMessages int) Option { return func(c *config) { c.hwm = numMessages } }
+
+// WithLogger sets the logger for socket errors and dropped messages (default
+// slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithRecvBuffer sets the capacity of the Recv channel (default DefaultRecvBuffer). The
+// Conn also holds up to as many received messages again in its own queue before it stops
+// reading from the socket, leaving further messages to libzmq's queues (see WithHWM).
+func WithRecvBuffer(numMessages int) Option {
+	return func(c *config) { c.recvBuffer = numMessages }
+}
+
+func newConfig(k kind, opts []Option) (config, error) {
+	cfg := config{recvBuffer: DefaultRecvBuffer}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.log == nil {
+		cfg.log = slog.Default()
+	}
+	if cfg.hwm < 0 {
+		return cfg, fmt.Errorf("zmq: WithHWM(%d): must be >= 0", cfg.hwm)
+	}
+	if cfg.recvBuffer < 1 {
+		return cfg, fmt.Errorf("zmq: WithRecvBuffer(%d): must be >= 1", cfg.recvBuffer)
+	}
+	if k != kindDealer {
+		cfg.identity = ""
+		return cfg, nil
+	}
+	switch {
+	case cfg.identity == "":
+		cfg.identity = randomIdentity()
+	case len(cfg.identity) > 255 || cfg.identity[0] == 0:
+		return cfg, fmt.Errorf("zmq: WithIdentity(%q): want 1..255 bytes not starting with 0", cfg.identity)
+	}
+	return cfg, nil
+}
+
+// randomIdentity returns 8 random bytes in hex: printable in logs, never starting with
+// the zero byte libzmq reserves.
+func randomIdentity() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
