@@ -26,6 +26,18 @@ type Config struct {
 	BOSTokenID     int32   // beginning-of-sequence token
 	EOSTokenIDs    []int32 // tokens that end generation
 	TiedEmbeddings bool    // Output aliases TokenEmbed
+	RopeScaling    RopeScaling
+	QKVBias        bool // Q, K and V projections have biases (Qwen2)
+	QKNorm         bool // per-head RMSNorm of Q and K before RoPE (Qwen3)
+}
+
+// RopeScaling stretches RoPE to longer contexts.
+type RopeScaling struct {
+	Type           string  // "" (none), "linear" or "llama3"
+	Factor         float64 // context extension factor
+	LowFreqFactor  float64 // llama3 only
+	HighFreqFactor float64 // llama3 only
+	OrigContextLen int     // llama3: original_max_position_embeddings
 }
 
 // Layer is one transformer block's weights. Shapes use the Config names.

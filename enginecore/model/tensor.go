@@ -1,0 +1,84 @@
+package model
+
+import "fmt"
+
+// DType is a tensor element type. Values are ggml's type ids, so a GGUF
+// tensor-info type field converts directly.
+type DType uint32
+
+// The supported types (ggml ids).
+const (
+	F32  DType = 0
+	F16  DType = 1
+	Q4_0 DType = 2
+	Q4_1 DType = 3
+	Q8_0 DType = 8
+	Q4_K DType = 12
+	Q5_K DType = 13
+	Q6_K DType = 14
+	BF16 DType = 30
+)
+
+// typeInfo is a type's block layout: BlockSize elements take BlockBytes.
+type typeInfo struct {
+	name       string
+	blockSize  int // elements per block
+	blockBytes int // bytes per block
+}
+
+var types = map[DType]typeInfo{
+	F32:  {"F32", 1, 4},
+	F16:  {"F16", 1, 2},
+	BF16: {"BF16", 1, 2},
+	Q4_0: {"Q4_0", 32, 18},   // f16 d + 16 bytes of nibbles
+	Q4_1: {"Q4_1", 32, 20},   // f16 d, f16 m + 16 bytes of nibbles
+	Q8_0: {"Q8_0", 32, 34},   // f16 d + 32 int8
+	Q4_K: {"Q4_K", 256, 144}, // f16 d, f16 dmin, 12 bytes scales, 128 bytes nibbles
+	Q5_K: {"Q5_K", 256, 176}, // f16 d, f16 dmin, 12 scales, 32 high bits, 128 nibbles
+	Q6_K: {"Q6_K", 256, 210}, // 128 low nibbles, 64 high bits, 16 int8 scales, f16 d
+}
+
+// String is ggml's name of the type.
+func (t DType) String() string {
+	if ti, ok := types[t]; ok {
+		return ti.name
+	}
+	return fmt.Sprintf("DType(%d)", uint32(t))
+}
+
+// Supported reports whether Tandem can compute with the type.
+func (t DType) Supported() bool { _, ok := types[t]; return ok }
+
+// BlockSize is the number of elements per quantization block (1 for floats).
+func (t DType) BlockSize() int { return types[t].blockSize }
+
+// RowBytes is the size in bytes of n elements (n a multiple of BlockSize).
+func (t DType) RowBytes(n int) int {
+	ti := types[t]
+	return n / ti.blockSize * ti.blockBytes
+}
+
+// Tensor is one weight tensor in ggml's layout.
+type Tensor struct {
+	Name  string
+	Type  DType
+	Shape []int  // ggml order: Shape[0] is the contiguous (input) dim; a matrix W[out][in] has Shape [in, out]
+	Data  []byte // raw little-endian bytes in Type's block layout, possibly mmapped; read-only
+}
+
+// NumElements is the product of Shape.
+func (t *Tensor) NumElements() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Rows is the number of rows (elements / Shape[0]).
+func (t *Tensor) Rows() int {
+	if len(t.Shape) == 0 || t.Shape[0] == 0 {
+		return 0
+	}
+	return t.NumElements() / t.Shape[0]
+}
