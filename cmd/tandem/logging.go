@@ -34,4 +34,6 @@ func (l *logFlags) logger(w io.Writer, attrs ...any) (*slog.Logger, error) {
 	return lg, nil
 }
 
-func stderrLogger(l *logFlags, attrs ...any) (*slog.Logger, error) { return l.logger(os.Stderr, attrs...) }
+func stderrLogger(l *logFlags, attrs ...any) (*slog.Logger, error) {
+	return l.logger(os.Stderr, attrs...)
+}

@@ -37,15 +37,15 @@ type Config struct {
 
 // EngineState is what the client knows of one engine.
 type EngineState struct {
-	Index      int        // position in Config.Endpoints
-	Endpoint   string
-	Ready      bool       // handshake done and heartbeats flowing
-	Info       wire.Ready // the engine's READY (zero until the first one)
-	NumRunning int        // from the engine's last heartbeat
-	NumWaiting int        // from the engine's last heartbeat
-	NumInFlight int       // this frontend's unfinished requests on it
-	LastSeen   time.Time
-	Err        string // why it is not ready, if known
+	Index       int // position in Config.Endpoints
+	Endpoint    string
+	Ready       bool       // handshake done and heartbeats flowing
+	Info        wire.Ready // the engine's READY (zero until the first one)
+	NumRunning  int        // from the engine's last heartbeat
+	NumWaiting  int        // from the engine's last heartbeat
+	NumInFlight int        // this frontend's unfinished requests on it
+	LastSeen    time.Time
+	Err         string // why it is not ready, if known
 }
 
 // Client talks to a set of engine cores. Safe for concurrent use.

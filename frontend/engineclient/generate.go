@@ -27,7 +27,9 @@ func WithDataParallelRank(rank int) Option {
 }
 
 // WithExternalID sets the user-visible request id.
-func WithExternalID(id string) Option { return func(r *wire.EngineCoreRequest) { r.ExternalReqID = id } }
+func WithExternalID(id string) Option {
+	return func(r *wire.EngineCoreRequest) { r.ExternalReqID = id }
+}
 
 // Generate submits prompt token ids under requestID (unique among this
 // client's open requests) and returns its output stream.
