@@ -200,3 +200,30 @@ func tail(s []string, n int) []string {
 	}
 	return s[len(s)-n:]
 }
+
+// TestFrontendKilledMidStream: a frontend that dies loses nothing on the
+// engine: its requests are aborted after the heartbeat timeout and their
+// KV blocks freed, as a second frontend observes.
+func TestFrontendKilledMidStream(t *testing.T) {
+	s := startSplit(t)
+	sid := fmt.Sprintf("orphan-%d", time.Now().UnixNano())
+	resp, _ := streamRequest(t, s.base, sid)
+	defer resp.Body.Close()
+	s.frontend.signal(syscall.SIGKILL)
+
+	port := freePort(t)
+	fe2 := startProc(t, "frontend", "--engines", s.endpoint, "--port", fmt.Sprint(port), "--heartbeat-interval", "200ms", "--heartbeat-timeout", "1500ms")
+	base2 := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base2, fe2)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, sess := getJSON(t, base2+"/v1/sessions/"+sid)
+		if sess["engines"].([]any)[0].(map[string]any)["num_running"].(float64) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead frontend's request still runs: %v", sess)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -68,9 +68,10 @@ func (c *Client) ready(i int, r *wire.Ready) {
 	}
 	close(c.readyCh)
 	c.readyCh = make(chan struct{})
+	refusal := e.Err
 	c.mu.Unlock()
-	if e.Err != "" {
-		c.log.Error("engine core refused this frontend", "engine", i, "err", e.Err)
+	if refusal != "" {
+		c.log.Error("engine core refused this frontend", "engine", i, "err", refusal)
 	} else {
 		c.log.Info("engine core ready", "engine", i, "model", r.ServedModelName, "max_model_len", r.MaxModelLen, "num_blocks", r.NumBlocks, "pid", r.PID)
 	}

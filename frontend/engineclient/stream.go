@@ -30,9 +30,15 @@ func (s *Stream) RequestID() string { return s.id }
 func (s *Stream) EngineIndex() int { return s.engine }
 
 // Next returns the next output. After the output with a finish reason it
-// returns io.EOF; after a failure, that error (e.g. ErrEngineDead).
+// returns io.EOF; after a failure, that error (e.g. ErrEngineDead). Once
+// ctx is done it closes the stream (aborting an unfinished request) and
+// returns ctx's error.
 func (s *Stream) Next(ctx context.Context) (wire.EngineCoreOutput, error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			s.Close()
+			return wire.EngineCoreOutput{}, err
+		}
 		s.mu.Lock()
 		if len(s.pending) > 0 {
 			o := s.pending[0]

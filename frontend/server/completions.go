@@ -9,7 +9,8 @@ import (
 	"github.com/tandem-llm/tandem/frontend/openai"
 )
 
-func nowUnix() int64 { return time.Now().Unix() }
+// nowUnix is the "created" clock; tests replace it.
+var nowUnix = func() int64 { return time.Now().Unix() }
 
 // completions serves POST /v1/completions: one generation per prompt,
 // n choices each (choice index = prompt index · n + i).

@@ -112,6 +112,7 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			return false
 		}
 	}
+	numOut := 0 // tokens generated so far
 	for {
 		out, err := st.Next(ctx)
 		if err != nil {
@@ -139,7 +140,15 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 		if finished {
 			delta += dt.Flush()
 		}
-		emit, stopped, which := sc.Push(delta)
+		numOut += len(out.NewTokenIDs)
+		var emit, which string
+		var stopped bool
+		if numOut <= g.params.MinTokens {
+			// Like vLLM, stop strings count only after min_tokens.
+			emit = delta
+		} else {
+			emit, stopped, which = sc.Push(delta)
+		}
 		switch {
 		case stopped:
 			ev.finish, ev.stopReason = "stop", which
