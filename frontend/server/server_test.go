@@ -181,7 +181,9 @@ func TestChatNonStreaming(t *testing.T) {
 }
 
 func TestStopStringAbortsTheEngineRequest(t *testing.T) {
-	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("one two three", wire.FinishLength) }}
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return tokens("one two three", wire.FinishLength)
+	}}
 	ts := newTestServer(t, f, "")
 	code, body := do(t, ts, http.MethodPost, "/v1/completions", `{"model":"dummy","prompt":"x","stop":"two","max_tokens":20}`, nil)
 	if code != http.StatusOK || !strings.Contains(body, `"text":"one "`) || !strings.Contains(body, `"stop_reason":"two"`) {
