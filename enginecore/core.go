@@ -53,7 +53,8 @@ type Core struct {
 	// Load figures published by the core goroutine for heartbeats/reports.
 	numRunning, numWaiting atomic.Int64
 	numFreeBlocks          atomic.Int64
-	reportSeq              uint64 // PUB sequence, output goroutine only
+	lastStats              atomic.Pointer[wire.SchedulerStats] // for heartbeats
+	reportSeq              uint64                              // PUB sequence, output goroutine only
 }
 
 type outMsg struct {
@@ -109,7 +110,7 @@ func New(cfg Config, be runner.Backend) (*Core, error) {
 		MaxModelLen:         cfg.MaxModelLen,
 		BlockSize:           cfg.BlockSize,
 	}, kv)
-	c.numFreeBlocks.Store(int64(cfg.NumBlocks))
+	c.publishCounts()
 	return c, nil
 }
 
@@ -196,7 +197,7 @@ func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
 		case m := <-c.out:
 			send(m)
 		case <-tick.C:
-			hb := &wire.Heartbeat{Timestamp: now(), NumRunning: int(c.numRunning.Load()), NumWaiting: int(c.numWaiting.Load())}
+			hb := &wire.Heartbeat{Timestamp: now(), NumRunning: int(c.numRunning.Load()), NumWaiting: int(c.numWaiting.Load()), SchedulerStats: c.lastStats.Load()}
 			for _, id := range c.clients.readyIDs() {
 				send(outMsg{client: id, t: wire.MsgHeartbeat, payload: hb})
 			}
@@ -285,9 +286,11 @@ func (c *Core) abort(ids []string) {
 }
 
 func (c *Core) publishCounts() {
-	c.numRunning.Store(int64(c.sched.NumRunning()))
-	c.numWaiting.Store(int64(c.sched.NumWaiting()))
-	c.numFreeBlocks.Store(int64(c.kv.Stats().NumFreeBlocks))
+	st := c.stats()
+	c.numRunning.Store(int64(st.NumRunningReqs))
+	c.numWaiting.Store(int64(st.NumWaitingReqs))
+	c.numFreeBlocks.Store(int64(st.NumFreeBlocks))
+	c.lastStats.Store(&st)
 }
 
 // ErrFatal marks errors after which the engine cannot continue.

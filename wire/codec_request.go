@@ -386,13 +386,18 @@ func (h *Hello) decode(d *dec) error {
 	return nil
 }
 
-var heartbeatFields = []string{"timestamp", "num_running", "num_waiting"}
+var heartbeatFields = []string{"timestamp", "num_running", "num_waiting", "scheduler_stats"}
 
 func (h *Heartbeat) encode(e *enc) {
 	e.arrayLen(len(heartbeatFields))
 	e.float(h.Timestamp)
 	e.int(int64(h.NumRunning))
 	e.int(int64(h.NumWaiting))
+	if h.SchedulerStats == nil {
+		e.null()
+	} else {
+		h.SchedulerStats.encode(e)
+	}
 }
 
 func (h *Heartbeat) decode(d *dec) error {
@@ -410,6 +415,12 @@ func (h *Heartbeat) decode(d *dec) error {
 			h.NumRunning, err = d.int()
 		case 2:
 			h.NumWaiting, err = d.int()
+		case 3:
+			var isNil bool
+			if isNil, err = d.takeNil(); !isNil && err == nil {
+				h.SchedulerStats = new(SchedulerStats)
+				err = h.SchedulerStats.decode(d)
+			}
 		default:
 			err = d.skip()
 		}

@@ -39,7 +39,7 @@ func goldenCases(t testing.TB) []goldenCase {
 		{"hello", "HELLO from a frontend",
 			msgType(wire.MsgHello), &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "fe-7c1d", PID: 1234}},
 		{"heartbeat", "HEARTBEAT from an engine",
-			msgType(wire.MsgHeartbeat), &wire.Heartbeat{Timestamp: 1754000000.75, NumRunning: 3, NumWaiting: 1}},
+			msgType(wire.MsgHeartbeat), &wire.Heartbeat{Timestamp: 1754000000.75, NumRunning: 3, NumWaiting: 1, SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 3, NumWaitingReqs: 1, KVCacheUsage: 0.25, NumFreeBlocks: 96, NumTotalBlocks: 128, StepCounter: 42, PrefixCacheQueries: 1000, PrefixCacheHits: 960, NumPreemptions: 2}}},
 		{"ready", "READY accepting the HELLO (error nil)",
 			msgType(wire.MsgReady), sampleReady()},
 		{"ready_refused", "READY refusing a HELLO of another protocol version",

@@ -189,11 +189,13 @@ type Abort struct {
 }
 
 // Heartbeat is sent both ways. Array: [timestamp float64, num_running int,
-// num_waiting int] (the counts are 0 from a frontend).
+// num_waiting int, scheduler_stats SchedulerStats map | nil] (the counts
+// are 0 and the stats nil from a frontend).
 type Heartbeat struct {
-	Timestamp  float64
-	NumRunning int
-	NumWaiting int
+	Timestamp      float64
+	NumRunning     int
+	NumWaiting     int
+	SchedulerStats *SchedulerStats
 }
 
 // Utility is a named call. Array: [call_id uint64, method str, args [any]].

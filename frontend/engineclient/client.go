@@ -45,7 +45,8 @@ type EngineState struct {
 	NumWaiting  int        // from the engine's last heartbeat
 	NumInFlight int        // this frontend's unfinished requests on it
 	LastSeen    time.Time
-	Err         string // why it is not ready, if known
+	Stats       wire.SchedulerStats // the engine's latest counters
+	Err         string              // why it is not ready, if known
 }
 
 // Client talks to a set of engine cores. Safe for concurrent use.

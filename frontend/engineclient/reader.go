@@ -25,6 +25,9 @@ func (c *Client) reader(i int) {
 		case *wire.Heartbeat:
 			c.mu.Lock()
 			c.engines[i].NumRunning, c.engines[i].NumWaiting = p.NumRunning, p.NumWaiting
+			if p.SchedulerStats != nil {
+				c.engines[i].Stats = *p.SchedulerStats
+			}
 			c.mu.Unlock()
 		case *wire.EngineCoreOutputs:
 			c.outputs(i, p)
@@ -85,6 +88,7 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 	if st := o.SchedulerStats; st != nil {
 		c.mu.Lock()
 		c.engines[i].NumRunning, c.engines[i].NumWaiting = st.NumRunningReqs, st.NumWaitingReqs
+		c.engines[i].Stats = *st
 		c.mu.Unlock()
 	}
 	for _, out := range o.Outputs {

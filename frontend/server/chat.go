@@ -58,6 +58,7 @@ func (s *Server) chat(c echo.Context) error {
 		params:      sp,
 		n:           req.NumChoices(),
 		sessionID:   cm.sessionID,
+		source:      cm.source,
 		cacheSalt:   req.CacheSalt,
 		priority:    req.Priority,
 		rank:        cm.rank,

@@ -67,6 +67,7 @@ func (s *Server) completions(c echo.Context) error {
 			n:           n,
 			firstIndex:  i * n,
 			sessionID:   cm.sessionID,
+			source:      cm.source,
 			cacheSalt:   req.CacheSalt,
 			priority:    req.Priority,
 			rank:        cm.rank,

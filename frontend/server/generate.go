@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/detok"
+	"github.com/tandem-llm/tandem/frontend/session"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -23,6 +24,7 @@ type genRequest struct {
 	n           int
 	firstIndex  int // choice index of the first child (prompt index · n)
 	sessionID   string
+	source      session.Source // where sessionID came from, for metrics
 	cacheSalt   string
 	priority    int
 	rank        *int
@@ -113,6 +115,8 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 		}
 	}
 	numOut := 0 // tokens generated so far
+	start := time.Now()
+	var last time.Time // when the previous token arrived
 	for {
 		out, err := st.Next(ctx)
 		if err != nil {
@@ -125,6 +129,18 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			return
 		}
 		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, numCached: out.NumCachedTokens}
+		if len(out.NewTokenIDs) > 0 {
+			t := time.Now()
+			if last.IsZero() {
+				s.metrics.ObserveFirstToken(t.Sub(start))
+				if index == g.firstIndex {
+					s.metrics.ObserveSession(g.source.String(), len(g.prompt), out.NumCachedTokens)
+				}
+			} else {
+				s.metrics.ObserveInterToken(t.Sub(last))
+			}
+			last = t
+		}
 		textIDs := out.NewTokenIDs
 		finished := out.FinishReason != wire.FinishNone
 		if out.FinishReason == wire.FinishError {
@@ -157,6 +173,9 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			ev.finish, ev.stopReason = out.FinishReason.String(), out.StopReason
 		}
 		ev.text = emit
+		if ev.finish != "" {
+			s.metrics.ObserveFinish(time.Since(start), len(g.prompt), numOut, ev.finish)
+		}
 		if !send(ev) || ev.finish != "" {
 			return
 		}

@@ -16,7 +16,8 @@ import (
 type common struct {
 	baseID    string // X-Request-Id header, else body request_id, else random
 	sessionID string
-	rank      *int // X-data-parallel-rank
+	source    session.Source // where sessionID came from
+	rank      *int           // X-data-parallel-rank
 }
 
 // readBody decodes the JSON body into v, as a 400 when malformed.
@@ -35,11 +36,11 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 		return cm, openai.ModelNotFound(p.Model)
 	}
 	h := c.Request().Header
-	id, _, err := session.Resolve(p.SessionID, h, p.VLLMXArgs)
+	id, src, err := session.Resolve(p.SessionID, h, p.VLLMXArgs)
 	if err != nil {
 		return cm, openai.BadRequest("session_id", "%v", err)
 	}
-	cm.sessionID = id
+	cm.sessionID, cm.source = id, src
 	switch {
 	case h.Get(echo.HeaderXRequestID) != "":
 		cm.baseID = h.Get(echo.HeaderXRequestID)

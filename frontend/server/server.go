@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
@@ -36,6 +37,7 @@ type Server struct {
 	eng     Engine
 	tok     tokenizer.Tokenizer
 	e       *echo.Echo
+	metrics *metrics.Metrics
 	created int64 // unix seconds, for /v1/models
 }
 
@@ -47,7 +49,8 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	if cfg.MaxRequestBody == "" {
 		cfg.MaxRequestBody = "16M"
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix()}
+	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix(),
+		metrics: metrics.New(cfg.ServedModelName, eng.Engines)}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
@@ -59,6 +62,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.GET("/health", s.health)
 	e.GET("/ping", s.health)
 	e.GET("/version", s.version)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.Handler()))
 	e.GET("/v1/models", s.models)
 	e.POST("/v1/chat/completions", s.chat)
 	e.POST("/v1/completions", s.completions)
