@@ -121,24 +121,35 @@ func TestSessionResolutionEndToEnd(t *testing.T) {
 // response after its first event arrived.
 func streamRequest(t *testing.T, base, sid string) (*http.Response, *bufio.Reader) {
 	t.Helper()
+	resp, r, err := openStream(base, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, r
+}
+
+// openStream is streamRequest for goroutines: it returns the error.
+func openStream(base, sid string) (*http.Response, *bufio.Reader, error) {
 	body, _ := json.Marshal(map[string]any{"model": "dummy", "prompt": "tell me a long story", "max_tokens": 900, "ignore_eos": true, "stream": true, "session_id": sid})
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
+		resp.Body.Close()
+		return nil, nil, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	r := bufio.NewReader(resp.Body)
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			t.Fatalf("reading first event: %v", err)
+			resp.Body.Close()
+			return nil, nil, fmt.Errorf("reading first event: %w", err)
 		}
 		if strings.HasPrefix(line, "data: ") {
-			return resp, r
+			return resp, r, nil
 		}
 	}
 }

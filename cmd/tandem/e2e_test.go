@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -119,6 +120,26 @@ func TestServe(t *testing.T) {
 		var apiErr *openai.Error
 		if !asAPIError(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
 			t.Fatalf("err = %v, want a 404 API error", err)
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{
+			`vllm:num_requests_running{engine="0",model_name="dummy"} 0`,
+			`vllm:generation_tokens_total{model_name="dummy"} 19`,
+			`vllm:request_success_total{finished_reason="length",model_name="dummy"} 3`,
+			`tandem:engine_up{engine="0",model_name="dummy"} 1`,
+			`vllm:time_to_first_token_seconds_count{model_name="dummy"} 3`,
+		} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
 		}
 	})
 

@@ -1,0 +1,226 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/wire/gguf"
+)
+
+// typeName is ggml's name for t, known to Tandem or not.
+func typeName(t model.DType) string { return gguf.TypeName(uint32(t)) }
+
+// loadGGUF reads a GGUF file; tensors stay in the mapping.
+func loadGGUF(path string) (m *Model, err error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}()
+	cfg, err := ggufConfig(&f.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Name = strings.TrimSuffix(filepath.Base(path), ".gguf")
+
+	tensors := make(map[string]*model.Tensor, len(f.Tensors()))
+	for _, ti := range f.Tensors() {
+		data, err := f.TensorData(ti)
+		if err != nil {
+			return nil, fmt.Errorf("loader: %w", err)
+		}
+		shape := make([]int, len(ti.Shape))
+		for i, d := range ti.Shape {
+			shape[i] = int(d) // fits: the bytes are in the file
+		}
+		tensors[ti.Name] = &model.Tensor{Name: ti.Name, Type: model.DType(ti.Type), Shape: shape, Data: data}
+	}
+	if _, ok := tensors["blk.0.attn_q.bias"]; ok && cfg.Arch == "llama" {
+		cfg.QKVBias = true // llama.cpp's llama arch takes optional Q/K/V biases
+	}
+	if err := finishConfig(&cfg, tensors); err != nil {
+		return nil, err
+	}
+	if n, ok := f.Strings("tokenizer.ggml.tokens"); ok && len(n) > cfg.VocabSize {
+		return nil, invalid("%d tokens but token_embd.weight has %d rows", len(n), cfg.VocabSize)
+	}
+	if err := checkTensors(&cfg, tensors); err != nil {
+		return nil, err
+	}
+	return &Model{Config: cfg, Tensors: tensors, Source: path, Close: f.Close}, nil
+}
+
+// ggufConfig reads the hyper-parameters of a supported architecture.
+func ggufConfig(md *gguf.Metadata) (model.Config, error) {
+	arch, ok := md.String("general.architecture")
+	if !ok {
+		return model.Config{}, invalid("no general.architecture")
+	}
+	a, ok := supported[arch]
+	if !ok {
+		return model.Config{}, unsupported("architecture %q is not supported (supported: %s)", arch, supportedList())
+	}
+	r := &kvReader{md: md, prefix: arch + "."}
+	cfg := model.Config{
+		Arch:          arch,
+		Dim:           r.int("embedding_length", 0),
+		NumLayers:     r.int("block_count", 0),
+		FFNDim:        r.int("feed_forward_length", 0),
+		NumHeads:      r.int("attention.head_count", 0),
+		MaxContextLen: r.int("context_length", 0),
+		NormEps:       r.float("attention.layer_norm_rms_epsilon", 0),
+		RopeTheta:     r.float("rope.freq_base", 10000),
+		RopeNeox:      a.neox,
+		QKVBias:       a.qkvBias,
+		QKNorm:        a.qkNorm,
+	}
+	cfg.NumKVHeads = r.int("attention.head_count_kv", cfg.NumHeads)
+	if cfg.NumHeads > 0 {
+		cfg.HeadDim = r.int("attention.key_length", cfg.Dim/cfg.NumHeads)
+	}
+	if vd := r.int("attention.value_length", cfg.HeadDim); vd != cfg.HeadDim {
+		r.errs = append(r.errs, unsupported("value head dim %d differs from key head dim %d", vd, cfg.HeadDim))
+	}
+	if rd := r.int("rope.dimension_count", cfg.HeadDim); rd != cfg.HeadDim {
+		r.errs = append(r.errs, unsupported("partial RoPE (%d of %d dims) is not supported", rd, cfg.HeadDim))
+	}
+	cfg.RopeScaling = r.ropeScaling()
+	if bos, ok := r.tokenID("tokenizer.ggml.bos_token_id"); ok {
+		cfg.BOSTokenID = bos
+	}
+	for _, k := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"} {
+		if id, ok := r.tokenID(k); ok {
+			cfg.EOSTokenIDs = appendUnique(cfg.EOSTokenIDs, id)
+		}
+	}
+	if err := errors.Join(r.errs...); err != nil {
+		return model.Config{}, err
+	}
+	return cfg, checkConfig(&cfg)
+}
+
+// kvReader reads typed hyper-parameters, collecting errors.
+type kvReader struct {
+	md     *gguf.Metadata
+	prefix string // "<arch>."
+	errs   []error
+}
+
+// int reads prefix+key as a non-negative integer; def applies when absent
+// (a zero def makes the key required).
+func (r *kvReader) int(key string, def int) int {
+	key = r.prefix + key
+	v, ok := r.md.KV(key)
+	if !ok {
+		if def == 0 {
+			r.errs = append(r.errs, invalid("no %s", key))
+		}
+		return def
+	}
+	u, ok := r.md.Uint(key)
+	if !ok || u > math.MaxInt32 {
+		if _, isArray := r.md.Array(key); isArray {
+			r.errs = append(r.errs, unsupported("per-layer %s is not supported", key))
+		} else {
+			r.errs = append(r.errs, invalid("%s = %v is not a valid count", key, v))
+		}
+		return def
+	}
+	return int(u)
+}
+
+// float reads prefix+key; a zero def makes it required.
+func (r *kvReader) float(key string, def float64) float64 {
+	key = r.prefix + key
+	if _, ok := r.md.KV(key); !ok {
+		if def == 0 {
+			r.errs = append(r.errs, invalid("no %s", key))
+		}
+		return def
+	}
+	v, ok := r.md.Float(key)
+	if !ok {
+		r.errs = append(r.errs, invalid("%s is not a number", key))
+		return def
+	}
+	if f32, ok := r.md.KV(key); ok {
+		if f, isF32 := f32.(float32); isF32 {
+			// The decimal the writer meant: float32(1e-5) reads as 1e-5, as
+			// config.json has it, not 9.99999974738e-06.
+			v, _ = strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+		}
+	}
+	return v
+}
+
+func (r *kvReader) tokenID(key string) (int32, bool) {
+	u, ok := r.md.Uint(key)
+	if !ok {
+		if _, present := r.md.KV(key); present {
+			r.errs = append(r.errs, invalid("%s is not a token id", key))
+		}
+		return 0, false
+	}
+	if u > math.MaxInt32 {
+		r.errs = append(r.errs, invalid("%s = %d is out of range", key, u))
+		return 0, false
+	}
+	return int32(u), true
+}
+
+// ropeScaling reads rope.scaling.* (and the older rope.scale_linear) the
+// way llama.cpp does: the type defaults to linear, and a factor of 0 or 1
+// means none. llama3 scaling is not here: GGUF stores it as the
+// rope_freqs.weight tensor.
+func (r *kvReader) ropeScaling() model.RopeScaling {
+	typ, ok := r.md.String(r.prefix + "rope.scaling.type")
+	if !ok {
+		typ = "linear"
+	}
+	factor := r.float("rope.scale_linear", 1)
+	if _, ok := r.md.KV(r.prefix + "rope.scaling.factor"); ok {
+		factor = r.float("rope.scaling.factor", 1)
+	}
+	switch {
+	case typ == "none", factor == 0, factor == 1:
+		return model.RopeScaling{}
+	case typ == "linear":
+		return model.RopeScaling{Type: "linear", Factor: factor}
+	}
+	r.errs = append(r.errs, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ))
+	return model.RopeScaling{}
+}
+
+// finishConfig takes what only the tensors tell: the vocabulary size (the
+// embedding's rows) and whether the output is tied to the embedding.
+func finishConfig(cfg *model.Config, tensors map[string]*model.Tensor) error {
+	emb, ok := tensors["token_embd.weight"]
+	if !ok {
+		return invalid("tensor %q is missing", "token_embd.weight")
+	}
+	if len(emb.Shape) < 2 || emb.Shape[1] <= 0 {
+		return invalid("token_embd.weight has shape %v", emb.Shape)
+	}
+	cfg.VocabSize = emb.Shape[1]
+	_, hasOutput := tensors["output.weight"]
+	cfg.TiedEmbeddings = !hasOutput
+	if cfg.BOSTokenID < 0 || int(cfg.BOSTokenID) >= cfg.VocabSize {
+		return invalid("BOS token %d outside the vocabulary of %d", cfg.BOSTokenID, cfg.VocabSize)
+	}
+	for _, id := range cfg.EOSTokenIDs {
+		if id < 0 || int(id) >= cfg.VocabSize {
+			return invalid("EOS token %d outside the vocabulary of %d", id, cfg.VocabSize)
+		}
+	}
+	return nil
+}

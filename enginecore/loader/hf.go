@@ -1,0 +1,428 @@
+package loader
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/enginecore/model/safetensors"
+)
+
+// hfArchitectures maps config.json "architectures" to GGUF names.
+var hfArchitectures = map[string]string{
+	"LlamaForCausalLM":   "llama",
+	"MistralForCausalLM": "llama",
+	"Qwen2ForCausalLM":   "qwen2",
+	"Qwen3ForCausalLM":   "qwen3",
+}
+
+// hfConfig is the part of config.json Tandem reads. Pointers tell absent
+// from zero.
+type hfConfig struct {
+	Architectures         []string        `json:"architectures"`
+	HiddenSize            int             `json:"hidden_size"`
+	NumHiddenLayers       int             `json:"num_hidden_layers"`
+	IntermediateSize      int             `json:"intermediate_size"`
+	NumAttentionHeads     int             `json:"num_attention_heads"`
+	NumKeyValueHeads      *int            `json:"num_key_value_heads"`
+	HeadDim               *int            `json:"head_dim"`
+	RopeTheta             *float64        `json:"rope_theta"`
+	RMSNormEps            *float64        `json:"rms_norm_eps"`
+	MaxPositionEmbeddings int             `json:"max_position_embeddings"`
+	RopeScaling           *hfRopeScaling  `json:"rope_scaling"`
+	RopeParameters        *hfRopeScaling  `json:"rope_parameters"` // transformers v5 spelling
+	TieWordEmbeddings     *bool           `json:"tie_word_embeddings"`
+	BOSTokenID            json.RawMessage `json:"bos_token_id"`
+	EOSTokenID            json.RawMessage `json:"eos_token_id"`
+	VocabSize             int             `json:"vocab_size"`
+	AttentionBias         bool            `json:"attention_bias"`
+	HiddenAct             string          `json:"hidden_act"`
+	SlidingWindow         *int            `json:"sliding_window"`
+	UseSlidingWindow      *bool           `json:"use_sliding_window"` // Qwen2/3: sliding_window applies only when true
+}
+
+type hfRopeScaling struct {
+	RopeType       string   `json:"rope_type"`
+	Type           string   `json:"type"` // older spelling of rope_type
+	RopeTheta      *float64 `json:"rope_theta"`
+	Factor         float64  `json:"factor"`
+	LowFreqFactor  *float64 `json:"low_freq_factor"`
+	HighFreqFactor *float64 `json:"high_freq_factor"`
+	OrigMaxPos     *int     `json:"original_max_position_embeddings"`
+}
+
+// loadHF reads a Hugging Face directory: config.json, optional
+// generation_config.json, and the safetensors checkpoint.
+func loadHF(dir string) (m *Model, err error) {
+	js, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	var hc hfConfig
+	if err := json.Unmarshal(js, &hc); err != nil {
+		return nil, fmt.Errorf("loader: %s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	cfg, err := hfModelConfig(&hc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	cfg.Name = filepath.Base(filepath.Clean(dir))
+	if err := readGenerationConfig(dir, &hc, &cfg); err != nil {
+		return nil, err
+	}
+
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = set.Close()
+			err = fmt.Errorf("%s: %w", dir, err)
+		}
+	}()
+	tensors, err := hfTensors(set, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	if hc.TieWordEmbeddings != nil && *hc.TieWordEmbeddings {
+		delete(tensors, "output.weight") // tied: lm_head, when saved, is the embedding
+	}
+	if hc.VocabSize > 0 {
+		if emb, ok := tensors["token_embd.weight"]; ok && len(emb.Shape) == 2 && emb.Shape[1] != hc.VocabSize {
+			return nil, invalid("vocab_size %d but embed_tokens has %d rows", hc.VocabSize, emb.Shape[1])
+		}
+	}
+	if err := finishConfig(&cfg, tensors); err != nil {
+		return nil, err
+	}
+	if err := checkTensors(&cfg, tensors); err != nil {
+		return nil, err
+	}
+	// After the check, which bounds HeadDim by the Q/K tensors' sizes.
+	if err := hfRopeFreqs(&hc, &cfg, tensors); err != nil {
+		return nil, err
+	}
+	return &Model{Config: cfg, Tensors: tensors, Source: dir, Close: set.Close}, nil
+}
+
+// hfModelConfig converts config.json to a Config, without what the tensors
+// tell (vocabulary size, tying).
+func hfModelConfig(hc *hfConfig) (model.Config, error) {
+	if len(hc.Architectures) != 1 {
+		return model.Config{}, invalid("config.json lists architectures %v, want exactly one", hc.Architectures)
+	}
+	arch, ok := hfArchitectures[hc.Architectures[0]]
+	if !ok {
+		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)", hc.Architectures[0])
+	}
+	if hc.HiddenAct != "" && hc.HiddenAct != "silu" {
+		return model.Config{}, unsupported("hidden_act %q is not supported (supported: silu)", hc.HiddenAct)
+	}
+	a := supported[arch]
+	cfg := model.Config{
+		Arch:          arch,
+		Dim:           hc.HiddenSize,
+		NumLayers:     hc.NumHiddenLayers,
+		NumHeads:      hc.NumAttentionHeads,
+		NumKVHeads:    hc.NumAttentionHeads,
+		FFNDim:        hc.IntermediateSize,
+		RopeTheta:     10000,
+		RopeNeox:      a.neox,
+		NormEps:       1e-6,
+		MaxContextLen: hc.MaxPositionEmbeddings,
+		QKVBias:       a.qkvBias || hc.AttentionBias,
+		QKNorm:        a.qkNorm,
+	}
+	if cfg.MaxContextLen == 0 {
+		cfg.MaxContextLen = 2048
+	}
+	if hc.NumKeyValueHeads != nil {
+		cfg.NumKVHeads = *hc.NumKeyValueHeads
+	}
+	if hc.NumAttentionHeads > 0 {
+		cfg.HeadDim = hc.HiddenSize / hc.NumAttentionHeads
+	}
+	if hc.HeadDim != nil {
+		cfg.HeadDim = *hc.HeadDim
+	}
+	if hc.RMSNormEps != nil {
+		cfg.NormEps = *hc.RMSNormEps
+	}
+	rs := hc.RopeScaling
+	if hc.RopeParameters != nil {
+		rs = hc.RopeParameters
+	}
+	if hc.RopeTheta != nil {
+		cfg.RopeTheta = *hc.RopeTheta
+	} else if rs != nil && rs.RopeTheta != nil {
+		cfg.RopeTheta = *rs.RopeTheta
+	}
+	if rs != nil {
+		typ := rs.RopeType
+		if typ == "" {
+			typ = rs.Type
+		}
+		switch typ {
+		case "", "default":
+		case "linear":
+			if rs.Factor != 0 && rs.Factor != 1 {
+				cfg.RopeScaling = model.RopeScaling{Type: "linear", Factor: rs.Factor}
+			}
+		case "llama3":
+			// Becomes rope_freqs.weight once the head dim is final.
+		default:
+			return model.Config{}, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ)
+		}
+	}
+	// Within the window, sliding-window attention equals full attention:
+	// serve no longer context than the window.
+	sliding := hc.SlidingWindow != nil && *hc.SlidingWindow > 0
+	if arch != "llama" { // Qwen: only when use_sliding_window is set
+		sliding = sliding && hc.UseSlidingWindow != nil && *hc.UseSlidingWindow
+	}
+	if sliding {
+		cfg.MaxContextLen = min(cfg.MaxContextLen, *hc.SlidingWindow)
+	}
+	var err error
+	if cfg.BOSTokenID, _, err = tokenIDs("bos_token_id", hc.BOSTokenID); err != nil {
+		return model.Config{}, err
+	}
+	if _, cfg.EOSTokenIDs, err = tokenIDs("eos_token_id", hc.EOSTokenID); err != nil {
+		return model.Config{}, err
+	}
+	return cfg, checkConfig(&cfg)
+}
+
+// tokenIDs parses a token id field that may be null, an int or a list.
+func tokenIDs(key string, raw json.RawMessage) (first int32, all []int32, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil, nil
+	}
+	var one int32
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return one, []int32{one}, nil
+	}
+	var many []int32
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return 0, nil, invalid("%s is %s, want a token id or a list of them", key, raw)
+	}
+	if len(many) == 0 {
+		return 0, nil, nil
+	}
+	return many[0], appendUnique(nil, many...), nil
+}
+
+// readGenerationConfig merges generation_config.json's EOS ids (Llama 3
+// Instruct lists <|eot_id|> and <|eom_id|> only there) and, when
+// config.json has none, its BOS id.
+func readGenerationConfig(dir string, hc *hfConfig, cfg *model.Config) error {
+	js, err := os.ReadFile(filepath.Join(dir, "generation_config.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	var gc struct {
+		BOSTokenID json.RawMessage `json:"bos_token_id"`
+		EOSTokenID json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(js, &gc); err != nil {
+		return fmt.Errorf("loader: %s: %w", filepath.Join(dir, "generation_config.json"), err)
+	}
+	_, eos, err := tokenIDs("eos_token_id", gc.EOSTokenID)
+	if err != nil {
+		return err
+	}
+	cfg.EOSTokenIDs = appendUnique(cfg.EOSTokenIDs, eos...)
+	if len(hc.BOSTokenID) == 0 || string(hc.BOSTokenID) == "null" {
+		if cfg.BOSTokenID, _, err = tokenIDs("bos_token_id", gc.BOSTokenID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hfTensors maps the checkpoint's tensors to GGUF names, permuting Llama's
+// Q/K rows (see permuteRows).
+func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tensor, error) {
+	tensors := map[string]*model.Tensor{}
+	var errs []error
+	for _, name := range set.Names() {
+		if strings.HasSuffix(name, "rotary_emb.inv_freq") {
+			continue // a cache of the RoPE frequencies, recomputed from the config
+		}
+		gname, ok := ggufName(name)
+		if !ok {
+			errs = append(errs, unsupported("tensor %q is not supported for architecture %q", name, cfg.Arch))
+			continue
+		}
+		t, err := set.Tensor(name)
+		if err != nil {
+			if errors.Is(err, safetensors.ErrDType) {
+				err = unsupported("%v", err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		t.Name = gname
+		if !cfg.RopeNeox {
+			heads := 0
+			switch {
+			case strings.HasSuffix(gname, ".attn_q.weight"), strings.HasSuffix(gname, ".attn_q.bias"):
+				heads = cfg.NumHeads
+			case strings.HasSuffix(gname, ".attn_k.weight"), strings.HasSuffix(gname, ".attn_k.bias"):
+				heads = cfg.NumKVHeads
+			}
+			if heads > 0 {
+				if t, err = permuteRows(t, heads, cfg.HeadDim); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
+		}
+		tensors[gname] = t
+	}
+	return tensors, errors.Join(errs...)
+}
+
+// hfLayerNames maps the part of a layer tensor's name after
+// "model.layers.N." to the part after "blk.N.".
+var hfLayerNames = map[string]string{
+	"input_layernorm.weight":          "attn_norm.weight",
+	"self_attn.q_proj.weight":         "attn_q.weight",
+	"self_attn.k_proj.weight":         "attn_k.weight",
+	"self_attn.v_proj.weight":         "attn_v.weight",
+	"self_attn.o_proj.weight":         "attn_output.weight",
+	"self_attn.q_proj.bias":           "attn_q.bias",
+	"self_attn.k_proj.bias":           "attn_k.bias",
+	"self_attn.v_proj.bias":           "attn_v.bias",
+	"self_attn.o_proj.bias":           "attn_output.bias",
+	"self_attn.q_norm.weight":         "attn_q_norm.weight",
+	"self_attn.k_norm.weight":         "attn_k_norm.weight",
+	"post_attention_layernorm.weight": "ffn_norm.weight",
+	"mlp.gate_proj.weight":            "ffn_gate.weight",
+	"mlp.up_proj.weight":              "ffn_up.weight",
+	"mlp.down_proj.weight":            "ffn_down.weight",
+}
+
+// ggufName is llama.cpp's name for a Hugging Face tensor name.
+func ggufName(hf string) (string, bool) {
+	switch hf {
+	case "model.embed_tokens.weight":
+		return "token_embd.weight", true
+	case "model.norm.weight":
+		return "output_norm.weight", true
+	case "lm_head.weight":
+		return "output.weight", true
+	}
+	rest, ok := strings.CutPrefix(hf, "model.layers.")
+	if !ok {
+		return "", false
+	}
+	num, suffix, ok := strings.Cut(rest, ".")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 0 || strconv.Itoa(n) != num {
+		return "", false
+	}
+	g, ok := hfLayerNames[suffix]
+	if !ok {
+		return "", false
+	}
+	return "blk." + num + "." + g, true
+}
+
+// permuteRows reorders the rows of a Q or K projection (or bias) from
+// Hugging Face's RoPE layout, where head h rotates the pair (i, i+D/2), to
+// GGUF llama's, where it rotates (2i, 2i+1): new row h·D+2i+s is old row
+// h·D+s·D/2+i, s ∈ {0, 1}. This is convert_hf_to_gguf.py's LlamaModel.permute
+// (reshape(heads, 2, D/2, …).swapaxes(1, 2)). The result is a new tensor.
+func permuteRows(t *model.Tensor, heads, headDim int) (*model.Tensor, error) {
+	if len(t.Shape) == 0 {
+		return nil, invalid("tensor %q has no shape", t.Name)
+	}
+	rows, rowBytes := t.Shape[0], t.Type.RowBytes(1) // a bias: one element per row
+	if len(t.Shape) >= 2 {
+		rows, rowBytes = t.NumElements()/t.Shape[0], t.Type.RowBytes(t.Shape[0])
+	}
+	if rows != heads*headDim || headDim%2 != 0 || rowBytes*rows != len(t.Data) {
+		return nil, invalid("tensor %q (%v %v) is not %d heads of %d rows", t.Name, typeName(t.Type), t.Shape, heads, headDim)
+	}
+	half := headDim / 2
+	out := make([]byte, len(t.Data))
+	for h := range heads {
+		for i := range half {
+			for s := range 2 {
+				dst := (h*headDim + 2*i + s) * rowBytes
+				src := (h*headDim + s*half + i) * rowBytes
+				copy(out[dst:dst+rowBytes], t.Data[src:src+rowBytes])
+			}
+		}
+	}
+	return &model.Tensor{Name: t.Name, Type: t.Type, Shape: t.Shape, Data: out}, nil
+}
+
+// hfRopeFreqs turns llama3 RoPE scaling into rope_freqs.weight, as
+// convert_hf_to_gguf.py does: per rotary pair i (frequency
+// f_i = theta^(-2i/D), wavelength 2π/f_i) the divisor is 1 above the
+// high-frequency cutoff, factor below the low one, and
+// 1/((1-s)/factor + s), s = (orig/wavelength - low)/(high - low), between.
+func hfRopeFreqs(hc *hfConfig, cfg *model.Config, tensors map[string]*model.Tensor) error {
+	rs := hc.RopeScaling
+	if hc.RopeParameters != nil {
+		rs = hc.RopeParameters
+	}
+	if rs == nil {
+		return nil
+	}
+	if typ := rs.RopeType; typ != "llama3" && (typ != "" || rs.Type != "llama3") {
+		return nil
+	}
+	factor, low, high, orig := rs.Factor, 1.0, 4.0, 8192.0
+	if factor == 0 {
+		factor = 8
+	}
+	if rs.LowFreqFactor != nil {
+		low = *rs.LowFreqFactor
+	}
+	if rs.HighFreqFactor != nil {
+		high = *rs.HighFreqFactor
+	}
+	if rs.OrigMaxPos != nil {
+		orig = float64(*rs.OrigMaxPos)
+	}
+	if !(factor > 0) || !(low > 0) || !(high > low) || !(orig > 0) {
+		return invalid("llama3 rope_scaling factor %g, low %g, high %g, original context %g", factor, low, high, orig)
+	}
+	lowWavelen, highWavelen := orig/low, orig/high
+	d := cfg.HeadDim
+	data := make([]byte, 4*(d/2))
+	for i := range d / 2 {
+		freq := 1 / math.Pow(cfg.RopeTheta, float64(2*i)/float64(d))
+		wavelen := 2 * math.Pi / freq
+		div := 1.0
+		switch {
+		case wavelen < highWavelen:
+		case wavelen > lowWavelen:
+			div = factor
+		default:
+			s := (orig/wavelen - low) / (high - low)
+			div = 1 / ((1-s)/factor + s)
+		}
+		putF32(data[4*i:], float32(div))
+	}
+	tensors["rope_freqs.weight"] = &model.Tensor{Name: "rope_freqs.weight", Type: model.F32, Shape: []int{d / 2}, Data: data}
+	return nil
+}
+
+func putF32(b []byte, v float32) {
+	u := math.Float32bits(v)
+	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}

@@ -1,0 +1,234 @@
+package loader
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// ErrUnsupported reports a model Tandem cannot run: an unknown
+// architecture, tensor, tensor type or hyper-parameter. The message names
+// what is missing.
+var ErrUnsupported = errors.New("loader: unsupported model")
+
+// ErrInvalid reports a model file whose contents contradict themselves
+// (a missing tensor, a shape that does not match the hyper-parameters).
+var ErrInvalid = errors.New("loader: invalid model")
+
+// unsupportedError is an ErrUnsupported with its own message.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string        { return "loader: " + e.msg }
+func (e *unsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+func unsupported(format string, args ...any) error {
+	return &unsupportedError{fmt.Sprintf(format, args...)}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Model is a loaded checkpoint: hyper-parameters and tensors by GGUF name.
+type Model struct {
+	Config model.Config
+
+	// Tensors are keyed by GGUF name: token_embd.weight, output_norm.weight,
+	// output.weight (absent when tied), rope_freqs.weight (llama3 RoPE
+	// scaling, [HeadDim/2] F32 frequency divisors; absent without it), and
+	// per layer N blk.N.attn_norm.weight, blk.N.attn_{q,k,v,output}.weight,
+	// blk.N.attn_{q,k,v}.bias (Config.QKVBias), blk.N.attn_{q,k}_norm.weight
+	// (Config.QKNorm), blk.N.ffn_norm.weight, blk.N.ffn_{gate,up,down}.weight.
+	// Shapes are in ggml order; Q/K rows follow Config.RopeNeox. Data is
+	// mostly mmapped: read-only, valid until Close.
+	Tensors map[string]*model.Tensor
+
+	Source string       // the path loaded
+	Close  func() error // unmaps the files; call once the tensors are no longer used
+}
+
+// supported lists the architectures by GGUF name.
+var supported = map[string]struct{ neox, qkvBias, qkNorm bool }{
+	"llama": {},
+	"qwen2": {neox: true, qkvBias: true},
+	"qwen3": {neox: true, qkNorm: true},
+}
+
+func supportedList() string {
+	names := make([]string, 0, len(supported))
+	for n := range supported {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// Load reads the model at path: a GGUF file, or a Hugging Face directory
+// (config.json plus safetensors; path may also name a file inside it).
+func Load(path string) (*Model, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	if st.IsDir() {
+		return loadHF(path)
+	}
+	if isGGUF(path) {
+		return loadGGUF(path)
+	}
+	if base := filepath.Base(path); base == "config.json" || strings.HasSuffix(base, ".safetensors") {
+		return loadHF(filepath.Dir(path))
+	}
+	return nil, fmt.Errorf("loader: %s is neither a GGUF file nor a Hugging Face model directory", path)
+}
+
+func isGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && bytes.Equal(magic, []byte("GGUF"))
+}
+
+// checkConfig rejects hyper-parameters no kernel can use.
+func checkConfig(cfg *model.Config) error {
+	switch {
+	case cfg.Dim <= 0, cfg.NumLayers <= 0, cfg.NumHeads <= 0, cfg.NumKVHeads <= 0, cfg.HeadDim <= 0, cfg.FFNDim <= 0:
+		return invalid("non-positive dimension: dim %d, layers %d, heads %d/%d, head dim %d, ffn %d",
+			cfg.Dim, cfg.NumLayers, cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim, cfg.FFNDim)
+	case cfg.NumHeads%cfg.NumKVHeads != 0:
+		return invalid("%d heads are not a multiple of %d KV heads", cfg.NumHeads, cfg.NumKVHeads)
+	case cfg.HeadDim%2 != 0:
+		return invalid("odd head dim %d", cfg.HeadDim)
+	case cfg.MaxContextLen <= 0:
+		return invalid("context length %d", cfg.MaxContextLen)
+	case !(cfg.NormEps > 0), !(cfg.RopeTheta > 0):
+		return invalid("norm epsilon %g, rope theta %g", cfg.NormEps, cfg.RopeTheta)
+	}
+	return nil
+}
+
+// expectedShapes is every tensor the config implies, by GGUF name, with
+// its ggml shape; optional ones are marked.
+func expectedShapes(cfg *model.Config) map[string]struct {
+	shape    []int
+	optional bool
+} {
+	type want = struct {
+		shape    []int
+		optional bool
+	}
+	d, v, f := cfg.Dim, cfg.VocabSize, cfg.FFNDim
+	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
+	m := map[string]want{
+		"token_embd.weight":  {[]int{d, v}, false},
+		"output_norm.weight": {[]int{d}, false},
+		"output.weight":      {[]int{d, v}, true},
+		"rope_freqs.weight":  {[]int{cfg.HeadDim / 2}, true},
+	}
+	for i := range cfg.NumLayers {
+		p := fmt.Sprintf("blk.%d.", i)
+		m[p+"attn_norm.weight"] = want{[]int{d}, false}
+		m[p+"attn_q.weight"] = want{[]int{d, qd}, false}
+		m[p+"attn_k.weight"] = want{[]int{d, kvd}, false}
+		m[p+"attn_v.weight"] = want{[]int{d, kvd}, false}
+		m[p+"attn_output.weight"] = want{[]int{qd, d}, false}
+		m[p+"ffn_norm.weight"] = want{[]int{d}, false}
+		m[p+"ffn_gate.weight"] = want{[]int{d, f}, false}
+		m[p+"ffn_up.weight"] = want{[]int{d, f}, false}
+		m[p+"ffn_down.weight"] = want{[]int{f, d}, false}
+		if cfg.QKVBias {
+			m[p+"attn_q.bias"] = want{[]int{qd}, false}
+			m[p+"attn_k.bias"] = want{[]int{kvd}, false}
+			m[p+"attn_v.bias"] = want{[]int{kvd}, false}
+		}
+		if cfg.QKNorm {
+			m[p+"attn_q_norm.weight"] = want{[]int{cfg.HeadDim}, false}
+			m[p+"attn_k_norm.weight"] = want{[]int{cfg.HeadDim}, false}
+		}
+	}
+	return m
+}
+
+// checkTensors verifies that tensors are exactly what cfg implies: every
+// required name present, no unknown name, shapes matching (trailing 1s
+// allowed), types supported (vectors F32, F16 or BF16), data sized right.
+func checkTensors(cfg *model.Config, tensors map[string]*model.Tensor) error {
+	if cfg.NumLayers > len(tensors) { // before expectedShapes allocates per layer
+		return invalid("%d layers but only %d tensors", cfg.NumLayers, len(tensors))
+	}
+	want := expectedShapes(cfg)
+	var errs []error
+	names := make([]string, 0, len(tensors))
+	for n := range tensors {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t := tensors[name]
+		w, ok := want[name]
+		if !ok {
+			errs = append(errs, unsupported("tensor %q is not supported for architecture %q", name, cfg.Arch))
+			continue
+		}
+		if !t.Type.Supported() {
+			errs = append(errs, unsupported("tensor %q has type %v, which is not supported (supported: %s)", name, typeName(t.Type), supportedTypes()))
+			continue
+		}
+		if len(w.shape) == 1 && t.Type != model.F32 && t.Type != model.F16 && t.Type != model.BF16 {
+			errs = append(errs, unsupported("vector %q has type %v (supported: F32, F16, BF16)", name, typeName(t.Type)))
+			continue
+		}
+		if !shapeIs(t.Shape, w.shape) {
+			errs = append(errs, invalid("tensor %q has shape %v, want %v", name, t.Shape, w.shape))
+			continue
+		}
+		if bs := t.Type.BlockSize(); t.Shape[0]%bs != 0 || t.Type.RowBytes(t.NumElements()) != len(t.Data) {
+			errs = append(errs, invalid("tensor %q (%v %v) has %d bytes of data", name, typeName(t.Type), t.Shape, len(t.Data)))
+		}
+	}
+	for name, w := range want {
+		if _, ok := tensors[name]; !ok && !w.optional {
+			errs = append(errs, invalid("tensor %q is missing", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// shapeIs reports whether shape equals want, ignoring trailing 1s.
+func shapeIs(shape, want []int) bool {
+	for len(shape) > len(want) && shape[len(shape)-1] == 1 {
+		shape = shape[:len(shape)-1]
+	}
+	return slices.Equal(shape, want)
+}
+
+func supportedTypes() string {
+	var names []string
+	for t := range model.DType(64) {
+		if t.Supported() {
+			names = append(names, t.String())
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// appendUnique appends the ids not already in ids.
+func appendUnique(ids []int32, more ...int32) []int32 {
+	for _, id := range more {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,156 @@
+package testmodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/enginecore/model/safetensors"
+)
+
+var hfArch = map[string]struct{ class, modelType string }{
+	"llama": {"LlamaForCausalLM", "llama"},
+	"qwen2": {"Qwen2ForCausalLM", "qwen2"},
+	"qwen3": {"Qwen3ForCausalLM", "qwen3"},
+}
+
+var hfDTypes = map[model.DType]string{model.F32: "F32", model.F16: "F16", model.BF16: "BF16"}
+
+// WriteHF writes the model as a Hugging Face directory: config.json and
+// model.safetensors (no tokenizer files). Matrix types must be F32, F16 or
+// BF16; RopeFreqs is refused (express llama3 scaling in config.json).
+func WriteHF(dir string, spec Spec) error {
+	s, err := spec.resolve()
+	if err != nil {
+		return err
+	}
+	if s.RopeFreqs != nil {
+		return fmt.Errorf("testmodel: RopeFreqs is GGUF only")
+	}
+	w := safetensors.NewWriter()
+	w.Metadata = map[string]string{"format": "pt"}
+	dtype := "F32"
+	for _, t := range s.generate() {
+		typ := s.typeOf(t)
+		dt, ok := hfDTypes[typ]
+		if !ok {
+			return fmt.Errorf("testmodel: %s: type %v cannot be stored in safetensors", t.name, typ)
+		}
+		if t.matrix() && dt != "F32" {
+			dtype = dt
+		}
+		values := t.values
+		if s.Arch == "llama" {
+			switch {
+			case strings.HasSuffix(t.name, "attn_q.weight"):
+				values = toHFOrder(values, s.NumHeads, s.HeadDim, t.cols)
+			case strings.HasSuffix(t.name, "attn_k.weight"):
+				values = toHFOrder(values, s.NumKVHeads, s.HeadDim, t.cols)
+			}
+		}
+		data, err := s.encode(t.name, typ, values)
+		if err != nil {
+			return err
+		}
+		shape := []uint64{uint64(t.rows)}
+		if t.matrix() {
+			shape = append(shape, uint64(t.cols))
+		}
+		if err := w.Add(hfName(t.name), dt, shape, data); err != nil {
+			return fmt.Errorf("testmodel: %w", err)
+		}
+	}
+	bos, eos := uint32(1), uint32(2)
+	if s.Tokenizer != nil {
+		bos, _ = s.Tokenizer["tokenizer.ggml.bos_token_id"].(uint32)
+		eos, _ = s.Tokenizer["tokenizer.ggml.eos_token_id"].(uint32)
+	}
+	a := hfArch[s.Arch]
+	cfg := map[string]any{
+		"architectures":           []string{a.class},
+		"model_type":              a.modelType,
+		"hidden_size":             s.Dim,
+		"num_hidden_layers":       s.NumLayers,
+		"intermediate_size":       s.FFNDim,
+		"num_attention_heads":     s.NumHeads,
+		"num_key_value_heads":     s.NumKVHeads,
+		"head_dim":                s.HeadDim,
+		"rope_theta":              s.RopeTheta,
+		"rms_norm_eps":            s.NormEps,
+		"max_position_embeddings": s.ContextLen,
+		"tie_word_embeddings":     s.Tied,
+		"vocab_size":              s.VocabSize,
+		"bos_token_id":            bos,
+		"eos_token_id":            eos,
+		"hidden_act":              "silu",
+		"torch_dtype":             map[string]string{"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+	}
+	js, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("testmodel: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("testmodel: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
+		return fmt.Errorf("testmodel: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return fmt.Errorf("testmodel: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644)
+}
+
+// toHFOrder undoes llama.cpp's Q/K row permutation: GGUF row h·D+2i+s is
+// Hugging Face row h·D+s·D/2+i.
+func toHFOrder(values []float32, heads, headDim, cols int) []float32 {
+	out := make([]float32, len(values))
+	half := headDim / 2
+	for h := range heads {
+		for i := range half {
+			for s := range 2 {
+				src := (h*headDim + 2*i + s) * cols
+				dst := (h*headDim + s*half + i) * cols
+				copy(out[dst:dst+cols], values[src:src+cols])
+			}
+		}
+	}
+	return out
+}
+
+// hfNames maps GGUF layer tensor suffixes to Hugging Face ones.
+var hfNames = map[string]string{
+	"attn_norm.weight":   "input_layernorm.weight",
+	"attn_q.weight":      "self_attn.q_proj.weight",
+	"attn_k.weight":      "self_attn.k_proj.weight",
+	"attn_v.weight":      "self_attn.v_proj.weight",
+	"attn_output.weight": "self_attn.o_proj.weight",
+	"attn_q.bias":        "self_attn.q_proj.bias",
+	"attn_k.bias":        "self_attn.k_proj.bias",
+	"attn_v.bias":        "self_attn.v_proj.bias",
+	"attn_q_norm.weight": "self_attn.q_norm.weight",
+	"attn_k_norm.weight": "self_attn.k_norm.weight",
+	"ffn_norm.weight":    "post_attention_layernorm.weight",
+	"ffn_gate.weight":    "mlp.gate_proj.weight",
+	"ffn_up.weight":      "mlp.up_proj.weight",
+	"ffn_down.weight":    "mlp.down_proj.weight",
+}
+
+func hfName(g string) string {
+	switch g {
+	case "token_embd.weight":
+		return "model.embed_tokens.weight"
+	case "output_norm.weight":
+		return "model.norm.weight"
+	case "output.weight":
+		return "lm_head.weight"
+	}
+	rest := strings.TrimPrefix(g, "blk.")
+	n, suffix, _ := strings.Cut(rest, ".")
+	return "model.layers." + n + "." + hfNames[suffix]
+}

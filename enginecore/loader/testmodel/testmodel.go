@@ -1,0 +1,314 @@
+package testmodel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/wire/gguf"
+)
+
+// Spec describes a random-weight model. Zero fields take the defaults
+// noted.
+type Spec struct {
+	Arch       string  // "llama", "qwen2" or "qwen3"
+	VocabSize  int     // V; 0: the number of tokens in Tokenizer
+	Dim        int     // model width
+	NumLayers  int     // L
+	NumHeads   int     // H
+	NumKVHeads int     // Hkv; 0: H
+	HeadDim    int     // D; 0: Dim/H
+	FFNDim     int     // F
+	ContextLen int     // tokens; 0: 2048
+	RopeTheta  float64 // 0: 10000 (qwen: 1e6)
+	NormEps    float64 // 0: 1e-5 (qwen: 1e-6)
+	Tied       bool    // no output.weight: the LM head is the embedding
+	Seed       uint64  // PCG seed
+
+	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
+	// frequency divisors, llama3 RoPE scaling). GGUF only.
+	RopeFreqs []float32
+
+	// MatrixType is the type of every 2-D tensor not in Types (zero: F32).
+	MatrixType model.DType
+	// Types overrides MatrixType per tensor, keyed by GGUF name without the
+	// "blk.N." prefix: "token_embd.weight", "attn_q.weight", "ffn_down.weight",
+	// "output.weight", ...
+	Types map[string]model.DType
+	// Quantize encodes row-major values as type t (len = the tensor's
+	// elements). Needed for types other than F32, F16 and BF16; when set it
+	// is used for F16 and BF16 too.
+	Quantize func(t model.DType, f32 []float32) []byte
+
+	// Tokenizer holds tokenizer.* metadata written as is (values of the
+	// types gguf.Writer accepts, e.g. from ReadTokenizer). nil: ByteVocab.
+	Tokenizer map[string]any
+}
+
+// tensor is one generated weight.
+type tensor struct {
+	name   string    // GGUF name
+	rows   int       // out
+	cols   int       // in (contiguous); 0 for a vector
+	values []float32 // row-major, rows×cols (or rows for a vector)
+}
+
+func (t tensor) matrix() bool { return t.cols > 0 }
+
+// ggmlShape is the tensor's shape in ggml order.
+func (t tensor) ggmlShape() []uint64 {
+	if t.matrix() {
+		return []uint64{uint64(t.cols), uint64(t.rows)}
+	}
+	return []uint64{uint64(t.rows)}
+}
+
+// resolve fills defaults and checks s.
+func (s Spec) resolve() (Spec, error) {
+	qwen := s.Arch == "qwen2" || s.Arch == "qwen3"
+	switch {
+	case s.Arch != "llama" && !qwen:
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, qwen2 or qwen3)", s.Arch)
+	case s.Dim <= 0, s.NumLayers <= 0, s.NumHeads <= 0, s.FFNDim <= 0:
+		return s, fmt.Errorf("testmodel: non-positive size in %+v", s)
+	}
+	if s.VocabSize == 0 {
+		tokens, _ := s.Tokenizer["tokenizer.ggml.tokens"].([]string)
+		s.VocabSize = len(tokens)
+	}
+	if s.NumKVHeads == 0 {
+		s.NumKVHeads = s.NumHeads
+	}
+	if s.HeadDim == 0 {
+		s.HeadDim = s.Dim / s.NumHeads
+	}
+	if s.ContextLen == 0 {
+		s.ContextLen = 2048
+	}
+	if s.RopeTheta == 0 {
+		s.RopeTheta = map[bool]float64{false: 10000, true: 1e6}[qwen]
+	}
+	if s.NormEps == 0 {
+		s.NormEps = map[bool]float64{false: 1e-5, true: 1e-6}[qwen]
+	}
+	switch {
+	case s.VocabSize <= 0:
+		return s, errors.New("testmodel: no VocabSize and no tokenizer.ggml.tokens")
+	case s.NumHeads%s.NumKVHeads != 0, s.HeadDim%2 != 0:
+		return s, fmt.Errorf("testmodel: %d heads, %d KV heads, head dim %d", s.NumHeads, s.NumKVHeads, s.HeadDim)
+	case s.RopeFreqs != nil && len(s.RopeFreqs) != s.HeadDim/2:
+		return s, fmt.Errorf("testmodel: %d rope freqs for head dim %d", len(s.RopeFreqs), s.HeadDim)
+	}
+	return s, nil
+}
+
+// generate draws the weights in the documented order.
+func (s Spec) generate() []tensor {
+	rng := rand.New(rand.NewPCG(s.Seed, 0))
+	normal := func(n int, mean, std float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(mean + std*rng.NormFloat64())
+		}
+		return v
+	}
+	matrix := func(name string, rows, cols int, std float64) tensor {
+		return tensor{name, rows, cols, normal(rows*cols, 0, std)}
+	}
+	vector := func(name string, n int, mean, std float64) tensor {
+		return tensor{name, n, 0, normal(n, mean, std)}
+	}
+	d, qd, kvd := s.Dim, s.NumHeads*s.HeadDim, s.NumKVHeads*s.HeadDim
+	ts := []tensor{matrix("token_embd.weight", s.VocabSize, d, 1)}
+	for i := range s.NumLayers {
+		p := fmt.Sprintf("blk.%d.", i)
+		in := 1 / math.Sqrt(float64(d))
+		ts = append(ts,
+			vector(p+"attn_norm.weight", d, 1, 0.02),
+			matrix(p+"attn_q.weight", qd, d, in),
+			matrix(p+"attn_k.weight", kvd, d, in),
+			matrix(p+"attn_v.weight", kvd, d, in))
+		if s.Arch == "qwen2" {
+			ts = append(ts,
+				vector(p+"attn_q.bias", qd, 0, 0.1),
+				vector(p+"attn_k.bias", kvd, 0, 0.1),
+				vector(p+"attn_v.bias", kvd, 0, 0.1))
+		}
+		if s.Arch == "qwen3" {
+			ts = append(ts,
+				vector(p+"attn_q_norm.weight", s.HeadDim, 1, 0.02),
+				vector(p+"attn_k_norm.weight", s.HeadDim, 1, 0.02))
+		}
+		ts = append(ts,
+			matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd))),
+			vector(p+"ffn_norm.weight", d, 1, 0.02),
+			matrix(p+"ffn_gate.weight", s.FFNDim, d, in),
+			matrix(p+"ffn_up.weight", s.FFNDim, d, in),
+			matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
+	}
+	ts = append(ts, vector("output_norm.weight", d, 1, 0.02))
+	if !s.Tied {
+		ts = append(ts, matrix("output.weight", s.VocabSize, d, 4/math.Sqrt(float64(d))))
+	}
+	return ts
+}
+
+// typeOf is the storage type of t.
+func (s Spec) typeOf(t tensor) model.DType {
+	if !t.matrix() {
+		return model.F32
+	}
+	key := t.name
+	if rest, ok := strings.CutPrefix(key, "blk."); ok {
+		_, key, _ = strings.Cut(rest, ".")
+	}
+	if typ, ok := s.Types[key]; ok {
+		return typ
+	}
+	return s.MatrixType
+}
+
+// encode converts values to typ's bytes.
+func (s Spec) encode(name string, typ model.DType, values []float32) ([]byte, error) {
+	var b []byte
+	switch {
+	case typ == model.F32:
+		b = make([]byte, 4*len(values))
+		for i, v := range values {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+		return b, nil
+	case s.Quantize != nil:
+		b = s.Quantize(typ, values)
+	case typ == model.F16 || typ == model.BF16:
+		b = make([]byte, 2*len(values))
+		for i, v := range values {
+			h := toBF16(v)
+			if typ == model.F16 {
+				h = toF16(v)
+			}
+			binary.LittleEndian.PutUint16(b[2*i:], h)
+		}
+	default:
+		return nil, fmt.Errorf("testmodel: %s: type %v needs Spec.Quantize", name, typ)
+	}
+	if want := typ.RowBytes(len(values)); len(b) != want || !typ.Supported() {
+		return nil, fmt.Errorf("testmodel: %s: Quantize gave %d bytes of %v, want %d", name, len(b), typ, want)
+	}
+	return b, nil
+}
+
+// WriteGGUF writes the model to path as GGUF v3.
+func WriteGGUF(path string, spec Spec) error {
+	s, err := spec.resolve()
+	if err != nil {
+		return err
+	}
+	tok := s.Tokenizer
+	if tok == nil {
+		tok = ByteVocab(s.VocabSize)
+	}
+	w := gguf.NewWriter()
+	a := s.Arch + "."
+	kvs := []struct {
+		key string
+		v   any
+	}{
+		{"general.architecture", s.Arch},
+		{"general.name", "tandem-testmodel-" + s.Arch},
+		{gguf.KeyAlignment, uint32(gguf.DefaultAlignment)},
+		{a + "context_length", uint32(s.ContextLen)},
+		{a + "embedding_length", uint32(s.Dim)},
+		{a + "block_count", uint32(s.NumLayers)},
+		{a + "feed_forward_length", uint32(s.FFNDim)},
+		{a + "attention.head_count", uint32(s.NumHeads)},
+		{a + "attention.head_count_kv", uint32(s.NumKVHeads)},
+		{a + "attention.key_length", uint32(s.HeadDim)},
+		{a + "attention.value_length", uint32(s.HeadDim)},
+		{a + "rope.dimension_count", uint32(s.HeadDim)},
+		{a + "rope.freq_base", float32(s.RopeTheta)},
+		{a + "attention.layer_norm_rms_epsilon", float32(s.NormEps)},
+		{a + "vocab_size", uint32(s.VocabSize)},
+	}
+	for _, kv := range kvs {
+		if err := w.AddKV(kv.key, kv.v); err != nil {
+			return fmt.Errorf("testmodel: %w", err)
+		}
+	}
+	keys := make([]string, 0, len(tok))
+	for k := range tok {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := w.AddKV(k, tok[k]); err != nil {
+			return fmt.Errorf("testmodel: tokenizer: %w", err)
+		}
+	}
+	ts := s.generate()
+	if s.RopeFreqs != nil {
+		ts = append(ts, tensor{"rope_freqs.weight", len(s.RopeFreqs), 0, s.RopeFreqs})
+	}
+	for _, t := range ts {
+		typ := s.typeOf(t)
+		data, err := s.encode(t.name, typ, t.values)
+		if err != nil {
+			return err
+		}
+		if err := w.AddTensor(t.name, uint32(typ), t.ggmlShape(), data); err != nil {
+			return fmt.Errorf("testmodel: %w", err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return fmt.Errorf("testmodel: %w", err)
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// toF16 rounds f to IEEE half precision, to nearest even.
+func toF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23&0xff) - 127 + 15
+	mant := b & 0x7fffff
+	switch {
+	case b&0x7fffffff > 0x7f800000: // NaN
+		return sign | 0x7e00
+	case exp >= 31: // overflow or Inf
+		return sign | 0x7c00
+	case exp <= 0: // subnormal or zero
+		if exp < -10 {
+			return sign
+		}
+		mant |= 0x800000
+		shift := uint(14 - exp)
+		h := mant >> shift
+		rem := mant & (1<<shift - 1)
+		if half := uint32(1) << (shift - 1); rem > half || (rem == half && h&1 == 1) {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(exp)<<10 | mant>>13
+	if rem := mant & 0x1fff; rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+		h++ // may carry into the exponent, which is right
+	}
+	return sign | uint16(h)
+}
+
+// toBF16 rounds f to bfloat16, to nearest even.
+func toBF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 {
+		return uint16(b>>16) | 0x40 // quiet NaN
+	}
+	return uint16((b + 0x7fff + (b >> 16 & 1)) >> 16)
+}
