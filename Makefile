@@ -5,7 +5,7 @@ BIN   := bin/tandem
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 DEFAULT_MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
-MODEL ?= dummy
+MODEL ?= $(DEFAULT_MODEL)
 # Where tests find the oracles and the default model (see scripts/oracle.sh, scripts/model.sh).
 TEST_ENV := TANDEM_LLAMA_CPP_SRC=$(CURDIR)/.cache/llama.cpp TANDEM_ORACLE_NODE_MODULES=$(CURDIR)/scripts/oracle/node_modules TANDEM_MODEL=$(CURDIR)/$(DEFAULT_MODEL)
 HOST  ?= 127.0.0.1
@@ -30,7 +30,7 @@ model: ## fetch the default model (SmolLM2-135M-Instruct Q4_1, ~93 MB) into mode
 build: setup ## build bin/tandem
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tandem
 
-run: build ## serve $(MODEL) on $(HOST):$(PORT)
+run: build model ## serve $(MODEL) (default: SmolLM2-135M-Instruct) on $(HOST):$(PORT)
 	./$(BIN) serve --model $(MODEL) --host $(HOST) --port $(PORT)
 
 vet: setup

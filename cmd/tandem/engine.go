@@ -12,6 +12,7 @@ import (
 
 	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
+	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/wire/zmq"
@@ -67,6 +68,8 @@ func runEngine(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if f.listen == "" {
 		return fmt.Errorf("engine: --listen is required")
 	}
@@ -82,7 +85,9 @@ func runEngine(ctx context.Context, args []string) error {
 		return err
 	}
 	defer be.Close()
-	if f.maxModelLen > info.MaxContextLen {
+	if !set["max-model-len"] {
+		f.maxModelLen = min(f.maxModelLen, info.MaxContextLen)
+	} else if f.maxModelLen > info.MaxContextLen {
 		return fmt.Errorf("engine: --max-model-len %d exceeds the model's context length %d", f.maxModelLen, info.MaxContextLen)
 	}
 	numBlocks, err := kvBlocks(f, be, log)
@@ -108,6 +113,12 @@ func runEngine(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	log.Info("warming up")
+	took, err := core.WarmUp(ctx, 64)
+	if err != nil {
+		return err
+	}
+	log.Info("warm-up done", "took", took.Round(time.Millisecond))
 	router, err := zmq.BindRouter(f.listen)
 	if err != nil {
 		return fmt.Errorf("engine: bind %s: %w", f.listen, err)
@@ -137,18 +148,55 @@ func servedName(flagName, model string) string {
 	return strings.TrimSuffix(filepath.Base(filepath.Clean(model)), ".gguf")
 }
 
-// loadBackend builds the CPU backend for --model.
+// loadBackend builds the CPU backend for --model: the dummy model, a GGUF
+// file or a Hugging Face directory. The returned backend's Close also
+// releases the model file.
 func loadBackend(name string, maxModelLen, threads int, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
-	if name != "dummy" {
-		return nil, runner.ModelInfo{}, fmt.Errorf("engine: --model %q: this build serves only the dummy model; GGUF and safetensors loading lands with real-model support", name)
-	}
 	start := time.Now()
-	cfg, w := model.Dummy(maxModelLen)
+	var cfg model.Config
+	var w *model.Weights
+	var release func() error
+	if name == "dummy" {
+		cfg, w = model.Dummy(maxModelLen)
+	} else {
+		log.Info("loading model", "path", name)
+		m, err := loader.Load(name)
+		if err != nil {
+			return nil, runner.ModelInfo{}, fmt.Errorf("engine: %w", err)
+		}
+		release = m.Close
+		if w, err = model.FromTensors(m.Config, m.Tensors); err != nil {
+			_ = release()
+			return nil, runner.ModelInfo{}, fmt.Errorf("engine: %s: %w", name, err)
+		}
+		cfg = m.Config
+	}
 	be, err := cpu.New(cfg, w, threads)
 	if err != nil {
+		if release != nil {
+			_ = release()
+		}
 		return nil, runner.ModelInfo{}, fmt.Errorf("engine: %w", err)
 	}
 	info := be.Model()
-	log.Info("model loaded", "model", name, "arch", info.Arch, "layers", info.NumLayers, "vocab", info.VocabSize, "took", time.Since(start).Round(time.Millisecond))
-	return be, info, nil
+	log.Info("model loaded", "model", name, "arch", info.Arch, "layers", info.NumLayers, "vocab", info.VocabSize,
+		"context", info.MaxContextLen, "took", time.Since(start).Round(time.Millisecond))
+	if release == nil {
+		return be, info, nil
+	}
+	return closer{Backend: be, release: release}, info, nil
+}
+
+// closer closes the backend, then the model file it reads from.
+type closer struct {
+	runner.Backend
+	release func() error
+}
+
+func (c closer) Close() error {
+	err := c.Backend.Close()
+	if rerr := c.release(); err == nil {
+		err = rerr
+	}
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tandem-llm/tandem/frontend/chattemplate"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/server"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
@@ -26,6 +27,8 @@ type frontendFlags struct {
 	servedModelName   string
 	maxRequestBody    string
 	reusePort         bool
+	tokenizer         string
+	chatTemplate      string
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
 	log               logFlags
@@ -45,6 +48,8 @@ func runFrontend(ctx context.Context, args []string) error {
 	f.registerHTTP(fs)
 	fs.StringVar(&f.engines, "engines", "", "comma-separated engine ROUTER endpoints (required)")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name in the API (default: what the engines report)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF file or a Hugging Face directory (default: the model the engines serve)")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file replacing the model's")
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to engines")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "an engine silent this long is dead: its requests fail with 503")
@@ -87,7 +92,11 @@ func runFrontend(ctx context.Context, args []string) error {
 		log.Info("still waiting for engine cores", "engines", f.engines)
 	}
 	info, _ := client.Info()
-	tok, err := tokenizerFor(info.Model)
+	tokPath := f.tokenizer
+	if tokPath == "" {
+		tokPath = info.Model
+	}
+	tok, err := tokenizerFor(tokPath, f.chatTemplate)
 	if err != nil {
 		return err
 	}
@@ -125,12 +134,34 @@ func runFrontend(ctx context.Context, args []string) error {
 	return nil
 }
 
-// tokenizerFor returns the tokenizer of the model an engine serves.
-func tokenizerFor(model string) (tokenizer.Tokenizer, error) {
+// tokenizerFor loads the tokenizer and chat template of the model an
+// engine serves (a GGUF file or a Hugging Face directory; the byte
+// tokenizer for dummy). templatePath, if set, replaces the model's chat
+// template.
+func tokenizerFor(model, templatePath string) (tokenizer.Tokenizer, error) {
 	if model == "dummy" {
 		return tokenizer.NewByte(), nil
 	}
-	return nil, fmt.Errorf("frontend: no tokenizer for model %q in this build (only dummy)", model)
+	tok, err := tokenizer.Load(model)
+	if err != nil {
+		return nil, fmt.Errorf("frontend: %w", err)
+	}
+	src := tok.ChatTemplateSource()
+	if templatePath != "" {
+		b, err := os.ReadFile(templatePath)
+		if err != nil {
+			return nil, fmt.Errorf("frontend: --chat-template: %w", err)
+		}
+		src = string(b)
+	}
+	if src != "" {
+		tmpl, err := chattemplate.New(src, chattemplate.Options{BOSToken: tok.BOSText(), EOSToken: tok.EOSText()})
+		if err != nil {
+			return nil, fmt.Errorf("frontend: chat template of %s: %w", model, err)
+		}
+		tok.SetChatTemplate(tmpl)
+	}
+	return tok, nil
 }
 
 func listen(ctx context.Context, addr string, reusePort bool) (net.Listener, error) {

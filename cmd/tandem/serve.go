@@ -26,6 +26,8 @@ func runServe(ctx context.Context, args []string) error {
 	ef.register(fs)
 	var ff frontendFlags
 	ff.registerHTTP(fs)
+	fs.StringVar(&ff.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF file or a Hugging Face directory (default: the model)")
+	fs.StringVar(&ff.chatTemplate, "chat-template", "", "a Jinja chat template file replacing the model's")
 	dp := fs.Int("data-parallel-size", 1, "engine cores to start (K); on CPU they split --threads")
 	apiServers := fs.Int("api-server-count", 1, "frontend processes to start (M), sharing the port with SO_REUSEPORT")
 	runDir := fs.String("run-dir", "", "directory for the engines' IPC sockets (default: a new temporary directory)")
@@ -101,7 +103,7 @@ var (
 		"block-size", "kv-cache-memory", "enable-prefix-caching", "device", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
-		"log-level", "log-format", "max-request-body"}
+		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

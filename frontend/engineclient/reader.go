@@ -55,6 +55,7 @@ func (c *Client) reader(i int) {
 func (c *Client) ready(i int, r *wire.Ready) {
 	c.mu.Lock()
 	e := c.engines[i]
+	wasReady := e.Ready
 	restarted := e.Info.EngineID != "" && e.Info.EngineID != r.EngineID
 	e.Info = *r
 	switch {
@@ -75,7 +76,7 @@ func (c *Client) ready(i int, r *wire.Ready) {
 	c.mu.Unlock()
 	if refusal != "" {
 		c.log.Error("engine core refused this frontend", "engine", i, "err", refusal)
-	} else {
+	} else if !wasReady || restarted {
 		c.log.Info("engine core ready", "engine", i, "model", r.ServedModelName, "max_model_len", r.MaxModelLen, "num_blocks", r.NumBlocks, "pid", r.PID)
 	}
 	if restarted {
