@@ -150,6 +150,7 @@ func (c *Core) stats() wire.SchedulerStats {
 		PrefixCacheQueries: kv.PrefixQueries,
 		PrefixCacheHits:    kv.PrefixHits,
 		NumPreemptions:     c.sched.NumPreemptions(),
+		NumSessions:        c.kv.NumSessions(),
 	}
 }
 

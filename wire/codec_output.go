@@ -158,7 +158,7 @@ func (o *EngineCoreOutput) Finished() bool { return o.FinishReason != FinishNone
 
 var schedulerStatsKeys = []string{
 	"num_running_reqs", "num_waiting_reqs", "kv_cache_usage", "num_free_blocks", "num_total_blocks",
-	"step_counter", "prefix_cache_queries", "prefix_cache_hits", "num_preemptions",
+	"step_counter", "prefix_cache_queries", "prefix_cache_hits", "num_preemptions", "num_sessions",
 }
 
 func (s *SchedulerStats) encode(e *enc) {
@@ -182,6 +182,8 @@ func (s *SchedulerStats) encode(e *enc) {
 	e.int(s.PrefixCacheHits)
 	e.str(k[8])
 	e.int(s.NumPreemptions)
+	e.str(k[9])
+	e.int(int64(s.NumSessions))
 }
 
 func (s *SchedulerStats) decode(d *dec) error {
@@ -206,6 +208,8 @@ func (s *SchedulerStats) decode(d *dec) error {
 			s.PrefixCacheHits, err = d.int64()
 		case "num_preemptions":
 			s.NumPreemptions, err = d.int64()
+		case "num_sessions":
+			s.NumSessions, err = d.int()
 		default:
 			return false, nil
 		}

@@ -127,6 +127,7 @@ type SchedulerStats struct {
 	PrefixCacheQueries int64   // "prefix_cache_queries", tokens, cumulative
 	PrefixCacheHits    int64   // "prefix_cache_hits", tokens, cumulative
 	NumPreemptions     int64   // "num_preemptions", cumulative
+	NumSessions        int     // "num_sessions": sessions with resident KV blocks or live requests
 }
 
 // EngineCoreOutputs is one OUTPUTS message. Array:

@@ -124,10 +124,11 @@ var (
 	descPreempt = prometheus.NewDesc("vllm:num_preemptions_total", "Preemptions.", labelNames, nil)
 	descFree    = prometheus.NewDesc("tandem:kv_cache_free_blocks", "Free KV blocks.", labelNames, nil)
 	descUp      = prometheus.NewDesc("tandem:engine_up", "1 when the engine core is ready and its heartbeats flow.", labelNames, nil)
+	descSess    = prometheus.NewDesc("tandem:sessions_resident", "Sessions with KV blocks or requests on the engine.", labelNames, nil)
 )
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descQueries, descHits, descPreempt, descFree, descUp} {
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descQueries, descHits, descPreempt, descFree, descUp, descSess} {
 		ch <- d
 	}
 }
@@ -148,5 +149,6 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descQueries, prometheus.CounterValue, float64(st.PrefixCacheQueries), l...)
 		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.PrefixCacheHits), l...)
 		ch <- prometheus.MustNewConstMetric(descPreempt, prometheus.CounterValue, float64(st.NumPreemptions), l...)
+		ch <- prometheus.MustNewConstMetric(descSess, prometheus.GaugeValue, float64(st.NumSessions), l...)
 	}
 }
