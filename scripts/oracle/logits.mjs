@@ -1,0 +1,116 @@
+// logits.mjs — llama.cpp logits oracle for Tandem's conformance tests
+// (enginecore/conformance). Test tooling only, never part of the product.
+//
+// It runs llama.cpp's prebuilt CPU libraries through node-llama-cpp in its
+// most exact configuration: no GPU, 1 thread, flash attention off, F32 KV
+// cache. Token ids go in and out; nothing is tokenized unless asked.
+//
+// Usage: node scripts/oracle/logits.mjs < request.json > response.json
+// node-llama-cpp is imported from $TANDEM_ORACLE_NODE_MODULES when set,
+// else from the node_modules next to this script.
+//
+// Request: one JSON object on stdin, or an array of them (answered by an
+// array, in order; llama.cpp starts once for all). Every field but model
+// is optional; each model is loaded once per request.
+//   {
+//     "model":    "/path/model.gguf",
+//     "prompts":  [[id, ...], ...],  // teacher-forced: next-token log-probs at every position
+//     "topk":     20,                // how many of the oracle's top tokens to return per position
+//     "probe":    [id, ...],         // ids whose log-probs are returned at every position
+//     "tokenize": ["text", ...],     // tokenized with special tokens parsed, no BOS added
+//     "greedy":   [{"prompt": [id, ...], "n": 32}, ...]  // temperature-0 continuations
+//   }
+// Response (JSON on stdout):
+//   {
+//     "vocab":  V|null,              // entries in a next-token distribution (null without prompts)
+//     "bos": id|null, "eos": id|null,
+//     "prompts": [                   // one per request prompt
+//       [                            // one per position i: distribution of the token after prompt[0..i]
+//         {"argmax":   id,
+//          "topIds":   [id, ...],            // the topk most probable ids, most probable first
+//          "topLogps": [logp|null, ...],     // their log-probs
+//          "probe":    [logp|null, ...]}     // aligned with request.probe
+//       ], ...
+//     ],
+//     "tokens": [[id, ...], ...],    // one per request.tokenize entry
+//     "greedy": [                    // one per request.greedy entry
+//       {"tokens": [id, ...],        // up to n ids (fewer when an end-of-generation token came)
+//        "margins": [m, ...]}        // per generated token: logp(top-1) − logp(top-2), nats
+//     ]
+//   }
+// log-probs are natural logs of node-llama-cpp's probabilities, which are
+// the float32 softmax of llama.cpp's raw logits over the whole vocabulary.
+// A log-prob is null when its probability is below float32's smallest
+// normal number (1.2e-38), where that softmax has lost its precision.
+// Errors go to stderr with a non-zero exit status.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const modules = process.env.TANDEM_ORACLE_NODE_MODULES || path.join(here, "node_modules");
+const entry = path.join(modules, "node-llama-cpp", "dist", "index.js");
+const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+
+const FLT_MIN = 1.1754943508222875e-38;
+const logp = (p) => (p >= FLT_MIN ? Math.log(p) : null);
+
+const input = JSON.parse(fs.readFileSync(0, "utf8"));
+const llama = await getLlama({
+    gpu: false, build: "never", skipDownload: true, usePrebuiltBinaries: true,
+    maxThreads: 1, logLevel: LlamaLogLevel.error, progressLogs: false,
+});
+const answers = [];
+for (const req of Array.isArray(input) ? input : [input]) answers.push(await answer(req));
+process.stdout.write(JSON.stringify(Array.isArray(input) ? answers : answers[0]));
+await llama.dispose();
+
+async function answer(req) {
+    if (typeof req.model !== "string") throw new Error("logits.mjs: request has no model path");
+    const prompts = req.prompts ?? [], probe = req.probe ?? [], greedy = req.greedy ?? [];
+    const topk = Math.max(req.topk ?? 20, 1);
+    const model = await llama.loadModel({ modelPath: req.model, gpuLayers: 0 });
+    const longest = Math.max(16, ...prompts.map((p) => p.length), ...greedy.map((g) => g.prompt.length + g.n + 1));
+    const context = await model.createContext({
+        contextSize: longest, batchSize: longest, sequences: 1, threads: 1,
+        flashAttention: false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    });
+    const seq = context.getSequence();
+    const out = { vocab: null, bos: model.tokens.bos ?? null, eos: model.tokens.eos ?? null, prompts: [], tokens: [], greedy: [] };
+
+    for (const prompt of prompts) {
+        await seq.clearHistory();
+        const res = await seq.controlledEvaluate(prompt.map((t) => [t, { generateNext: { probabilities: true } }]));
+        out.prompts.push(res.map((r, i) => {
+            const probs = r?.next?.probabilities;
+            if (!probs) throw new Error(`logits.mjs: ${req.model}: no probabilities at position ${i}`);
+            out.vocab = probs.size;
+            const topIds = [], topLogps = [];
+            for (const [id, p] of probs) { // sorted, most probable first
+                if (topIds.length >= topk) break;
+                topIds.push(id);
+                topLogps.push(logp(p));
+            }
+            return { argmax: topIds[0], topIds, topLogps, probe: probe.map((id) => logp(probs.get(id) ?? 0)) };
+        }));
+    }
+
+    for (const text of req.tokenize ?? []) out.tokens.push(Array.from(model.tokenize(text, true)));
+
+    for (const g of greedy) {
+        await seq.clearHistory();
+        const tokens = [], margins = [];
+        for await (const r of seq.evaluateWithMetadata(g.prompt, { probabilities: true }, { temperature: 0 })) {
+            const it = r.probabilities.values();
+            const p1 = it.next().value, p2 = it.next().value ?? 0;
+            tokens.push(r.token);
+            margins.push(p2 > 0 ? Math.log(p1) - Math.log(p2) : 1e9);
+            if (tokens.length >= g.n) break;
+        }
+        out.greedy.push({ tokens, margins });
+    }
+
+    await context.dispose();
+    await model.dispose();
+    return out;
+}
