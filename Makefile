@@ -13,7 +13,7 @@ PORT  ?= 8000
 # Short fuzz budget per fuzzer in `make test`; `make fuzz` runs longer.
 FUZZTIME ?= 10s
 
-.PHONY: help setup oracle model build run test vet fuzz-short fuzz bench lint clean
+.PHONY: help setup oracle model sdktests build run test vet fuzz-short fuzz bench lint clean
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -37,7 +37,10 @@ vet: setup
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
-test: setup oracle model vet ## install what tests need, then run every test (race detector) and short fuzzing
+sdktests: ## install the Python OpenAI SDK for the SDK tests into .cache/sdktests-venv
+	@./scripts/sdktests/setup.sh
+
+test: setup oracle model sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz-short
 

@@ -27,6 +27,7 @@ type frontendFlags struct {
 	servedModelName   string
 	maxRequestBody    string
 	reusePort         bool
+	maxWaiting        int
 	tokenizer         string
 	chatTemplate      string
 	heartbeatInterval time.Duration
@@ -40,6 +41,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.IntVar(&f.port, "port", 8000, "port to listen on")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "require Authorization: Bearer <key> on /v1 routes (default $TANDEM_API_KEY)")
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body")
+	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many requests wait for a first token; 0 = no limit")
 }
 
 func runFrontend(ctx context.Context, args []string) error {
@@ -105,14 +107,15 @@ func runFrontend(ctx context.Context, args []string) error {
 		name = info.ServedModelName
 	}
 	srv := server.New(server.Config{
-		ServedModelName: name,
-		MaxModelLen:     info.MaxModelLen,
-		BlockSize:       info.BlockSize,
-		NumBlocks:       info.NumBlocks,
-		MaxRequestBody:  f.maxRequestBody,
-		APIKey:          f.apiKey,
-		Version:         version,
-		Logger:          log,
+		ServedModelName:    name,
+		MaxModelLen:        info.MaxModelLen,
+		BlockSize:          info.BlockSize,
+		NumBlocks:          info.NumBlocks,
+		MaxRequestBody:     f.maxRequestBody,
+		MaxWaitingRequests: f.maxWaiting,
+		APIKey:             f.apiKey,
+		Version:            version,
+		Logger:             log,
 	}, server.ClientEngine(client), tok)
 	ln, err := listen(ctx, fmt.Sprintf("%s:%d", f.host, f.port), f.reusePort)
 	if err != nil {

@@ -20,6 +20,7 @@ Usage:
   tandem serve    --model M [flags]   start engine cores and frontends, supervised
   tandem engine   --model M --listen ENDPOINT [flags]   run one engine core
   tandem frontend --engines ENDPOINT[,ENDPOINT…] [flags] run one API server
+  tandem run-batch -i in.jsonl -o out.jsonl [--model M | --engines …]   run an OpenAI batch file
   tandem version
 
 Run "tandem <command> --help" for a command's flags.
@@ -40,6 +41,8 @@ func main() {
 		err = runEngine(ctx, args)
 	case "frontend":
 		err = runFrontend(ctx, args)
+	case "run-batch":
+		err = runBatch(ctx, args)
 	case "version", "--version":
 		fmt.Println("tandem", version)
 	case "help", "-h", "--help":

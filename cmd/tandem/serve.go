@@ -103,7 +103,7 @@ var (
 		"block-size", "kv-cache-memory", "enable-prefix-caching", "device", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
-		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template"}
+		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "max-waiting-requests"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

@@ -1,6 +1,8 @@
 // Package openai holds the OpenAI-compatible API types of the frontend:
-// request types with their validation, response and streaming chunk types,
-// and the OpenAI error JSON.
+// request types with their validation (chat, completions, responses,
+// tokenize), response and streaming chunk types (including the Responses
+// API's events), and the OpenAI error JSON. CheckUnsupported refuses vLLM
+// fields whose features Tandem lacks, rather than ignoring them.
 //
 // Requests decode with [Decode], which turns malformed JSON and wrong types
 // into a 400 [*Error] naming the offending field; unknown fields are ignored,

@@ -21,6 +21,8 @@ const (
 	CodeContextLengthExceeded = "context_length_exceeded"
 	CodeModelNotFound         = "model_not_found"
 	CodeInvalidAPIKey         = "invalid_api_key"
+	CodeRateLimitExceeded     = "rate_limit_exceeded"
+	CodeResponseNotFound      = "previous_response_not_found"
 )
 
 // Error is an API error: an HTTP status and the OpenAI error body. Handlers
@@ -99,6 +101,12 @@ func ModelNotFound(model string) *Error {
 // Unauthorized returns a 401 for a missing or wrong API key.
 func Unauthorized(format string, args ...any) *Error {
 	return newError(http.StatusUnauthorized, TypeInvalidRequest, "", CodeInvalidAPIKey, format, args)
+}
+
+// TooManyRequests returns a 429: the waiting queue is full
+// (--max-waiting-requests). The server adds a Retry-After header.
+func TooManyRequests(format string, args ...any) *Error {
+	return newError(http.StatusTooManyRequests, TypeInvalidRequest, "", CodeRateLimitExceeded, format, args)
 }
 
 // ServiceUnavailable returns a 503 server_error (no engine, engine dead,

@@ -35,6 +35,13 @@ type Params struct {
 	StreamOptions     *StreamOptions     `json:"stream_options,omitempty"`
 	ResponseFormat    *ResponseFormat    `json:"response_format,omitempty"`
 	UseBeamSearch     bool               `json:"use_beam_search,omitempty"`
+	BestOf            *int               `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
+	LengthPenalty     *float64           `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
+	PromptLogprobs    *int               `json:"prompt_logprobs,omitempty"` // not supported yet
+	// TruncatePromptTokens keeps only the last k prompt tokens; -1 keeps
+	// the last max_model_len - 1.
+	TruncatePromptTokens *int  `json:"truncate_prompt_tokens,omitempty"`
+	AddSpecialTokens     *bool `json:"add_special_tokens,omitempty"`
 
 	User      string         `json:"user,omitempty"`
 	RequestID string         `json:"request_id,omitempty"`
@@ -64,6 +71,32 @@ func (p *Params) NumChoices() int {
 	return *p.N
 }
 
+// NumCandidates returns how many candidates are generated per prompt:
+// best_of when set, else n. With use_beam_search it is the beam width.
+func (p *Params) NumCandidates() int {
+	if p.BestOf != nil {
+		return max(*p.BestOf, p.NumChoices())
+	}
+	return p.NumChoices()
+}
+
+// LengthPenaltyOrDefault returns length_penalty, default 1.
+func (p *Params) LengthPenaltyOrDefault() float64 {
+	if p.LengthPenalty == nil {
+		return 1
+	}
+	return *p.LengthPenalty
+}
+
+// AddSpecial returns add_special_tokens, defaulting to def (true for
+// completions, false for chat, whose template adds them).
+func (p *Params) AddSpecial(def bool) bool {
+	if p.AddSpecialTokens == nil {
+		return def
+	}
+	return *p.AddSpecialTokens
+}
+
 // SkipSpecial returns skip_special_tokens, default true.
 func (p *Params) SkipSpecial() bool { return p.SkipSpecialTokens == nil || *p.SkipSpecialTokens }
 
@@ -85,6 +118,11 @@ type ChatCompletionRequest struct {
 	AddGenerationPrompt  *bool          `json:"add_generation_prompt,omitempty"` // nil = true unless continue_final_message
 	ContinueFinalMessage bool           `json:"continue_final_message,omitempty"`
 	ChatTemplateKwargs   map[string]any `json:"chat_template_kwargs,omitempty"`
+	// ChatTemplate is a per-request template; refused (like vLLM without
+	// --trust-request-chat-template): the server's template is used.
+	ChatTemplate *string         `json:"chat_template,omitempty"`
+	Tools        json.RawMessage `json:"tools,omitempty"`       // passed to the chat template as tools
+	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"` // "none" or "auto"; tool calls are not parsed
 }
 
 // MaxOutputTokens returns max_completion_tokens, else max_tokens; ok is false
@@ -109,11 +147,26 @@ func (r *ChatCompletionRequest) AddGenPrompt() bool {
 	return !r.ContinueFinalMessage
 }
 
-// ChatMessage is one element of messages.
+// ChatMessage is one element of messages. Raw keeps the message as sent,
+// with every field (tool_calls, tool_call_id, reasoning_content, …), for
+// chat templates that read them.
 type ChatMessage struct {
-	Role    string  `json:"role"`
-	Content Content `json:"content"`
-	Name    string  `json:"name,omitempty"`
+	Role    string          `json:"role"`
+	Content Content         `json:"content"`
+	Name    string          `json:"name,omitempty"`
+	Raw     json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the known fields and keeps the raw message.
+func (m *ChatMessage) UnmarshalJSON(b []byte) error {
+	type plain ChatMessage
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*m = ChatMessage(p)
+	m.Raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // Content is a message's content: a string, an array of content parts, or

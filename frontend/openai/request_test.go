@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
 )
@@ -71,8 +72,9 @@ func TestDecodeChatFull(t *testing.T) {
 		},
 		MaxCompletionTokens: i(20), Logprobs: true, TopLogprobs: i(3), AddGenerationPrompt: b(false),
 		ContinueFinalMessage: true, ChatTemplateKwargs: map[string]any{"enable_thinking": false},
+		Tools: json.RawMessage(`[]`),
 	}
-	if diff := cmp.Diff(want, req); diff != "" {
+	if diff := cmp.Diff(want, req, cmpopts.IgnoreFields(openai.ChatMessage{}, "Raw")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if e := req.Validate(); e != nil {
@@ -273,7 +275,12 @@ func TestValidateChat(t *testing.T) {
 		{name: "json_object", body: `{` + msgs + `,"response_format":{"type":"json_object"}}`, wantParam: "response_format", wantMsg: "not supported yet"},
 		{name: "json_schema", body: `{` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, wantParam: "response_format", wantMsg: "not supported yet"},
 		{name: "unknown response_format", body: `{` + msgs + `,"response_format":{"type":"yaml"}}`, wantParam: "response_format", wantMsg: "Unknown"},
-		{name: "beam search", body: `{` + msgs + `,"use_beam_search":true}`, wantParam: "use_beam_search", wantMsg: "not supported yet"},
+		{name: "beam search", body: `{` + msgs + `,"use_beam_search":true,"n":4,"length_penalty":0.5}`},
+		{name: "beam too wide", body: `{` + msgs + `,"use_beam_search":true,"n":11}`, wantParam: "n", wantMsg: "at most 10"},
+		{name: "prompt_logprobs", body: `{` + msgs + `,"prompt_logprobs":1}`, wantParam: "prompt_logprobs", wantMsg: "not supported yet"},
+		{name: "chat_template", body: `{` + msgs + `,"chat_template":"{{x}}"}`, wantParam: "chat_template"},
+		{name: "tool_choice auto", body: `{` + msgs + `,"tools":[],"tool_choice":"auto"}`},
+		{name: "tool_choice required", body: `{` + msgs + `,"tool_choice":"required"}`, wantParam: "tool_choice", wantMsg: "not supported yet"},
 		{name: "continue and add_generation_prompt", body: `{` + msgs + `,"continue_final_message":true,"add_generation_prompt":true}`, wantParam: "continue_final_message"},
 	}
 	for _, tt := range tests {
@@ -315,7 +322,11 @@ func TestValidateCompletion(t *testing.T) {
 		{name: "suffix", body: `{"prompt":"a","suffix":"z"}`, wantParam: "suffix", wantMsg: "not supported"},
 		{name: "min_tokens above default max", body: `{"prompt":"a","min_tokens":17}`, wantParam: "min_tokens"},
 		{name: "shared field", body: `{"prompt":"a","temperature":-1}`, wantParam: "temperature"},
-		{name: "beam search", body: `{"prompt":"a","use_beam_search":true}`, wantParam: "use_beam_search"},
+		{name: "beam search", body: `{"prompt":"a","use_beam_search":true,"best_of":4,"n":2,"stream":true}`},
+		{name: "best_of", body: `{"prompt":"a","best_of":3,"n":2}`},
+		{name: "best_of below n", body: `{"prompt":"a","best_of":1,"n":2}`, wantParam: "best_of", wantMsg: "greater than or equal"},
+		{name: "best_of with stream", body: `{"prompt":"a","best_of":3,"stream":true}`, wantParam: "best_of", wantMsg: "stream"},
+		{name: "best_of too big", body: `{"prompt":"a","best_of":129}`, wantParam: "best_of"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,16 +1,20 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 )
 
 // Limits on request fields.
 const (
-	MaxN        = 128 // most choices per request
-	MaxLogprobs = 20  // most top logprobs per token (vLLM's default max_logprobs)
+	MaxN         = 128 // most choices per request
+	MaxLogprobs  = 20  // most top logprobs per token (vLLM's default max_logprobs)
+	MaxBeamWidth = 10  // widest beam: each beam step asks for 2·width logprobs, at most MaxLogprobs
 
 	maxLogitBias = 100 // |logit_bias| bound, as OpenAI
 	maxPenalty   = 2.0 // |presence_penalty|, |frequency_penalty| bound
@@ -46,6 +50,12 @@ func (r *ChatCompletionRequest) Validate() *Error {
 		if *r.TopLogprobs > 0 && !r.Logprobs {
 			return BadRequest("top_logprobs", "'top_logprobs' requires 'logprobs' to be true.")
 		}
+	}
+	if r.ChatTemplate != nil {
+		return BadRequest("chat_template", "A per-request 'chat_template' is not accepted; the server's template is used (start it with --chat-template to change it).")
+	}
+	if e := validateToolChoice(r.ToolChoice); e != nil {
+		return e
 	}
 	if r.ContinueFinalMessage && r.AddGenerationPrompt != nil && *r.AddGenerationPrompt {
 		return BadRequest("continue_final_message", "Cannot set both 'continue_final_message' and 'add_generation_prompt' to true.")
@@ -163,8 +173,77 @@ func (p *Params) validate() *Error {
 			return BadRequest("response_format", "Unknown 'response_format' type %q.", f.Type)
 		}
 	}
+	if k := p.TruncatePromptTokens; k != nil && *k < 1 && *k != -1 {
+		return BadRequest("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or at least 1, got %d.", *k)
+	}
+	if p.PromptLogprobs != nil {
+		return BadRequest("prompt_logprobs", "'prompt_logprobs' is not supported yet.")
+	}
+	return p.validateCandidates()
+}
+
+// validateCandidates checks best_of, use_beam_search and length_penalty.
+func (p *Params) validateCandidates() *Error {
+	if p.BestOf != nil {
+		if v := *p.BestOf; v < 1 || v > MaxN {
+			return BadRequest("best_of", "'best_of' must be between 1 and %d, got %d.", MaxN, v)
+		}
+		if *p.BestOf < p.NumChoices() {
+			return BadRequest("best_of", "'best_of' (%d) must be greater than or equal to 'n' (%d).", *p.BestOf, p.NumChoices())
+		}
+	}
+	if p.LengthPenalty != nil && math.IsNaN(*p.LengthPenalty) {
+		return BadRequest("length_penalty", "'length_penalty' must be a number.")
+	}
 	if p.UseBeamSearch {
-		return BadRequest("use_beam_search", "Beam search is not supported yet.")
+		if w := p.NumCandidates(); w > MaxBeamWidth {
+			return BadRequest("n", "Beam search takes a beam width ('n' or 'best_of') of at most %d, got %d.", MaxBeamWidth, w)
+		}
+		return nil
+	}
+	if p.Stream && p.NumCandidates() > p.NumChoices() {
+		return BadRequest("best_of", "'best_of' greater than 'n' cannot be used with 'stream'.")
+	}
+	return nil
+}
+
+// validateToolChoice accepts "none" and "auto": tools are rendered into the
+// prompt, but tool calls are not parsed out of the output yet.
+func validateToolChoice(raw json.RawMessage) *Error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
+		return nil
+	}
+	return BadRequest("tool_choice", "'tool_choice' %s is not supported yet: tool calls are not parsed from the output (\"none\" and \"auto\" are accepted).", raw)
+}
+
+// unsupportedFields are vLLM request fields Tandem does not implement yet.
+// Ignoring them like unknown fields would silently change what the client
+// asked for, so a non-empty value is a 400 naming the field.
+var unsupportedFields = []string{
+	"allowed_token_ids", "bad_words", "structured_outputs", "guided_json", "guided_regex", "guided_choice",
+	"guided_grammar", "guided_decoding_backend", "prompt_embeds", "logprob_token_ids", "return_tokens_as_token_ids",
+	"return_token_ids", "kv_transfer_params", "mm_processor_kwargs", "documents", "thinking_token_budget",
+	"repetition_detection",
+}
+
+// CheckUnsupported returns a 400 when the JSON object body sets a field of
+// a vLLM feature Tandem does not have yet (null, false, "", [] and {} count
+// as unset).
+func CheckUnsupported(body []byte) *Error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return nil // Decode reports malformed bodies
+	}
+	for _, name := range unsupportedFields {
+		switch v := string(bytes.TrimSpace(fields[name])); v {
+		case "", "null", "false", `""`, "[]", "{}":
+		default:
+			return BadRequest(name, "'%s' is not supported yet.", name)
+		}
 	}
 	return nil
 }

@@ -4,13 +4,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
-	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
 
 // chat serves POST /v1/chat/completions.
 func (s *Server) chat(c echo.Context) error {
 	var req openai.ChatCompletionRequest
-	if e := readBody(c, &req); e != nil {
+	if e := readRequest(c, &req); e != nil {
 		return writeError(c, e)
 	}
 	if e := req.Validate(); e != nil {
@@ -20,19 +19,11 @@ func (s *Server) chat(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	msgs := make([]tokenizer.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = tokenizer.Message{Role: m.Role, Content: m.Content.Text}
+	text, e := s.renderChat(&req)
+	if e != nil {
+		return writeError(c, e)
 	}
-	text, err := s.tok.ChatTemplate().Render(msgs, req.AddGenPrompt(), req.ChatTemplateKwargs)
-	if err != nil {
-		return writeError(c, openai.BadRequest("messages", "chat template: %v", err))
-	}
-	if req.ContinueFinalMessage {
-		// The template closed the last message; continue it instead.
-		text = trimFinalTurnEnd(text, msgs)
-	}
-	prompt := s.tok.Encode(text, false)
+	prompt := s.truncatePrompt(&req.Params, s.tok.Encode(text, req.AddSpecial(false)))
 	maxOut, set := req.MaxOutputTokens()
 	maxTokens, e := s.checkLength(len(prompt), maxOut, set)
 	if e != nil {
@@ -46,7 +37,8 @@ func (s *Server) chat(c echo.Context) error {
 		}
 		lp = &k
 	}
-	sp, e := samplingParams(&req.Params, maxTokens, lp, s.tok.EOS())
+	plan := planCandidates(&req.Params, lp)
+	sp, e := samplingParams(&req.Params, maxTokens, plan.engineLogprobs, s.tok.EOS())
 	if e != nil {
 		return writeError(c, e)
 	}
@@ -56,7 +48,7 @@ func (s *Server) chat(c echo.Context) error {
 		externalID:  id,
 		prompt:      prompt,
 		params:      sp,
-		n:           req.NumChoices(),
+		n:           plan.numGenerated,
 		sessionID:   cm.sessionID,
 		source:      cm.source,
 		cacheSalt:   req.CacheSalt,
@@ -68,18 +60,29 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	created := nowUnix()
 	gens := []*genRequest{g}
-	if req.Stream {
-		return s.stream(c, gens, &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, logprobs: req.Logprobs}, req.IncludeUsage(), req.ContinuousUsage())
+	src := s.sourceFor(&req.Params, lp)
+	// echo (a vLLM extension) prepends the last message when it is the
+	// assistant's, the role of the generated one.
+	echo := ""
+	if last := req.Messages[len(req.Messages)-1]; req.Echo && last.Role == "assistant" {
+		echo = last.Content.Text
 	}
-	res, err := s.collect(c.Request().Context(), gens)
+	if req.Stream {
+		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo}
+		return s.stream(c, gens, src, st, req.IncludeUsage(), req.ContinuousUsage())
+	}
+	res, err := s.collect(c.Request().Context(), gens, src)
 	if err != nil {
 		return respondCollected(c, nil, err)
 	}
-	out := openai.ChatCompletion{ID: id, Object: openai.ObjectChatCompletion, Created: created, Model: s.cfg.ServedModelName, Usage: usageOf(gens, res)}
+	usage := usageOf(gens, res)
+	res = plan.pick(gens, res)
+	out := openai.ChatCompletion{ID: id, Object: openai.ObjectChatCompletion, Created: created, Model: s.cfg.ServedModelName,
+		Usage: usage, SystemFingerprint: s.fingerprint}
 	for i, r := range res {
 		ch := openai.ChatChoice{
 			Index:        i,
-			Message:      openai.AssistantMessage{Role: "assistant", Content: r.text.String()},
+			Message:      openai.AssistantMessage{Role: "assistant", Content: echo + r.text.String()},
 			FinishReason: r.finish,
 			StopReason:   r.stopReason,
 		}
@@ -91,45 +94,40 @@ func (s *Server) chat(c echo.Context) error {
 	return respondCollected(c, out, nil)
 }
 
-// trimFinalTurnEnd removes what the template appended after the last
-// message's content, so generation continues that message.
-func trimFinalTurnEnd(text string, msgs []tokenizer.Message) string {
-	last := msgs[len(msgs)-1].Content
-	for i := len(text) - len(last); i >= 0; i-- {
-		if text[i:i+len(last)] == last {
-			return text[:i+len(last)]
-		}
-	}
-	return text
+func chatLogprobs(lps []tokenLogprob) *openai.ChatLogprobs {
+	return &openai.ChatLogprobs{Content: chatTokenLogprobs(lps)}
 }
 
-func chatLogprobs(lps []tokenLogprob) *openai.ChatLogprobs {
-	out := &openai.ChatLogprobs{Content: []openai.ChatTokenLogprob{}}
+func chatTokenLogprobs(lps []tokenLogprob) []openai.ChatTokenLogprob {
+	out := []openai.ChatTokenLogprob{}
 	for _, l := range lps {
 		e := openai.ChatTokenLogprob{Token: l.token, Bytes: l.bytes, Logprob: openai.Logprob(l.logprob), TopLogprobs: []openai.ChatTopLogprob{}}
 		for _, t := range l.top {
 			e.TopLogprobs = append(e.TopLogprobs, openai.ChatTopLogprob{Token: t.token, Bytes: t.bytes, Logprob: openai.Logprob(t.logprob)})
 		}
-		out.Content = append(out.Content, e)
+		out = append(out, e)
 	}
 	return out
 }
 
 type chatStreamer struct {
-	id       string
-	created  int64
-	model    string
-	logprobs bool
+	id          string
+	created     int64
+	model       string
+	fingerprint string
+	logprobs    bool
+	echo        string // content of the first delta of every choice
 }
 
 func (cs *chatStreamer) base() openai.ChatCompletionChunk {
-	return openai.ChatCompletionChunk{ID: cs.id, Object: openai.ObjectChatCompletionChunk, Created: cs.created, Model: cs.model}
+	return openai.ChatCompletionChunk{ID: cs.id, Object: openai.ObjectChatCompletionChunk, Created: cs.created, Model: cs.model, SystemFingerprint: cs.fingerprint}
 }
 
-func (cs *chatStreamer) first(index int) any {
+func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 	ch := cs.base()
-	empty := ""
-	ch.Choices = []openai.ChatChunkChoice{{Index: index, Delta: openai.ChatDelta{Role: "assistant", Content: &empty}}}
+	echo := cs.echo
+	ch.Choices = []openai.ChatChunkChoice{{Index: index, Delta: openai.ChatDelta{Role: "assistant", Content: &echo}}}
+	ch.Usage = u
 	return ch
 }
 

@@ -16,7 +16,7 @@ var nowUnix = func() int64 { return time.Now().Unix() }
 // n choices each (choice index = prompt index · n + i).
 func (s *Server) completions(c echo.Context) error {
 	var req openai.CompletionRequest
-	if e := readBody(c, &req); e != nil {
+	if e := readRequest(c, &req); e != nil {
 		return writeError(c, e)
 	}
 	if e := req.Validate(); e != nil {
@@ -31,11 +31,12 @@ func (s *Server) completions(c echo.Context) error {
 	switch req.Prompt.Kind {
 	case openai.PromptText, openai.PromptTexts:
 		for _, t := range req.Prompt.Texts {
-			prompts = append(prompts, s.tok.Encode(t, true))
+			prompts = append(prompts, s.truncatePrompt(&req.Params, s.tok.Encode(t, req.AddSpecial(true))))
 			texts = append(texts, t)
 		}
 	default:
 		for _, ids := range req.Prompt.Tokens {
+			ids = s.truncatePrompt(&req.Params, ids)
 			if e := s.checkTokens("prompt", ids); e != nil {
 				return writeError(c, e)
 			}
@@ -44,7 +45,8 @@ func (s *Server) completions(c echo.Context) error {
 		}
 	}
 	id := "cmpl-" + cm.baseID
-	n := req.NumChoices()
+	plan := planCandidates(&req.Params, req.Logprobs)
+	n := plan.numGenerated
 	maxOut, set := req.MaxOutputTokens()
 	var gens []*genRequest
 	for i, p := range prompts {
@@ -55,7 +57,7 @@ func (s *Server) completions(c echo.Context) error {
 		if e != nil {
 			return writeError(c, e)
 		}
-		sp, e := samplingParams(&req.Params, maxTokens, req.Logprobs, s.tok.EOS())
+		sp, e := samplingParams(&req.Params, maxTokens, plan.engineLogprobs, s.tok.EOS())
 		if e != nil {
 			return writeError(c, e)
 		}
@@ -77,22 +79,30 @@ func (s *Server) completions(c echo.Context) error {
 		})
 	}
 	created := nowUnix()
-	echoText := func(choice int) string {
+	// echoText is the prompt echoed before a choice, by the choice's
+	// prompt index.
+	echoText := func(promptIndex int) string {
 		if !req.Echo {
 			return ""
 		}
-		return texts[choice/n]
+		return texts[promptIndex]
 	}
+	src := s.sourceFor(&req.Params, req.Logprobs)
 	if req.Stream {
-		return s.stream(c, gens, &completionStreamer{id: id, created: created, model: s.cfg.ServedModelName, echo: echoText, logprobs: req.Logprobs != nil}, req.IncludeUsage(), req.ContinuousUsage())
+		st := &completionStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint,
+			echo: func(choice int) string { return echoText(choice / n) }, logprobs: req.Logprobs != nil}
+		return s.stream(c, gens, src, st, req.IncludeUsage(), req.ContinuousUsage())
 	}
-	res, err := s.collect(c.Request().Context(), gens)
+	res, err := s.collect(c.Request().Context(), gens, src)
 	if err != nil {
 		return respondCollected(c, nil, err)
 	}
-	out := openai.Completion{ID: id, Object: openai.ObjectTextCompletion, Created: created, Model: s.cfg.ServedModelName, Usage: usageOf(gens, res)}
+	usage := usageOf(gens, res)
+	res = plan.pick(gens, res)
+	out := openai.Completion{ID: id, Object: openai.ObjectTextCompletion, Created: created, Model: s.cfg.ServedModelName,
+		Usage: usage, SystemFingerprint: s.fingerprint}
 	for i, r := range res {
-		prefix := echoText(i)
+		prefix := echoText(i / plan.numReturned)
 		ch := openai.CompletionChoice{Index: i, Text: prefix + r.text.String(), FinishReason: r.finish, StopReason: r.stopReason}
 		if req.Logprobs != nil {
 			ch.Logprobs = completionLogprobs(r.logprobs, len(prefix))
@@ -120,21 +130,23 @@ func completionLogprobs(lps []tokenLogprob, offset int) *openai.CompletionLogpro
 }
 
 type completionStreamer struct {
-	id       string
-	created  int64
-	model    string
-	echo     func(choice int) string
-	logprobs bool
+	id          string
+	created     int64
+	model       string
+	fingerprint string
+	echo        func(choice int) string
+	logprobs    bool
 }
 
 func (cs *completionStreamer) base() openai.CompletionChunk {
-	return openai.CompletionChunk{ID: cs.id, Object: openai.ObjectTextCompletion, Created: cs.created, Model: cs.model}
+	return openai.CompletionChunk{ID: cs.id, Object: openai.ObjectTextCompletion, Created: cs.created, Model: cs.model, SystemFingerprint: cs.fingerprint}
 }
 
-func (cs *completionStreamer) first(index int) any {
+func (cs *completionStreamer) first(index int, u *openai.Usage) any {
 	if t := cs.echo(index); t != "" {
 		ch := cs.base()
 		ch.Choices = []openai.CompletionChunkChoice{{Index: index, Text: t}}
+		ch.Usage = u
 		return ch
 	}
 	return nil

@@ -18,6 +18,10 @@ type fakeEngine struct {
 	script   func(req *wire.EngineCoreRequest) []wire.EngineCoreOutput
 	failWith error // Submit error
 	dead     bool  // streams fail with ErrEngineDead after their outputs
+	// numWaiting is the waiting queue the engine reports.
+	numWaiting int
+	// hold, when set, blocks every stream's first Next until it is closed.
+	hold chan struct{}
 }
 
 func (f *fakeEngine) Submit(ctx context.Context, req *wire.EngineCoreRequest) (Stream, error) {
@@ -37,7 +41,14 @@ func (f *fakeEngine) Session(ctx context.Context, id string) ([]wire.SessionInfo
 func (f *fakeEngine) EndSession(ctx context.Context, id string) (bool, error) { return false, nil }
 
 func (f *fakeEngine) Engines() []engineclient.EngineState {
-	return []engineclient.EngineState{{Index: 0, Ready: true}}
+	return []engineclient.EngineState{{Index: 0, Ready: true, NumWaiting: f.numWaiting}}
+}
+
+// requests returns the engine requests received so far.
+func (f *fakeEngine) requests() []*wire.EngineCoreRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*wire.EngineCoreRequest(nil), f.reqs...)
 }
 
 type fakeStream struct {
@@ -49,6 +60,13 @@ type fakeStream struct {
 }
 
 func (s *fakeStream) Next(ctx context.Context) (wire.EngineCoreOutput, error) {
+	if s.f.hold != nil {
+		select {
+		case <-s.f.hold:
+		case <-ctx.Done():
+			return wire.EngineCoreOutput{}, ctx.Err()
+		}
+	}
 	if len(s.outs) == 0 {
 		if s.f.dead {
 			return wire.EngineCoreOutput{}, fmt.Errorf("%w: engine 0: heartbeat timeout", engineclient.ErrEngineDead)

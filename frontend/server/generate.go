@@ -65,6 +65,14 @@ func childID(parent string, i, n int) string {
 func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceEvent) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var streams []Stream
+	var waits []*waitingToken
+	abort := func() {
+		for i, st := range streams {
+			st.Close()
+			waits[i].finish()
+		}
+		cancel()
+	}
 	for i := range g.n {
 		p := g.params
 		p.N = 1
@@ -83,18 +91,17 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 			seed := *p.Seed + int64(i)
 			req.SamplingParams.Seed = &seed
 		}
+		w := s.startWaiting()
 		st, err := s.eng.Submit(ctx, req)
 		if err != nil {
-			for _, st := range streams {
-				st.Close()
-			}
-			cancel()
+			w.finish()
+			abort()
 			return nil, err
 		}
-		streams = append(streams, st)
+		streams, waits = append(streams, st), append(waits, w)
 	}
 	for i, st := range streams {
-		go s.follow(ctx, g, g.firstIndex+i, st, events)
+		go s.follow(ctx, g, g.firstIndex+i, st, waits[i], events)
 	}
 	return cancel, nil
 }
@@ -102,8 +109,9 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 // follow reads one child's outputs until it finishes, detokenizing and
 // applying stop strings. A matched stop string aborts the child in the
 // engine (closing its stream).
-func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream, events chan<- choiceEvent) {
+func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream, w *waitingToken, events chan<- choiceEvent) {
 	defer st.Close()
+	defer w.finish()
 	dt := detok.New(s.tok, g.skipSpecial)
 	sc := detok.NewStopChecker(g.stops, g.includeStop)
 	send := func(ev choiceEvent) bool {
@@ -130,6 +138,7 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 		}
 		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, numCached: out.NumCachedTokens}
 		if len(out.NewTokenIDs) > 0 {
+			w.finish()
 			t := time.Now()
 			if last.IsZero() {
 				s.metrics.ObserveFirstToken(t.Sub(start))

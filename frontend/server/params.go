@@ -2,7 +2,6 @@ package server
 
 import (
 	"io"
-	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -29,6 +28,36 @@ func readBody(c echo.Context, v any) *openai.Error {
 	return openai.Decode(body, v)
 }
 
+// readRequest decodes a generation request (chat, completions,
+// responses) and refuses the vLLM features Tandem does not have yet.
+func readRequest(c echo.Context, v any) *openai.Error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return openai.BadRequest("", "reading request body: %v", err)
+	}
+	if e := openai.Decode(body, v); e != nil {
+		return e
+	}
+	return openai.CheckUnsupported(body)
+}
+
+// truncatePrompt applies truncate_prompt_tokens: it keeps the last k
+// tokens (vLLM's default truncation side), or the last max_model_len - 1
+// for -1.
+func (s *Server) truncatePrompt(p *openai.Params, prompt []int32) []int32 {
+	if p.TruncatePromptTokens == nil {
+		return prompt
+	}
+	k := *p.TruncatePromptTokens
+	if k == -1 {
+		k = s.cfg.MaxModelLen - 1
+	}
+	if k > 0 && len(prompt) > k {
+		return prompt[len(prompt)-k:]
+	}
+	return prompt
+}
+
 // resolveCommon checks the model name and resolves ids, session and rank.
 func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *openai.Error) {
 	var cm common
@@ -49,6 +78,13 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 		c.Response().Header().Set(echo.HeaderXRequestID, p.RequestID)
 	default:
 		cm.baseID = c.Response().Header().Get(echo.HeaderXRequestID)
+	}
+	if v := h.Get("X-Vllm-Priority"); v != "" {
+		prio, err := strconv.Atoi(v)
+		if err != nil {
+			return cm, openai.BadRequest("X-Vllm-Priority", "header X-Vllm-Priority must be an integer, got %q", v)
+		}
+		p.Priority = prio // the header wins over the body, as in vLLM
 	}
 	if r := h.Get("X-data-parallel-rank"); r != "" {
 		v, err := strconv.Atoi(r)
@@ -131,4 +167,48 @@ func (s *Server) checkTokens(param string, ids []int32) *openai.Error {
 	return nil
 }
 
-var _ = http.StatusOK
+// candidatePlan says how many candidates a request generates per prompt
+// and how they become its n choices.
+type candidatePlan struct {
+	numGenerated   int  // choices the source produces per prompt: best_of, else n
+	numReturned    int  // n
+	engineLogprobs *int // top logprobs to ask the engine for; best_of needs at least the sampled token's
+	userLogprobs   bool // whether the client asked for logprobs
+}
+
+// planCandidates plans n, best_of and use_beam_search. Beam search returns
+// n beams of a beam of width max(n, best_of) itself; plain best_of > n
+// samples best_of choices and keeps the n best.
+func planCandidates(p *openai.Params, logprobs *int) candidatePlan {
+	pl := candidatePlan{numGenerated: p.NumChoices(), numReturned: p.NumChoices(), engineLogprobs: logprobs, userLogprobs: logprobs != nil}
+	if !p.UseBeamSearch && p.NumCandidates() > p.NumChoices() {
+		pl.numGenerated = p.NumCandidates()
+		if logprobs == nil {
+			zero := 0
+			pl.engineLogprobs = &zero
+		}
+	}
+	return pl
+}
+
+// pick turns the generated choices into the returned ones.
+func (pl candidatePlan) pick(gens []*genRequest, res []*choiceResult) []*choiceResult {
+	if pl.numGenerated == pl.numReturned {
+		return res
+	}
+	res = pickBest(gens, res, pl.numReturned)
+	if !pl.userLogprobs {
+		for _, r := range res {
+			r.logprobs = nil
+		}
+	}
+	return res
+}
+
+// sourceFor picks the generation source: beam search or plain sampling.
+func (s *Server) sourceFor(p *openai.Params, logprobs *int) source {
+	if !p.UseBeamSearch {
+		return s.startAll
+	}
+	return s.beamSource(p.NumCandidates(), p.LengthPenaltyOrDefault(), logprobs)
+}

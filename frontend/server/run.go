@@ -1,8 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -65,13 +68,28 @@ func (s *Server) decodeLogprobs(lp *wire.Logprobs) []tokenLogprob {
 	return out
 }
 
-// startAll starts every genRequest and returns the shared event channel
-// and a func that aborts all of them.
-func (s *Server) startAll(ctx context.Context, gens []*genRequest) (<-chan choiceEvent, func(), error) {
+// source starts generating every choice of a request and returns the
+// channel of their events and a func that stops them all. Plain sampling
+// (startAll) and beam search (beamSource) are the two sources.
+type source func(ctx context.Context, gens []*genRequest) (<-chan choiceEvent, func(), error)
+
+// numChoices is the number of choices gens produce.
+func numChoices(gens []*genRequest) int {
 	total := 0
 	for _, g := range gens {
 		total += g.n
 	}
+	return total
+}
+
+// startAll starts every genRequest and returns the shared event channel
+// and a func that aborts all of them. It refuses with a 429 while the
+// waiting queue is full.
+func (s *Server) startAll(ctx context.Context, gens []*genRequest) (<-chan choiceEvent, func(), error) {
+	if e := s.admit(); e != nil {
+		return nil, nil, e
+	}
+	total := numChoices(gens)
 	events := make(chan choiceEvent, 4*total)
 	var cancels []func()
 	cancelAll := func() {
@@ -91,16 +109,13 @@ func (s *Server) startAll(ctx context.Context, gens []*genRequest) (<-chan choic
 }
 
 // collect waits for every choice to finish.
-func (s *Server) collect(ctx context.Context, gens []*genRequest) ([]*choiceResult, error) {
-	events, cancel, err := s.startAll(ctx, gens)
+func (s *Server) collect(ctx context.Context, gens []*genRequest, src source) ([]*choiceResult, error) {
+	events, cancel, err := src(ctx, gens)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	total := 0
-	for _, g := range gens {
-		total += g.n
-	}
+	total := numChoices(gens)
 	res := make([]*choiceResult, total)
 	for i := range res {
 		res[i] = &choiceResult{}
@@ -151,8 +166,9 @@ func usageOf(gens []*genRequest, res []*choiceResult) openai.Usage {
 
 // streamer is what differs between chat and completions streaming.
 type streamer interface {
-	// first returns the events to send before any token (chat: role).
-	first(index int) any
+	// first returns the event to send before any token (chat: role), or
+	// nil; usage is set with continuous_usage_stats.
+	first(index int, usage *openai.Usage) any
 	// chunk returns the event for one choice event, or nil to skip it.
 	chunk(ev *choiceEvent, lps []tokenLogprob, usage *openai.Usage) any
 	// usage returns the final usage-only event.
@@ -161,22 +177,26 @@ type streamer interface {
 
 // stream runs gens and writes SSE events until every choice finished.
 // Failures after the first byte become an error event, then [DONE].
-func (s *Server) stream(c echo.Context, gens []*genRequest, st streamer, includeUsage, continuous bool) error {
+func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st streamer, includeUsage, continuous bool) error {
 	ctx := c.Request().Context()
-	events, cancel, err := s.startAll(ctx, gens)
+	events, cancel, err := src(ctx, gens)
 	if err != nil {
 		return writeError(c, engineError(err))
 	}
 	defer cancel()
 	out := &sse{c: c}
-	total := 0
-	for _, g := range gens {
-		total += g.n
-	}
+	total := numChoices(gens)
 	res := make([]*choiceResult, total)
 	for i := range res {
 		res[i] = &choiceResult{}
-		if ev := st.first(i); ev != nil {
+	}
+	for i := range res {
+		var u *openai.Usage
+		if continuous {
+			uu := usageOf(gens, res)
+			u = &uu
+		}
+		if ev := st.first(i, u); ev != nil {
 			if err := out.send(ev); err != nil {
 				return nil
 			}
@@ -218,6 +238,33 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, st streamer, include
 	}
 	out.done()
 	return nil
+}
+
+// pickBest keeps, of each prompt's g.n candidates (best_of), the n with
+// the highest mean logprob per token, best first, as OpenAI's best_of
+// does. res is indexed like gens' choices; the result holds n choices per
+// prompt, in prompt order.
+func pickBest(gens []*genRequest, res []*choiceResult, n int) []*choiceResult {
+	out := make([]*choiceResult, 0, len(gens)*n)
+	for _, g := range gens {
+		cands := slices.Clone(res[g.firstIndex : g.firstIndex+g.n])
+		slices.SortStableFunc(cands, func(a, b *choiceResult) int { return cmp.Compare(b.meanLogprob(), a.meanLogprob()) })
+		out = append(out, cands[:n]...)
+	}
+	return out
+}
+
+// meanLogprob is the mean logprob of the choice's sampled tokens; -Inf
+// for a choice without tokens.
+func (r *choiceResult) meanLogprob() float64 {
+	if len(r.logprobs) == 0 {
+		return math.Inf(-1)
+	}
+	sum := 0.0
+	for _, l := range r.logprobs {
+		sum += l.logprob
+	}
+	return sum / float64(len(r.logprobs))
 }
 
 // respondCollected writes a non-streaming answer or the matching error.

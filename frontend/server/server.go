@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -15,6 +19,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/responses"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
 
@@ -28,6 +33,11 @@ type Config struct {
 	APIKey          string // "" = no auth
 	Version         string
 	Logger          *slog.Logger
+	// MaxWaitingRequests answers 429 (with Retry-After) while this many
+	// requests or more are waiting for their first token; 0 = no limit.
+	MaxWaitingRequests int
+	// StoredResponses bounds the Responses API store (zero = defaults).
+	StoredResponses responses.Limits
 }
 
 // Server is the frontend's HTTP API.
@@ -39,6 +49,14 @@ type Server struct {
 	e       *echo.Echo
 	metrics *metrics.Metrics
 	created int64 // unix seconds, for /v1/models
+	store   *responses.Store
+	apiKey  [sha256.Size]byte // sha256 of cfg.APIKey, compared in constant time
+	// fingerprint is system_fingerprint: a hash of the version and the
+	// served model, the same on every frontend of one deployment.
+	fingerprint string
+	// numWaiting counts this frontend's engine requests submitted and not
+	// yet given their first token (requests).
+	numWaiting atomic.Int64
 }
 
 // New builds the server and its routes.
@@ -50,7 +68,10 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 		cfg.MaxRequestBody = "16M"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix(),
-		metrics: metrics.New(cfg.ServedModelName, eng.Engines)}
+		metrics: metrics.New(cfg.ServedModelName, eng.Engines), store: responses.NewStore(cfg.StoredResponses),
+		apiKey: sha256.Sum256([]byte(cfg.APIKey))}
+	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
+	s.fingerprint = "fp_" + hex.EncodeToString(fp[:5])
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
@@ -66,6 +87,11 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.GET("/v1/models", s.models)
 	e.POST("/v1/chat/completions", s.chat)
 	e.POST("/v1/completions", s.completions)
+	e.POST("/v1/responses", s.createResponse)
+	e.GET("/v1/responses/:id", s.getResponse)
+	e.DELETE("/v1/responses/:id", s.deleteResponse)
+	e.POST("/tokenize", s.tokenize)
+	e.POST("/detokenize", s.detokenize)
 	e.GET("/v1/sessions/:id", s.getSession)
 	e.DELETE("/v1/sessions/:id", s.deleteSession)
 	return s
@@ -74,15 +100,24 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.e }
 
-// auth checks Authorization: Bearer <key> on /v1 routes when a key is set.
+// openPaths stay reachable without the API key: probes, Prometheus and
+// the version.
+var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true, "/version": true}
+
+// auth checks Authorization: Bearer <key> on every route but openPaths
+// when a key is set. The keys' SHA-256 digests are compared in constant
+// time, as vLLM does, so neither content nor length leaks. CORS preflight
+// (OPTIONS) passes.
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.cfg.APIKey == "" || !strings.HasPrefix(c.Request().URL.Path, "/v1") {
+		r := c.Request()
+		if s.cfg.APIKey == "" || openPaths[r.URL.Path] || r.Method == http.MethodOptions {
 			return next(c)
 		}
-		got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIKey)) != 1 {
-			return writeError(c, &openai.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "invalid or missing API key (Authorization: Bearer <key>)"})
+		got, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], s.apiKey[:]) != 1 {
+			return writeError(c, openai.Unauthorized("Invalid or missing API key: send it as 'Authorization: Bearer <key>'."))
 		}
 		return next(c)
 	}
@@ -121,6 +156,9 @@ func (s *Server) httpError(err error, c echo.Context) {
 }
 
 func writeError(c echo.Context, e *openai.Error) error {
+	if e.Status == http.StatusTooManyRequests {
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+	}
 	return c.JSON(e.Status, e)
 }
 
@@ -152,7 +190,10 @@ func (s *Server) models(c echo.Context) error {
 
 // engineError maps a submit/stream failure to an API error.
 func engineError(err error) *openai.Error {
+	var oe *openai.Error
 	switch {
+	case errors.As(err, &oe):
+		return oe
 	case errors.Is(err, engineclient.ErrEngineDead), errors.Is(err, engineclient.ErrNoEngine), errors.Is(err, engineclient.ErrClosed):
 		return openai.ServiceUnavailable("%v", err)
 	case errors.Is(err, errEngineRejected):

@@ -24,8 +24,19 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func newTestServer(t *testing.T, f *fakeEngine, apiKey string) *httptest.Server {
 	t.Helper()
+	return newTestServerWith(t, f, func(c *Config) { c.APIKey = apiKey }, tokenizer.NewByte())
+}
+
+// newTestServerWith serves the fake engine with the test config changed by
+// edit and the given tokenizer.
+func newTestServerWith(t *testing.T, f *fakeEngine, edit func(*Config), tok tokenizer.Tokenizer) *httptest.Server {
+	t.Helper()
 	nowUnix = func() int64 { return 1700000000 }
-	s := New(Config{ServedModelName: "dummy", MaxModelLen: 64, BlockSize: 16, NumBlocks: 16, APIKey: apiKey, Version: "test", MaxRequestBody: "1K"}, f, tokenizer.NewByte())
+	cfg := Config{ServedModelName: "dummy", MaxModelLen: 64, BlockSize: 16, NumBlocks: 16, Version: "test", MaxRequestBody: "1K"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s := New(cfg, f, tok)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return ts
@@ -219,6 +230,8 @@ func TestErrors(t *testing.T) {
 		{name: "body too large", method: "POST", path: "/v1/completions", body: `{"prompt":"` + strings.Repeat("a", 2000) + `"}`, status: 413},
 		{name: "missing key", method: "POST", path: "/v1/completions", body: `{"prompt":"x"}`, key: "k", status: 401},
 		{name: "wrong key", method: "POST", path: "/v1/completions", body: `{"prompt":"x"}`, key: "k", hdr: map[string]string{"Authorization": "Bearer nope"}, status: 401},
+		{name: "unsupported vLLM field", method: "POST", path: "/v1/completions", body: `{"prompt":"x","allowed_token_ids":[1]}`, status: 400, param: "allowed_token_ids"},
+		{name: "guided_json set", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"x"}],"guided_json":{"type":"object"}}`, status: 400, param: "guided_json"},
 		{name: "no engine", method: "POST", path: "/v1/completions", body: `{"prompt":"x"}`, status: 503, submitErr: engineclient.ErrNoEngine},
 	}
 	for _, tc := range tests {

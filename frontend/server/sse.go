@@ -47,3 +47,22 @@ func (s *sse) done() {
 	_, _ = s.c.Response().Write([]byte("data: [DONE]\n\n"))
 	s.c.Response().Flush()
 }
+
+// sendEvent writes one named event (`event: name` then `data: <json>`),
+// the Responses API's framing, and flushes it.
+func (s *sse) sendEvent(name string, v any) error {
+	s.start()
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w := s.c.Response()
+	msg := make([]byte, 0, len(name)+len(b)+16)
+	msg = append(append(append(msg, "event: "...), name...), '\n')
+	msg = append(append(append(msg, "data: "...), b...), '\n', '\n')
+	if _, err := w.Write(msg); err != nil {
+		return err
+	}
+	w.Flush()
+	return nil
+}

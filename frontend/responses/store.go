@@ -1,0 +1,119 @@
+package responses
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/tandem-llm/tandem/frontend/openai"
+)
+
+// Message is one turn of a stored conversation.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Entry is one stored response.
+type Entry struct {
+	Response openai.Response
+	// Messages is the conversation up to and including the response's
+	// output, without the request's instructions (which, as in OpenAI,
+	// do not carry over to follow-ups). Treat it as read-only: entries of
+	// one conversation share the strings.
+	Messages []Message
+	// NumBytes is the text this entry adds to the store (the new messages
+	// and the output), bytes; Put computes it.
+	NumBytes int
+}
+
+// Limits bound a Store. Zero fields take the defaults.
+type Limits struct {
+	MaxEntries int // default 1024
+	MaxBytes   int // text bytes over all entries; default 64 MiB
+}
+
+// Default limits.
+const (
+	DefaultMaxEntries = 1024
+	DefaultMaxBytes   = 64 << 20
+)
+
+// Store is a bounded LRU of entries by response id. Safe for concurrent use.
+type Store struct {
+	limits Limits
+
+	mu       sync.Mutex // mu guards the fields below
+	order    *list.List // of *Entry, most recently used first
+	byID     map[string]*list.Element
+	numBytes int // sum of NumBytes over entries
+}
+
+// NewStore returns an empty store.
+func NewStore(l Limits) *Store {
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultMaxEntries
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	return &Store{limits: l, order: list.New(), byID: map[string]*list.Element{}}
+}
+
+// Put stores e under e.Response.ID, replacing an entry with the same id,
+// and evicts the least recently used entries beyond the limits (never e
+// itself). numNew is how many of e.Messages are new in this entry (the
+// rest are shared with the previous response); only their text counts
+// towards MaxBytes.
+func (s *Store) Put(e Entry, numNew int) {
+	numNew = min(max(numNew, 0), len(e.Messages))
+	e.NumBytes = 0
+	for _, m := range e.Messages[len(e.Messages)-numNew:] {
+		e.NumBytes += len(m.Content)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.byID[e.Response.ID]; ok {
+		s.remove(el)
+	}
+	s.byID[e.Response.ID] = s.order.PushFront(&e)
+	s.numBytes += e.NumBytes
+	for s.order.Len() > 1 && (s.order.Len() > s.limits.MaxEntries || s.numBytes > s.limits.MaxBytes) {
+		s.remove(s.order.Back())
+	}
+}
+
+// Get returns the entry of id and marks it recently used.
+func (s *Store) Get(id string) (Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.byID[id]
+	if !ok {
+		return Entry{}, false
+	}
+	s.order.MoveToFront(el)
+	return *el.Value.(*Entry), true
+}
+
+// Delete removes id; false if it was not stored.
+func (s *Store) Delete(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.byID[id]
+	if ok {
+		s.remove(el)
+	}
+	return ok
+}
+
+// Len returns the number of entries.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.order.Len()
+}
+
+func (s *Store) remove(el *list.Element) {
+	e := s.order.Remove(el).(*Entry)
+	delete(s.byID, e.Response.ID)
+	s.numBytes -= e.NumBytes
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/tandem-llm/tandem/frontend/chattemplate"
+	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
+)
+
+// messageRenderer is a chat template that renders whole messages (tool
+// calls, names, content parts …); *chattemplate.Template is one. Other
+// templates (ChatML) get role and text only.
+type messageRenderer interface {
+	RenderMessages(msgs []chattemplate.Object, addGenerationPrompt bool, kwargs map[string]any) (string, error)
+}
+
+// renderChat renders a chat request's messages with the model's chat
+// template: add_generation_prompt, continue_final_message,
+// chat_template_kwargs and tools apply.
+func (s *Server) renderChat(req *openai.ChatCompletionRequest) (string, *openai.Error) {
+	kwargs := maps.Clone(req.ChatTemplateKwargs)
+	if len(req.Tools) > 0 && string(req.Tools) != "null" {
+		if kwargs == nil {
+			kwargs = map[string]any{}
+		}
+		if _, ok := kwargs["tools"]; !ok {
+			kwargs["tools"] = req.Tools
+		}
+	}
+	plain := make([]tokenizer.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		plain[i] = tokenizer.Message{Role: m.Role, Content: m.Content.Text}
+	}
+	var text string
+	var err error
+	tmpl := s.tok.ChatTemplate()
+	if r, ok := tmpl.(messageRenderer); ok {
+		var objs []chattemplate.Object
+		if objs, err = messageObjects(req.Messages); err == nil {
+			text, err = r.RenderMessages(objs, req.AddGenPrompt(), kwargs)
+		}
+	} else {
+		text, err = tmpl.Render(plain, req.AddGenPrompt(), kwargs)
+	}
+	if err != nil {
+		var re *chattemplate.RaiseError
+		if errors.As(err, &re) {
+			return "", openai.BadRequest("messages", "The chat template rejected the messages: %s", re.Message)
+		}
+		return "", openai.BadRequest("messages", "chat template: %v", err)
+	}
+	if req.ContinueFinalMessage {
+		// The template closed the last message; continue it instead.
+		text = trimFinalTurnEnd(text, plain)
+	}
+	return text, nil
+}
+
+// messageObjects turns the messages as sent into template objects, member
+// order kept. Content sent as a list of text parts becomes one string (the
+// "string" content format most templates expect, as vLLM's default).
+func messageObjects(msgs []openai.ChatMessage) ([]chattemplate.Object, error) {
+	out := make([]chattemplate.Object, len(msgs))
+	for i, m := range msgs {
+		if len(m.Raw) == 0 {
+			out[i] = chattemplate.Object{{Key: "role", Value: m.Role}, {Key: "content", Value: m.Content.Text}}
+			continue
+		}
+		v, err := chattemplate.ParseJSON(m.Raw)
+		if err != nil {
+			return nil, err
+		}
+		obj, ok := v.(chattemplate.Object)
+		if !ok {
+			return nil, errors.New("message is not an object")
+		}
+		if m.Content.Parts != nil {
+			obj = slices.Clone(obj)
+			for j := range obj {
+				if obj[j].Key == "content" {
+					obj[j].Value = m.Content.Text
+				}
+			}
+		}
+		out[i] = obj
+	}
+	return out, nil
+}
+
+// trimFinalTurnEnd removes what the template appended after the last
+// message's content, so generation continues that message.
+func trimFinalTurnEnd(text string, msgs []tokenizer.Message) string {
+	last := msgs[len(msgs)-1].Content
+	for i := len(text) - len(last); i >= 0; i-- {
+		if text[i:i+len(last)] == last {
+			return text[:i+len(last)]
+		}
+	}
+	return text
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the OpenAI Python SDK (PyPI `openai`) into a virtual environment
+# under .cache/sdktests-venv for the SDK acceptance tests
+# (cmd/tandem/e2e_sdk_test.go runs scripts/sdktests/test_openai.py with it).
+# The Node SDK comes from scripts/oracle (make oracle); the Go SDK is a
+# module dependency. Idempotent: does nothing when the pinned version is
+# already installed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+version=${OPENAI_PY_VERSION:-3.51.0}
+venv=.cache/sdktests-venv
+py=${PYTHON:-python3}
+if ! command -v "$py" >/dev/null 2>&1; then
+  echo "sdktests: $py not found; the Python SDK tests will be skipped" >&2
+  exit 0
+fi
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import openai, sys; sys.exit(openai.__version__ != '$version')" 2>/dev/null; then
+  echo "sdktests: openai $version ready in $venv"
+  exit 0
+fi
+echo "sdktests: installing openai==$version into $venv…"
+mkdir -p .cache
+"$py" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version"
+echo "sdktests: openai $version ready in $venv"

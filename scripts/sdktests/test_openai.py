@@ -1,0 +1,381 @@
+#!/usr/bin/env python3
+"""Drives a Tandem server with the official OpenAI Python SDK (PyPI `openai`).
+
+Usage: test_openai.py BASE_URL [--api-key KEY] [--max-waiting N]
+                              [--max-body BYTES] [--expect-unavailable]
+                              [--only CHECK]...
+
+BASE_URL is the server root (http://127.0.0.1:8000). The server must serve
+`--model dummy` (the checks steer its byte-level vocabulary). Options say
+how the server was started, enabling the checks that depend on it:
+--api-key (401 for a wrong key), --max-waiting (429 from
+--max-waiting-requests 1, with the engine at --max-num-seqs 1 and a
+--max-model-len over 4000: one 4000-token request runs, one waits),
+--max-body (413 from --max-request-body), --expect-unavailable (the engine
+is gone: only the 503 check runs).
+
+Prints one PASS/FAIL line per check and a summary line "N passed, M failed";
+exits non-zero on any failure. cmd/tandem/e2e_sdk_test.go runs it.
+"""
+
+import argparse
+import json
+import sys
+import threading
+import time
+import traceback
+import urllib.request
+import uuid
+
+import openai
+
+ARGS = None
+CHECKS = []
+
+
+def check(fn):
+    CHECKS.append(fn)
+    return fn
+
+
+def client(**kw):
+    return openai.OpenAI(base_url=ARGS.base_url + "/v1", api_key=ARGS.api_key or "unused", max_retries=0, timeout=60, **kw)
+
+
+def ascii_only():
+    """logit_bias that keeps the dummy model to printable ASCII (ids 32..126)."""
+    return {str(i): -100 for i in list(range(0, 32)) + list(range(127, 320))}
+
+
+def expect(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def get_json(path):
+    req = urllib.request.Request(ARGS.base_url + path)
+    if ARGS.api_key:
+        req.add_header("Authorization", "Bearer " + ARGS.api_key)
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)
+
+
+def chat(c, content="Hello", **kw):
+    kw.setdefault("max_tokens", 8)
+    return c.chat.completions.create(model="dummy", messages=[{"role": "user", "content": content}], **kw)
+
+
+@check
+def models():
+    ids = [m.id for m in client().models.list()]
+    expect(ids == ["dummy"], f"models {ids}")
+
+
+@check
+def chat_completion():
+    r = chat(client(), temperature=0, extra_body={"ignore_eos": True})
+    expect(r.id.startswith("chatcmpl-"), f"id {r.id}")
+    expect(r.object == "chat.completion", r.object)
+    expect(r.system_fingerprint and r.system_fingerprint.startswith("fp_"), f"fingerprint {r.system_fingerprint}")
+    expect(isinstance(r.choices[0].message.content, str) and r.choices[0].message.role == "assistant", r.choices[0])
+    expect(r.choices[0].finish_reason == "length", r.choices[0].finish_reason)
+    u = r.usage
+    expect(u.completion_tokens == 8 and u.prompt_tokens > 0 and u.total_tokens == u.prompt_tokens + u.completion_tokens, f"usage {u}")
+
+
+@check
+def chat_stream_with_usage():
+    stream = chat(client(), stream=True, stream_options={"include_usage": True}, max_tokens=6, extra_body={"ignore_eos": True, "logit_bias": ascii_only()})
+    text, usage, finish, roles = "", None, None, 0
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+            expect(chunk.choices == [], "usage chunk has choices")
+            continue
+        d = chunk.choices[0].delta
+        roles += d.role == "assistant"
+        text += d.content or ""
+        finish = chunk.choices[0].finish_reason or finish
+    expect(roles == 1, f"{roles} role deltas")
+    expect(usage is not None and usage.completion_tokens == 6 and usage.total_tokens == usage.prompt_tokens + 6, f"usage {usage}")
+    expect(len(text) == 6 and finish == "length", f"text {text!r} finish {finish}")
+
+
+@check
+def chat_stream_helper():
+    # The helper refuses finish_reason "length": force EOS (257) right
+    # after min_tokens ASCII tokens.
+    c = client()
+    with c.chat.completions.stream(model="dummy", messages=[{"role": "user", "content": "Hi"}], max_tokens=8,
+                                   extra_body={"min_tokens": 3, "logit_bias": {**ascii_only(), "257": 100}}) as s:
+        deltas = "".join(e.delta for e in s if e.type == "content.delta")
+        final = s.get_final_completion()
+    msg = final.choices[0].message.content
+    expect(len(msg) == 3 and msg == deltas and final.choices[0].finish_reason == "stop", final)
+
+
+@check
+def chat_n2():
+    r = chat(client(), n=2, max_tokens=4, seed=3)
+    expect([c.index for c in r.choices] == [0, 1], r.choices)
+    expect(r.usage.completion_tokens == sum(1 for _ in range(2)) * 4 or r.usage.completion_tokens <= 8, r.usage)
+
+
+@check
+def chat_logprobs():
+    r = chat(client(), logprobs=True, top_logprobs=3, max_tokens=5, extra_body={"ignore_eos": True})
+    content = r.choices[0].logprobs.content
+    expect(len(content) == 5, f"{len(content)} logprob entries")
+    for e in content:
+        expect(len(e.top_logprobs) == 3 and e.logprob <= 0, e)
+        expect(e.top_logprobs[0].logprob >= e.top_logprobs[-1].logprob, "top_logprobs not sorted")
+
+
+@check
+def completion():
+    c = client()
+    r = c.completions.create(model="dummy", prompt="Once upon", max_tokens=5, logprobs=2, echo=True, extra_body={"ignore_eos": True})
+    expect(r.id.startswith("cmpl-") and r.object == "text_completion", r.id)
+    ch = r.choices[0]
+    expect(ch.text.startswith("Once upon"), f"echo missing: {ch.text!r}")
+    expect(len(ch.logprobs.tokens) == 5 and len(ch.logprobs.top_logprobs[0]) <= 2, ch.logprobs)
+    expect(r.usage.completion_tokens == 5, r.usage)
+
+
+@check
+def completion_batch_n2():
+    r = client().completions.create(model="dummy", prompt=["a", "b"], n=2, max_tokens=3, extra_body={"ignore_eos": True})
+    expect(len(r.choices) == 4 and sorted(c.index for c in r.choices) == [0, 1, 2, 3], r.choices)
+    expect(r.usage.completion_tokens == 12, r.usage)
+
+
+@check
+def completion_token_prompt_stream_usage():
+    s = client().completions.create(model="dummy", prompt=[72, 105], max_tokens=4, stream=True,
+                                    stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
+    chunks = list(s)
+    expect(chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 4 and chunks[-1].usage.prompt_tokens == 2, chunks[-1])
+
+
+@check
+def stop_string():
+    c = client()
+    base = c.completions.create(model="dummy", prompt="x", max_tokens=24, temperature=0, extra_body={"ignore_eos": True, "logit_bias": ascii_only()})
+    text = base.choices[0].text
+    expect(len(text) == 24, f"text {text!r}")
+    stop = text[10:12]
+    r = c.completions.create(model="dummy", prompt="x", max_tokens=24, temperature=0, stop=[stop], extra_body={"ignore_eos": True, "logit_bias": ascii_only()})
+    ch = r.choices[0]
+    expect(ch.text == text[: text.index(stop)], f"stopped text {ch.text!r}, base {text!r}, stop {stop!r}")
+    expect(ch.finish_reason == "stop", ch.finish_reason)
+    expect(ch.model_extra.get("stop_reason") == stop, ch.model_extra)
+
+
+@check
+def seed_reproducible():
+    c = client()
+    a = chat(c, seed=1234, temperature=1.0, max_tokens=12).choices[0].message.content
+    b = chat(c, seed=1234, temperature=1.0, max_tokens=12).choices[0].message.content
+    d = chat(c, seed=99, temperature=1.0, max_tokens=12).choices[0].message.content
+    expect(a == b, f"same seed differs: {a!r} {b!r}")
+    expect(a != d, f"different seeds agree: {a!r}")
+
+
+def session_requests(sid):
+    return get_json("/v1/sessions/" + sid)["num_requests"]
+
+
+@check
+def session_header():
+    sid = "py-hdr-" + uuid.uuid4().hex
+    chat(client(), max_tokens=2, extra_headers={"X-Session-ID": sid})
+    chat(client(), max_tokens=2, extra_headers={"x-session-id": sid})
+    expect(session_requests(sid) == 2, "session not seen twice")
+
+
+@check
+def extra_body_session_and_top_k():
+    c = client()
+    sid = "py-body-" + uuid.uuid4().hex
+    greedy = chat(c, temperature=0, max_tokens=10, extra_body={"ignore_eos": True}).choices[0].message.content
+    top1 = chat(c, temperature=1.0, max_tokens=10, extra_body={"ignore_eos": True, "top_k": 1, "session_id": sid}).choices[0].message.content
+    expect(top1 == greedy, f"top_k=1 {top1!r} != greedy {greedy!r}")
+    expect(session_requests(sid) == 1, "body session_id not seen")
+
+
+@check
+def request_id_header():
+    raw = client().chat.completions.with_raw_response.create(model="dummy", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                                             extra_headers={"X-Request-Id": "py-req-1"})
+    expect(raw.headers.get("x-request-id") == "py-req-1", raw.headers)
+    expect(raw.parse().id == "chatcmpl-py-req-1", raw.parse().id)
+
+
+@check
+def beam_search():
+    r = client().completions.create(model="dummy", prompt="ab", max_tokens=3, n=2,
+                                    extra_body={"use_beam_search": True, "ignore_eos": True, "length_penalty": 1.0})
+    expect(len(r.choices) == 2 and all(c.finish_reason == "length" for c in r.choices), r.choices)
+    expect(r.choices[0].text != r.choices[1].text, "beams are not distinct")
+
+
+@check
+def responses_create_and_follow_up():
+    c = client()
+    r1 = c.responses.create(model="dummy", input="Hello there", instructions="Be brief.", max_output_tokens=6)
+    expect(r1.id.startswith("resp_") and r1.object == "response", r1.id)
+    expect(isinstance(r1.output_text, str) and r1.status in ("completed", "incomplete"), r1)
+    expect(r1.usage.output_tokens <= 6 and r1.usage.total_tokens == r1.usage.input_tokens + r1.usage.output_tokens, r1.usage)
+    r2 = c.responses.create(model="dummy", input=[{"role": "user", "content": "And then?"}], previous_response_id=r1.id, max_output_tokens=4)
+    expect(r2.previous_response_id == r1.id, r2.previous_response_id)
+    expect(r2.usage.input_tokens > r1.usage.input_tokens, f"follow-up input {r2.usage.input_tokens} not longer than {r1.usage.input_tokens}")
+    got = c.responses.retrieve(r1.id)
+    expect(got.id == r1.id and got.output_text == r1.output_text, got)
+    c.responses.delete(r1.id)
+    try:
+        c.responses.retrieve(r1.id)
+        raise AssertionError("deleted response still retrievable")
+    except openai.NotFoundError:
+        pass
+
+
+@check
+def responses_stream():
+    c = client()
+    types, deltas = [], ""
+    with c.responses.stream(model="dummy", input="Hi", max_output_tokens=5, extra_body={"logit_bias": ascii_only()}) as s:
+        for ev in s:
+            types.append(ev.type)
+            if ev.type == "response.output_text.delta":
+                deltas += ev.delta
+        final = s.get_final_response()
+    want = ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]
+    expect(types[:4] == want, types)
+    expect(types[-4:-1] == ["response.output_text.done", "response.content_part.done", "response.output_item.done"], types)
+    expect(types[-1] in ("response.completed", "response.incomplete"), types[-1])
+    expect(final.output_text == deltas and final.usage is not None, f"{final.output_text!r} vs {deltas!r}")
+    # create(stream=True) yields the same typed events.
+    evs = list(c.responses.create(model="dummy", input="Hi", max_output_tokens=3, stream=True))
+    expect([e.sequence_number for e in evs] == list(range(len(evs))), "sequence numbers")
+
+
+@check
+def error_400_param():
+    try:
+        chat(client(), temperature=-1)
+        raise AssertionError("no error")
+    except openai.BadRequestError as e:
+        expect(e.status_code == 400 and e.param == "temperature", f"{e.status_code} {e.param}")
+
+
+@check
+def error_400_context_length():
+    try:
+        chat(client(), content="x" * 5000)
+        raise AssertionError("no error")
+    except openai.BadRequestError as e:
+        expect(e.code == "context_length_exceeded", e.code)
+        expect("5" in e.message and "maximum context length" in e.message, e.message)
+
+
+@check
+def error_404_model():
+    try:
+        client().chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "x"}])
+        raise AssertionError("no error")
+    except openai.NotFoundError as e:
+        expect(e.status_code == 404 and e.code == "model_not_found", f"{e.status_code} {e.code}")
+
+
+@check
+def error_401():
+    if not ARGS.api_key:
+        return "skipped: server has no --api-key"
+    bad = openai.OpenAI(base_url=ARGS.base_url + "/v1", api_key="wrong-key", max_retries=0)
+    try:
+        bad.models.list()
+        raise AssertionError("no error")
+    except openai.AuthenticationError as e:
+        expect(e.status_code == 401, e.status_code)
+
+
+@check
+def error_413():
+    if not ARGS.max_body:
+        return "skipped: --max-body not given"
+    try:
+        client().completions.create(model="dummy", prompt="x" * (ARGS.max_body + 1), max_tokens=1)
+        raise AssertionError("no error")
+    except openai.APIStatusError as e:
+        expect(e.status_code == 413, e.status_code)
+
+
+@check
+def error_429():
+    if not ARGS.max_waiting:
+        return "skipped: --max-waiting not given"
+    c = client()
+    # One long request runs (the engine takes one at a time); the next waits,
+    # filling a queue of --max-waiting 1; a third is refused.
+    long = chat(c, max_tokens=4000, stream=True, extra_body={"ignore_eos": True, "min_tokens": 4000})
+    for chunk in long:
+        if chunk.choices and chunk.choices[0].delta.content:
+            break
+    waiter = threading.Thread(target=lambda: chat(client(), max_tokens=1))
+    waiter.start()
+    time.sleep(0.3)
+    try:
+        try:
+            chat(c, max_tokens=1)
+            raise AssertionError("no 429")
+        except openai.RateLimitError as e:
+            expect(e.status_code == 429 and e.response.headers.get("retry-after") == "1", e.response.headers)
+    finally:
+        long.close()
+        waiter.join(60)
+
+
+def unavailable():
+    try:
+        chat(client(), max_tokens=1)
+        raise AssertionError("no error")
+    except openai.InternalServerError as e:
+        expect(e.status_code == 503, e.status_code)
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("base_url")
+    p.add_argument("--api-key", default="")
+    p.add_argument("--max-waiting", type=int, default=0)
+    p.add_argument("--max-body", type=int, default=0)
+    p.add_argument("--expect-unavailable", action="store_true")
+    p.add_argument("--only", action="append", default=[], help="run only this check (repeatable; underscores and case ignored)")
+    ARGS = p.parse_args()
+    ARGS.base_url = ARGS.base_url.rstrip("/")
+    checks = [unavailable] if ARGS.expect_unavailable else CHECKS
+    norm = lambda s: s.replace("_", "").lower()  # noqa: E731
+    if ARGS.only:
+        wanted = {norm(o) for o in ARGS.only}
+        checks = [c for c in checks if norm(c.__name__) in wanted]
+    passed = failed = skipped = 0
+    for fn in checks:
+        try:
+            note = fn()
+            if isinstance(note, str):
+                skipped += 1
+                print(f"SKIP {fn.__name__}: {note}")
+            else:
+                passed += 1
+                print(f"PASS {fn.__name__}")
+        except Exception as e:  # noqa: BLE001 — report every failure and go on
+            failed += 1
+            print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}")
+            traceback.print_exc(limit=3)
+    print(f"python openai {openai.__version__}: {passed} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
