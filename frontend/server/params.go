@@ -70,6 +70,7 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 		return cm, openai.BadRequest("session_id", "%v", err)
 	}
 	cm.sessionID, cm.source = id, src
+	c.Set(ctxSessionKey, id)
 	switch {
 	case h.Get(echo.HeaderXRequestID) != "":
 		cm.baseID = h.Get(echo.HeaderXRequestID)

@@ -77,6 +77,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.HTTPErrorHandler = s.httpError
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return randomHex(16) }}))
+	e.Use(s.accessLog)
 	e.Use(middleware.BodyLimit(cfg.MaxRequestBody))
 	e.Use(s.auth)
 
@@ -85,6 +86,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.GET("/version", s.version)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.Handler()))
 	e.GET("/v1/models", s.models)
+	e.GET("/v1/engines", s.engines)
 	e.POST("/v1/chat/completions", s.chat)
 	e.POST("/v1/completions", s.completions)
 	e.POST("/v1/responses", s.createResponse)
