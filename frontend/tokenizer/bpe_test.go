@@ -431,7 +431,7 @@ func TestLoad(t *testing.T) {
 		name    string
 		wantErr error
 	}{
-		{"model.gguf", tokenizer.ErrUnsupported},
+		{"model.gguf", os.ErrNotExist},
 		{"missing", os.ErrNotExist},
 		{"other.txt", tokenizer.ErrUnsupported},
 	}
@@ -439,5 +439,27 @@ func TestLoad(t *testing.T) {
 		if _, err := tokenizer.Load(filepath.Join(dir, tt.name)); !errors.Is(err, tt.wantErr) {
 			t.Errorf("Load(%s): err = %v, want %v", tt.name, err, tt.wantErr)
 		}
+	}
+}
+
+// TestLoadGGUF loads a real llama.cpp vocab GGUF through Load (which reads
+// only the metadata with wire/gguf) and checks it tokenizes like the
+// golden test's FromGGUF path.
+func TestLoadGGUF(t *testing.T) {
+	src := os.Getenv("TANDEM_LLAMA_CPP_SRC")
+	path := filepath.Join(src, "models", "ggml-vocab-gpt-2.gguf")
+	if _, err := os.Stat(path); src == "" || err != nil {
+		t.Skip("TANDEM_LLAMA_CPP_SRC unset or without models/ggml-vocab-gpt-2.gguf (make test extracts it with scripts/oracle.sh)")
+	}
+	tok, err := tokenizer.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Hello world, it's 2026!"
+	if got := tok.Decode(tok.Encode(text, false), false); got != text {
+		t.Fatalf("round trip %q → %q", text, got)
+	}
+	if n := len(tok.Encode(text, false)); n < 4 || n > len(text) {
+		t.Fatalf("%d tokens for %q", n, text)
 	}
 }
