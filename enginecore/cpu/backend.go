@@ -3,10 +3,11 @@ package cpu
 import (
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
+	"sync"
 
+	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -21,13 +22,15 @@ var (
 // Backend is the pure-Go runner.Backend. It is used by one goroutine at a
 // time (its worker goroutines are internal).
 type Backend struct {
-	cfg   model.Config
-	w     *model.Weights
-	pool  *pool
-	eps   float32
-	qDim  int       // H*D
-	kvDim int       // Hkv*D
-	freq  []float64 // [D/2] RoPE inverse frequencies base^(-2i/D)
+	cfg    model.Config
+	w      *model.Weights // norms, biases and token_embd (looked up row by row)
+	layers []layer        // packed matrices
+	output *kernels.Matrix
+	pool   *pool
+	eps    float32
+	qDim   int       // H*D
+	kvDim  int       // Hkv*D
+	freq   []float64 // [D/2] RoPE inverse frequencies, scaled (see ropeFreqs)
 
 	// KV cache: [L][2 (K,V)][numBlocks][B][Hkv][D], see the package doc.
 	kv        []float32
@@ -53,18 +56,30 @@ type Backend struct {
 	scores []float32 // [numWorkers][capCtx] attention weights, one row per worker
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
 
-	mm   matmulJob
-	attn attnJob
+	mm    matmulJob
+	quant quantizeJob
+	attn  attnJob
+}
+
+// layer is one block's matrices, packed for the kernels.
+type layer struct {
+	wq, wk, wv, wo, w1, w3, w2 *kernels.Matrix
 }
 
 var _ runner.Backend = (*Backend)(nil)
 
-// New checks w against cfg and starts threads worker threads (the caller's
-// goroutine counts as one; threads ≤ 0 means GOMAXPROCS). The Backend reads
-// w and never writes it; AllocateKV must be called before Forward.
+// New checks w against cfg, packs its matrices for the kernels (a copy:
+// the tensors' Data is not read afterwards, except token_embd rows), and
+// starts threads worker threads (the caller's goroutine counts as one;
+// threads ≤ 0 means GOMAXPROCS). The Backend reads w and never writes it;
+// AllocateKV must be called before Forward.
 func New(cfg model.Config, w *model.Weights, threads int) (*Backend, error) {
 	if err := w.Validate(cfg); err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	freq, err := ropeFreqs(cfg, w.RopeFreqs)
+	if err != nil {
+		return nil, err
 	}
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -72,17 +87,48 @@ func New(cfg model.Config, w *model.Weights, threads int) (*Backend, error) {
 	b := &Backend{
 		cfg:   cfg,
 		w:     w,
-		pool:  newPool(threads),
 		eps:   float32(cfg.NormEps),
 		qDim:  cfg.NumHeads * cfg.HeadDim,
 		kvDim: cfg.NumKVHeads * cfg.HeadDim,
-		freq:  make([]float64, cfg.HeadDim/2),
+		freq:  freq,
 	}
-	for i := range b.freq {
-		b.freq[i] = math.Pow(cfg.RopeTheta, -float64(2*i)/float64(cfg.HeadDim))
+	if err := b.pack(threads); err != nil {
+		return nil, err
 	}
+	b.pool = newPool(threads)
+	b.quant.act = &b.mm.act
 	b.attn.b = b
 	return b, nil
+}
+
+// pack packs every matrix, threads at a time.
+func (b *Backend) pack(threads int) error {
+	type task struct {
+		dst **kernels.Matrix
+		src *model.Tensor
+	}
+	b.layers = make([]layer, len(b.w.Layers))
+	tasks := []task{{&b.output, b.w.Output}}
+	for i := range b.w.Layers {
+		l, w := &b.layers[i], &b.w.Layers[i]
+		tasks = append(tasks, task{&l.wq, w.Wq}, task{&l.wk, w.Wk}, task{&l.wv, w.Wv}, task{&l.wo, w.Wo},
+			task{&l.w1, w.W1}, task{&l.w3, w.W3}, task{&l.w2, w.W2})
+	}
+	errs := make([]error, len(tasks))
+	sem := make(chan struct{}, threads)
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			*t.dst, errs[i] = kernels.Pack(t.src)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
+	return nil
 }
 
 // Model describes the loaded model.
@@ -133,7 +179,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.pool.close()
-	b.pool, b.w, b.kv = nil, nil, nil
+	b.pool, b.w, b.kv, b.layers, b.output = nil, nil, nil, nil, nil
 	return nil
 }
 

@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -30,24 +31,117 @@ func neoxTied() (model.Config, *model.Weights) {
 	return cfg, &tied
 }
 
+// withConfig returns the dummy weights under an edited config.
+func withConfig(edit func(*model.Config)) func() (model.Config, *model.Weights) {
+	return func() (model.Config, *model.Weights) {
+		cfg, w := dummy()
+		edit(&cfg)
+		return cfg, w
+	}
+}
+
+// ropeFreqsModel is the dummy model with a rope_freqs tensor.
+func ropeFreqsModel() (model.Config, *model.Weights) {
+	cfg, w := dummy()
+	c := *w
+	for i := range cfg.HeadDim / 2 {
+		c.RopeFreqs = append(c.RopeFreqs, 1+float32(i)/4)
+	}
+	return cfg, &c
+}
+
+// tinyConfig is a 2-layer model whose rows (256, 512) fit every type's
+// block, with the dummy vocabulary.
+func tinyConfig() model.Config {
+	return model.Config{
+		Name: "tiny", Arch: "llama", VocabSize: model.DummyVocabSize, Dim: 256, NumLayers: 2, NumHeads: 4,
+		NumKVHeads: 2, HeadDim: 64, FFNDim: 512, RopeTheta: 10000, NormEps: 1e-5, MaxContextLen: 256,
+		BOSTokenID: model.DummyBOS, EOSTokenIDs: []int32{model.DummyEOS},
+	}
+}
+
+// randomModel draws a tiny model with the given types and config edits.
+func randomModel(types model.RandomTypes, edit func(*model.Config)) func() (model.Config, *model.Weights) {
+	return func() (model.Config, *model.Weights) {
+		cfg := tinyConfig()
+		edit(&cfg)
+		w, err := model.Random(cfg, types, 11)
+		if err != nil {
+			panic(err)
+		}
+		return cfg, w
+	}
+}
+
+func noEdit(*model.Config) {}
+
+func smallK(c *model.Config) { c.NumLayers, c.FFNDim = 1, 256 }
+
+// TestMatchesReference compares prefill and decode logits with the float64
+// oracle on the dequantized weights. Float models must agree to 1e-4;
+// quantized ones differ by the 8-bit activation quantization of every
+// matmul, bounded relative to the logits' RMS.
 func TestMatchesReference(t *testing.T) {
 	type build func() (model.Config, *model.Weights)
+	f32 := model.RandomTypes{Matrix: model.F32, Embed: model.F32, Output: model.F32}
+	typed := func(m, e, o model.DType) model.RandomTypes { return model.RandomTypes{Matrix: m, Embed: e, Output: o} }
 	tests := []struct {
 		name      string
 		model     build
 		promptLen int
+		relTol    float64 // RMS error bound, of the reference logits' RMS (max: 5×); 0: absolute 1e-4
 	}{
-		{"dummy one token", dummy, 1},
-		{"dummy 7 tokens", dummy, 7},
-		{"dummy 33 tokens", dummy, 33},
-		{"neox tied 12 tokens", neoxTied, 12},
+		{"dummy one token", dummy, 1, 0},
+		{"dummy 7 tokens", dummy, 7, 0},
+		{"dummy 33 tokens", dummy, 33, 0},
+		{"neox tied 12 tokens", neoxTied, 12, 0},
+		{"llama3 rope scaling", withConfig(func(c *model.Config) {
+			c.RopeScaling = model.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigContextLen: 16}
+		}), 20, 0},
+		{"linear rope scaling", withConfig(func(c *model.Config) {
+			c.RopeScaling = model.RopeScaling{Type: "linear", Factor: 4}
+		}), 20, 0},
+		{"rope_freqs tensor", ropeFreqsModel, 20, 0},
+		{"qwen2 qkv bias", randomModel(f32, func(c *model.Config) { c.QKVBias, c.RopeNeox = true, true }), 9, 0},
+		{"qwen3 qk norm", randomModel(f32, func(c *model.Config) { c.QKNorm, c.RopeNeox = true, true }), 9, 0},
+		{"F16", randomModel(typed(model.F16, model.F16, model.BF16), noEdit), 9, 0},
+		{"Q4_0", randomModel(typed(model.Q4_0, model.Q4_0, model.Q4_0), noEdit), 9, 0.03},
+		{"Q4_1 tied Q8_0", randomModel(typed(model.Q4_1, model.Q8_0, 0), func(c *model.Config) { c.TiedEmbeddings = true }), 9, 0.03},
+		{"Q8_0", randomModel(typed(model.Q8_0, model.Q8_0, model.Q8_0), noEdit), 9, 0.03},
+		// K-quant models are smaller: their reference quantizers are slow
+		// under -race.
+		{"Q4_K", randomModel(typed(model.Q4_K, model.Q4_K, model.Q6_K), smallK), 9, 0.03},
+		{"Q5_K", randomModel(typed(model.Q5_K, model.Q5_K, model.Q5_K), smallK), 9, 0.03},
+		{"Q6_K qwen3", randomModel(typed(model.Q6_K, model.Q6_K, model.Q6_K), func(c *model.Config) {
+			smallK(c)
+			c.QKNorm, c.QKVBias, c.RopeNeox = true, true, true
+		}), 9, 0.03},
 	}
-	const tol, numDecode = 1e-4, 4
+	const numDecode = 4
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, w := tt.model()
 			h := newHarness(t, cfg, w, 2, 32, 4, uint64(i+1))
-			ref := newRef(cfg, w)
+			ref := newRef(t, cfg, w)
+			check := func(what string, got []float32, want []float64) {
+				t.Helper()
+				if tt.relTol == 0 {
+					if d := maxDiff(got, want); d > 1e-4 {
+						t.Fatalf("%s: max |Δlogit| = %g, want ≤ 1e-4", what, d)
+					}
+					return
+				}
+				var ss, se float64
+				for i, v := range want {
+					ss += v * v
+					se += (float64(got[i]) - v) * (float64(got[i]) - v)
+				}
+				rms := math.Sqrt(ss / float64(len(want)))
+				rmsErr := math.Sqrt(se/float64(len(want))) / rms
+				if d := maxDiff(got, want) / rms; d > 5*tt.relTol || rmsErr > tt.relTol {
+					t.Fatalf("%s: |Δlogit| max %.3g, RMS %.3g of the logits' RMS, want ≤ %.3g, %.3g", what, d, rmsErr, 5*tt.relTol, tt.relTol)
+				}
+			}
 			toks := prompt(tt.promptLen, uint64(i))
 			var want []float64
 			for _, tok := range toks {
@@ -55,15 +149,11 @@ func TestMatchesReference(t *testing.T) {
 			}
 			var s seqState
 			got := h.feed(&s, toks)
-			if d := maxDiff(got, want); d > tol {
-				t.Fatalf("prefill: max |Δlogit| = %g, want ≤ %g", d, tol)
-			}
+			check("prefill", got, want)
 			for j := range numDecode {
 				next := argmax32(got)
 				want, got = ref.next(next), h.feed(&s, []int32{next})
-				if d := maxDiff(got, want); d > tol {
-					t.Fatalf("decode %d: max |Δlogit| = %g, want ≤ %g", j, d, tol)
-				}
+				check(fmt.Sprintf("decode %d", j), got, want)
 			}
 		})
 	}
@@ -307,5 +397,28 @@ func TestDummyGreedyVaries(t *testing.T) {
 			}
 			t.Errorf("prompt %d: greedy output cycles with period %d: %v", i, per, out)
 		}
+	}
+}
+
+func TestNewRejectsRopeScaling(t *testing.T) {
+	tests := []struct {
+		name string
+		s    model.RopeScaling
+	}{
+		{"unknown type", model.RopeScaling{Type: "yarn", Factor: 4}},
+		{"linear without factor", model.RopeScaling{Type: "linear"}},
+		{"llama3 high ≤ low", model.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 4, HighFreqFactor: 1, OrigContextLen: 8192}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, w := dummy()
+			cfg.RopeScaling = tt.s
+			if be, err := New(cfg, w, 1); !errors.Is(err, ErrUnsupported) {
+				if be != nil {
+					be.Close()
+				}
+				t.Errorf("New = %v, want %v", err, ErrUnsupported)
+			}
+		})
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 
+	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
@@ -14,6 +16,34 @@ import (
 // prefill. tok/s counts the step's tokens.
 func BenchmarkForward(b *testing.B) {
 	cfg, w := dummy()
+	benchSteps(b, cfg, w, []int{runtime.GOMAXPROCS(0)})
+}
+
+// smolLM2 is a random-weight model of SmolLM2-135M-Instruct's shape and
+// types (Q4_1 matrices, tied Q8_0 embeddings; 30 layers, dim 576, 9/3
+// heads, FFN 1536, vocab 49152), built once: quantizing takes seconds.
+var smolLM2 = sync.OnceValues(func() (model.Config, *model.Weights) {
+	cfg := model.Config{
+		Name: "smollm2-135m-shape", Arch: "llama", VocabSize: 49152, Dim: 576, NumLayers: 30,
+		NumHeads: 9, NumKVHeads: 3, HeadDim: 64, FFNDim: 1536, RopeTheta: 100000, NormEps: 1e-5,
+		MaxContextLen: 8192, BOSTokenID: 1, EOSTokenIDs: []int32{2}, TiedEmbeddings: true,
+	}
+	w, err := model.Random(cfg, model.RandomTypes{Matrix: model.Q4_1, Embed: model.Q8_0}, 135)
+	if err != nil {
+		panic(err)
+	}
+	return cfg, w
+})
+
+// BenchmarkSmolLM2Shape times the SmolLM2-135M-shaped Q4_1 model at 1 and
+// 2 threads: decode steps of batch 1 and 16 at context 128, and a
+// 128-token prefill, for comparison with llama.cpp (llama-bench tg/pp).
+func BenchmarkSmolLM2Shape(b *testing.B) {
+	cfg, w := smolLM2()
+	benchSteps(b, cfg, w, []int{1, 2})
+}
+
+func benchSteps(b *testing.B, cfg model.Config, w *model.Weights, threads []int) {
 	const ctxLen = 128
 	decode := func(batch int) func(*harness) *runner.Step {
 		return func(h *harness) *runner.Step {
@@ -43,18 +73,20 @@ func BenchmarkForward(b *testing.B) {
 		{"decode/batch=16", decode(16)},
 		{"prefill/tokens=128", prefill},
 	}
-	for _, tt := range tests {
-		b.Run(fmt.Sprintf("%s/threads=%d", tt.name, runtime.GOMAXPROCS(0)), func(b *testing.B) {
-			h := newHarness(b, cfg, w, 0, 256, 16, 0)
-			step := tt.setup(h)
-			logits := make([]float32, len(step.Seqs)*cfg.VocabSize)
-			ctx := context.Background()
-			for b.Loop() {
-				if err := h.be.Forward(ctx, step, logits); err != nil {
-					b.Fatal(err)
+	for _, th := range threads {
+		for _, tt := range tests {
+			b.Run(fmt.Sprintf("%s/threads=%d", tt.name, th), func(b *testing.B) {
+				h := newHarness(b, cfg, w, th, 256, 16, 0)
+				step := tt.setup(h)
+				logits := make([]float32, len(step.Seqs)*cfg.VocabSize)
+				ctx := context.Background()
+				for b.Loop() {
+					if err := h.be.Forward(ctx, step, logits); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(len(step.TokenIDs)*b.N)/b.Elapsed().Seconds(), "tok/s")
-		})
+				b.ReportMetric(float64(len(step.TokenIDs)*b.N)/b.Elapsed().Seconds(), "tok/s")
+			})
+		}
 	}
 }

@@ -14,17 +14,25 @@
 // V vocab, H query heads, Hkv KV heads, D head dim, B block size, F FFN
 // width.
 //
-// KV cache layout: one []float32 pool, split per layer into K then V, each
-// [numBlocks][B][Hkv][D]; so KV slot s = block*B + offset holds K (or V)
-// of all KV heads at [s*Hkv*D, (s+1)*Hkv*D) of its layer's K (or V) part:
+// KV cache layout: one []float32 pool, split per layer into K then V,
+// each numBlocks blocks of B token slots (slot s = block·B + offset).
+// Within a block, V is [B][Hkv][D] (a token's values are contiguous, for
+// the weighted sum) and K is [Hkv][D][B] (transposed, so that one query's
+// scores for 16 positions of a block come out of one register):
 //
-//	pool = [L][2 (K,V)][numBlocks][B][Hkv][D] float32
+//	pool = [L] × { K [numBlocks][Hkv][D][B], V [numBlocks][B][Hkv][D] } float32
+//
+// Weights are packed at New into the kernels' 16-row layouts (package
+// enginecore/cpu/kernels); quantized matmuls quantize their input to 8-bit
+// blocks once and multiply integers, like llama.cpp.
 //
 // New starts threads-1 worker goroutines (the caller's goroutine is the
 // first thread); Close stops them.
 //
-// It imports enginecore/model (weights) and enginecore/runner (the
-// interface it implements), nothing else from this repository; no cgo.
+// It imports enginecore/model (weights), enginecore/runner (the interface
+// it implements) and its own kernels package, nothing else from this
+// repository; no cgo. Build with GOEXPERIMENT=simd for the AVX-512
+// kernels (pure Go otherwise).
 //
 // Usage:
 //

@@ -2,8 +2,10 @@ package cpu
 
 import (
 	"context"
+	"fmt"
 	"math"
 
+	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
@@ -30,7 +32,9 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	c := &b.cfg
 	dim, half := c.Dim, len(b.freq)
 	for t, id := range step.TokenIDs {
-		copy(b.x[t*dim:(t+1)*dim], b.w.TokenEmbed[int(id)*dim:(int(id)+1)*dim])
+		if err := b.w.TokenEmbed.DequantizeRow(int(id), b.x[t*dim:(t+1)*dim]); err != nil {
+			return fmt.Errorf("cpu: embedding of token %d: %w", id, err)
+		}
 		pos := float64(step.Positions[t])
 		for i, f := range b.freq {
 			s, co := math.Sincos(pos * f)
@@ -54,7 +58,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		}
 	}
 	if numRows > 0 {
-		b.matmul(matmulOp{out: logits, x: b.xl, w: b.w.Output, numTok: numRows, in: dim, n: c.VocabSize})
+		b.matmul(b.xl[:numRows*dim], numRows, matmulOp{out: logits, m: b.output})
 	}
 	return nil
 }
@@ -62,53 +66,50 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 // layer runs transformer block l over all tokens of step.
 func (b *Backend) layer(l int, step *runner.Step) {
 	c := &b.cfg
-	w := &b.w.Layers[l]
+	w, m := &b.w.Layers[l], &b.layers[l]
 	numTok, dim, f := len(step.TokenIDs), c.Dim, c.FFNDim
 	half := len(b.freq)
 
-	// Attention: norm, Q/K/V, RoPE, K/V into the cache, attention, Wo.
+	// Attention: norm, Q/K/V (+ bias, + QK norm), RoPE, K/V into the
+	// cache, attention, Wo.
 	for t := range numTok {
 		rmsnorm(b.xb[t*dim:(t+1)*dim], b.x[t*dim:(t+1)*dim], w.AttnNorm, b.eps)
 	}
-	b.matmul(
-		matmulOp{out: b.q, x: b.xb, w: w.Wq, numTok: numTok, in: dim, n: b.qDim},
-		matmulOp{out: b.k, x: b.xb, w: w.Wk, numTok: numTok, in: dim, n: b.kvDim},
-		matmulOp{out: b.v, x: b.xb, w: w.Wv, numTok: numTok, in: dim, n: b.kvDim},
-	)
+	q, k, v := b.q[:numTok*b.qDim], b.k[:numTok*b.kvDim], b.v[:numTok*b.kvDim]
+	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: q, m: m.wq}, matmulOp{out: k, m: m.wk}, matmulOp{out: v, m: m.wv})
+	if c.QKVBias {
+		addRows(q, w.BQ)
+		addRows(k, w.BK)
+		addRows(v, w.BV)
+	}
 	kc, vc := b.layerKV(l)
 	for t := range numTok {
+		qt, kt := q[t*b.qDim:(t+1)*b.qDim], k[t*b.kvDim:(t+1)*b.kvDim]
+		if c.QKNorm {
+			headNorm(qt, c.NumHeads, w.QNorm, b.eps)
+			headNorm(kt, c.NumKVHeads, w.KNorm, b.eps)
+		}
 		cs, sn := b.cos[t*half:(t+1)*half], b.sin[t*half:(t+1)*half]
-		rope(b.q[t*b.qDim:(t+1)*b.qDim], c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
-		k := b.k[t*b.kvDim : (t+1)*b.kvDim]
-		rope(k, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
+		rope(qt, c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
+		rope(kt, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
 		slot := int(step.SlotMapping[t])
-		copy(kc[slot*b.kvDim:(slot+1)*b.kvDim], k)
-		copy(vc[slot*b.kvDim:(slot+1)*b.kvDim], b.v[t*b.kvDim:(t+1)*b.kvDim])
+		b.writeK(kc, slot, kt)
+		copy(vc[slot*b.kvDim:(slot+1)*b.kvDim], v[t*b.kvDim:(t+1)*b.kvDim])
 	}
 	b.attn.layer, b.attn.step = l, step
-	b.pool.do(&b.attn)
+	b.pool.run(&b.attn, b.attnWork(step))
 	b.attn.step = nil
-	b.matmul(matmulOp{out: b.xb2, x: b.att, w: w.Wo, numTok: numTok, in: b.qDim, n: dim})
+	b.matmul(b.att[:numTok*b.qDim], numTok, matmulOp{out: b.xb2, m: m.wo})
 	add(b.x[:numTok*dim], b.xb2)
 
 	// MLP: norm, gate and up, SwiGLU, down.
 	for t := range numTok {
 		rmsnorm(b.xb[t*dim:(t+1)*dim], b.x[t*dim:(t+1)*dim], w.FFNNorm, b.eps)
 	}
-	b.matmul(
-		matmulOp{out: b.hb, x: b.xb, w: w.W1, numTok: numTok, in: dim, n: f},
-		matmulOp{out: b.hb2, x: b.xb, w: w.W3, numTok: numTok, in: dim, n: f},
-	)
-	swiglu(b.hb[:numTok*f], b.hb2)
-	b.matmul(matmulOp{out: b.xb2, x: b.hb, w: w.W2, numTok: numTok, in: f, n: dim})
+	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: b.hb, m: m.w1}, matmulOp{out: b.hb2, m: m.w3})
+	kernels.SiLUMul(b.hb[:numTok*f], b.hb2)
+	b.matmul(b.hb[:numTok*f], numTok, matmulOp{out: b.xb2, m: m.w2})
 	add(b.x[:numTok*dim], b.xb2)
-}
-
-// matmul runs up to three matmuls in one parallel dispatch.
-func (b *Backend) matmul(ops ...matmulOp) {
-	b.mm.numOp = copy(b.mm.ops[:], ops)
-	b.pool.do(&b.mm)
-	b.mm.ops = [3]matmulOp{} // drop references to caller slices
 }
 
 // attnJob is causal attention of every (token, head) of a step for one
@@ -133,37 +134,44 @@ func (j *attnJob) run(w, numWorkers int) {
 		table := step.Seqs[b.tokSeq[t]].BlockTable
 		n := int(step.Positions[t]) + 1 // attend to positions 0..p
 		q := b.q[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-		kvOff := (h / group) * hd
+		kvh := h / group
 
+		// Scores and values block by block: K of KV head kvh is a [D][B]
+		// tile per block, V rows are kvDim apart.
 		maxS := float32(math.Inf(-1))
 		for pos := 0; pos < n; pos += bs {
-			base := int(table[pos/bs]) * bs
-			for p := pos; p < min(n, pos+bs); p++ {
-				off := (base+p-pos)*b.kvDim + kvOff
-				s := dot(q, kc[off:off+hd]) * scale
-				scores[p] = s
-				maxS = max(maxS, s)
-			}
+			blk := int(table[pos/bs])
+			kOff := (blk*c.NumKVHeads + kvh) * hd * bs
+			maxS = max(maxS, kernels.DotCols(scores[pos:min(n, pos+bs)], q, kc[kOff:], bs, scale))
 		}
-		var sum float32
-		for p := range n {
-			e := float32(math.Exp(float64(scores[p] - maxS)))
-			scores[p] = e
-			sum += e
-		}
+		inv := 1 / kernels.ExpShift(scores[:n], maxS)
 		out := b.att[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
 		clear(out)
-		inv := 1 / sum
 		for pos := 0; pos < n; pos += bs {
-			base := int(table[pos/bs]) * bs
-			for p := pos; p < min(n, pos+bs); p++ {
-				off := (base+p-pos)*b.kvDim + kvOff
-				a := scores[p] * inv
-				v := vc[off : off+hd]
-				for d := range out {
-					out[d] += a * v[d]
-				}
-			}
+			vOff := int(table[pos/bs])*bs*b.kvDim + kvh*hd
+			kernels.AddRows(out, scores[pos:min(n, pos+bs)], vc[vOff:], b.kvDim)
 		}
+		kernels.Scale(out, inv)
+	}
+}
+
+// attnWork is the multiply-adds of a step's attention: per token and
+// head, 2·D per attended position.
+func (b *Backend) attnWork(step *runner.Step) int {
+	n := 0
+	for _, p := range step.Positions {
+		n += int(p) + 1
+	}
+	return n * b.cfg.NumHeads * b.cfg.HeadDim * 2
+}
+
+// writeK stores k ([Hkv][D]) of KV slot s in a layer's K cache, laid out
+// [numBlocks][Hkv][D][B] (see the package doc).
+func (b *Backend) writeK(kc []float32, s int, k []float32) {
+	bs := b.blockSize
+	base := (s / bs) * b.kvDim * bs
+	off := s % bs
+	for i, v := range k { // i = h·D + d
+		kc[base+i*bs+off] = v
 	}
 }

@@ -2,25 +2,77 @@ package cpu
 
 import (
 	"math"
+	"testing"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
 // refModel is the test oracle: a straightforward llama2.c-style forward of
 // one sequence, one token at a time, with a contiguous KV cache and
-// float64 arithmetic throughout. It shares no code with the Backend.
+// float64 arithmetic throughout, on the dequantized weights. It shares no
+// code with the Backend (RoPE frequencies and their scaling included).
 type refModel struct {
-	cfg model.Config
-	w   *model.Weights
-	k   [][][]float64 // [L][pos][Hkv*D] keys after RoPE
-	v   [][][]float64 // [L][pos][Hkv*D]
+	cfg     model.Config
+	embed   []float32 // [V][Dim]
+	output  []float32 // [V][Dim]
+	outNorm []float32
+	layers  []refLayer
+	freq    []float64     // [D/2]
+	k       [][][]float64 // [L][pos][Hkv*D] keys after RoPE
+	v       [][][]float64 // [L][pos][Hkv*D]
 }
 
-func newRef(cfg model.Config, w *model.Weights) *refModel {
-	return &refModel{cfg: cfg, w: w, k: make([][][]float64, cfg.NumLayers), v: make([][][]float64, cfg.NumLayers)}
+type refLayer struct {
+	model.Layer    // norms, biases
+	wq, wk, wv, wo []float32
+	w1, w3, w2     []float32
 }
 
-// matvec returns W[n][len(x)] · x.
+func newRef(t testing.TB, cfg model.Config, w *model.Weights) *refModel {
+	t.Helper()
+	deq := func(x *model.Tensor) []float32 {
+		v, err := x.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	r := &refModel{
+		cfg: cfg, embed: deq(w.TokenEmbed), output: deq(w.Output), outNorm: w.OutNorm,
+		k: make([][][]float64, cfg.NumLayers), v: make([][][]float64, cfg.NumLayers),
+	}
+	for _, l := range w.Layers {
+		r.layers = append(r.layers, refLayer{Layer: l,
+			wq: deq(l.Wq), wk: deq(l.Wk), wv: deq(l.Wv), wo: deq(l.Wo), w1: deq(l.W1), w3: deq(l.W3), w2: deq(l.W2)})
+	}
+	d := float64(cfg.HeadDim)
+	sc := cfg.RopeScaling
+	for i := 0; i < cfg.HeadDim/2; i++ {
+		f := 1 / math.Pow(cfg.RopeTheta, 2*float64(i)/d)
+		switch {
+		case w.RopeFreqs != nil:
+			f /= float64(w.RopeFreqs[i])
+		case sc.Type == "linear":
+			f /= sc.Factor
+		case sc.Type == "llama3":
+			// Wavelengths above orig/low are slowed by Factor, below
+			// orig/high kept, and interpolated in between.
+			lambda := 2 * math.Pi / f
+			ratio := float64(sc.OrigContextLen) / lambda // = orig·f/2π
+			switch {
+			case ratio < sc.LowFreqFactor:
+				f /= sc.Factor
+			case ratio <= sc.HighFreqFactor:
+				a := (ratio - sc.LowFreqFactor) / (sc.HighFreqFactor - sc.LowFreqFactor)
+				f = a*f + (1-a)*f/sc.Factor
+			}
+		}
+		r.freq = append(r.freq, f)
+	}
+	return r
+}
+
+// refMatvec returns W[n][len(x)] · x.
 func refMatvec(w []float32, x []float64, n int) []float64 {
 	out := make([]float64, n)
 	for j := range n {
@@ -45,13 +97,19 @@ func refRMSNorm(x []float64, g []float32, eps float64) []float64 {
 	return out
 }
 
-// refRope rotates every head of x in place for position pos.
+// headwise applies f to each head of x in place.
+func headwise(x []float64, d int, f func(head []float64) []float64) {
+	for h := 0; h < len(x)/d; h++ {
+		copy(x[h*d:(h+1)*d], f(x[h*d:(h+1)*d]))
+	}
+}
+
+// rope rotates every head of x in place for position pos.
 func (r *refModel) rope(x []float64, pos int) {
 	d := r.cfg.HeadDim
-	for h := 0; h < len(x)/d; h++ {
-		head := x[h*d : (h+1)*d]
-		for i := 0; i < d/2; i++ {
-			theta := float64(pos) * math.Pow(r.cfg.RopeTheta, -2*float64(i)/float64(d))
+	headwise(x, d, func(head []float64) []float64 {
+		for i, f := range r.freq {
+			theta := float64(pos) * f
 			a, b := 2*i, 2*i+1
 			if r.cfg.RopeNeox {
 				a, b = i, i+d/2
@@ -60,7 +118,8 @@ func (r *refModel) rope(x []float64, pos int) {
 			head[a] = x0*math.Cos(theta) - x1*math.Sin(theta)
 			head[b] = x0*math.Sin(theta) + x1*math.Cos(theta)
 		}
-	}
+		return head
+	})
 }
 
 // next feeds the token at the next position and returns its logits [V].
@@ -69,14 +128,26 @@ func (r *refModel) next(tok int32) []float64 {
 	pos := len(r.k[0])
 	x := make([]float64, c.Dim)
 	for i := range x {
-		x[i] = float64(r.w.TokenEmbed[int(tok)*c.Dim+i])
+		x[i] = float64(r.embed[int(tok)*c.Dim+i])
 	}
 	hd := c.HeadDim
-	for l, w := range r.w.Layers {
+	bias := func(v []float64, b []float32) {
+		for i := range b {
+			v[i] += float64(b[i])
+		}
+	}
+	for l, w := range r.layers {
 		xb := refRMSNorm(x, w.AttnNorm, c.NormEps)
-		q := refMatvec(w.Wq, xb, c.NumHeads*hd)
-		k := refMatvec(w.Wk, xb, c.NumKVHeads*hd)
-		v := refMatvec(w.Wv, xb, c.NumKVHeads*hd)
+		q := refMatvec(w.wq, xb, c.NumHeads*hd)
+		k := refMatvec(w.wk, xb, c.NumKVHeads*hd)
+		v := refMatvec(w.wv, xb, c.NumKVHeads*hd)
+		bias(q, w.BQ)
+		bias(k, w.BK)
+		bias(v, w.BV)
+		if c.QKNorm {
+			headwise(q, hd, func(h []float64) []float64 { return refRMSNorm(h, w.QNorm, c.NormEps) })
+			headwise(k, hd, func(h []float64) []float64 { return refRMSNorm(h, w.KNorm, c.NormEps) })
+		}
 		r.rope(q, pos)
 		r.rope(k, pos)
 		r.k[l] = append(r.k[l], k)
@@ -107,20 +178,20 @@ func (r *refModel) next(tok int32) []float64 {
 				}
 			}
 		}
-		o := refMatvec(w.Wo, att, c.Dim)
+		o := refMatvec(w.wo, att, c.Dim)
 		for i := range x {
 			x[i] += o[i]
 		}
 		xb = refRMSNorm(x, w.FFNNorm, c.NormEps)
-		gate := refMatvec(w.W1, xb, c.FFNDim)
-		up := refMatvec(w.W3, xb, c.FFNDim)
+		gate := refMatvec(w.w1, xb, c.FFNDim)
+		up := refMatvec(w.w3, xb, c.FFNDim)
 		for i, g := range gate {
 			gate[i] = g / (1 + math.Exp(-g)) * up[i]
 		}
-		down := refMatvec(w.W2, gate, c.Dim)
+		down := refMatvec(w.w2, gate, c.Dim)
 		for i := range x {
 			x[i] += down[i]
 		}
 	}
-	return refMatvec(r.w.Output, refRMSNorm(x, r.w.OutNorm, c.NormEps), c.VocabSize)
+	return refMatvec(r.output, refRMSNorm(x, r.outNorm, c.NormEps), c.VocabSize)
 }

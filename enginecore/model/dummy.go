@@ -57,24 +57,31 @@ func Dummy(maxContextLen int) (Config, *Weights) {
 		}
 		return s
 	}
-	// matrix draws [out][in] with std 1/sqrt(in).
-	matrix := func(out, in int) []float32 { return normal(out*in, 0, 1/math.Sqrt(float64(in))) }
-	w := &Weights{TokenEmbed: normal(cfg.VocabSize*d, 0, 1)}
-	for range cfg.NumLayers {
+	// matrix draws [out][in] with the given std as an F32 tensor.
+	matrix := func(name string, out, in int, std float64) *Tensor {
+		t, err := NewTensor(name, F32, []int{in, out}, normal(out*in, 0, std))
+		if err != nil {
+			panic(err) // the shapes above are consistent
+		}
+		return t
+	}
+	w := &Weights{TokenEmbed: matrix("token_embd.weight", cfg.VocabSize, d, 1)}
+	for i := range cfg.NumLayers {
+		p := "blk." + strconv.Itoa(i) + "."
 		var l Layer
 		l.AttnNorm = normal(d, 1, 0.02)
-		l.Wq = matrix(qd, d)
-		l.Wk = matrix(kvd, d)
-		l.Wv = matrix(kvd, d)
-		l.Wo = matrix(d, qd)
+		l.Wq = matrix(p+"attn_q.weight", qd, d, 1/math.Sqrt(float64(d)))
+		l.Wk = matrix(p+"attn_k.weight", kvd, d, 1/math.Sqrt(float64(d)))
+		l.Wv = matrix(p+"attn_v.weight", kvd, d, 1/math.Sqrt(float64(d)))
+		l.Wo = matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd)))
 		l.FFNNorm = normal(d, 1, 0.02)
-		l.W1 = matrix(f, d)
-		l.W3 = matrix(f, d)
-		l.W2 = matrix(d, f)
+		l.W1 = matrix(p+"ffn_gate.weight", f, d, 1/math.Sqrt(float64(d)))
+		l.W3 = matrix(p+"ffn_up.weight", f, d, 1/math.Sqrt(float64(d)))
+		l.W2 = matrix(p+"ffn_down.weight", d, f, 1/math.Sqrt(float64(f)))
 		w.Layers = append(w.Layers, l)
 	}
 	w.OutNorm = normal(d, 1, 0.02)
-	w.Output = normal(cfg.VocabSize*d, 0, 4/math.Sqrt(float64(d)))
+	w.Output = matrix("output.weight", cfg.VocabSize, d, 4/math.Sqrt(float64(d)))
 	return cfg, w
 }
 

@@ -40,30 +40,38 @@ type RopeScaling struct {
 	OrigContextLen int     // llama3: original_max_position_embeddings
 }
 
-// Layer is one transformer block's weights. Shapes use the Config names.
+// Layer is one transformer block's weights. Matrices are [out][in]
+// (GGUF Shape [in, out]) of any supported type; vectors are float32.
 type Layer struct {
 	AttnNorm []float32 // [Dim] RMSNorm gain before attention
-	Wq       []float32 // [H*D][Dim]
-	Wk       []float32 // [Hkv*D][Dim]
-	Wv       []float32 // [Hkv*D][Dim]
-	Wo       []float32 // [Dim][H*D]
+	Wq       *Tensor   // [H*D][Dim]
+	Wk       *Tensor   // [Hkv*D][Dim]
+	Wv       *Tensor   // [Hkv*D][Dim]
+	Wo       *Tensor   // [Dim][H*D]
+	BQ       []float32 // [H*D] Q bias; nil unless Config.QKVBias
+	BK       []float32 // [Hkv*D] K bias; nil unless Config.QKVBias
+	BV       []float32 // [Hkv*D] V bias; nil unless Config.QKVBias
+	QNorm    []float32 // [D] per-head RMSNorm gain of Q; nil unless Config.QKNorm
+	KNorm    []float32 // [D] per-head RMSNorm gain of K; nil unless Config.QKNorm
 	FFNNorm  []float32 // [Dim] RMSNorm gain before the MLP
-	W1       []float32 // [F][Dim] gate
-	W3       []float32 // [F][Dim] up
-	W2       []float32 // [Dim][F] down
+	W1       *Tensor   // [F][Dim] gate
+	W3       *Tensor   // [F][Dim] up
+	W2       *Tensor   // [Dim][F] down
 }
 
-// Weights are a model's parameters as flat row-major float32 slices
-// (llama2.c's TransformerWeights). Backends read them and never write.
+// Weights are a model's parameters. Tensors may be quantized and their
+// Data mmapped; backends read them and never write.
 type Weights struct {
-	TokenEmbed []float32 // [V][Dim]
+	TokenEmbed *Tensor   // [V][Dim]
 	Layers     []Layer   // [L]
 	OutNorm    []float32 // [Dim] final RMSNorm gain
-	Output     []float32 // [V][Dim] LM head; the same slice as TokenEmbed when tied
+	Output     *Tensor   // [V][Dim] LM head; the same *Tensor as TokenEmbed when tied
+	RopeFreqs  []float32 // [D/2] optional per-frequency divisors (GGUF rope_freqs.weight); nil if absent
 }
 
 // Validate checks that cfg is consistent and every tensor of w has the
-// size cfg implies. The error wraps ErrShape and names the tensor.
+// shape, type and data size cfg implies. Shape errors wrap ErrShape, type
+// errors ErrUnsupportedType; both name the tensor by its GGUF name.
 func (w *Weights) Validate(cfg Config) error {
 	switch {
 	case cfg.VocabSize <= 0, cfg.Dim <= 0, cfg.NumLayers <= 0, cfg.NumHeads <= 0,
@@ -78,30 +86,76 @@ func (w *Weights) Validate(cfg Config) error {
 	}
 	v, d, f := cfg.VocabSize, cfg.Dim, cfg.FFNDim
 	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
-	check := func(name string, got []float32, want int) error {
-		if len(got) != want {
+	vec := func(name string, got []float32, want int, present bool) error {
+		switch {
+		case !present && got != nil:
+			return fmt.Errorf("%w: %s present but the config does not use it", ErrShape, name)
+		case present && len(got) != want:
 			return fmt.Errorf("%w: %s has %d elements, want %d", ErrShape, name, len(got), want)
 		}
 		return nil
 	}
 	errs := []error{
-		check("token_embd", w.TokenEmbed, v*d),
-		check("output_norm", w.OutNorm, d),
-		check("output", w.Output, v*d),
+		checkMatrix("token_embd.weight", w.TokenEmbed, d, v),
+		vec("output_norm.weight", w.OutNorm, d, true),
+		checkMatrix("output.weight", w.Output, d, v),
+		vec("rope_freqs.weight", w.RopeFreqs, cfg.HeadDim/2, w.RopeFreqs != nil),
 	}
 	for i, l := range w.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		errs = append(errs,
-			check(p+"attn_norm", l.AttnNorm, d),
-			check(p+"attn_q", l.Wq, qd*d),
-			check(p+"attn_k", l.Wk, kvd*d),
-			check(p+"attn_v", l.Wv, kvd*d),
-			check(p+"attn_output", l.Wo, d*qd),
-			check(p+"ffn_norm", l.FFNNorm, d),
-			check(p+"ffn_gate", l.W1, f*d),
-			check(p+"ffn_up", l.W3, f*d),
-			check(p+"ffn_down", l.W2, d*f),
+			vec(p+"attn_norm.weight", l.AttnNorm, d, true),
+			checkMatrix(p+"attn_q.weight", l.Wq, d, qd),
+			checkMatrix(p+"attn_k.weight", l.Wk, d, kvd),
+			checkMatrix(p+"attn_v.weight", l.Wv, d, kvd),
+			checkMatrix(p+"attn_output.weight", l.Wo, qd, d),
+			vec(p+"attn_q.bias", l.BQ, qd, cfg.QKVBias),
+			vec(p+"attn_k.bias", l.BK, kvd, cfg.QKVBias),
+			vec(p+"attn_v.bias", l.BV, kvd, cfg.QKVBias),
+			vec(p+"attn_q_norm.weight", l.QNorm, cfg.HeadDim, cfg.QKNorm),
+			vec(p+"attn_k_norm.weight", l.KNorm, cfg.HeadDim, cfg.QKNorm),
+			vec(p+"ffn_norm.weight", l.FFNNorm, d, true),
+			checkMatrix(p+"ffn_gate.weight", l.W1, d, f),
+			checkMatrix(p+"ffn_up.weight", l.W3, d, f),
+			checkMatrix(p+"ffn_down.weight", l.W2, f, d),
 		)
 	}
 	return errors.Join(errs...)
+}
+
+// checkMatrix checks that t is a supported [out][in] matrix (Shape [in,
+// out], trailing 1s allowed) whose Data holds exactly its elements.
+func checkMatrix(name string, t *Tensor, in, out int) error {
+	if t == nil {
+		return fmt.Errorf("%w: %s missing", ErrShape, name)
+	}
+	if !t.Type.Supported() {
+		return fmt.Errorf("%w: %s has type %v", ErrUnsupportedType, name, t.Type)
+	}
+	if !shapeIs(t.Shape, in, out) {
+		return fmt.Errorf("%w: %s has shape %v, want [%d %d]", ErrShape, name, t.Shape, in, out)
+	}
+	if bs := t.Type.BlockSize(); in%bs != 0 {
+		return fmt.Errorf("%w: %s rows of %d elements are not a multiple of the %v block of %d", ErrShape, name, in, t.Type, bs)
+	}
+	if want := t.Type.RowBytes(in) * out; len(t.Data) != want {
+		return fmt.Errorf("%w: %s (%v %v) has %d bytes of data, want %d", ErrShape, name, t.Type, t.Shape, len(t.Data), want)
+	}
+	return nil
+}
+
+// shapeIs reports whether shape equals want, ignoring trailing 1s.
+func shapeIs(shape []int, want ...int) bool {
+	for len(shape) > len(want) && shape[len(shape)-1] == 1 {
+		shape = shape[:len(shape)-1]
+	}
+	if len(shape) != len(want) {
+		return false
+	}
+	for i := range want {
+		if shape[i] != want[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -27,13 +27,24 @@ func TestDummyShape(t *testing.T) {
 	}
 }
 
+// f32 dequantizes t for tests.
+func f32(t testing.TB, x *Tensor) []float32 {
+	t.Helper()
+	v, err := x.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func TestDummyDeterministic(t *testing.T) {
 	_, a := Dummy(0)
 	_, b := Dummy(0)
 	tensors := func(w *Weights) [][]float32 {
-		out := [][]float32{w.TokenEmbed, w.OutNorm, w.Output}
+		out := [][]float32{f32(t, w.TokenEmbed), w.OutNorm, f32(t, w.Output)}
 		for _, l := range w.Layers {
-			out = append(out, l.AttnNorm, l.Wq, l.Wk, l.Wv, l.Wo, l.FFNNorm, l.W1, l.W3, l.W2)
+			out = append(out, l.AttnNorm, f32(t, l.Wq), f32(t, l.Wk), f32(t, l.Wv), f32(t, l.Wo),
+				l.FFNNorm, f32(t, l.W1), f32(t, l.W3), f32(t, l.W2))
 		}
 		return out
 	}
@@ -44,10 +55,14 @@ func TestDummyDeterministic(t *testing.T) {
 		}
 	}
 	// Pin a few values so a change of seed or draw order is noticed.
-	got := []float32{a.TokenEmbed[0], a.Layers[0].Wq[0], a.Layers[3].W2[5], a.Output[len(a.Output)-1]}
+	out := f32(t, a.Output)
+	got := []float32{f32(t, a.TokenEmbed)[0], f32(t, a.Layers[0].Wq)[0], f32(t, a.Layers[3].W2)[5], out[len(out)-1]}
 	want := []float32{0.38350034, -0.082378544, -0.04824919, 0.50189084}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pinned weights (-want +got):\n%s", diff)
+	}
+	if a.TokenEmbed.Type != F32 || !slices.Equal(a.Layers[1].W2.Shape, []int{384, 128}) {
+		t.Errorf("ffn_down is %v %v, want F32 [384 128]", a.Layers[1].W2.Type, a.Layers[1].W2.Shape)
 	}
 }
 
@@ -66,10 +81,10 @@ func TestDummyScale(t *testing.T) {
 		x          []float32
 		mean, want float64
 	}{
-		{"token_embd", w.TokenEmbed, 0, 1},
-		{"attn_q", w.Layers[1].Wq, 0, 1 / math.Sqrt(128)},
-		{"ffn_down", w.Layers[2].W2, 0, 1 / math.Sqrt(384)},
-		{"output", w.Output, 0, 4 / math.Sqrt(128)},
+		{"token_embd", f32(t, w.TokenEmbed), 0, 1},
+		{"attn_q", f32(t, w.Layers[1].Wq), 0, 1 / math.Sqrt(128)},
+		{"ffn_down", f32(t, w.Layers[2].W2), 0, 1 / math.Sqrt(384)},
+		{"output", f32(t, w.Output), 0, 4 / math.Sqrt(128)},
 		{"attn_norm", w.Layers[0].AttnNorm, 1, 0.02},
 	}
 	for _, tt := range tests {
@@ -82,26 +97,35 @@ func TestDummyScale(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	shortData := func(x *Tensor) *Tensor { c := *x; c.Data = c.Data[:len(c.Data)-4]; return &c }
+	retype := func(x *Tensor, typ DType) *Tensor { c := *x; c.Type = typ; return &c }
 	tests := []struct {
 		name string
 		edit func(*Config, *Weights)
-		ok   bool
+		want error // nil: valid
 	}{
-		{"dummy", func(*Config, *Weights) {}, true},
-		{"tied", func(c *Config, w *Weights) { c.TiedEmbeddings, w.Output = true, w.TokenEmbed }, true},
-		{"short wq", func(_ *Config, w *Weights) { w.Layers[2].Wq = w.Layers[2].Wq[1:] }, false},
-		{"missing layer", func(_ *Config, w *Weights) { w.Layers = w.Layers[:3] }, false},
-		{"heads not a multiple of kv heads", func(c *Config, _ *Weights) { c.NumKVHeads = 3 }, false},
-		{"odd head dim", func(c *Config, _ *Weights) { c.HeadDim = 31 }, false},
-		{"zero vocab", func(c *Config, _ *Weights) { c.VocabSize = 0 }, false},
+		{"dummy", func(*Config, *Weights) {}, nil},
+		{"tied", func(c *Config, w *Weights) { c.TiedEmbeddings, w.Output = true, w.TokenEmbed }, nil},
+		{"short wq data", func(_ *Config, w *Weights) { w.Layers[2].Wq = shortData(w.Layers[2].Wq) }, ErrShape},
+		{"transposed wo", func(_ *Config, w *Weights) {
+			c := *w.Layers[0].W1
+			c.Shape = []int{384, 128}
+			w.Layers[0].W1 = &c
+		}, ErrShape},
+		{"unsupported type", func(_ *Config, w *Weights) { w.Layers[1].Wk = retype(w.Layers[1].Wk, 6) }, ErrUnsupportedType},
+		{"missing layer", func(_ *Config, w *Weights) { w.Layers = w.Layers[:3] }, ErrShape},
+		{"missing bias", func(c *Config, _ *Weights) { c.QKVBias = true }, ErrShape},
+		{"heads not a multiple of kv heads", func(c *Config, _ *Weights) { c.NumKVHeads = 3 }, ErrShape},
+		{"odd head dim", func(c *Config, _ *Weights) { c.HeadDim = 31 }, ErrShape},
+		{"zero vocab", func(c *Config, _ *Weights) { c.VocabSize = 0 }, ErrShape},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, w := Dummy(0)
 			tt.edit(&cfg, w)
 			err := w.Validate(cfg)
-			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, ErrShape)) {
-				t.Errorf("Validate = %v, want ok=%v", err, tt.ok)
+			if (tt.want == nil) != (err == nil) || (err != nil && !errors.Is(err, tt.want)) {
+				t.Errorf("Validate = %v, want %v", err, tt.want)
 			}
 		})
 	}

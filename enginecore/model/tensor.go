@@ -82,3 +82,41 @@ func (t *Tensor) Rows() int {
 	}
 	return t.NumElements() / t.Shape[0]
 }
+
+// NewTensor quantizes values (row-major, len = product of shape) to type
+// typ and returns the tensor. Tests and test-model writers use it.
+func NewTensor(name string, typ DType, shape []int, values []float32) (*Tensor, error) {
+	t := &Tensor{Name: name, Type: typ, Shape: append([]int(nil), shape...)}
+	if n := t.NumElements(); n != len(values) {
+		return nil, fmt.Errorf("%w: tensor %s of shape %v needs %d values, have %d", ErrLayout, name, shape, n, len(values))
+	}
+	if len(shape) > 0 && typ.Supported() && shape[0]%typ.BlockSize() != 0 {
+		return nil, fmt.Errorf("%w: tensor %s: row of %d elements is not a multiple of the %v block of %d",
+			ErrLayout, name, shape[0], typ, typ.BlockSize())
+	}
+	data, err := Quantize(typ, values)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	t.Data = data
+	return t, nil
+}
+
+// Float32s dequantizes the whole tensor into a new slice.
+func (t *Tensor) Float32s() ([]float32, error) {
+	out := make([]float32, t.NumElements())
+	if err := Dequantize(t.Type, t.Data, out); err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+	}
+	return out, nil
+}
+
+// DequantizeRow writes row i (Shape[0] elements) into dst[:Shape[0]].
+func (t *Tensor) DequantizeRow(i int, dst []float32) error {
+	n := t.Shape[0]
+	rb := t.Type.RowBytes(n)
+	if i < 0 || i >= t.Rows() || len(dst) < n || (i+1)*rb > len(t.Data) {
+		return fmt.Errorf("%w: tensor %s: row %d of %d into %d values", ErrLayout, t.Name, i, t.Rows(), len(dst))
+	}
+	return Dequantize(t.Type, t.Data[i*rb:(i+1)*rb], dst[:n])
+}

@@ -1,0 +1,292 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+// AVX2 + FMA kernels (256-bit), for CPUs and VMs without usable AVX-512
+// (some hypervisors list the flags but leave the ZMM state off, and Go
+// then reports no AVX-512). Same packed layouts and integer sums as the
+// AVX-512 kernels; a 64-byte chunk of a 16-row group is read as two
+// halves, rows 0–7 and 8–15. One token at a time; activations are
+// quantized by the pure-Go quantizer. Checked like the others by the
+// tests, which run every level the CPU has.
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
+	var res [GroupRows]float32
+	in, nb := m.In, m.nb
+	for g := g0; g < g1; g++ {
+		for t := range a.NumTok {
+			switch m.fam {
+			case famF32:
+				f32Group256(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
+			case famNib:
+				nibGroup256(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
+					a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
+			case famByte:
+				spb := m.scPerBlock()
+				byteGroup256(m.qs[g*nb*byteBlockBytes:(g+1)*nb*byteBlockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb), m.nsub, m.hasMin,
+					a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
+			}
+			m.store(out, t, g, &res)
+		}
+	}
+}
+
+// load8 loads scales [i, i+8) as float32 (see load16).
+func (s scales) load8(i int) archsimd.Float32x8 {
+	if s.h == nil {
+		return archsimd.LoadFloat32x8((*[8]float32)(s.f[i:]))
+	}
+	h := archsimd.LoadUint16x8((*[8]uint16)(s.h[i:])).ExtendToUint32()
+	mag := h.And(archsimd.BroadcastUint32x8(0x7fff)).ShiftAllLeft(13).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(0x1p112))
+	return mag.AsUint32x8().Or(h.And(archsimd.BroadcastUint32x8(0x8000)).ShiftAllLeft(16)).AsFloat32x8()
+}
+
+func bcast4x32(v int32) archsimd.Int8x32 { return archsimd.BroadcastInt32x8(v).AsInt8x32() }
+
+// f32Group256: two chains over i mod 2 per half, like f32Group1.
+func f32Group256(w, x []float32, res *[GroupRows]float32) {
+	var a0, a1, b0, b1 archsimd.Float32x8
+	w = w[:len(x)*GroupRows]
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		ww := (*[2 * GroupRows]float32)(w[i*GroupRows:])
+		x0, x1 := archsimd.BroadcastFloat32x8(x[i]), archsimd.BroadcastFloat32x8(x[i+1])
+		a0 = archsimd.LoadFloat32x8((*[8]float32)(ww[0:])).MulAdd(x0, a0)
+		b0 = archsimd.LoadFloat32x8((*[8]float32)(ww[8:])).MulAdd(x0, b0)
+		a1 = archsimd.LoadFloat32x8((*[8]float32)(ww[16:])).MulAdd(x1, a1)
+		b1 = archsimd.LoadFloat32x8((*[8]float32)(ww[24:])).MulAdd(x1, b1)
+	}
+	if i < len(x) {
+		xi := archsimd.BroadcastFloat32x8(x[i])
+		a0 = archsimd.LoadFloat32x8((*[8]float32)(w[i*GroupRows:])).MulAdd(xi, a0)
+		b0 = archsimd.LoadFloat32x8((*[8]float32)(w[i*GroupRows+8:])).MulAdd(xi, b0)
+	}
+	a0.Add(a1).Store((*[8]float32)(res[0:]))
+	b0.Add(b1).Store((*[8]float32)(res[8:]))
+}
+
+func nibGroup256(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupRows]float32) {
+	mask := archsimd.BroadcastUint8x32(0x0f)
+	ones := archsimd.BroadcastInt16x16(1)
+	var accA, accB archsimd.Float32x8
+	nb := len(xd)
+	qs, xq, xs = qs[:nb*nibBlockBytes], xq[:nb*32], xs[:nb]
+	for j := range nb {
+		w := (*[nibBlockBytes]byte)(qs[j*nibBlockBytes:])
+		x := (*[8]int32)(unsafe.Pointer((*[32]int8)(xq[j*32:])))
+		var sA, sB archsimd.Int16x16
+		for c := range 4 {
+			bl, bh := bcast4x32(x[c]), bcast4x32(x[4+c])
+			va := archsimd.LoadUint8x32((*[32]uint8)(w[c*64:]))
+			vb := archsimd.LoadUint8x32((*[32]uint8)(w[c*64+32:]))
+			sA = sA.Add(va.And(mask).DotProductPairsSaturated(bl)).
+				Add(va.AsUint16x16().ShiftAllRight(4).AsUint8x32().And(mask).DotProductPairsSaturated(bh))
+			sB = sB.Add(vb.And(mask).DotProductPairsSaturated(bl)).
+				Add(vb.AsUint16x16().ShiftAllRight(4).AsUint8x32().And(mask).DotProductPairsSaturated(bh))
+		}
+		dx, sx := archsimd.BroadcastFloat32x8(xd[j]), archsimd.BroadcastFloat32x8(xs[j])
+		o := j * 2 * GroupRows
+		accA = sA.DotProductPairs(ones).ConvertToFloat32().MulAdd(sc.load8(o).Mul(dx), accA)
+		accA = sc.load8(o+GroupRows).MulAdd(sx, accA)
+		accB = sB.DotProductPairs(ones).ConvertToFloat32().MulAdd(sc.load8(o+8).Mul(dx), accB)
+		accB = sc.load8(o+GroupRows+8).MulAdd(sx, accB)
+	}
+	accA.Store((*[8]float32)(res[0:]))
+	accB.Store((*[8]float32)(res[8:]))
+}
+
+// byteChunk256 is byteChunk for 8 rows.
+func byteChunk256(w *[32]int8, a archsimd.Uint8x32, m archsimd.Int8x32, ones archsimd.Int16x16) archsimd.Int32x8 {
+	b := archsimd.LoadInt8x32(w).Xor(m).Sub(m)
+	return a.DotProductPairsSaturated(b).DotProductPairs(ones)
+}
+
+func byteGroup256(qs []byte, sc scales, nsub int, hasMin bool, xa []uint8, xm []int8, xd, xs []float32, res *[GroupRows]float32) {
+	ones := archsimd.BroadcastInt16x16(1)
+	var accA, accB archsimd.Float32x8
+	nb := len(xd)
+	spb := nsub * GroupRows
+	if hasMin {
+		spb *= 2
+	}
+	qs, xa, xm, xs = qs[:nb*byteBlockBytes], xa[:nb*32], xm[:nb*32], xs[:nb]
+	for j := range nb {
+		w := (*[byteBlockBytes]int8)(unsafe.Pointer((*[byteBlockBytes]byte)(qs[j*byteBlockBytes:])))
+		xa4 := (*[8]int32)(unsafe.Pointer((*[32]uint8)(xa[j*32:])))
+		xm4 := (*[8]int32)(unsafe.Pointer((*[32]int8)(xm[j*32:])))
+		dx := archsimd.BroadcastFloat32x8(xd[j])
+		var sA, sB [2]archsimd.Int32x8 // per sub-block of 16 (nsub 2) or halves of one (nsub 1)
+		for c := range 8 {
+			a, m := bcast4x32(xa4[c]).AsUint8x32(), bcast4x32(xm4[c])
+			sA[c/4] = sA[c/4].Add(byteChunk256((*[32]int8)(w[c*64:]), a, m, ones))
+			sB[c/4] = sB[c/4].Add(byteChunk256((*[32]int8)(w[c*64+32:]), a, m, ones))
+		}
+		o := j * spb
+		if nsub == 1 {
+			accA = sA[0].Add(sA[1]).ConvertToFloat32().MulAdd(sc.load8(o).Mul(dx), accA)
+			accB = sB[0].Add(sB[1]).ConvertToFloat32().MulAdd(sc.load8(o+8).Mul(dx), accB)
+		} else {
+			accA = sA[0].ConvertToFloat32().MulAdd(sc.load8(o).Mul(dx), accA)
+			accB = sB[0].ConvertToFloat32().MulAdd(sc.load8(o+8).Mul(dx), accB)
+			accA = sA[1].ConvertToFloat32().MulAdd(sc.load8(o+GroupRows).Mul(dx), accA)
+			accB = sB[1].ConvertToFloat32().MulAdd(sc.load8(o+GroupRows+8).Mul(dx), accB)
+		}
+		if hasMin {
+			sx := archsimd.BroadcastFloat32x8(xs[j])
+			accA = sc.load8(o+nsub*GroupRows).MulAdd(sx, accA)
+			accB = sc.load8(o+nsub*GroupRows+8).MulAdd(sx, accB)
+		}
+	}
+	accA.Store((*[8]float32)(res[0:]))
+	accB.Store((*[8]float32)(res[8:]))
+}
+
+// hsum8 adds the 8 lanes of v.
+func hsum8(v archsimd.Float32x8) float32 {
+	v4 := v.GetLo().Add(v.GetHi())
+	var a [4]float32
+	v4.Store(&a)
+	return (a[0] + a[1]) + (a[2] + a[3])
+}
+
+func dot256(a, b []float32) float32 {
+	var s0, s1 archsimd.Float32x8
+	i := 0
+	for ; i+16 <= len(a); i += 16 {
+		aa, bb := (*[16]float32)(a[i:]), (*[16]float32)(b[i:])
+		s0 = archsimd.LoadFloat32x8((*[8]float32)(aa[0:])).MulAdd(archsimd.LoadFloat32x8((*[8]float32)(bb[0:])), s0)
+		s1 = archsimd.LoadFloat32x8((*[8]float32)(aa[8:])).MulAdd(archsimd.LoadFloat32x8((*[8]float32)(bb[8:])), s1)
+	}
+	return hsum8(s0.Add(s1)) + dotGo(a[i:], b[i:])
+}
+
+func addScaled256(y []float32, s float32, x []float32) {
+	sv := archsimd.BroadcastFloat32x8(s)
+	i := 0
+	for ; i+8 <= len(y); i += 8 {
+		yy := (*[8]float32)(y[i:])
+		archsimd.LoadFloat32x8((*[8]float32)(x[i:])).MulAdd(sv, archsimd.LoadFloat32x8(yy)).Store(yy)
+	}
+	addScaledGo(y[i:], s, x[i:])
+}
+
+// exp8 is e^x per lane, Cephes' expf: without VSCALEFPS, 2ⁿ is built in
+// the exponent bits, so x is clamped to [-87.3, 88.3] (results 1.2e-38 to
+// 2.4e38 at the ends, where AVX-512 gives 0 and +Inf).
+func exp8(x archsimd.Float32x8) archsimd.Float32x8 {
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+	)
+	x = x.Min(archsimd.BroadcastFloat32x8(88.3762626647949)).Max(archsimd.BroadcastFloat32x8(-87.33654475))
+	n := x.Mul(archsimd.BroadcastFloat32x8(log2e)).RoundToEven()
+	r := n.MulAdd(archsimd.BroadcastFloat32x8(-ln2hi), x)
+	r = n.MulAdd(archsimd.BroadcastFloat32x8(-ln2lo), r)
+	p := archsimd.BroadcastFloat32x8(1.9875691500e-4)
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(1.3981999507e-3))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(8.3334519073e-3))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(4.1665795894e-2))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(1.6666665459e-1))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(5.0000001201e-1))
+	y := p.MulAdd(r.Mul(r), r).Add(archsimd.BroadcastFloat32x8(1))
+	pow2n := n.ConvertToInt32().Add(archsimd.BroadcastInt32x8(127)).ShiftAllLeft(23).AsFloat32x8()
+	return y.Mul(pow2n)
+}
+
+func expShift256(x []float32, m float32) float32 {
+	mv := archsimd.BroadcastFloat32x8(m)
+	var sum archsimd.Float32x8
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		xx := (*[8]float32)(x[i:])
+		e := exp8(archsimd.LoadFloat32x8(xx).Sub(mv))
+		e.Store(xx)
+		sum = sum.Add(e)
+	}
+	total := hsum8(sum)
+	if i < len(x) {
+		var t [8]float32
+		n := copy(t[:], x[i:])
+		exp8(archsimd.LoadFloat32x8(&t).Sub(mv)).Store(&t)
+		for k := range n {
+			x[i+k] = t[k]
+			total += t[k]
+		}
+	}
+	return total
+}
+
+func siluMul256(gate, up []float32) {
+	one := archsimd.BroadcastFloat32x8(1)
+	zero := archsimd.Float32x8{}
+	i := 0
+	for ; i+8 <= len(gate); i += 8 {
+		gg := (*[8]float32)(gate[i:])
+		g := archsimd.LoadFloat32x8(gg)
+		g.Div(exp8(zero.Sub(g)).Add(one)).Mul(archsimd.LoadFloat32x8((*[8]float32)(up[i:]))).Store(gg)
+	}
+	if i < len(gate) {
+		var gg, uu [8]float32
+		n := copy(gg[:], gate[i:])
+		copy(uu[:], up[i:])
+		g := archsimd.LoadFloat32x8(&gg)
+		g.Div(exp8(zero.Sub(g)).Add(one)).Mul(archsimd.LoadFloat32x8(&uu)).Store(&gg)
+		copy(gate[i:], gg[:n])
+	}
+}
+
+// dotCols256 is dotCols512 with 8-column chunks.
+func dotCols256(out, q, k []float32, stride int, s float32) {
+	sv := archsimd.BroadcastFloat32x8(s)
+	c := 0
+	for ; c < len(out) && c+8 <= stride; c += 8 {
+		var a0, a1 archsimd.Float32x8
+		d := 0
+		for ; d+2 <= len(q); d += 2 {
+			a0 = archsimd.LoadFloat32x8((*[8]float32)(k[d*stride+c:])).MulAdd(archsimd.BroadcastFloat32x8(q[d]), a0)
+			a1 = archsimd.LoadFloat32x8((*[8]float32)(k[(d+1)*stride+c:])).MulAdd(archsimd.BroadcastFloat32x8(q[d+1]), a1)
+		}
+		if d < len(q) {
+			a0 = archsimd.LoadFloat32x8((*[8]float32)(k[d*stride+c:])).MulAdd(archsimd.BroadcastFloat32x8(q[d]), a0)
+		}
+		var r [8]float32
+		a0.Add(a1).Mul(sv).Store(&r)
+		copy(out[c:], r[:])
+	}
+	if c < len(out) {
+		dotColsGo(out[c:], q, k[c:], stride, s)
+	}
+}
+
+func addRows256(y, w, v []float32, stride int) {
+	d := len(y)
+	i := 0
+	for ; i+32 <= d; i += 32 {
+		yy := (*[32]float32)(y[i:])
+		a0 := archsimd.LoadFloat32x8((*[8]float32)(yy[0:]))
+		a1 := archsimd.LoadFloat32x8((*[8]float32)(yy[8:]))
+		a2 := archsimd.LoadFloat32x8((*[8]float32)(yy[16:]))
+		a3 := archsimd.LoadFloat32x8((*[8]float32)(yy[24:]))
+		for p, wp := range w {
+			vv := (*[32]float32)(v[p*stride+i:])
+			wv := archsimd.BroadcastFloat32x8(wp)
+			a0 = archsimd.LoadFloat32x8((*[8]float32)(vv[0:])).MulAdd(wv, a0)
+			a1 = archsimd.LoadFloat32x8((*[8]float32)(vv[8:])).MulAdd(wv, a1)
+			a2 = archsimd.LoadFloat32x8((*[8]float32)(vv[16:])).MulAdd(wv, a2)
+			a3 = archsimd.LoadFloat32x8((*[8]float32)(vv[24:])).MulAdd(wv, a3)
+		}
+		a0.Store((*[8]float32)(yy[0:]))
+		a1.Store((*[8]float32)(yy[8:]))
+		a2.Store((*[8]float32)(yy[16:]))
+		a3.Store((*[8]float32)(yy[24:]))
+	}
+	for p, wp := range w {
+		addScaledGo(y[i:], wp, v[p*stride+i:p*stride+d])
+	}
+}

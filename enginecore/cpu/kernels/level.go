@@ -1,0 +1,21 @@
+package kernels
+
+// simdLevel is the instruction set the kernels use, picked once at start
+// (detectLevel) from what this build and CPU support; tests lower it to
+// check every path against the others.
+type simdLevel int
+
+const (
+	levelGo     simdLevel = iota // pure Go: any CPU, or a build without GOEXPERIMENT=simd
+	levelAVX2                    // AVX2 + FMA, 256-bit (CPUs, or VMs, without usable AVX-512)
+	levelAVX512                  // AVX-512 F/BW/DQ/VL/CD, 512-bit
+)
+
+var level = detectLevel()
+
+func (l simdLevel) String() string {
+	return [...]string{"go", "avx2", "avx512"}[l]
+}
+
+// Level names the kernels in use: "avx512", "avx2" or "go".
+func Level() string { return level.String() }

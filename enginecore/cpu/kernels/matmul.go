@@ -1,0 +1,113 @@
+package kernels
+
+// MulGroups computes out[t][r] = Σ_i W[r][i]·x[t][i] for every token t of
+// a and every row r of output groups [g0, g1) (rows 16·g0 up to
+// min(16·g1, Out)); out is [T][Out]. For a quantized m, a must have been
+// quantized. Every output element is computed the same way whatever the
+// groups, the token count or the token's place in the batch, so results
+// do not depend on how work is split. It allocates nothing.
+func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
+	if a.In != m.In || len(out) < a.NumTok*m.Out {
+		panic("kernels: MulGroups shape mismatch")
+	}
+	if level > levelGo {
+		m.mulGroupsSIMD(out, a, g0, g1)
+		return
+	}
+	m.mulGroupsGo(out, a, g0, g1)
+}
+
+// store copies a group's 16 results for token t into out, dropping the
+// zero-padded rows of the last group.
+func (m *Matrix) store(out []float32, t, g int, res *[GroupRows]float32) {
+	r0 := g * GroupRows
+	n := min(GroupRows, m.Out-r0)
+	copy(out[t*m.Out+r0:t*m.Out+r0+n], res[:n])
+}
+
+// The pure-Go kernels: the reference for the SIMD ones and the fallback
+// without GOEXPERIMENT=simd or AVX-512. Same layouts and the same integer
+// sums; float sums may differ from SIMD in the last bits.
+
+func (m *Matrix) mulGroupsGo(out []float32, a *Activations, g0, g1 int) {
+	var res [GroupRows]float32
+	for g := g0; g < g1; g++ {
+		for t := range a.NumTok {
+			switch m.fam {
+			case famF32:
+				m.f32GroupGo(a.X[t*m.In:(t+1)*m.In], g, &res)
+			case famNib:
+				m.nibGroupGo(a, t, g, &res)
+			case famByte:
+				m.byteGroupGo(a, t, g, &res)
+			}
+			m.store(out, t, g, &res)
+		}
+	}
+}
+
+func (m *Matrix) f32GroupGo(x []float32, g int, res *[GroupRows]float32) {
+	w := m.f[g*m.In*GroupRows : (g+1)*m.In*GroupRows]
+	*res = [GroupRows]float32{}
+	for i, xi := range x {
+		row := (*[GroupRows]float32)(w[i*GroupRows:])
+		for r := range res {
+			res[r] += row[r] * xi
+		}
+	}
+}
+
+func (m *Matrix) nibGroupGo(a *Activations, t, g int, res *[GroupRows]float32) {
+	*res = [GroupRows]float32{}
+	for j := range m.nb {
+		blk := (*[nibBlockBytes]byte)(m.qs[(g*m.nb+j)*nibBlockBytes:])
+		sc := m.sc.slice((g*m.nb+j)*2*GroupRows, (g*m.nb+j+1)*2*GroupRows)
+		x := (*[32]int8)(a.q[t*m.In+32*j:])
+		dx, sx := a.d[t*m.nb+j], a.s[t*m.nb+j]
+		var sum [GroupRows]int32
+		for c := range 4 {
+			chunk := (*[64]byte)(blk[c*64:])
+			l0, l1, l2, l3 := int32(x[4*c]), int32(x[4*c+1]), int32(x[4*c+2]), int32(x[4*c+3])
+			h0, h1, h2, h3 := int32(x[16+4*c]), int32(x[16+4*c+1]), int32(x[16+4*c+2]), int32(x[16+4*c+3])
+			for r := range GroupRows {
+				b := (*[4]byte)(chunk[4*r:])
+				sum[r] += int32(b[0]&0xf)*l0 + int32(b[1]&0xf)*l1 + int32(b[2]&0xf)*l2 + int32(b[3]&0xf)*l3 +
+					int32(b[0]>>4)*h0 + int32(b[1]>>4)*h1 + int32(b[2]>>4)*h2 + int32(b[3]>>4)*h3
+			}
+		}
+		for r := range GroupRows {
+			res[r] += float32(sum[r])*(sc.at(r)*dx) + sc.at(GroupRows+r)*sx
+		}
+	}
+}
+
+func (m *Matrix) byteGroupGo(a *Activations, t, g int, res *[GroupRows]float32) {
+	*res = [GroupRows]float32{}
+	spb := m.scPerBlock()
+	chunks := 8 / m.nsub // chunks of 4 elements per scale
+	for j := range m.nb {
+		blk := (*[byteBlockBytes]byte)(m.qs[(g*m.nb+j)*byteBlockBytes:])
+		sc := m.sc.slice((g*m.nb+j)*spb, (g*m.nb+j+1)*spb)
+		x := (*[32]int8)(a.q[t*m.In+32*j:])
+		dx, sx := a.d[t*m.nb+j], a.s[t*m.nb+j]
+		for s := range m.nsub {
+			var sum [GroupRows]int32
+			for c := s * chunks; c < (s+1)*chunks; c++ {
+				chunk := (*[64]byte)(blk[c*64:])
+				x0, x1, x2, x3 := int32(x[4*c]), int32(x[4*c+1]), int32(x[4*c+2]), int32(x[4*c+3])
+				for r := range GroupRows {
+					b := (*[4]byte)(chunk[4*r:])
+					sum[r] += int32(int8(b[0]))*x0 + int32(int8(b[1]))*x1 + int32(int8(b[2]))*x2 + int32(int8(b[3]))*x3
+				}
+			}
+			for r := range GroupRows {
+				res[r] += float32(sum[r]) * (sc.at(s*GroupRows+r) * dx)
+			}
+		}
+		if m.hasMin {
+			for r := range GroupRows {
+				res[r] += sc.at(GroupRows+r) * sx
+			}
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+var allTypes = []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K}
+
+// paths runs f at every kernel level this build and CPU have (AVX-512,
+// AVX2, pure Go).
+func paths(t *testing.T, f func(t *testing.T)) {
+	saved := level
+	defer func() { level = saved }()
+	for l := saved; l >= levelGo; l-- {
+		level = l
+		t.Run(l.String(), f)
+	}
+}
+
+// randTensor draws W [out][in] ~ N(0, 1/in) with a few outliers and
+// quantizes it to typ.
+func randTensor(t testing.TB, typ model.DType, out, in int, seed uint64) *model.Tensor {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	v := make([]float32, out*in)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() / math.Sqrt(float64(in)))
+	}
+	v[r.IntN(len(v))] = 3
+	w, err := model.NewTensor("w", typ, []int{in, out}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func randX(n int, seed uint64) []float32 {
+	r := rand.New(rand.NewPCG(seed, 9))
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	x[r.IntN(n)] = -8
+	return x
+}
+
+// minIn is the smallest row length of a type (its block size, at least 32
+// for quantized types).
+func minIn(typ model.DType) int { return max(typ.BlockSize(), 4) }
+
+func TestPackDequantizeExact(t *testing.T) {
+	for _, typ := range allTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			for _, out := range []int{1, 16, 37} {
+				w := randTensor(t, typ, out, 2*max(minIn(typ), 32), uint64(out))
+				m, err := Pack(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := w.Float32s()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, m.Dequantize()); diff != "" {
+					t.Fatalf("out=%d: packed matrix dequantizes differently (-model +packed):\n%s", out, diff)
+				}
+				if m.NumGroups() != (out+15)/16 || m.Quantized() != (typ.BlockSize() > 1) {
+					t.Errorf("NumGroups %d, Quantized %v", m.NumGroups(), m.Quantized())
+				}
+			}
+		})
+	}
+}
+
+// mulRef is Σ_i W[r][i]·x[t][i] in float64 (w dequantized), with the sum
+// of |W[r][i]·x[t][i]| for the tolerance.
+func mulRef(w, x []float32, numTok, in, out int) (ref, mag []float64) {
+	ref, mag = make([]float64, numTok*out), make([]float64, numTok*out)
+	for t := range numTok {
+		for r := range out {
+			for i := range in {
+				p := float64(w[r*in+i]) * float64(x[t*in+i])
+				ref[t*out+r] += p
+				mag[t*out+r] += math.Abs(p)
+			}
+		}
+	}
+	return ref, mag
+}
+
+// TestMulGroups checks every type, on both kernel paths, over odd shapes:
+//   - against the float64 product of the dequantized weights with the
+//     activations as the kernels see them (x, or d·q when quantized):
+//     only float rounding may differ (relative 1e-5 of Σ|w·x|);
+//   - against the float64 product with the true x: the difference must
+//     stay within the activation rounding bound Σ|w|·d/2;
+//   - splitting the groups in two, or running a token alone, must give
+//     the same bits.
+func TestMulGroups(t *testing.T) {
+	paths(t, func(t *testing.T) {
+		for _, typ := range allTypes {
+			for _, shape := range []struct{ numTok, in, out int }{
+				{1, 1, 1}, {3, 4, 17}, {5, 32, 33}, {4, 96, 16}, {9, 256, 40}, {2, 512, 3}, {6, 768, 48},
+			} {
+				if shape.in%minIn(typ) != 0 {
+					continue
+				}
+				name := fmt.Sprintf("%v/T=%d,in=%d,out=%d", typ, shape.numTok, shape.in, shape.out)
+				t.Run(name, func(t *testing.T) {
+					checkMul(t, typ, shape.numTok, shape.in, shape.out)
+				})
+			}
+		}
+	})
+}
+
+func checkMul(t *testing.T, typ model.DType, numTok, in, out int) {
+	seed := uint64(numTok*1000 + in + out)
+	w := randTensor(t, typ, out, in, seed)
+	m, err := Pack(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, _ := w.Float32s()
+	x := randX(numTok*in, seed)
+	var a Activations
+	a.Reset(x, numTok, in)
+	xs := x // what the kernels multiply
+	if m.Quantized() {
+		a.Quantize(0, numTok)
+		xs = make([]float32, len(x))
+		for i := range xs {
+			xs[i] = a.d[i/32] * float32(a.q[i])
+		}
+	}
+	got := make([]float32, numTok*out)
+	m.MulGroups(got, &a, 0, m.NumGroups())
+
+	ref, mag := mulRef(wf, xs, numTok, in, out)
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - ref[i]); d > 1e-5*mag[i]+1e-6 {
+			t.Fatalf("out[%d] = %v, want %v (same activations): |Δ| %.3g > %.3g", i, got[i], ref[i], d, 1e-5*mag[i])
+		}
+	}
+	if m.Quantized() {
+		trueRef, _ := mulRef(wf, x, numTok, in, out)
+		for i := range got {
+			tok, r := i/out, i%out
+			var bound float64
+			for k := range in {
+				bound += math.Abs(float64(wf[r*in+k])) * float64(a.d[tok*in/32+k/32]) / 2
+			}
+			if d := math.Abs(float64(got[i]) - trueRef[i]); d > bound*1.0001+1e-5*mag[i] {
+				t.Fatalf("out[%d] = %v, want %v (true x): |Δ| %.3g > bound %.3g", i, got[i], trueRef[i], d, bound)
+			}
+		}
+	}
+
+	// Split between two "workers" at every group boundary: same bits.
+	for split := 1; split < m.NumGroups(); split++ {
+		two := make([]float32, len(got))
+		m.MulGroups(two, &a, split, m.NumGroups())
+		m.MulGroups(two, &a, 0, split)
+		if !slices.Equal(got, two) {
+			t.Fatalf("split at group %d changes the result", split)
+		}
+	}
+	// The last token alone: same bits as in the batch.
+	var one Activations
+	one.Reset(x[(numTok-1)*in:], 1, in)
+	if m.Quantized() {
+		one.Quantize(0, 1)
+	}
+	alone := make([]float32, out)
+	m.MulGroups(alone, &one, 0, m.NumGroups())
+	if !slices.Equal(alone, got[(numTok-1)*out:]) {
+		t.Fatalf("token alone differs from the same token in a batch of %d", numTok)
+	}
+}
+
+func TestQuantizeBlock(t *testing.T) { paths(t, testQuantizeBlock) }
+
+func testQuantizeBlock(t *testing.T) {
+	x := make([]float32, 64)
+	for i := range 32 {
+		x[i] = float32(i) - 15.5 // max |x| 15.5 → d = 15.5/127
+	}
+	x[40] = 0.5 // second block: d = 0.5/127, q = 127; the rest 0
+	var a Activations
+	a.Reset(x, 1, 64)
+	a.Quantize(0, 1)
+	if a.d[0] != float32(15.5)/127 || a.d[1] != float32(0.5)/127 {
+		t.Errorf("scales %v", a.d)
+	}
+	wantQ := make([]int8, 64)
+	var sum0 int
+	for i := range 32 {
+		wantQ[i] = int8(math.RoundToEven(float64(float32(x[i] * (1 / a.d[0])))))
+		sum0 += int(wantQ[i])
+	}
+	wantQ[40] = 127
+	if diff := cmp.Diff(wantQ, a.q); diff != "" {
+		t.Errorf("q (-want +got):\n%s", diff)
+	}
+	if wantQ[0] != -127 || wantQ[15] != -4 || wantQ[31] != 127 {
+		t.Errorf("q[0], q[15], q[31] = %d, %d, %d, want -127, -4, 127", wantQ[0], wantQ[15], wantQ[31])
+	}
+	for i, q := range a.q {
+		if int(a.qa[i]) != int(math.Abs(float64(q))) || (a.qm[i] == -1) != (q < 0) {
+			t.Fatalf("element %d: q %d, |q| %d, sign mask %d", i, q, a.qa[i], a.qm[i])
+		}
+	}
+	if a.s[0] != a.d[0]*float32(sum0) || a.s[1] != a.d[1]*127 {
+		t.Errorf("sums %v, want %v, %v", a.s, a.d[0]*float32(sum0), a.d[1]*127)
+	}
+	// A zero block quantizes to zeros with scale 0.
+	a.Reset(make([]float32, 32), 1, 32)
+	a.Quantize(0, 1)
+	if a.d[0] != 0 || slices.ContainsFunc(a.q, func(q int8) bool { return q != 0 }) {
+		t.Errorf("zero block: d %v, q %v", a.d[0], a.q)
+	}
+}
+
+// TestQuantizePathsAgree: the SIMD and pure-Go quantizers give the same
+// bits, ties included.
+func TestQuantizePathsAgree(t *testing.T) {
+	saved := level
+	if saved != levelAVX512 {
+		t.Skip("no AVX-512 quantizer in this build or on this CPU")
+	}
+	defer func() { level = saved }()
+	x := randX(32*64, 5)
+	for i := range x {
+		x[i] *= float32(math.Pow(2, float64(i/32%16-8))) // scales from 2⁻⁸ to 2⁷
+	}
+	for i := range 31 {
+		x[32*5+i] = float32(i) - 15.5 // with max 127, d = 1: every element a tie
+	}
+	x[32*5+31] = 127
+	run := func(simd bool) Activations {
+		level = map[bool]simdLevel{true: levelAVX512, false: levelGo}[simd]
+		var a Activations
+		a.Reset(x, 64, 32)
+		a.Quantize(0, 64)
+		a.X = nil
+		return a
+	}
+	want, got := run(false), run(true)
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Activations{})); diff != "" {
+		t.Errorf("SIMD quantization differs (-go +simd):\n%s", diff)
+	}
+}
+
+func TestPackErrors(t *testing.T) {
+	good := randTensor(t, model.Q4_1, 4, 64, 1)
+	short := *good
+	short.Data = short.Data[:len(short.Data)-1]
+	odd := *good
+	odd.Type = 10
+	if _, err := Pack(&short); err == nil {
+		t.Error("Pack accepted short data")
+	}
+	if _, err := Pack(&odd); err == nil {
+		t.Error("Pack accepted an unsupported type")
+	}
+}
+
+// TestPackedBytes pins the packed size of a 16×256 matrix per type: Q4_0,
+// Q4_1 and Q8_0 keep their float16 scales and match ggml's size; the
+// K-quants' sub-block scales become float32 and Q5_K/Q6_K take a byte per
+// weight.
+func TestPackedBytes(t *testing.T) {
+	tests := []struct {
+		typ  model.DType
+		want int64
+	}{
+		{model.F32, 16 * 256 * 4}, {model.F16, 16 * 256 * 4}, {model.BF16, 16 * 256 * 4},
+		{model.Q4_0, 8 * (256 + 64)}, {model.Q4_1, 8 * (256 + 64)}, {model.Q8_0, 8 * (512 + 32)},
+		{model.Q4_K, 8 * (256 + 128)}, {model.Q5_K, 8 * (512 + 128)}, {model.Q6_K, 8 * (512 + 128)},
+	}
+	for _, tt := range tests {
+		m, err := Pack(randTensor(t, tt.typ, 16, 256, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Bytes(); got != tt.want {
+			t.Errorf("%v: %d bytes, want %d", tt.typ, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+//go:build !(goexperiment.simd && amd64)
+
+package kernels
+
+// Without GOEXPERIMENT=simd (or off amd64) only the pure-Go kernels exist.
+
+func detectLevel() simdLevel { return levelGo }
+
+func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
+	m.mulGroupsGo(out, a, g0, g1)
+}
+
+func quantizeBlockSIMD(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32) {
+	quantizeBlock(x, q, qa, qm, d, s)
+}
+
+func dot(a, b []float32) float32                         { return dotGo(a, b) }
+func addScaled(y []float32, s float32, x []float32)      { addScaledGo(y, s, x) }
+func expShift(x []float32, m float32) float32            { return expShiftGo(x, m) }
+func siluMul(gate, up []float32)                         { siluMulGo(gate, up) }
+func dotCols(out, q, k []float32, stride int, s float32) { dotColsGo(out, q, k, stride, s) }
+func addRows(y, w, v []float32, stride int)              { addRowsGo(y, w, v, stride) }

@@ -1,0 +1,341 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// ErrPack reports a tensor that cannot be packed.
+var ErrPack = errors.New("kernels: cannot pack tensor")
+
+// GroupRows is the number of weight rows packed together: one 512-bit
+// vector holds 4 bytes of each of 16 rows, so a kernel computes 16 outputs
+// in the lanes of one register and never reduces horizontally.
+const GroupRows = 16
+
+// family is a packed layout, shared by the types that decode to it.
+type family uint8
+
+const (
+	// famF32: F32, F16, BF16 as float32, f [groups][In][16].
+	famF32 family = iota
+	// famNib: 4-bit unsigned q with per-32 scale D and offset M,
+	// value = D·q + M: Q4_0 (M = -8D), Q4_1, Q4_K (per sub-block).
+	famNib
+	// famByte: 8-bit signed q with a scale D per sub-block of 16 or 32
+	// and, for Q5_K, an offset M per 32: Q8_0, Q6_K, Q5_K.
+	famByte
+)
+
+// Per 32-element block of a 16-row group, packed quants are chunks of 64
+// bytes: 4 bytes of each row in row order.
+const (
+	nibBlockBytes  = 256 // 4 chunks; byte i of a row's 16: low nibble element i, high nibble element 16+i
+	byteBlockBytes = 512 // 8 chunks; chunk c holds elements 4c..4c+3
+)
+
+// Matrix is a weight matrix W [Out][In] repacked for the kernels. It owns
+// its memory (the source tensor, possibly mmapped, is not read again).
+type Matrix struct {
+	In, Out int         // logical shape
+	Type    model.DType // source type
+	fam     family
+	nb      int       // In/32 blocks per row (quantized families)
+	nsub    int       // famByte: scale sub-blocks per 32-block, 1 or 2
+	hasMin  bool      // famByte: M follows D (Q5_K)
+	qs      []byte    // [groups][nb][nibBlockBytes or byteBlockBytes]
+	sc      scales    // [groups][nb][scPerBlock]: D[nsub][16] then M[nsub][16]
+	f       []float32 // famF32: [groups][In][16]
+}
+
+// scales are a matrix's D and M, as float16 when every one is exactly
+// representable (Q4_0, Q4_1, Q8_0: they are the file's own f16 scales) —
+// decode is memory-bound, and this saves 17% of a Q4_1 matrix — else
+// float32 (K-quants, whose sub-block scales are products).
+type scales struct {
+	f []float32 // nil when h is used
+	h []uint16  // float16 bits
+}
+
+// slice returns scales [lo, hi).
+func (s scales) slice(lo, hi int) scales {
+	if s.h != nil {
+		return scales{h: s.h[lo:hi]}
+	}
+	return scales{f: s.f[lo:hi]}
+}
+
+// at returns scale i as float32.
+func (s scales) at(i int) float32 {
+	if s.h != nil {
+		return model.F16ToF32(s.h[i])
+	}
+	return s.f[i]
+}
+
+// compress switches to float16 if that is exact for every scale.
+func (s *scales) compress() {
+	h := make([]uint16, len(s.f))
+	for i, v := range s.f {
+		h[i] = model.F32ToF16(v)
+		if model.F16ToF32(h[i]) != v {
+			return
+		}
+	}
+	s.f, s.h = nil, h
+}
+
+// NumGroups is ceil(Out/GroupRows); the last group is zero-padded.
+func (m *Matrix) NumGroups() int { return (m.Out + GroupRows - 1) / GroupRows }
+
+// Quantized reports whether the matrix needs quantized activations.
+func (m *Matrix) Quantized() bool { return m.fam != famF32 }
+
+// Bytes is the packed size, for memory accounting.
+func (m *Matrix) Bytes() int64 {
+	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h))
+}
+
+// scPerBlock is the number of scale floats per (group, block).
+func (m *Matrix) scPerBlock() int {
+	switch m.fam {
+	case famNib:
+		return 2 * GroupRows
+	case famByte:
+		n := m.nsub * GroupRows
+		if m.hasMin {
+			n *= 2
+		}
+		return n
+	}
+	return 0
+}
+
+// rowDecoder decodes one row into per-element integer quants q [In] and
+// per-sub-block scales D, M [In/sub] (value = D·q + M).
+type rowDecoder struct {
+	fam    family
+	sub    int // elements per scale
+	nsub   int
+	hasMin bool
+	decode func(row []byte, q []int8, d, m []float32)
+}
+
+var decoders = map[model.DType]rowDecoder{
+	model.Q4_0: {famNib, 32, 1, true, decodeQ4_0},
+	model.Q4_1: {famNib, 32, 1, true, decodeQ4_1},
+	model.Q4_K: {famNib, 32, 1, true, decodeQ4K},
+	model.Q8_0: {famByte, 32, 1, false, decodeQ8_0},
+	model.Q6_K: {famByte, 16, 2, false, decodeQ6K},
+	model.Q5_K: {famByte, 32, 1, true, decodeQ5K},
+}
+
+// Pack repacks t (GGUF Shape [In, Out], any supported type) for the
+// kernels.
+func Pack(t *model.Tensor) (*Matrix, error) {
+	if len(t.Shape) == 0 || t.Shape[0] <= 0 {
+		return nil, fmt.Errorf("%w: %s has shape %v", ErrPack, t.Name, t.Shape)
+	}
+	in, out := t.Shape[0], t.Rows()
+	m := &Matrix{In: in, Out: out, Type: t.Type}
+	if !t.Type.Supported() {
+		return nil, fmt.Errorf("%w: %s has type %v", ErrPack, t.Name, t.Type)
+	}
+	rb := t.Type.RowBytes(in)
+	if in%t.Type.BlockSize() != 0 || len(t.Data) != rb*out {
+		return nil, fmt.Errorf("%w: %s: %d bytes of %v for shape %v", ErrPack, t.Name, len(t.Data), t.Type, t.Shape)
+	}
+	groups := m.NumGroups()
+	dec, quantized := decoders[t.Type]
+	if !quantized {
+		m.fam = famF32
+		m.f = make([]float32, groups*in*GroupRows)
+		row := make([]float32, in)
+		for r := range out {
+			if err := model.Dequantize(t.Type, t.Data[r*rb:(r+1)*rb], row); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrPack, t.Name, err)
+			}
+			g, lane := r/GroupRows, r%GroupRows
+			f := m.f[g*in*GroupRows:]
+			for i, v := range row {
+				f[i*GroupRows+lane] = v
+			}
+		}
+		return m, nil
+	}
+	m.fam, m.nb, m.nsub, m.hasMin = dec.fam, in/32, dec.nsub, dec.hasMin && dec.fam == famByte
+	bb := nibBlockBytes
+	if m.fam == famByte {
+		bb = byteBlockBytes
+	}
+	spb := m.scPerBlock()
+	m.qs = make([]byte, groups*m.nb*bb)
+	m.sc.f = make([]float32, groups*m.nb*spb)
+	q := make([]int8, in)
+	d, mn := make([]float32, in/dec.sub), make([]float32, in/dec.sub)
+	for r := range out {
+		dec.decode(t.Data[r*rb:(r+1)*rb], q, d, mn)
+		g, lane := r/GroupRows, r%GroupRows
+		for j := range m.nb {
+			blk := m.qs[(g*m.nb+j)*bb:][:bb]
+			sc := m.sc.f[(g*m.nb+j)*spb:][:spb]
+			x := q[32*j : 32*j+32]
+			switch m.fam {
+			case famNib:
+				for i := range 16 {
+					blk[(i/4)*64+lane*4+i%4] = byte(x[i]) | byte(x[i+16])<<4
+				}
+				sc[lane], sc[GroupRows+lane] = d[j], mn[j]
+			case famByte:
+				for e, v := range x {
+					blk[(e/4)*64+lane*4+e%4] = byte(v)
+				}
+				for s := range m.nsub {
+					sc[s*GroupRows+lane] = d[j*m.nsub+s]
+					if m.hasMin {
+						sc[(m.nsub+s)*GroupRows+lane] = mn[j*m.nsub+s]
+					}
+				}
+			}
+		}
+	}
+	m.sc.compress()
+	return m, nil
+}
+
+func half(b []byte) float32 { return model.F16ToF32(binary.LittleEndian.Uint16(b)) }
+
+func decodeQ4_0(row []byte, q []int8, d, m []float32) {
+	for b := range len(q) / 32 {
+		blk := row[18*b : 18*b+18]
+		d[b] = half(blk)
+		m[b] = -8 * d[b] // exact: D·q + M = D·(q-8)
+		for i, v := range blk[2:18] {
+			q[32*b+i], q[32*b+16+i] = int8(v&0xf), int8(v>>4)
+		}
+	}
+}
+
+func decodeQ4_1(row []byte, q []int8, d, m []float32) {
+	for b := range len(q) / 32 {
+		blk := row[20*b : 20*b+20]
+		d[b], m[b] = half(blk), half(blk[2:])
+		for i, v := range blk[4:20] {
+			q[32*b+i], q[32*b+16+i] = int8(v&0xf), int8(v>>4)
+		}
+	}
+}
+
+// decodeQ8_0 clamps -128 to -127: the kernels' sign trick needs |q| ≤ 127,
+// and ggml's quantizer never writes -128.
+func decodeQ8_0(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 32 {
+		blk := row[34*b : 34*b+34]
+		d[b] = half(blk)
+		for i, v := range blk[2:34] {
+			q[32*b+i] = max(int8(v), -127)
+		}
+	}
+}
+
+// decodeQ4K splits each super-block into 8 sub-blocks of 32 with
+// D = d·sc and M = -dmin·m, as ggml's dequantize_row_q4_K computes them.
+func decodeQ4K(row []byte, q []int8, d, m []float32) {
+	for b := range len(q) / 256 {
+		blk := row[144*b : 144*b+144]
+		dd, dmin := half(blk), half(blk[2:])
+		for k := range 4 {
+			for h := range 2 {
+				j := 2*k + h
+				sc, mn := model.ScaleMinK4(j, blk[4:16])
+				d[8*b+j], m[8*b+j] = dd*float32(sc), -(dmin * float32(mn))
+				for l, v := range blk[16+32*k : 16+32*k+32] {
+					q[256*b+32*j+l] = int8(v >> (4 * h) & 0xf)
+				}
+			}
+		}
+	}
+}
+
+func decodeQ5K(row []byte, q []int8, d, m []float32) {
+	for b := range len(q) / 256 {
+		blk := row[176*b : 176*b+176]
+		dd, dmin := half(blk), half(blk[2:])
+		qh := blk[16:48]
+		for k := range 4 {
+			for h := range 2 {
+				j := 2*k + h
+				sc, mn := model.ScaleMinK4(j, blk[4:16])
+				d[8*b+j], m[8*b+j] = dd*float32(sc), -(dmin * float32(mn))
+				for l, v := range blk[48+32*k : 48+32*k+32] {
+					q[256*b+32*j+l] = int8(v>>(4*h)&0xf | (qh[l]>>j&1)<<4)
+				}
+			}
+		}
+	}
+}
+
+// decodeQ6K gives 16 sub-blocks of 16 with D = d·sc and q in [-32, 31].
+func decodeQ6K(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 256 {
+		blk := row[210*b : 210*b+210]
+		dd := half(blk[208:])
+		for s := range 16 {
+			d[16*b+s] = dd * float32(int8(blk[192+s]))
+		}
+		for n := range 2 {
+			ql, qh := blk[64*n:64*n+64], blk[128+32*n:128+32*n+32]
+			y := q[256*b+128*n:][:128]
+			for l := range 32 {
+				y[l] = int8(ql[l]&0xf|(qh[l]&3)<<4) - 32
+				y[l+32] = int8(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
+				y[l+64] = int8(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
+				y[l+96] = int8(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
+			}
+		}
+	}
+}
+
+// Dequantize unpacks the matrix to float32 [Out][In], computing each
+// element as float32(D·q) + M — the same roundings as ggml's
+// dequantize_row_*, so it equals model.Dequantize of the source bit for
+// bit (except Q8_0's -128, see decodeQ8_0). Tests use it.
+func (m *Matrix) Dequantize() []float32 {
+	out := make([]float32, m.Out*m.In)
+	for r := range m.Out {
+		g, lane := r/GroupRows, r%GroupRows
+		y := out[r*m.In : (r+1)*m.In]
+		if m.fam == famF32 {
+			for i := range y {
+				y[i] = m.f[(g*m.In+i)*GroupRows+lane]
+			}
+			continue
+		}
+		spb := m.scPerBlock()
+		for j := range m.nb {
+			sc := m.sc.slice((g*m.nb+j)*spb, (g*m.nb+j+1)*spb)
+			for e := range 32 {
+				var q int8
+				var d, mn float32
+				switch m.fam {
+				case famNib:
+					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
+					q = int8(v >> (4 * (e / 16)) & 0xf)
+					d, mn = sc.at(lane), sc.at(GroupRows+lane)
+				case famByte:
+					q = int8(m.qs[(g*m.nb+j)*byteBlockBytes+(e/4)*64+lane*4+e%4])
+					s := e * m.nsub / 32
+					d = sc.at(s*GroupRows + lane)
+					if m.hasMin {
+						mn = sc.at((m.nsub+s)*GroupRows + lane)
+					}
+				}
+				y[32*j+e] = float32(d*float32(q)) + mn
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+// AVX-512 kernels (simd/archsimd, GOEXPERIMENT=simd). Checked against the
+// pure-Go kernels and the dequantized float64 product by matmul_test.go,
+// which runs both. Loads go through array pointers (slice loads cost
+// 30–40%); unsafe only reinterprets 4 int8 as one int32 to broadcast.
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+func detectLevel() simdLevel {
+	switch {
+	case archsimd.X86.AVX512():
+		return levelAVX512
+	case archsimd.X86.AVX2() && archsimd.X86.FMA():
+		return levelAVX2
+	}
+	return levelGo
+}
+
+func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
+	if level == levelAVX2 {
+		m.mulGroupsAVX2(out, a, g0, g1)
+		return
+	}
+	var res [GroupRows]float32
+	var res4 [4][GroupRows]float32
+	in, nb := m.In, m.nb
+	for g := g0; g < g1; g++ {
+		t := 0
+		// Four tokens at a time share each unpacked weight block (the
+		// per-token arithmetic is exactly that of the one-token kernels).
+		for ; t+4 <= a.NumTok && m.fam != famByte; t += 4 {
+			switch m.fam {
+			case famF32:
+				f32Group4(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+4)*in], &res4)
+			case famNib:
+				nibGroup4(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
+					a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb], &res4)
+			}
+			for k := range 4 {
+				m.store(out, t+k, g, &res4[k])
+			}
+		}
+		for ; t < a.NumTok; t++ {
+			switch m.fam {
+			case famF32:
+				f32Group1(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
+			case famNib:
+				nibGroup1(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
+					a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
+			case famByte:
+				spb := m.scPerBlock()
+				byteGroup1(m.qs[g*nb*byteBlockBytes:(g+1)*nb*byteBlockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb), m.nsub, m.hasMin,
+					a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
+			}
+			m.store(out, t, g, &res)
+		}
+	}
+}
+
+// f32Group1: w [In][16], x [In]; two accumulator chains over i mod 2
+// (f32Group4 keeps the same two per token: Go has 16 vector registers).
+func f32Group1(w, x []float32, res *[GroupRows]float32) {
+	var a0, a1 archsimd.Float32x16
+	w = w[:len(x)*GroupRows]
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		ww := (*[2 * GroupRows]float32)(w[i*GroupRows:])
+		xx := (*[2]float32)(x[i:])
+		a0 = archsimd.LoadFloat32x16((*[16]float32)(ww[0:])).MulAdd(archsimd.BroadcastFloat32x16(xx[0]), a0)
+		a1 = archsimd.LoadFloat32x16((*[16]float32)(ww[16:])).MulAdd(archsimd.BroadcastFloat32x16(xx[1]), a1)
+	}
+	if i < len(x) {
+		a0 = archsimd.LoadFloat32x16((*[16]float32)(w[i*GroupRows:])).MulAdd(archsimd.BroadcastFloat32x16(x[i]), a0)
+	}
+	a0.Add(a1).Store(res)
+}
+
+// f32Group4 is f32Group1 for four tokens x [4][In] sharing each weight
+// load.
+func f32Group4(w, x []float32, res *[4][GroupRows]float32) {
+	in := len(x) / 4
+	x0, x1, x2, x3 := x[0:in], x[in:2*in], x[2*in:3*in], x[3*in:4*in]
+	var a00, a01, a10, a11, a20, a21, a30, a31 archsimd.Float32x16
+	w = w[:in*GroupRows]
+	i := 0
+	for ; i+2 <= in; i += 2 {
+		ww := (*[2 * GroupRows]float32)(w[i*GroupRows:])
+		y0, y1, y2, y3 := (*[2]float32)(x0[i:]), (*[2]float32)(x1[i:]), (*[2]float32)(x2[i:]), (*[2]float32)(x3[i:])
+		w0 := archsimd.LoadFloat32x16((*[16]float32)(ww[0:]))
+		a00 = w0.MulAdd(archsimd.BroadcastFloat32x16(y0[0]), a00)
+		a10 = w0.MulAdd(archsimd.BroadcastFloat32x16(y1[0]), a10)
+		a20 = w0.MulAdd(archsimd.BroadcastFloat32x16(y2[0]), a20)
+		a30 = w0.MulAdd(archsimd.BroadcastFloat32x16(y3[0]), a30)
+		w1 := archsimd.LoadFloat32x16((*[16]float32)(ww[16:]))
+		a01 = w1.MulAdd(archsimd.BroadcastFloat32x16(y0[1]), a01)
+		a11 = w1.MulAdd(archsimd.BroadcastFloat32x16(y1[1]), a11)
+		a21 = w1.MulAdd(archsimd.BroadcastFloat32x16(y2[1]), a21)
+		a31 = w1.MulAdd(archsimd.BroadcastFloat32x16(y3[1]), a31)
+	}
+	if i < in {
+		wi := archsimd.LoadFloat32x16((*[16]float32)(w[i*GroupRows:]))
+		a00 = wi.MulAdd(archsimd.BroadcastFloat32x16(x0[i]), a00)
+		a10 = wi.MulAdd(archsimd.BroadcastFloat32x16(x1[i]), a10)
+		a20 = wi.MulAdd(archsimd.BroadcastFloat32x16(x2[i]), a20)
+		a30 = wi.MulAdd(archsimd.BroadcastFloat32x16(x3[i]), a30)
+	}
+	a00.Add(a01).Store(&res[0])
+	a10.Add(a11).Store(&res[1])
+	a20.Add(a21).Store(&res[2])
+	a30.Add(a31).Store(&res[3])
+}
+
+// load16 loads scales [i, i+16) as float32. The float16 conversion is
+// exact: (h&0x7fff)<<13 read as float32 is the magnitude ·2⁻¹¹² (for
+// subnormals too), then the sign goes back in. (Inf and NaN scales would
+// come out finite; files have none.)
+func (s scales) load16(i int) archsimd.Float32x16 {
+	if s.h == nil {
+		return archsimd.LoadFloat32x16((*[16]float32)(s.f[i:]))
+	}
+	h := archsimd.LoadUint16x16((*[16]uint16)(s.h[i:])).ExtendToUint32()
+	mag := h.And(archsimd.BroadcastUint32x16(0x7fff)).ShiftAllLeft(13).AsFloat32x16().Mul(archsimd.BroadcastFloat32x16(0x1p112))
+	return mag.AsUint32x16().Or(h.And(archsimd.BroadcastUint32x16(0x8000)).ShiftAllLeft(16)).AsFloat32x16()
+}
+
+// bcast4 broadcasts 4 int8 (one int32) to all 16 lanes.
+func bcast4(v int32) archsimd.Int8x64 { return archsimd.BroadcastInt32x16(v).AsInt8x64() }
+
+// nibGroup1: per block, 4 chunks of 64 bytes hold 16 rows × 4 nibble
+// bytes; low nibbles pair with x[4c..4c+3], high with x[16+4c..]. Eight
+// u8×s8 pair sums stay below 2¹⁵ (8·2·15·127), so they add as int16.
+func nibGroup1(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupRows]float32) {
+	mask := archsimd.BroadcastUint8x64(0x0f)
+	ones := archsimd.BroadcastInt16x32(1)
+	var acc archsimd.Float32x16
+	nb := len(xd)
+	qs, xq, xs = qs[:nb*nibBlockBytes], xq[:nb*32], xs[:nb]
+	for j := range nb {
+		w := (*[nibBlockBytes]byte)(qs[j*nibBlockBytes:])
+		x := (*[8]int32)(unsafe.Pointer((*[32]int8)(xq[j*32:])))
+		v0 := archsimd.LoadUint8x64((*[64]uint8)(w[0:]))
+		v1 := archsimd.LoadUint8x64((*[64]uint8)(w[64:]))
+		v2 := archsimd.LoadUint8x64((*[64]uint8)(w[128:]))
+		v3 := archsimd.LoadUint8x64((*[64]uint8)(w[192:]))
+		s := v0.And(mask).DotProductPairsSaturated(bcast4(x[0])).
+			Add(v0.AsUint16x32().ShiftAllRight(4).AsUint8x64().And(mask).DotProductPairsSaturated(bcast4(x[4])))
+		s = s.Add(v1.And(mask).DotProductPairsSaturated(bcast4(x[1]))).
+			Add(v1.AsUint16x32().ShiftAllRight(4).AsUint8x64().And(mask).DotProductPairsSaturated(bcast4(x[5])))
+		s = s.Add(v2.And(mask).DotProductPairsSaturated(bcast4(x[2]))).
+			Add(v2.AsUint16x32().ShiftAllRight(4).AsUint8x64().And(mask).DotProductPairsSaturated(bcast4(x[6])))
+		s = s.Add(v3.And(mask).DotProductPairsSaturated(bcast4(x[3]))).
+			Add(v3.AsUint16x32().ShiftAllRight(4).AsUint8x64().And(mask).DotProductPairsSaturated(bcast4(x[7])))
+		d, mn := sc.load16(j*2*GroupRows), sc.load16(j*2*GroupRows+GroupRows)
+		acc = s.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[j])), acc)
+		acc = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[j]), acc)
+	}
+	acc.Store(res)
+}
+
+// nibGroup4 is nibGroup1 for four tokens (xq [4][In], xd, xs [4][nb])
+// sharing each unpacked chunk. Go allocates only 16 vector registers, so
+// it unpacks chunk by chunk into four int16 sums rather than keeping the
+// whole block unpacked.
+func nibGroup4(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[4][GroupRows]float32) {
+	mask := archsimd.BroadcastUint8x64(0x0f)
+	ones := archsimd.BroadcastInt16x32(1)
+	var acc0, acc1, acc2, acc3 archsimd.Float32x16
+	nb := len(xd) / 4
+	in := nb * 32
+	qs, xq, xs = qs[:nb*nibBlockBytes], xq[:4*in], xs[:4*nb]
+	for j := range nb {
+		w := (*[nibBlockBytes]byte)(qs[j*nibBlockBytes:])
+		x0 := (*[8]int32)(unsafe.Pointer((*[32]int8)(xq[j*32:])))
+		x1 := (*[8]int32)(unsafe.Pointer((*[32]int8)(xq[in+j*32:])))
+		x2 := (*[8]int32)(unsafe.Pointer((*[32]int8)(xq[2*in+j*32:])))
+		x3 := (*[8]int32)(unsafe.Pointer((*[32]int8)(xq[3*in+j*32:])))
+		var s0, s1, s2, s3 archsimd.Int16x32
+		for c := range 4 {
+			v := archsimd.LoadUint8x64((*[64]uint8)(w[c*64:]))
+			lo, hi := v.And(mask), v.AsUint16x32().ShiftAllRight(4).AsUint8x64().And(mask)
+			s0 = s0.Add(lo.DotProductPairsSaturated(bcast4(x0[c]))).Add(hi.DotProductPairsSaturated(bcast4(x0[4+c])))
+			s1 = s1.Add(lo.DotProductPairsSaturated(bcast4(x1[c]))).Add(hi.DotProductPairsSaturated(bcast4(x1[4+c])))
+			s2 = s2.Add(lo.DotProductPairsSaturated(bcast4(x2[c]))).Add(hi.DotProductPairsSaturated(bcast4(x2[4+c])))
+			s3 = s3.Add(lo.DotProductPairsSaturated(bcast4(x3[c]))).Add(hi.DotProductPairsSaturated(bcast4(x3[4+c])))
+		}
+		d, mn := sc.load16(j*2*GroupRows), sc.load16(j*2*GroupRows+GroupRows)
+		acc0 = s0.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[j])), acc0)
+		acc0 = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[j]), acc0)
+		acc1 = s1.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[nb+j])), acc1)
+		acc1 = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[nb+j]), acc1)
+		acc2 = s2.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[2*nb+j])), acc2)
+		acc2 = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[2*nb+j]), acc2)
+		acc3 = s3.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[3*nb+j])), acc3)
+		acc3 = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[3*nb+j]), acc3)
+	}
+	acc0.Store(&res[0])
+	acc1.Store(&res[1])
+	acc2.Store(&res[2])
+	acc3.Store(&res[3])
+}
+
+// byteChunk is Σ over one 64-byte chunk of w·x for 16 rows × 4 elements:
+// maddubs needs an unsigned operand, so it multiplies |x| by w with x's
+// sign applied ((w^m)-m, m = -1 where x < 0).
+func byteChunk(w *[64]int8, xa, xm int32, ones archsimd.Int16x32) archsimd.Int32x16 {
+	m := bcast4(xm)
+	b := archsimd.LoadInt8x64(w).Xor(m).Sub(m)
+	return bcast4(xa).AsUint8x64().DotProductPairsSaturated(b).DotProductPairs(ones)
+}
+
+// byteGroup1: per block, 8 chunks of 64 bytes hold 16 rows × 4 int8; one
+// scale per 32 (nsub 1) or 16 (nsub 2) elements, and for Q5_K an offset.
+func byteGroup1(qs []byte, sc scales, nsub int, hasMin bool, xa []uint8, xm []int8, xd, xs []float32, res *[GroupRows]float32) {
+	ones := archsimd.BroadcastInt16x32(1)
+	var acc archsimd.Float32x16
+	nb := len(xd)
+	spb := nsub * GroupRows
+	if hasMin {
+		spb *= 2
+	}
+	qs, xa, xm, xs = qs[:nb*byteBlockBytes], xa[:nb*32], xm[:nb*32], xs[:nb]
+	for j := range nb {
+		w := (*[byteBlockBytes]int8)(unsafe.Pointer((*[byteBlockBytes]byte)(qs[j*byteBlockBytes:])))
+		a := (*[8]int32)(unsafe.Pointer((*[32]uint8)(xa[j*32:])))
+		m := (*[8]int32)(unsafe.Pointer((*[32]int8)(xm[j*32:])))
+		dx := archsimd.BroadcastFloat32x16(xd[j])
+		s0 := byteChunk((*[64]int8)(w[0:]), a[0], m[0], ones).
+			Add(byteChunk((*[64]int8)(w[64:]), a[1], m[1], ones)).
+			Add(byteChunk((*[64]int8)(w[128:]), a[2], m[2], ones)).
+			Add(byteChunk((*[64]int8)(w[192:]), a[3], m[3], ones))
+		s1 := byteChunk((*[64]int8)(w[256:]), a[4], m[4], ones).
+			Add(byteChunk((*[64]int8)(w[320:]), a[5], m[5], ones)).
+			Add(byteChunk((*[64]int8)(w[384:]), a[6], m[6], ones)).
+			Add(byteChunk((*[64]int8)(w[448:]), a[7], m[7], ones))
+		d0 := sc.load16(j * spb)
+		if nsub == 1 {
+			acc = s0.Add(s1).ConvertToFloat32().MulAdd(d0.Mul(dx), acc)
+		} else {
+			d1 := sc.load16(j*spb + GroupRows)
+			acc = s0.ConvertToFloat32().MulAdd(d0.Mul(dx), acc)
+			acc = s1.ConvertToFloat32().MulAdd(d1.Mul(dx), acc)
+		}
+		if hasMin {
+			mn := sc.load16(j*spb + nsub*GroupRows)
+			acc = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[j]), acc)
+		}
+	}
+	acc.Store(res)
+}
+
+// quantizeBlockSIMD is quantizeBlock (act.go) with the same roundings,
+// so both give the same bits.
+func quantizeBlockSIMD(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32) {
+	v0 := archsimd.LoadFloat32x16((*[16]float32)(x[0:]))
+	v1 := archsimd.LoadFloat32x16((*[16]float32)(x[16:]))
+	abs := archsimd.BroadcastUint32x16(0x7fffffff)
+	a := v0.AsUint32x16().And(abs).AsFloat32x16().Max(v1.AsUint32x16().And(abs).AsFloat32x16())
+	a8 := a.GetLo().Max(a.GetHi())
+	a4 := a8.GetLo().Max(a8.GetHi())
+	var m [4]float32
+	a4.Store(&m)
+	amax := max(max(m[0], m[1]), max(m[2], m[3]))
+	dd := amax / 127
+	var id float32
+	if dd != 0 {
+		id = 1 / dd
+	}
+	idv := archsimd.BroadcastFloat32x16(id)
+	q0 := v0.Mul(idv).RoundToEvenScaled(0).ConvertToInt32()
+	q1 := v1.Mul(idv).RoundToEvenScaled(0).ConvertToInt32()
+	q0.TruncateToInt8().Store((*[16]int8)(q[0:]))
+	q1.TruncateToInt8().Store((*[16]int8)(q[16:]))
+	q0.Abs().TruncateToInt8().AsUint8x16().Store((*[16]uint8)(qa[0:]))
+	q1.Abs().TruncateToInt8().AsUint8x16().Store((*[16]uint8)(qa[16:]))
+	q0.ShiftAllRight(31).TruncateToInt8().Store((*[16]int8)(qm[0:]))
+	q1.ShiftAllRight(31).TruncateToInt8().Store((*[16]int8)(qm[16:]))
+	t8 := q0.Add(q1)
+	t4 := t8.GetLo().Add(t8.GetHi())
+	t2 := t4.GetLo().Add(t4.GetHi())
+	var sum [4]int32
+	t2.Store(&sum)
+	*d, *s = dd, dd*float32(sum[0]+sum[1]+sum[2]+sum[3])
+}

@@ -1,0 +1,111 @@
+package kernels
+
+import "math"
+
+// Vector operations of the forward pass outside the matmuls (attention,
+// activation). Each has an AVX-512 version (vec_simd.go) and the pure-Go
+// one below; results depend only on the inputs, never on how the caller
+// splits work.
+
+// Dot returns Σ a[i]·b[i]; len(b) ≥ len(a).
+func Dot(a, b []float32) float32 {
+	return dot(a, b[:len(a)])
+}
+
+func dotGo(a, b []float32) float32 {
+	var s float32
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+// AddScaled does y += s·x; len(x) ≥ len(y).
+func AddScaled(y []float32, s float32, x []float32) {
+	addScaled(y, s, x[:len(y)])
+}
+
+func addScaledGo(y []float32, s float32, x []float32) {
+	for i := range y {
+		y[i] += s * x[i]
+	}
+}
+
+// ExpShift replaces x[i] by exp(x[i] - m) and returns their sum (softmax
+// numerators; m is normally max(x), so every term is ≤ 1).
+func ExpShift(x []float32, m float32) float32 {
+	return expShift(x, m)
+}
+
+func expShiftGo(x []float32, m float32) float32 {
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		x[i] = e
+		sum += e
+	}
+	return sum
+}
+
+// SiLUMul writes silu(gate[i])·up[i] = gate/(1+exp(-gate))·up into gate
+// (SwiGLU); len(up) ≥ len(gate).
+func SiLUMul(gate, up []float32) {
+	siluMul(gate, up[:len(gate)])
+}
+
+func siluMulGo(gate, up []float32) {
+	for i, g := range gate {
+		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+// DotCols sets out[p] = s·Σ_d q[d]·k[d·stride+p] for p < len(out) ≤
+// stride, with len(q) = D and len(k) ≥ D·stride, and returns max(out)
+// (-Inf when empty): attention scores of one query against one KV block
+// whose keys are stored transposed ([D][B], stride B), so that 16
+// positions fill one register and need no horizontal sums.
+func DotCols(out, q, k []float32, stride int, s float32) float32 {
+	m := float32(math.Inf(-1))
+	if len(out) == 0 {
+		return m
+	}
+	k = k[:len(q)*stride]
+	dotCols(out, q, k, stride, s)
+	for _, v := range out {
+		m = max(m, v)
+	}
+	return m
+}
+
+// AddRows does y[d] += Σ_p w[p]·v[p·stride+d] for p < len(w), with
+// len(y) = D: attention's weighted sum of the values of one KV block.
+func AddRows(y, w, v []float32, stride int) {
+	if len(w) == 0 {
+		return
+	}
+	v = v[:(len(w)-1)*stride+len(y)]
+	addRows(y, w, v, stride)
+}
+
+// Scale does x *= s.
+func Scale(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+func dotColsGo(out, q, k []float32, stride int, s float32) {
+	for p := range out {
+		var sum float32
+		for d, qd := range q {
+			sum += qd * k[d*stride+p]
+		}
+		out[p] = sum * s
+	}
+}
+
+func addRowsGo(y, w, v []float32, stride int) {
+	for p, wp := range w {
+		addScaledGo(y, wp, v[p*stride:p*stride+len(y)])
+	}
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Writes enginecore/model/testdata/quant_golden.json: golden ggml blocks.
+
+For every type it records input floats, the ggml-layout bytes and their
+dequantization as computed by gguf-py (llama.cpp's Python package, whose
+gguf.quants mirrors ggml-quants.c bit for bit). Types gguf-py can quantize
+(F16, BF16, Q4_0, Q4_1, Q8_0) get bytes quantized from the input; K-quants,
+which gguf-py only dequantizes, get random blocks with sane f16 scales.
+
+    python3 -m venv /tmp/venv && /tmp/venv/bin/pip install -r requirements-test.txt
+    /tmp/venv/bin/python gen-quant-golden.py   # from this directory
+"""
+import json
+import os
+
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "testdata", "quant_golden.json")
+
+
+def floats(a):
+    return [float(v) for v in np.asarray(a, dtype=np.float32).reshape(-1)]
+
+
+def f16_bytes(rng, lo, hi, n):
+    return rng.uniform(lo, hi, n).astype(np.float16).view(np.uint8)
+
+
+def kquant_blocks(rng, qtype, n_blocks):
+    size = {T.Q4_K: 144, T.Q5_K: 176, T.Q6_K: 210}[qtype]
+    out = []
+    for _ in range(n_blocks):
+        b = rng.integers(0, 256, size, dtype=np.uint8)
+        if qtype in (T.Q4_K, T.Q5_K):  # d, dmin first
+            b[0:2] = f16_bytes(rng, 0.001, 0.05, 1)
+            b[2:4] = f16_bytes(rng, 0.001, 0.05, 1)
+        else:  # Q6_K: d last
+            b[208:210] = f16_bytes(rng, 0.001, 0.05, 1)
+        out.append(b)
+    return np.concatenate(out)
+
+
+def main():
+    rng = np.random.default_rng(20240611)
+    cases = []
+    # Inputs include an all-zero block and blocks with outliers, so that
+    # the d = 0 and sign-of-max paths are covered.
+    for qtype, n in [(T.F16, 64), (T.BF16, 64), (T.Q4_0, 128), (T.Q4_1, 128), (T.Q8_0, 128)]:
+        x = rng.standard_normal(n).astype(np.float32)
+        x[32:64] = 0
+        x[n - 58] = 9.5
+        x[n - 28] = -7.25
+        q = quants.quantize(x, qtype)
+        cases.append({
+            "type": qtype.name,
+            "input": floats(x),
+            "bytes": q.view(np.uint8).tobytes().hex(),
+            "dequantized": floats(quants.dequantize(q, qtype)),
+        })
+    for qtype in (T.Q4_K, T.Q5_K, T.Q6_K):
+        b = kquant_blocks(rng, qtype, 2)
+        cases.append({
+            "type": qtype.name,
+            "input": None,
+            "bytes": b.tobytes().hex(),
+            "dequantized": floats(quants.dequantize(b, qtype)),
+        })
+    with open(OUT, "w") as f:
+        json.dump({"generator": "scripts/gen-quant-golden.py", "gguf": "0.19.0", "cases": cases}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrMissingTensor reports a tensor the config needs that the file lacks.
+var ErrMissingTensor = errors.New("model: missing tensor")
+
+// FromTensors builds Weights from tensors keyed by GGUF name:
+//
+//	token_embd.weight, output_norm.weight, output.weight (absent: tied to
+//	token_embd), rope_freqs.weight (optional), and per layer N:
+//	blk.N.attn_norm.weight, blk.N.attn_{q,k,v,output}.weight,
+//	blk.N.attn_{q,k,v}.bias (cfg.QKVBias), blk.N.attn_{q,k}_norm.weight
+//	(cfg.QKNorm), blk.N.ffn_norm.weight, blk.N.ffn_{gate,up,down}.weight.
+//
+// Matrices are kept as given (any supported type, Data not copied); norm
+// gains and biases (F32, F16 or BF16) are converted to float32. Unknown
+// tensors are ignored. A missing tensor gives an error wrapping
+// ErrMissingTensor, a mis-shaped one ErrShape, an unsupported type
+// ErrUnsupportedType; each names the tensor.
+func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
+	var errs []error
+	need := func(name string) *Tensor {
+		t, ok := ts[name]
+		if !ok || t == nil {
+			errs = append(errs, fmt.Errorf("%w: %s", ErrMissingTensor, name))
+			return nil
+		}
+		return t
+	}
+	// vec converts a 1-D tensor of n elements to float32.
+	vec := func(name string, n int) []float32 {
+		t := need(name)
+		if t == nil {
+			return nil
+		}
+		v, err := vector(name, t, n)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	w := &Weights{
+		TokenEmbed: need("token_embd.weight"),
+		OutNorm:    vec("output_norm.weight", cfg.Dim),
+		Output:     ts["output.weight"],
+	}
+	if w.Output == nil {
+		w.Output = w.TokenEmbed
+	}
+	if _, ok := ts["rope_freqs.weight"]; ok {
+		w.RopeFreqs = vec("rope_freqs.weight", cfg.HeadDim/2)
+	}
+	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
+	for i := range max(cfg.NumLayers, 0) {
+		p := fmt.Sprintf("blk.%d.", i)
+		l := Layer{
+			AttnNorm: vec(p+"attn_norm.weight", cfg.Dim),
+			Wq:       need(p + "attn_q.weight"),
+			Wk:       need(p + "attn_k.weight"),
+			Wv:       need(p + "attn_v.weight"),
+			Wo:       need(p + "attn_output.weight"),
+			FFNNorm:  vec(p+"ffn_norm.weight", cfg.Dim),
+			W1:       need(p + "ffn_gate.weight"),
+			W3:       need(p + "ffn_up.weight"),
+			W2:       need(p + "ffn_down.weight"),
+		}
+		if cfg.QKVBias {
+			l.BQ = vec(p+"attn_q.bias", qd)
+			l.BK = vec(p+"attn_k.bias", kvd)
+			l.BV = vec(p+"attn_v.bias", kvd)
+		}
+		if cfg.QKNorm {
+			l.QNorm = vec(p+"attn_q_norm.weight", cfg.HeadDim)
+			l.KNorm = vec(p+"attn_k_norm.weight", cfg.HeadDim)
+		}
+		w.Layers = append(w.Layers, l)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := w.Validate(cfg); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// vector converts a float tensor of shape [n] to []float32.
+func vector(name string, t *Tensor, n int) ([]float32, error) {
+	switch {
+	case t.Type != F32 && t.Type != F16 && t.Type != BF16:
+		return nil, fmt.Errorf("%w: %s has type %v, want F32, F16 or BF16", ErrUnsupportedType, name, t.Type)
+	case !shapeIs(t.Shape, n):
+		return nil, fmt.Errorf("%w: %s has shape %v, want [%d]", ErrShape, name, t.Shape, n)
+	}
+	v := make([]float32, n)
+	if err := Dequantize(t.Type, t.Data, v); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, nil
+}
