@@ -44,7 +44,11 @@ sdktests: ## install the Python OpenAI SDK for the SDK tests into .cache/sdktest
 	@./scripts/sdktests/setup.sh
 
 test: setup oracle model sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout 20m ./...
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m ./...
+	@echo "== default-model logits against llama.cpp (skipped under -race above)"
+	$(TEST_ENV) $(GO) test -count=1 ./enginecore/conformance/
+	@echo "== the pure-Go fallback kernels (no GOEXPERIMENT=simd)"
+	GOEXPERIMENT= $(GO) test -count=1 ./enginecore/cpu/... ./enginecore/model/...
 	$(MAKE) --no-print-directory fuzz-short
 
 fuzz-short:
