@@ -106,7 +106,9 @@ func (m *Metrics) ObserveSession(source string, numPrompt, numCached int) {
 }
 
 // ObserveRouting counts one routing decision.
-func (m *Metrics) ObserveRouting(policy, outcome string) { m.routing.WithLabelValues(policy, outcome).Inc() }
+func (m *Metrics) ObserveRouting(policy, outcome string) {
+	m.routing.WithLabelValues(policy, outcome).Inc()
+}
 
 // engineCollector exports each engine's latest scheduler stats.
 type engineCollector struct {
