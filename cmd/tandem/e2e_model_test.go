@@ -47,7 +47,13 @@ func TestDefaultModelAnswers(t *testing.T) {
 		return resp.Choices[0].Message.Content
 	}
 	t.Run("capital of France", func(t *testing.T) {
-		if got := ask(t, openai.UserMessage("What is the capital of France?")); !strings.Contains(got, "Paris") {
+		// With a system message. Without one, SmolLM2's template inserts
+		// its own ("You are a helpful AI assistant named SmolLM…") and the
+		// Q4_1 file's first greedy token is a near-tie between "L" and
+		// "The" — llama.cpp itself picks "L" there (top-2 margin 0.06), and
+		// so do we; see docs/benchmarks.md.
+		got := ask(t, openai.SystemMessage("You are a helpful assistant."), openai.UserMessage("What is the capital of France?"))
+		if !strings.Contains(got, "Paris") {
 			t.Fatalf("answer %q does not name Paris", got)
 		}
 	})
