@@ -237,14 +237,15 @@ func fromHF(f *hfFile, cfg hfConfig) (*BPE, error) {
 		return nil, fmt.Errorf("%w: BPE continuing_subword_prefix, end_of_word_suffix or dropout", ErrUnsupported)
 	}
 	t := &BPE{algo: algoRanks, ignoreMerges: m.IgnoreMerges, byteFallback: m.ByteFallback, fuseUnk: m.FuseUnk}
-	n := int32(0)
+	const maxVocab = 1 << 24
+	n := int64(0) // vocabulary size; int64 so that id+1 cannot overflow
 	for _, id := range m.Vocab {
-		n = max(n, id+1)
+		n = max(n, int64(id)+1)
 	}
 	for _, a := range f.AddedTokens {
-		n = max(n, a.ID+1)
+		n = max(n, int64(a.ID)+1)
 	}
-	if n <= 0 || n > 1<<24 {
+	if n <= 0 || n > maxVocab {
 		return nil, fmt.Errorf("%w: vocabulary of %d ids", ErrInvalid, n)
 	}
 	t.texts, t.kinds = make([]string, n), make([]tokenKind, n)
@@ -303,11 +304,11 @@ func fromHF(f *hfFile, cfg hfConfig) (*BPE, error) {
 		t.unk, t.hasUnk = t.ids[*m.UnkToken]
 	}
 	t.bos, t.hasBOS = t.ids[cfg.bosText]
-	if !t.hasBOS && cfg.genBOS != nil && *cfg.genBOS >= 0 && *cfg.genBOS < n {
+	if !t.hasBOS && cfg.genBOS != nil && *cfg.genBOS >= 0 && int64(*cfg.genBOS) < n {
 		t.bos, t.hasBOS = *cfg.genBOS, true
 	}
 	t.eos, t.hasEOS = t.ids[cfg.eosText]
-	if !t.hasEOS && len(cfg.genEOS) > 0 && cfg.genEOS[0] >= 0 && cfg.genEOS[0] < n {
+	if !t.hasEOS && len(cfg.genEOS) > 0 && cfg.genEOS[0] >= 0 && int64(cfg.genEOS[0]) < n {
 		t.eos, t.hasEOS = cfg.genEOS[0], true
 	}
 	if err := t.hfPostProcessor(f.PostProcessor); err != nil {

@@ -88,6 +88,12 @@ type Conn struct {
 	// maxUndelivered; whoever clears it first makes sure the socket goroutine wakes.
 	readPaused atomic.Bool
 	numDropped atomic.Uint64 // messages
+	// numRefused counts failed CURVE handshakes (see Refused).
+	numRefused atomic.Uint64 // handshakes
+	// curve is the socket's CURVE setup, read-only after construction; nil = none.
+	curve *curveConfig
+	// refusals rate-limits the warnings about refused peers.
+	refusals refusalLog
 	// numBlocked counts sends refused with EAGAIN (a peer at its high-water mark) and
 	// kept for a retry.
 	numBlocked atomic.Uint64 // refusals
@@ -109,6 +115,7 @@ func newConn(k kind, cfg config) *Conn {
 	return &Conn{
 		kind:           k,
 		log:            cfg.log.With("socket", k.String()),
+		curve:          cfg.curve,
 		maxUndelivered: int64(cfg.recvBuffer),
 		recv:           make(chan [][]byte, cfg.recvBuffer),
 		sendReady:      make(chan struct{}, 1),
@@ -167,6 +174,12 @@ func (c *Conn) Identity() string { return c.identity }
 // them: a ROUTER destination identity that is not (or no longer) connected, or another
 // send error. Messages still queued when Close is called are not counted.
 func (c *Conn) Dropped() uint64 { return c.numDropped.Load() }
+
+// Refused returns how many CURVE handshakes failed on this socket. For a CURVE server,
+// the peers it refused: clients whose public key is not allowed, peers that do not speak
+// CURVE or do not know the server's public key. For a CURVE client, the attempts the
+// server refused. It is always 0 for sockets without CURVE.
+func (c *Conn) Refused() uint64 { return c.numRefused.Load() }
 
 // Close stops the Conn's goroutines and closes its socket with linger 0, discarding
 // queued and undelivered messages; it never waits for a peer. It is idempotent and safe

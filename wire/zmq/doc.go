@@ -68,4 +68,22 @@
 // closes listeners asynchronously and leaves ipc files behind, so Close waits (briefly)
 // until the listener is gone and removes the file: the endpoint can be bound again at
 // once. A tcp:// port may stay busy for a moment after Close.
+//
+// # Security
+//
+// Sockets are plain (ZMTP's NULL mechanism) unless given CURVE options. A bound socket
+// with WithCurveServer(secretKey, allowedClientKeys) encrypts every connection and admits
+// only clients whose public key is in the list; a connecting socket with
+// WithCurveClient(serverPublicKey, publicKey, secretKey) talks only to that server.
+// Keys are 40-character Z85 text (NewCurveKeypair, CurvePublic, CheckKey). The
+// decision is made by a ZAP handler (RFC 27) that this package runs in its libzmq
+// context while any CURVE server is open; pebbe/zmq4's AuthStart is not used (other
+// context, global policy). Every refused peer (unknown client key, no CURVE, wrong
+// server key) is counted by Refused and logged at warn level, at most once a second per
+// socket; a CURVE client logs the handshakes its server refused. Secret keys are never
+// logged.
+//
+//	pub, sec, _ := zmq.NewCurveKeypair() // the engine's keypair; cpub, csec the frontend's
+//	router, err := zmq.BindRouter("tcp://0.0.0.0:5555", zmq.WithCurveServer(sec, []string{cpub}))
+//	dealer, err := zmq.DialDealer("tcp://engine-0:5555", zmq.WithCurveClient(pub, cpub, csec))
 package zmq

@@ -8,3 +8,9 @@ func (c *Conn) NumBlocked() uint64 { return c.numBlocked.Load() }
 
 // ReadPaused exposes whether the socket goroutine stopped reading.
 func (c *Conn) ReadPaused() bool { return c.readPaused.Load() }
+
+// Z85Encode and Z85Decode expose the key codec.
+var (
+	Z85Encode = z85Encode
+	Z85Decode = z85Decode
+)

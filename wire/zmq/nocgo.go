@@ -21,3 +21,12 @@ func BindPub(endpoint string, opts ...Option) (*Conn, error) { return nil, ErrNo
 func DialSub(endpoint string, topics []string, opts ...Option) (*Conn, error) {
 	return nil, ErrNoCgo
 }
+
+// HasCurve reports false in a build without cgo.
+func HasCurve() bool { return false }
+
+// NewCurveKeypair fails with ErrNoCgo in a build without cgo.
+func NewCurveKeypair() (publicKey, secretKey string, err error) { return "", "", ErrNoCgo }
+
+// CurvePublic fails with ErrNoCgo in a build without cgo.
+func CurvePublic(secretKey string) (string, error) { return "", ErrNoCgo }

@@ -19,6 +19,8 @@ type config struct {
 	hwm        int          // ZMQ_SNDHWM and ZMQ_RCVHWM in messages; 0 = unbounded
 	log        *slog.Logger // never nil after newConfig
 	recvBuffer int          // Recv channel capacity, messages; also the read-pause threshold
+	curve      *curveConfig // CURVE security; nil = none (NULL mechanism)
+	curveErr   error        // a bad key given to WithCurveServer
 }
 
 // WithIdentity sets a DEALER's routing identity, the frame a ROUTER peer sees first in
@@ -55,6 +57,14 @@ func newConfig(k kind, opts []Option) (config, error) {
 	}
 	if cfg.recvBuffer < 1 {
 		return cfg, fmt.Errorf("zmq: WithRecvBuffer(%d): must be >= 1", cfg.recvBuffer)
+	}
+	if cfg.curveErr != nil {
+		return cfg, fmt.Errorf("zmq: %w", cfg.curveErr)
+	}
+	if cfg.curve != nil {
+		if err := cfg.curve.validate(k); err != nil {
+			return cfg, err
+		}
 	}
 	if k != kindDealer {
 		cfg.identity = ""

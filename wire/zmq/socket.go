@@ -96,6 +96,9 @@ func open(k kind, endpoint string, topics []string, opts []Option) (*Conn, error
 	if err != nil {
 		return nil, err
 	}
+	if cfg.curve != nil && !HasCurve() {
+		return nil, errNoCurve
+	}
 	ctx, err := sharedContext()
 	if err != nil {
 		return nil, fmt.Errorf("zmq: new context: %w", err)
@@ -199,12 +202,12 @@ func (c *Conn) wake(w *zmq4.Socket) {
 	}
 }
 
-// runSocket is the socket goroutine: the only goroutine that touches the main socket
-// and the reading end of the wake-up pair. It creates them, reports setup on ready, runs
-// the poll loop, and closes them with linger 0.
+// runSocket is the socket goroutine: the only goroutine that touches the main socket,
+// the reading end of the wake-up pair and the monitor. It creates them, reports setup on
+// ready, runs the poll loop, and closes them with linger 0.
 func (c *Conn) runSocket(ctx *zmq4.Context, spec socketSpec, ready chan<- error, loopDone chan<- struct{}) {
 	defer close(loopDone)
-	sock, wakeR, err := c.setup(ctx, spec)
+	s, err := c.setup(ctx, spec)
 	if err != nil {
 		c.fail(err)
 		ready <- err
@@ -212,8 +215,8 @@ func (c *Conn) runSocket(ctx *zmq4.Context, spec socketSpec, ready chan<- error,
 	}
 	file, isIPC := boundIPC(c.endpoint)
 	ready <- nil
-	err = c.loop(sock, wakeR)
-	if cerr := errors.Join(sock.Close(), wakeR.Close()); cerr != nil {
+	err = c.loop(s)
+	if cerr := s.close(ctx); cerr != nil {
 		c.log.Warn("zmq: close socket", "err", cerr)
 	}
 	if isIPC && spec.binds() {
@@ -231,45 +234,107 @@ func (c *Conn) runSocket(ctx *zmq4.Context, spec socketSpec, ready chan<- error,
 	}
 }
 
+// sockets are what the socket goroutine owns.
+type sockets struct {
+	main  *zmq4.Socket
+	wakeR *zmq4.Socket // reading end of the wake-up pair
+	mon   *monitor     // CURVE servers only; nil otherwise
+	// zapDomain is the ZAP domain a CURVE server registered; empty otherwise.
+	zapDomain string
+}
+
+// close stops the monitor, closes the sockets, then unregisters the ZAP domain: no
+// handshake of the main socket can outlive the handler. The monitor must stop before
+// either socket closes: libzmq sends monitor events with a blocking send from its I/O
+// thread, so an event for a reader that is gone (a handshake failing while the main
+// socket is torn down) would block every socket of the context.
+func (s *sockets) close(ctx *zmq4.Context) error {
+	var errs []error
+	if s.mon != nil && s.main != nil {
+		errs = append(errs, s.main.Monitor("", 0))
+	}
+	for _, sock := range []*zmq4.Socket{s.main, s.wakeR} {
+		if sock != nil {
+			errs = append(errs, sock.Close())
+		}
+	}
+	errs = append(errs, s.mon.close())
+	if s.zapDomain != "" {
+		zap.unregister(ctx, s.zapDomain)
+	}
+	return errors.Join(errs...)
+}
+
 // setup creates, configures and binds or connects the main socket and connects the
 // wake-up reader. On success it has set c.endpoint to the resolved endpoint.
-func (c *Conn) setup(ctx *zmq4.Context, spec socketSpec) (sock, wakeR *zmq4.Socket, err error) {
-	closeAll := func() {
-		for _, s := range []*zmq4.Socket{sock, wakeR} {
-			if s != nil {
-				_ = s.Close()
-			}
-		}
-	}
-	wakeR, err = newSocket(ctx, zmq4.PAIR, 0)
+func (c *Conn) setup(ctx *zmq4.Context, spec socketSpec) (*sockets, error) {
+	s := &sockets{}
+	var err error
+	s.wakeR, err = newSocket(ctx, zmq4.PAIR, 0)
 	if err == nil {
-		err = wakeR.Connect(spec.wakeAddr)
+		err = s.wakeR.Connect(spec.wakeAddr)
 	}
 	if err != nil {
-		closeAll()
-		return nil, nil, fmt.Errorf("zmq: wake-up socket %s: %w", spec.wakeAddr, err)
+		_ = s.close(ctx)
+		return nil, fmt.Errorf("zmq: wake-up socket %s: %w", spec.wakeAddr, err)
 	}
-	sock, err = newSocket(ctx, zmqType(spec.kind), spec.cfg.hwm)
+	s.main, err = newSocket(ctx, zmqType(spec.kind), spec.cfg.hwm)
 	if err == nil {
-		err = configure(sock, spec)
+		err = configure(s.main, spec)
+	}
+	if err == nil && spec.cfg.curve != nil {
+		err = c.secure(ctx, s, spec)
 	}
 	if err == nil && spec.binds() {
-		err = sock.Bind(spec.endpoint)
+		err = s.main.Bind(spec.endpoint)
 		if err == nil {
-			c.endpoint, err = sock.GetLastEndpoint()
+			c.endpoint, err = s.main.GetLastEndpoint()
+		}
+		if err == nil && s.zapDomain != "" {
+			c.refusals.setLog(c.log.With("endpoint", c.endpoint))
 		}
 	} else if err == nil {
-		err = sock.Connect(spec.endpoint)
+		err = s.main.Connect(spec.endpoint)
 	}
 	if err != nil {
-		closeAll()
+		_ = s.close(ctx)
 		verb := "connect"
 		if spec.binds() {
 			verb = "bind"
 		}
-		return nil, nil, fmt.Errorf("zmq: %s %v %s: %w", verb, spec.kind, spec.endpoint, err)
+		return nil, fmt.Errorf("zmq: %s %v %s: %w", verb, spec.kind, spec.endpoint, err)
 	}
-	return sock, wakeR, nil
+	return s, nil
+}
+
+// secure sets up CURVE on the main socket before it binds or connects: keys, a monitor
+// for failed handshakes and, for a server, a ZAP domain of its own registered with the
+// handler.
+func (c *Conn) secure(ctx *zmq4.Context, s *sockets, spec socketSpec) error {
+	cc := spec.cfg.curve
+	c.refusals.setLog(c.log.With("endpoint", spec.endpoint))
+	var err error
+	if !cc.server {
+		err = errors.Join(s.main.SetCurveServerkey(cc.serverKey), s.main.SetCurvePublickey(cc.publicKey),
+			s.main.SetCurveSecretkey(cc.secretKey))
+		if err != nil {
+			return fmt.Errorf("CURVE client: %w", err)
+		}
+		s.mon, err = startMonitor(ctx, s.main)
+		return err
+	}
+	domain := fmt.Sprintf("tandem-%d", domainSeq.Add(1))
+	if err := s.main.ServerAuthCurve(domain, cc.secretKey); err != nil {
+		return fmt.Errorf("CURVE server: %w", err)
+	}
+	if s.mon, err = startMonitor(ctx, s.main); err != nil {
+		return err
+	}
+	if err := zap.register(ctx, domain, c); err != nil {
+		return err
+	}
+	s.zapDomain = domain
+	return nil
 }
 
 func zmqType(k kind) zmq4.Type {
@@ -325,10 +390,15 @@ type outbox struct {
 }
 
 // loop polls the main socket and the wake-up reader until Close or a fatal error.
-func (c *Conn) loop(sock, wakeR *zmq4.Socket) error {
+func (c *Conn) loop(s *sockets) error {
+	sock, wakeR := s.main, s.wakeR
 	poller := zmq4.NewPoller()
 	mainID := poller.Add(sock, 0)
 	wakeID := poller.Add(wakeR, zmq4.POLLIN)
+	var monID int // poller index of the monitor, if s.mon is set
+	if s.mon != nil {
+		monID = poller.Add(s.mon.sock, zmq4.POLLIN)
+	}
 	var ob outbox
 	batch := make([][][]byte, 0, maxRecvBatch) // reused by readBatch
 	for {
@@ -360,6 +430,11 @@ func (c *Conn) loop(sock, wakeR *zmq4.Socket) error {
 		case <-c.quit:
 			return nil
 		default:
+		}
+		if s.mon != nil && polled[monID].Events&zmq4.POLLIN != 0 {
+			if err := s.mon.drain(c); err != nil {
+				return err
+			}
 		}
 		if polled[wakeID].Events&zmq4.POLLIN != 0 {
 			// Drain the wake-ups before taking the queue: a Send that lands after

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `make soak`: builds bin/tandem and cmd/tandemsoak, then soaks
+# `tandem serve --model dummy --data-parallel-size 2` with SOAK_CLIENTS concurrent
+# clients for SOAK_DURATION, SIGKILLing an engine every SOAK_KILL_EVERY (0 = never).
+# The report goes to .cache/soak/report.{md,json}; with SOAK_UPDATE_DOCS=1 it also
+# replaces the section between <!-- soak:begin --> and <!-- soak:end --> in
+# docs/reliability.md. Exits non-zero when the report lists a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+clients=${SOAK_CLIENTS:-1000}
+duration=${SOAK_DURATION:-60s}
+kill_every=${SOAK_KILL_EVERY:-20s}
+max_waiting=${SOAK_MAX_WAITING:-600}
+out=.cache/soak
+mkdir -p "$out" bin
+
+go build -o bin/tandem ./cmd/tandem
+go build -o bin/tandemsoak ./cmd/tandemsoak
+
+status=0
+./bin/tandemsoak --tandem bin/tandem --clients "$clients" --duration "$duration" \
+  --kill-engine-every "$kill_every" --max-waiting-requests "$max_waiting" \
+  --markdown "$out/report.md" --json "$out/report.json" 2> >(tee "$out/soak.log" >&2) || status=$?
+cat "$out/report.md"
+
+if [[ "${SOAK_UPDATE_DOCS:-0}" == 1 ]]; then
+  {
+    echo "Run: \`make soak\` on $(date -u +%Y-%m-%d), $(nproc) CPUs, $(go version | awk '{print $3}'), commit $(git describe --always --dirty 2>/dev/null || echo unknown)."
+    echo
+    cat "$out/report.md"
+  } > "$out/section.md"
+  python3 - "$out/section.md" docs/reliability.md <<'PY'
+import re, sys
+section = open(sys.argv[1]).read()
+doc = open(sys.argv[2]).read()
+new, n = re.subn(r"(<!-- soak:begin -->\n).*?(<!-- soak:end -->)", lambda m: m.group(1) + section + m.group(2), doc, flags=re.S)
+if n != 1:
+    sys.exit("soak: docs/reliability.md lacks the soak:begin/soak:end markers")
+open(sys.argv[2], "w").write(new)
+PY
+  echo "soak: updated docs/reliability.md"
+fi
+exit $status
