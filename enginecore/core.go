@@ -29,7 +29,8 @@ type Config struct {
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
 	EnablePrefixCaching bool
-	HeartbeatInterval   time.Duration // how often to send heartbeats and load reports
+	HeartbeatInterval   time.Duration // how often to send heartbeats
+	ReportInterval      time.Duration // how often to publish load reports; default 100 ms
 	HeartbeatTimeout    time.Duration // a frontend silent this long is gone
 	Version             string
 	Logger              *slog.Logger
@@ -55,6 +56,12 @@ type Core struct {
 	numFreeBlocks          atomic.Int64
 	lastStats              atomic.Pointer[wire.SchedulerStats] // for heartbeats
 	reportSeq              uint64                              // PUB sequence, output goroutine only
+
+	// KV-event and session publishing (events.go).
+	ev          *eventState
+	pubc        chan pubMsg // core → output goroutine
+	hasPub      bool        // set by Serve before the loop starts
+	pubEndpoint string      // set by Serve before the loop starts
 }
 
 type outMsg struct {
@@ -86,7 +93,7 @@ func New(cfg Config, be runner.Backend) (*Core, error) {
 	if err := be.AllocateKV(cfg.NumBlocks, cfg.BlockSize); err != nil {
 		return nil, fmt.Errorf("enginecore: allocate KV cache: %w", err)
 	}
-	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching})
+	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching, EnableEvents: cfg.EnablePrefixCaching})
 	if err != nil {
 		return nil, fmt.Errorf("enginecore: %w", err)
 	}
@@ -103,6 +110,8 @@ func New(cfg Config, be runner.Backend) (*Core, error) {
 		engineID: hex.EncodeToString(idb[:]),
 		eos:      be.Model().EOSTokenIDs,
 		out:      make(chan outMsg, 4096),
+		ev:       newEventState(),
+		pubc:     make(chan pubMsg, pubQueueLen),
 	}
 	c.sched = sched.New(sched.Config{
 		MaxNumSeqs:          cfg.MaxNumSeqs,
@@ -119,6 +128,7 @@ func New(cfg Config, be runner.Backend) (*Core, error) {
 // the reason, and the error is returned).
 func (c *Core) Serve(ctx context.Context, router Conn, pub Publisher) error {
 	in := make(chan inMsg, 4096)
+	c.hasPub, c.pubEndpoint = pub != nil, eventsEndpoint(pub)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -177,11 +187,16 @@ func (c *Core) input(ctx context.Context, router Conn, in chan<- inMsg) {
 	}
 }
 
-// output encodes and sends messages, and sends heartbeats and load reports
-// every HeartbeatInterval, so they keep flowing while a long step runs.
+// output encodes and sends messages, sends heartbeats every
+// HeartbeatInterval and load reports every ReportInterval, so they keep
+// flowing while a long step runs, and sends the PUB payloads of the core
+// goroutine.
 func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
 	tick := time.NewTicker(c.cfg.HeartbeatInterval)
 	defer tick.Stop()
+	loadTick := time.NewTicker(c.reportInterval())
+	defer loadTick.Stop()
+	ps := &pubSender{pub: pub, seqs: map[string]uint64{}}
 	send := func(m outMsg) {
 		frames, err := wire.Encode(m.t, m.payload)
 		if err != nil {
@@ -201,7 +216,10 @@ func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
 			for _, id := range c.clients.readyIDs() {
 				send(outMsg{client: id, t: wire.MsgHeartbeat, payload: hb})
 			}
+		case <-loadTick.C:
 			c.publishLoad(pub)
+		case m := <-c.pubc:
+			ps.send(m)
 		case <-done:
 			for {
 				select {
@@ -241,6 +259,7 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
 				break drain
 			}
 		}
+		c.publishEvents(time.Now())
 		if time.Since(lastCheck) >= c.cfg.HeartbeatInterval/2 {
 			lastCheck = time.Now()
 			c.expireClients(lastCheck)
@@ -255,6 +274,7 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
 				}
 				return err
 			}
+			c.publishEvents(time.Now())
 		}
 	}
 }

@@ -76,6 +76,7 @@ func (c *Core) add(client string, r *wire.EngineCoreRequest) {
 	}
 	if req.SessionID != "" {
 		c.sessions.add(req.SessionID, req.ID, req.NumPromptTokens(), now())
+		c.noteSession(req.SessionID)
 	}
 	c.publishCounts()
 }
@@ -155,7 +156,9 @@ func (c *Core) stats() wire.SchedulerStats {
 }
 
 // utility answers a named call. Methods: get_session [id], end_session
-// [id], get_stats [], list_requests [].
+// [id], get_stats [], list_requests [], get_events_endpoint [] (the PUB
+// endpoint, "" if none), get_sessions [] (the sessions held, as in a
+// session snapshot).
 func (c *Core) utility(client string, u *wire.Utility) {
 	res := &wire.UtilityResult{CallID: u.CallID}
 	var v any
@@ -180,6 +183,10 @@ func (c *Core) utility(client string, u *wire.Utility) {
 		}
 		c.kv.EndSession(id)
 		v = c.sessions.remove(id)
+	case "get_events_endpoint":
+		v = c.pubEndpoint
+	case "get_sessions":
+		v = c.heldSessions()
 	case "get_stats":
 		st := c.stats()
 		v = &st

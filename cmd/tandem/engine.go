@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore"
-	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
@@ -33,6 +32,7 @@ type engineFlags struct {
 	kvCacheMemory       string
 	enablePrefixCaching bool
 	threads             int
+	gpu                 gpuFlags
 	heartbeatInterval   time.Duration
 	heartbeatTimeout    time.Duration
 	log                 logFlags
@@ -48,7 +48,8 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in bytes (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU threads for the forward pass")
-	fs.StringVar(&f.device, "device", "cpu", "device: cpu (cuda:N lands with the GPU backend)")
+	fs.StringVar(&f.device, "device", "cpu", "device: cpu, or cuda:N in a binary built with -tags cuda")
+	f.gpu.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
 	fs.StringVar(&f.log.level, "log-level", "info", "debug, info, warn or error")
@@ -62,6 +63,8 @@ func runEngine(ctx context.Context, args []string) error {
 	fs.StringVar(&f.listen, "listen", "", "ROUTER endpoint to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required)")
 	fs.StringVar(&f.events, "events", "", "PUB endpoint to bind for load reports and KV events (optional)")
 	fs.IntVar(&f.rank, "data-parallel-rank", 0, "this engine's index")
+	var curve curveFlags
+	registerCurveServerFlags(fs, &curve)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,10 +80,22 @@ func runEngine(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.device != "cpu" {
-		return fmt.Errorf("engine: --device %q: only cpu is available in this build", f.device)
+	// Check the socket security before loading the model, so a bad bind
+	// fails fast.
+	listenOpts, err := curve.serverOptions(f.listen, log)
+	if err != nil {
+		return err
 	}
-	be, info, err := loadBackend(f.model, f.maxModelLen, f.threads, log)
+	var eventOpts []zmq.Option
+	if f.events != "" {
+		if eventOpts, err = curve.serverOptions(f.events, log); err != nil {
+			return err
+		}
+	}
+	if _, _, err := parseDevice(f.device); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	be, info, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, log)
 	if err != nil {
 		return err
 	}
@@ -90,7 +105,7 @@ func runEngine(ctx context.Context, args []string) error {
 	} else if f.maxModelLen > info.MaxContextLen {
 		return fmt.Errorf("engine: --max-model-len %d exceeds the model's context length %d", f.maxModelLen, info.MaxContextLen)
 	}
-	numBlocks, err := kvBlocks(f, be, log)
+	numBlocks, err := deviceKVBlocks(f, be, log)
 	if err != nil {
 		return err
 	}
@@ -119,14 +134,14 @@ func runEngine(ctx context.Context, args []string) error {
 		return err
 	}
 	log.Info("warm-up done", "took", took.Round(time.Millisecond))
-	router, err := zmq.BindRouter(f.listen)
+	router, err := zmq.BindRouter(f.listen, listenOpts...)
 	if err != nil {
 		return fmt.Errorf("engine: bind %s: %w", f.listen, err)
 	}
 	defer router.Close()
 	var pub enginecore.Publisher
 	if f.events != "" {
-		p, err := zmq.BindPub(f.events)
+		p, err := zmq.BindPub(f.events, eventOpts...)
 		if err != nil {
 			return fmt.Errorf("engine: bind %s: %w", f.events, err)
 		}
@@ -148,10 +163,10 @@ func servedName(flagName, model string) string {
 	return strings.TrimSuffix(filepath.Base(filepath.Clean(model)), ".gguf")
 }
 
-// loadBackend builds the CPU backend for --model: the dummy model, a GGUF
-// file or a Hugging Face directory. The returned backend's Close also
-// releases the model file.
-func loadBackend(name string, maxModelLen, threads int, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
+// loadBackend builds the backend for --device (see newBackend) over
+// --model: the dummy model, a GGUF file or a Hugging Face directory. The
+// returned backend's Close also releases the model file.
+func loadBackend(name, device string, maxModelLen, threads int, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
 	start := time.Now()
 	var cfg model.Config
 	var w *model.Weights
@@ -171,7 +186,7 @@ func loadBackend(name string, maxModelLen, threads int, log *slog.Logger) (runne
 		}
 		cfg = m.Config
 	}
-	be, err := cpu.New(cfg, w, threads)
+	be, err := newBackend(device, cfg, w, threads)
 	if err != nil {
 		if release != nil {
 			_ = release()

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/chattemplate"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/frontend/server"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
@@ -27,6 +29,7 @@ type frontendFlags struct {
 	servedModelName   string
 	maxRequestBody    string
 	reusePort         bool
+	routing           string
 	maxWaiting        int
 	tokenizer         string
 	chatTemplate      string
@@ -42,13 +45,14 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "require Authorization: Bearer <key> on /v1 routes (default $TANDEM_API_KEY)")
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body")
 	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many requests wait for a first token; 0 = no limit")
+	fs.StringVar(&f.routing, "routing", string(router.Session), "routing policy: session, prefix, least-loaded or round-robin (docs/routing.md)")
 }
 
 func runFrontend(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tandem frontend", flag.ContinueOnError)
 	var f frontendFlags
 	f.registerHTTP(fs)
-	fs.StringVar(&f.engines, "engines", "", "comma-separated engine ROUTER endpoints (required)")
+	fs.StringVar(&f.engines, "engines", "", "comma-separated engine ROUTER endpoints; dns+tcp://name:port means every A record of name, re-resolved while serving (required)")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name in the API (default: what the engines report)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF file or a Hugging Face directory (default: the model the engines serve)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file replacing the model's")
@@ -57,6 +61,8 @@ func runFrontend(ctx context.Context, args []string) error {
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "an engine silent this long is dead: its requests fail with 503")
 	fs.StringVar(&f.log.level, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.log.format, "log-format", "text", "text or json")
+	var curve curveFlags
+	registerCurveClientFlags(fs, &curve)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,11 +76,23 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	policy, err := router.ParsePolicy(f.routing)
+	if err != nil {
+		return fmt.Errorf("frontend: --routing: %w", err)
+	}
+	dialOpts, err := curve.clientOptions(strings.Split(f.engines, ","), log)
+	if err != nil {
+		return err
+	}
+	var onRoute routeHook // set once the server's metrics exist
 	client, err := engineclient.Dial(engineclient.Config{
+		DialOptions:       dialOpts,
 		Endpoints:         strings.Split(f.engines, ","),
 		HeartbeatInterval: f.heartbeatInterval,
 		HeartbeatTimeout:  f.heartbeatTimeout,
 		Logger:            log,
+		Routing:           policy,
+		OnRoute:           onRoute.call,
 	})
 	if err != nil {
 		return err
@@ -117,14 +135,17 @@ func runFrontend(ctx context.Context, args []string) error {
 		Version:            version,
 		Logger:             log,
 	}, server.ClientEngine(client), tok)
+	onRoute.set(srv.ObserveRouting)
 	ln, err := listen(ctx, fmt.Sprintf("%s:%d", f.host, f.port), f.reusePort)
 	if err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	// Read deadlines bound slow-loris clients (headers and bodies); there is
+	// no write deadline, since streams last as long as generation does.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen)
+	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen, "routing", policy)
 	select {
 	case err := <-errc:
 		return err
@@ -182,4 +203,19 @@ func listen(ctx context.Context, addr string, reusePort bool) (net.Listener, err
 		}
 	}
 	return lc.Listen(ctx, "tcp", addr)
+}
+
+// routeHook forwards routing decisions to a counter set after the client
+// is dialled (tandem:routing_decisions_total lives in the server's
+// metrics, which exist only once the server does).
+type routeHook struct {
+	fn atomic.Pointer[func(policy, outcome string)]
+}
+
+func (h *routeHook) set(fn func(policy, outcome string)) { h.fn.Store(&fn) }
+
+func (h *routeHook) call(policy, outcome string) {
+	if fn := h.fn.Load(); fn != nil {
+		(*fn)(policy, outcome)
+	}
 }

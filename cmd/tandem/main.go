@@ -21,6 +21,9 @@ Usage:
   tandem engine   --model M --listen ENDPOINT [flags]   run one engine core
   tandem frontend --engines ENDPOINT[,ENDPOINT…] [flags] run one API server
   tandem run-batch -i in.jsonl -o out.jsonl [--model M | --engines …]   run an OpenAI batch file
+  tandem gpus     [--json]            list the NVIDIA GPUs this process may use
+  tandem bench    --dataset multi-turn [--base-url URL | --serve ARGS --routing P,…]   benchmark a server
+  tandem keygen   --out DIR [--name NAME]   write a CURVE keypair for engine sockets
   tandem version
 
 Run "tandem <command> --help" for a command's flags.
@@ -43,6 +46,12 @@ func main() {
 		err = runFrontend(ctx, args)
 	case "run-batch":
 		err = runBatch(ctx, args)
+	case "keygen":
+		err = runKeygen(ctx, args)
+	case "gpus":
+		err = runGPUs(ctx, args)
+	case "bench":
+		err = runBench(ctx, args)
 	case "version", "--version":
 		fmt.Println("tandem", version)
 	case "help", "-h", "--help":

@@ -58,6 +58,11 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	devices, err := serveDevices(set, ef.device, *dp, log) // one engine per GPU, else CPU engines
+	if err != nil {
+		return err
+	}
+	*dp = len(devices)
 	threads := ef.threads
 	if !set["threads"] {
 		threads = max(1, runtime.NumCPU() / *dp)
@@ -73,6 +78,7 @@ func runServe(ctx context.Context, args []string) error {
 			"--events", "ipc://" + filepath.Join(dir, fmt.Sprintf("events-%d.sock", i)),
 			"--data-parallel-rank", strconv.Itoa(i),
 			"--threads", strconv.Itoa(threads),
+			"--device", devices[i],
 		}
 		a = append(a, passThrough(fs, set, engineFlagNames)...)
 		procs = append(procs, &child{name: fmt.Sprintf("engine-%d", i), exe: exe, args: a})
@@ -100,10 +106,10 @@ func runServe(ctx context.Context, args []string) error {
 // Flags that serve forwards to engines and frontends when given.
 var (
 	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-num-seqs", "max-num-batched-tokens",
-		"block-size", "kv-cache-memory", "enable-prefix-caching", "device", "heartbeat-interval", "heartbeat-timeout",
+		"block-size", "kv-cache-memory", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
-		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "max-waiting-requests"}
+		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "routing", "max-waiting-requests"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
@@ -25,40 +27,96 @@ var (
 
 // Config is a client's settings.
 type Config struct {
-	Endpoints         []string      // one ROUTER endpoint per engine core
+	// DialOptions are applied to every socket dialled to an engine (e.g.
+	// CURVE keys from zmq.WithCurveClient).
+	DialOptions []zmq.Option
+	// Endpoints are the engines' ROUTER endpoints. An entry
+	// dns+tcp://name:port stands for tcp://A:port for every A record of
+	// name, re-resolved every ResolveInterval: engines join and leave as
+	// the records change (a Kubernetes headless service).
+	Endpoints         []string
 	FrontendID        string        // name sent in HELLO (default: random)
 	HeartbeatInterval time.Duration // default 1 s
 	HeartbeatTimeout  time.Duration // an engine silent this long is dead; default 5 s
 	Logger            *slog.Logger
-	// Pick chooses the engine for a request among the ready ones; nil
-	// uses DefaultPick.
+	// Routing is the routing policy (default router.Session); Router, if
+	// set, is used instead of a new router.Router for it.
+	Routing router.Policy
+	Router  *router.Router
+	// OnRoute, if set, is called after every routing decision (including
+	// the re-routing of a retried request) with the policy and the outcome,
+	// the labels of tandem:routing_decisions_total.
+	OnRoute func(policy, outcome string)
+	// MaxRetries is how many times a request that has produced no output
+	// yet is sent to another engine when its engine fails. Default 2;
+	// negative disables retries.
+	MaxRetries int
+	// ResolveInterval is how often dns+tcp endpoints are re-resolved;
+	// default 5 s. LookupIP4 resolves a name to its A records (default: the
+	// system resolver).
+	ResolveInterval time.Duration
+	LookupIP4       func(ctx context.Context, host string) ([]net.IP, error)
+	// Pick, if set, replaces the router (the legacy hook): it chooses the
+	// index of an engine among the ready ones.
 	Pick func(req *wire.EngineCoreRequest, engines []EngineState) int
 }
 
 // EngineState is what the client knows of one engine.
 type EngineState struct {
-	Index       int // position in Config.Endpoints
+	Index       int // the client's stable handle for it (slot), in order of discovery
 	Endpoint    string
 	Ready       bool       // handshake done and heartbeats flowing
 	Info        wire.Ready // the engine's READY (zero until the first one)
-	NumRunning  int        // from the engine's last heartbeat
-	NumWaiting  int        // from the engine's last heartbeat
+	NumRunning  int        // from the engine's last report
+	NumWaiting  int        // from the engine's last report
 	NumInFlight int        // this frontend's unfinished requests on it
 	LastSeen    time.Time
 	Stats       wire.SchedulerStats // the engine's latest counters
 	Err         string              // why it is not ready, if known
+	// EventsEndpoint is the PUB endpoint this client subscribes to ("" when
+	// the engine publishes none or has not said yet).
+	EventsEndpoint string
+	// Syncing: the engine is ready but this client is still subscribing to
+	// its reports and loading the sessions it holds; requests go to it
+	// only when no synced engine is ready.
+	Syncing bool
+	// UsedBlocks is KV blocks held by live requests, from the latest
+	// report (load report, heartbeat or outputs). Between reports this
+	// frontend adjusts for its own requests: Pending and PendingBlocks
+	// count those sent since the report and unfinished (requests, blocks);
+	// Finished and FinishedBlocks those sent before it and finished since.
+	UsedBlocks, Pending, PendingBlocks, Finished, FinishedBlocks int
+}
+
+// pendingCall is a utility call waiting for its result.
+type pendingCall struct {
+	ch     chan *wire.UtilityResult // buffered: 1
+	engine int
+}
+
+// slot is one engine the client talks to. Removed slots stay (their index
+// is never reused) with conn closed.
+type slot struct {
+	state         EngineState
+	conn          *zmq.Conn // DEALER to its ROUTER
+	sub           *zmq.Conn // SUB to its PUB; nil until known
+	removed       bool
+	pubSeen       chan struct{} // closed at the first PUB message after sync began
+	pubSeenClosed bool
+	dynamic       bool   // from a dns+tcp endpoint: removed when its record goes
+	epoch         uint64 // reports received; a stream placed in epoch e is in the reports after e
 }
 
 // Client talks to a set of engine cores. Safe for concurrent use.
 type Client struct {
-	cfg   Config
-	log   *slog.Logger
-	conns []*zmq.Conn
+	cfg    Config
+	log    *slog.Logger
+	router *router.Router
 
 	mu       sync.Mutex // mu guards the fields below
-	engines  []*EngineState
+	slots    []*slot
 	streams  map[string]*Stream // by internal request id
-	calls    map[uint64]chan *wire.UtilityResult
+	calls    map[uint64]pendingCall
 	nextCall uint64
 	closed   bool
 	readyCh  chan struct{} // closed and replaced on every READY
@@ -88,43 +146,52 @@ func Dial(cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Pick == nil {
-		cfg.Pick = DefaultPick
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 2
+	}
+	if cfg.ResolveInterval <= 0 {
+		cfg.ResolveInterval = 5 * time.Second
+	}
+	if cfg.LookupIP4 == nil {
+		cfg.LookupIP4 = func(ctx context.Context, host string) ([]net.IP, error) {
+			return net.DefaultResolver.LookupIP(ctx, "ip4", host)
+		}
+	}
+	rt := cfg.Router
+	if rt == nil {
+		var err error
+		if rt, err = router.New(router.Config{Policy: cfg.Routing}); err != nil {
+			return nil, fmt.Errorf("engineclient: %w", err)
+		}
 	}
 	c := &Client{
 		cfg:     cfg,
 		log:     cfg.Logger,
+		router:  rt,
 		streams: map[string]*Stream{},
-		calls:   map[uint64]chan *wire.UtilityResult{},
+		calls:   map[uint64]pendingCall{},
 		readyCh: make(chan struct{}),
 		stop:    make(chan struct{}),
 	}
-	for i, ep := range cfg.Endpoints {
-		conn, err := zmq.DialDealer(ep)
-		if err != nil {
-			c.closeConns()
-			return nil, fmt.Errorf("engineclient: connect %s: %w", ep, err)
+	static, names := splitEndpoints(cfg.Endpoints)
+	for _, ep := range static {
+		if _, err := c.AddEngine(ep); err != nil {
+			c.Close()
+			return nil, err
 		}
-		c.conns = append(c.conns, conn)
-		c.engines = append(c.engines, &EngineState{Index: i, Endpoint: ep})
 	}
-	for i := range c.conns {
+	if len(names) > 0 {
+		c.resolve(names)
 		c.wg.Add(1)
-		go c.reader(i)
+		go c.resolveLoop(names)
 	}
 	c.wg.Add(1)
 	go c.ticker()
-	for i := range c.conns {
-		c.hello(i)
-	}
 	return c, nil
 }
 
-func (c *Client) closeConns() {
-	for _, conn := range c.conns {
-		_ = conn.Close()
-	}
-}
+// Router is the router the client routes with.
+func (c *Client) Router() *router.Router { return c.router }
 
 // Close fails every open stream with ErrClosed and disconnects.
 func (c *Client) Close() error {
@@ -138,34 +205,50 @@ func (c *Client) Close() error {
 	c.streams = map[string]*Stream{}
 	c.mu.Unlock()
 	for _, s := range streams {
-		c.sendTo(s.engine, wire.MsgAbort, &wire.Abort{RequestIDs: []string{s.id}})
+		c.sendTo(s.EngineIndex(), wire.MsgAbort, &wire.Abort{RequestIDs: []string{s.id}})
 		s.fail(ErrClosed)
 	}
 	close(c.stop)
-	c.closeConns()
+	c.mu.Lock()
+	for _, sl := range c.slots {
+		closeSlot(sl)
+	}
+	c.mu.Unlock()
 	c.wg.Wait()
 	return nil
+}
+
+func closeSlot(sl *slot) {
+	if sl.conn != nil {
+		_ = sl.conn.Close()
+	}
+	if sl.sub != nil {
+		_ = sl.sub.Close()
+	}
 }
 
 // WaitReady blocks until at least one engine completed the handshake.
 func (c *Client) WaitReady(ctx context.Context) error {
 	for {
 		c.mu.Lock()
-		for _, e := range c.engines {
-			if e.Ready {
+		var refusals []string
+		live := 0
+		for _, sl := range c.slots {
+			if sl.removed {
+				continue
+			}
+			if sl.state.Ready {
 				c.mu.Unlock()
 				return nil
 			}
-		}
-		ch := c.readyCh
-		var refusals []string
-		for _, e := range c.engines {
-			if e.Err != "" && e.Info.Error != "" {
-				refusals = append(refusals, e.Err)
+			live++
+			if sl.state.Err != "" && sl.state.Info.Error != "" {
+				refusals = append(refusals, sl.state.Err)
 			}
 		}
+		ch := c.readyCh
 		c.mu.Unlock()
-		if len(refusals) == len(c.engines) {
+		if live > 0 && len(refusals) == live {
 			return fmt.Errorf("%w: %v", ErrRefused, refusals)
 		}
 		select {
@@ -176,13 +259,16 @@ func (c *Client) WaitReady(ctx context.Context) error {
 	}
 }
 
-// Engines returns a snapshot of every engine's state.
+// Engines returns a snapshot of every current engine's state (engines
+// that left are not listed).
 func (c *Client) Engines() []EngineState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]EngineState, len(c.engines))
-	for i, e := range c.engines {
-		out[i] = *e
+	out := make([]EngineState, 0, len(c.slots))
+	for _, sl := range c.slots {
+		if !sl.removed {
+			out = append(out, sl.state)
+		}
 	}
 	return out
 }
@@ -191,20 +277,34 @@ func (c *Client) Engines() []EngineState {
 func (c *Client) Info() (wire.Ready, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range c.engines {
-		if e.Ready {
-			return e.Info, true
+	for _, sl := range c.slots {
+		if !sl.removed && sl.state.Ready {
+			return sl.state.Info, true
 		}
 	}
 	return wire.Ready{}, false
 }
 
+// conn returns engine i's DEALER, or nil once it left.
+func (c *Client) conn(i int) *zmq.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= len(c.slots) || c.slots[i].removed {
+		return nil
+	}
+	return c.slots[i].conn
+}
+
 func (c *Client) sendTo(i int, t wire.MsgType, payload any) error {
+	conn := c.conn(i)
+	if conn == nil {
+		return fmt.Errorf("%w: engine %d left", ErrEngineDead, i)
+	}
 	frames, err := wire.Encode(t, payload)
 	if err != nil {
 		return fmt.Errorf("engineclient: encode %v: %w", t, err)
 	}
-	if err := c.conns[i].Send(frames); err != nil {
+	if err := conn.Send(frames); err != nil {
 		return fmt.Errorf("engineclient: send to engine %d: %w", i, err)
 	}
 	return nil
@@ -227,56 +327,70 @@ func (c *Client) ticker() {
 		case <-t.C:
 		}
 		now := time.Now()
-		var dead []int
-		var notReady []int
+		var dead, notReady, ready []int
 		c.mu.Lock()
-		for i, e := range c.engines {
+		for i, sl := range c.slots {
+			e := &sl.state
+			if sl.removed {
+				continue
+			}
 			if e.Ready && now.Sub(e.LastSeen) > c.cfg.HeartbeatTimeout {
 				e.Ready = false
 				e.Err = fmt.Sprintf("no heartbeat for %s", now.Sub(e.LastSeen).Round(time.Millisecond))
 				dead = append(dead, i)
 			}
-			if !e.Ready {
+			if e.Ready {
+				ready = append(ready, i)
+			} else {
 				notReady = append(notReady, i)
 			}
 		}
 		c.mu.Unlock()
 		for _, i := range dead {
-			c.log.Error("engine core went silent", "engine", i, "endpoint", c.cfg.Endpoints[i])
+			c.log.Error("engine core went silent", "engine", i, "endpoint", c.endpoint(i))
 			c.failEngine(i, "heartbeat timeout")
 		}
-		for i := range c.conns {
-			if slicesContains(notReady, i) {
-				c.hello(i)
-			} else {
-				_ = c.sendTo(i, wire.MsgHeartbeat, &wire.Heartbeat{Timestamp: float64(now.UnixNano()) / 1e9})
-			}
+		for _, i := range notReady {
+			c.hello(i)
+		}
+		hb := &wire.Heartbeat{Timestamp: float64(now.UnixNano()) / 1e9}
+		for _, i := range ready {
+			_ = c.sendTo(i, wire.MsgHeartbeat, hb)
 		}
 	}
 }
 
-func slicesContains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
+func (c *Client) endpoint(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slots[i].state.Endpoint
 }
 
-// failEngine fails every in-flight stream of engine i.
+// failEngine handles the loss of engine i (dead, restarted, or gone): the
+// router forgets what it reported; each in-flight stream that has produced
+// no output yet is sent to another engine (up to MaxRetries times), the
+// others fail with ErrEngineDead.
 func (c *Client) failEngine(i int, reason string) {
+	c.router.ResetEngine(i)
 	c.mu.Lock()
 	var victims []*Stream
 	for id, s := range c.streams {
-		if s.engine == i {
+		if s.EngineIndex() == i {
 			victims = append(victims, s)
 			delete(c.streams, id)
 		}
 	}
-	c.engines[i].NumInFlight = 0
+	c.slots[i].state.NumInFlight = 0
+	c.report(i, 0, 0, 0)
+	for id, pc := range c.calls {
+		if pc.engine == i {
+			delete(c.calls, id)
+			pc.ch <- &wire.UtilityResult{CallID: id, FailureMessage: "engine failed: " + reason}
+		}
+	}
 	c.mu.Unlock()
+	err := fmt.Errorf("%w: engine %d: %s", ErrEngineDead, i, reason)
 	for _, s := range victims {
-		s.fail(fmt.Errorf("%w: engine %d: %s", ErrEngineDead, i, reason))
+		c.retryOrFail(s, i, err)
 	}
 }

@@ -1,10 +1,17 @@
 // Package engineclient is the frontend's connection to its engine cores:
 // one DEALER per engine, the HELLO/READY handshake, heartbeats both ways,
-// request routing, output demultiplexing by request id, aborts, and
-// utility calls. It is Tandem's counterpart of vLLM's AsyncMPClient, and
+// routing (package router, fed by a SUB to each engine's PUB socket: load
+// reports every ~100 ms, KV events, session reports), output
+// demultiplexing by request id, aborts, utility calls, and membership
+// (dns+tcp://name:port endpoints re-resolved while serving; AddEngine,
+// RemoveEngine). It is Tandem's counterpart of vLLM's AsyncMPClient, and
 // the programmatic Go client:
 //
-//	c, err := engineclient.Dial(engineclient.Config{Endpoints: []string{"ipc:///tmp/tandem/engine-0"}})
+//	c, err := engineclient.Dial(engineclient.Config{
+//		Endpoints: []string{"ipc:///tmp/tandem/engine-0", "dns+tcp://tandem-engines:5555"},
+//		Routing:   router.Session,
+//		OnRoute:   metrics.ObserveRouting, // tandem:routing_decisions_total
+//	})
 //	defer c.Close()
 //	err = c.WaitReady(ctx)
 //	st, err := c.Generate(ctx, promptIDs, params, "req-1", engineclient.WithSessionID("conv-42"))
@@ -14,8 +21,11 @@
 //	}
 //
 // Cancelling ctx, or Stream.Close before the request finished, sends ABORT
-// to the engine. An engine whose heartbeats stop (or that says
-// ENGINE_DEAD) fails its in-flight streams with ErrEngineDead.
+// to the engine. When an engine fails (its heartbeats stop, it says
+// ENGINE_DEAD, it restarts, or it leaves), each of its requests that has
+// produced no output yet is sent to another engine (Config.MaxRetries);
+// the others fail with ErrEngineDead. The engine learns the PUB endpoint
+// to subscribe to from the engine itself (utility get_events_endpoint).
 //
 // It must not import enginecore or gpu packages.
 package engineclient

@@ -47,11 +47,13 @@ func (c *Client) Generate(ctx context.Context, prompt []int32, params wire.Sampl
 }
 
 // Submit routes req to an engine and sends it. The stream must be read to
-// its end or closed.
+// its end or closed. If the engine fails before the request produced any
+// output, the stream carries on transparently on another engine.
 func (c *Client) Submit(ctx context.Context, req *wire.EngineCoreRequest) (*Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s := &Stream{id: req.RequestID, req: req, c: c, notify: make(chan struct{}, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -61,22 +63,15 @@ func (c *Client) Submit(ctx context.Context, req *wire.EngineCoreRequest) (*Stre
 		c.mu.Unlock()
 		return nil, fmt.Errorf("engineclient: duplicate request id %q", req.RequestID)
 	}
-	states := make([]EngineState, len(c.engines))
-	for i, e := range c.engines {
-		states[i] = *e
-	}
-	i := c.cfg.Pick(req, states)
-	if i < 0 || i >= len(c.engines) || !c.engines[i].Ready {
+	i, d, err := c.route(req, -1)
+	if err != nil {
 		c.mu.Unlock()
-		if req.DataParallelRank != nil {
-			return nil, fmt.Errorf("%w: engine rank %d is not ready", ErrEngineDead, *req.DataParallelRank)
-		}
-		return nil, ErrNoEngine
+		return nil, err
 	}
-	s := &Stream{id: req.RequestID, engine: i, c: c, notify: make(chan struct{}, 1)}
-	c.streams[req.RequestID] = s
-	c.engines[i].NumInFlight++
+	c.place(s, i)
 	c.mu.Unlock()
+	c.observe(d)
+	c.log.Debug("routed", "request_id", req.RequestID, "engine", i, "policy", d.Policy, "outcome", d.Outcome, "expected_cached_tokens", d.CachedTokens)
 	if err := c.sendTo(i, wire.MsgAdd, req); err != nil {
 		c.release(s, false)
 		return nil, err
@@ -88,13 +83,14 @@ func (c *Client) Submit(ctx context.Context, req *wire.EngineCoreRequest) (*Stre
 func (c *Client) release(s *Stream, abort bool) {
 	c.mu.Lock()
 	owned := c.streams[s.id] == s
+	i := s.EngineIndex()
 	if owned {
 		delete(c.streams, s.id)
-		c.engines[s.engine].NumInFlight--
+		c.settle(s)
 	}
 	c.mu.Unlock()
 	if owned && abort {
-		_ = c.sendTo(s.engine, wire.MsgAbort, &wire.Abort{RequestIDs: []string{s.id}})
+		_ = c.sendTo(i, wire.MsgAbort, &wire.Abort{RequestIDs: []string{s.id}})
 	}
 }
 
@@ -113,18 +109,18 @@ func (c *Client) Abort(ids ...string) {
 // Call runs a utility method on engine i and returns its raw result.
 func (c *Client) Call(ctx context.Context, i int, method string, args ...any) (wire.Raw, error) {
 	c.mu.Lock()
-	if i < 0 || i >= len(c.engines) {
+	if i < 0 || i >= len(c.slots) || c.slots[i].removed {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("engineclient: no engine %d", i)
 	}
-	if !c.engines[i].Ready {
+	if !c.slots[i].state.Ready {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: engine %d", ErrEngineDead, i)
 	}
 	c.nextCall++
 	id := c.nextCall
 	ch := make(chan *wire.UtilityResult, 1)
-	c.calls[id] = ch
+	c.calls[id] = pendingCall{ch: ch, engine: i}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()

@@ -6,7 +6,8 @@ import (
 	"github.com/tandem-llm/tandem/wire"
 )
 
-// DefaultPick chooses an engine: the pinned rank if the request names one;
+// DefaultPick is the pick of earlier releases, kept for Config.Pick (the
+// router, package router, now routes by default). It chooses an engine: the pinned rank if the request names one;
 // for a session, the ready engine with the highest rendezvous (HRW) hash of
 // (session, engine endpoint), so every frontend picks the same engine
 // without talking to the others; otherwise the least loaded ready engine by

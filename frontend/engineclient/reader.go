@@ -2,48 +2,52 @@ package engineclient
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tandem-llm/tandem/wire"
+	"github.com/tandem-llm/tandem/wire/zmq"
 )
 
 // reader handles everything engine i sends. One goroutine per engine.
-func (c *Client) reader(i int) {
+func (c *Client) reader(i int, conn *zmq.Conn) {
 	defer c.wg.Done()
-	for frames := range c.conns[i].Recv() {
+	for frames := range conn.Recv() {
 		t, payload, err := wire.Decode(frames)
 		if err != nil {
 			c.log.Warn("dropping malformed message from engine", "engine", i, "err", err)
 			continue
 		}
 		c.mu.Lock()
-		c.engines[i].LastSeen = time.Now()
+		c.slots[i].state.LastSeen = time.Now()
 		c.mu.Unlock()
 		switch p := payload.(type) {
 		case *wire.Ready:
 			c.ready(i, p)
 		case *wire.Heartbeat:
 			c.mu.Lock()
-			c.engines[i].NumRunning, c.engines[i].NumWaiting = p.NumRunning, p.NumWaiting
-			if p.SchedulerStats != nil {
-				c.engines[i].Stats = *p.SchedulerStats
+			used := c.slots[i].state.UsedBlocks
+			if st := p.SchedulerStats; st != nil {
+				c.slots[i].state.Stats = *st
+				used = st.NumTotalBlocks - st.NumFreeBlocks
 			}
+			c.report(i, p.NumWaiting, p.NumRunning, used)
 			c.mu.Unlock()
 		case *wire.EngineCoreOutputs:
 			c.outputs(i, p)
 		case *wire.UtilityResult:
 			c.mu.Lock()
-			ch, ok := c.calls[p.CallID]
+			pc, ok := c.calls[p.CallID]
 			delete(c.calls, p.CallID)
 			c.mu.Unlock()
 			if ok {
-				ch <- p
+				pc.ch <- p
 			}
 		case *wire.EngineDead:
 			c.log.Error("engine core reported ENGINE_DEAD", "engine", i, "reason", p.Reason)
 			c.mu.Lock()
-			c.engines[i].Ready = false
-			c.engines[i].Err = p.Reason
+			c.slots[i].state.Ready = false
+			c.slots[i].state.Err = p.Reason
 			c.mu.Unlock()
 			c.failEngine(i, p.Reason)
 		default:
@@ -54,7 +58,7 @@ func (c *Client) reader(i int) {
 
 func (c *Client) ready(i int, r *wire.Ready) {
 	c.mu.Lock()
-	e := c.engines[i]
+	e := &c.slots[i].state
 	wasReady := e.Ready
 	restarted := e.Info.EngineID != "" && e.Info.EngineID != r.EngineID
 	e.Info = *r
@@ -70,17 +74,27 @@ func (c *Client) ready(i int, r *wire.Ready) {
 		e.Ready = true
 		e.Err = ""
 	}
+	sl := c.slots[i]
+	refusal := e.Err
+	// An accepted engine is routed to once its reports flow (sync); a
+	// duplicate READY (answering a repeated HELLO) changes nothing.
+	start := refusal == "" && (!wasReady || restarted) && !e.Syncing
+	if start {
+		e.Syncing = true
+		sl.pubSeen, sl.pubSeenClosed = make(chan struct{}), false
+		c.wg.Add(1)
+	}
 	close(c.readyCh)
 	c.readyCh = make(chan struct{})
-	refusal := e.Err
 	c.mu.Unlock()
 	if refusal != "" {
 		c.log.Error("engine core refused this frontend", "engine", i, "err", refusal)
-	} else if !wasReady || restarted {
-		c.log.Info("engine core ready", "engine", i, "model", r.ServedModelName, "max_model_len", r.MaxModelLen, "num_blocks", r.NumBlocks, "pid", r.PID)
 	}
 	if restarted {
 		c.failEngine(i, "engine core restarted")
+	}
+	if start {
+		go c.sync(i)
 	}
 }
 
@@ -88,24 +102,47 @@ func (c *Client) ready(i int, r *wire.Ready) {
 func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 	if st := o.SchedulerStats; st != nil {
 		c.mu.Lock()
-		c.engines[i].NumRunning, c.engines[i].NumWaiting = st.NumRunningReqs, st.NumWaitingReqs
-		c.engines[i].Stats = *st
+		c.slots[i].state.Stats = *st
+		c.report(i, st.NumWaitingReqs, st.NumRunningReqs, st.NumTotalBlocks-st.NumFreeBlocks)
 		c.mu.Unlock()
 	}
 	for _, out := range o.Outputs {
 		c.mu.Lock()
 		s, ok := c.streams[out.RequestID]
 		c.mu.Unlock()
-		if !ok {
-			continue // aborted here already
+		if !ok || s.EngineIndex() != i {
+			continue // aborted here already, or moved to another engine
+		}
+		if !s.hasOutput() && lostUs(out) {
+			// The engine does not know this frontend: it restarted and got
+			// the request before our HELLO. Nothing ran; send it elsewhere.
+			c.mu.Lock()
+			if c.streams[out.RequestID] == s {
+				delete(c.streams, out.RequestID)
+				c.settle(s)
+			}
+			c.mu.Unlock()
+			c.hello(i)
+			c.retryOrFail(s, i, errUnknownFrontend)
+			continue
 		}
 		if s.push(out) {
 			c.mu.Lock()
 			if c.streams[out.RequestID] == s {
 				delete(c.streams, out.RequestID)
-				c.engines[i].NumInFlight--
+				c.settle(s)
 			}
 			c.mu.Unlock()
 		}
 	}
+}
+
+// lostUs reports whether an output is the engine's refusal of a request
+// from a frontend it has no HELLO from.
+func lostUs(o wire.EngineCoreOutput) bool {
+	if o.FinishReason != wire.FinishError {
+		return false
+	}
+	reason, _ := o.StopReason.(string)
+	return strings.HasPrefix(reason, "unknown frontend")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -11,23 +12,42 @@ import (
 // Stream is one request's outputs, in order. Safe for one reader; the
 // engine's reader goroutine never blocks on a slow Stream consumer.
 type Stream struct {
-	id     string // internal request id
-	engine int    // index of the engine serving it
-	c      *Client
+	id       string                  // internal request id
+	req      *wire.EngineCoreRequest // kept to resend it elsewhere
+	engine   atomic.Int64            // index of the engine serving it
+	attempts int                     // resends so far; guarded by Client.mu
+	epoch    uint64                  // its engine's report count when placed; guarded by Client.mu
+	blocks   int                     // KV blocks of its prompt; guarded by Client.mu
+	c        *Client
 
 	mu      sync.Mutex // mu guards the fields below
 	pending []wire.EngineCoreOutput
 	done    bool  // the finishing output was queued, or err is set
 	err     error // terminal error (engine dead, client closed)
 	closed  bool  // Close called
+	outputs int   // outputs received so far
 	notify  chan struct{}
 }
 
 // RequestID is the internal request id the engine knows.
 func (s *Stream) RequestID() string { return s.id }
 
-// EngineIndex is the engine serving the request.
-func (s *Stream) EngineIndex() int { return s.engine }
+// EngineIndex is the engine serving the request (it changes when the
+// request moves to another engine before its first output).
+func (s *Stream) EngineIndex() int { return int(s.engine.Load()) }
+
+// hasOutput reports whether any output arrived.
+func (s *Stream) hasOutput() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outputs > 0
+}
+
+func (s *Stream) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
 
 // Next returns the next output. After the output with a finish reason it
 // returns io.EOF; after a failure, that error (e.g. ErrEngineDead). Once
@@ -74,6 +94,7 @@ func (s *Stream) push(o wire.EngineCoreOutput) bool {
 		return true
 	}
 	s.pending = append(s.pending, o)
+	s.outputs++
 	if o.FinishReason != wire.FinishNone {
 		s.done = true
 	}

@@ -99,6 +99,10 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	return s
 }
 
+// ObserveRouting counts one routing decision in
+// tandem:routing_decisions_total (the engine client reports them).
+func (s *Server) ObserveRouting(policy, outcome string) { s.metrics.ObserveRouting(policy, outcome) }
+
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.e }
 

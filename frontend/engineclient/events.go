@@ -1,0 +1,182 @@
+package engineclient
+
+import (
+	"context"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/tandem-llm/tandem/wire"
+	"github.com/tandem-llm/tandem/wire/zmq"
+)
+
+// sync makes engine i routable after its READY: it asks the
+// engine where it publishes (the get_events_endpoint utility), subscribes
+// there (once: SUB sockets reconnect by themselves), waits for the first
+// report so no session delta is missed from then on, and loads the
+// sessions the engine holds already (get_sessions). Engines without a PUB
+// socket, or that do not know these calls, are ready at once and routed
+// on their heartbeats alone.
+func (c *Client) sync(i int) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if c.subscribe(ctx, i) {
+		c.mu.Lock()
+		seen := c.slots[i].pubSeen
+		c.mu.Unlock()
+		wait := time.NewTimer(2 * time.Second)
+		select {
+		case <-seen:
+		case <-wait.C:
+			c.log.Warn("no report from the engine yet; routing without its sessions", "engine", i)
+		case <-ctx.Done():
+		}
+		wait.Stop()
+		if raw, err := c.Call(ctx, i, "get_sessions"); err == nil {
+			var ids []string
+			if err := wire.Unmarshal(raw, &ids); err == nil && len(ids) > 0 {
+				// Additive: a delta that overtook this answer must not be undone.
+				c.router.ApplySessions(i, &wire.SessionReport{Added: ids})
+			}
+		}
+	}
+	c.mu.Lock()
+	sl := c.slots[i]
+	sl.state.Syncing = false
+	r, ready, events := sl.state.Info, sl.state.Ready && !sl.removed, sl.state.EventsEndpoint
+	c.mu.Unlock()
+	if ready {
+		c.log.Info("engine core ready", "engine", i, "model", r.ServedModelName, "max_model_len", r.MaxModelLen,
+			"num_blocks", r.NumBlocks, "pid", r.PID, "events", events)
+	}
+}
+
+// subscribe connects engine i's SUB socket if the engine publishes, and
+// reports whether it does.
+func (c *Client) subscribe(ctx context.Context, i int) bool {
+	raw, err := c.Call(ctx, i, "get_events_endpoint")
+	if err != nil {
+		c.log.Debug("engine does not say where it publishes", "engine", i, "err", err)
+		return false
+	}
+	var ep string
+	if err := wire.Unmarshal(raw, &ep); err != nil || ep == "" {
+		return false
+	}
+	c.mu.Lock()
+	sl := c.slots[i]
+	ep = publicEndpoint(ep, sl.state.Endpoint)
+	if sl.removed || c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if sl.sub != nil && sl.state.EventsEndpoint == ep {
+		c.mu.Unlock()
+		return true
+	}
+	old := sl.sub
+	sl.sub = nil
+	c.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	sub, err := zmq.DialSub(ep, []string{wire.TopicLoad, wire.TopicKV, wire.TopicSessions}, c.cfg.DialOptions...)
+	if err != nil {
+		c.log.Warn("cannot subscribe to engine events", "engine", i, "endpoint", ep, "err", err)
+		return false
+	}
+	c.mu.Lock()
+	if sl.removed || c.closed {
+		c.mu.Unlock()
+		_ = sub.Close()
+		return false
+	}
+	sl.sub = sub
+	sl.state.EventsEndpoint = ep
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.events(i, sub)
+	return true
+}
+
+// publicEndpoint turns a bound PUB endpoint into one this frontend can
+// reach: a wildcard host (tcp://0.0.0.0:p, tcp://*:p, tcp://[::]:p) is
+// replaced by the host of the engine's ROUTER endpoint.
+func publicEndpoint(pub, router string) string {
+	rest, ok := strings.CutPrefix(pub, "tcp://")
+	if !ok {
+		return pub
+	}
+	host, port, err := net.SplitHostPort(rest)
+	if err != nil || (host != "0.0.0.0" && host != "*" && host != "::" && host != "") {
+		return pub
+	}
+	rhost, _, err := net.SplitHostPort(strings.TrimPrefix(router, "tcp://"))
+	if err != nil || !strings.HasPrefix(router, "tcp://") {
+		rhost = "127.0.0.1"
+	}
+	return "tcp://" + net.JoinHostPort(rhost, port)
+}
+
+// events applies engine i's PUB messages: load reports to its state, KV
+// events and session reports to the router.
+func (c *Client) events(i int, sub *zmq.Conn) {
+	defer c.wg.Done()
+	var seqs wire.PubSeq
+	for frames := range sub.Recv() {
+		topic, seq, payload, err := wire.ParsePub(frames)
+		if err != nil {
+			c.log.Warn("dropping malformed PUB message", "engine", i, "err", err)
+			continue
+		}
+		c.mu.Lock()
+		if sl := c.slots[i]; sl.pubSeen != nil && !sl.pubSeenClosed {
+			close(sl.pubSeen)
+			sl.pubSeenClosed = true
+		}
+		c.mu.Unlock()
+		switch seqs.Observe(topic, seq) {
+		case wire.SeqRestart:
+			// The engine restarted: what it published before is gone. Its
+			// READY handling resets the rest.
+			if topic == wire.TopicKV {
+				c.router.ResetKV(i)
+			}
+		case wire.SeqGap:
+			c.log.Debug("missed engine events", "engine", i, "topic", topic)
+		}
+		switch topic {
+		case wire.TopicLoad:
+			var rep wire.LoadReport
+			if err := wire.Unmarshal(payload, &rep); err != nil {
+				c.log.Warn("bad load report", "engine", i, "err", err)
+				continue
+			}
+			c.mu.Lock()
+			c.report(i, rep.NumWaiting, rep.NumRunning, rep.NumTotalBlocks-rep.NumFreeBlocks)
+			c.mu.Unlock()
+		case wire.TopicKV:
+			var b wire.KVEventBatch
+			if err := wire.Unmarshal(payload, &b); err != nil {
+				c.log.Warn("bad KV event batch", "engine", i, "err", err)
+				continue
+			}
+			c.router.ApplyKV(i, &b)
+		case wire.TopicSessions:
+			var rep wire.SessionReport
+			if err := wire.Unmarshal(payload, &rep); err != nil {
+				c.log.Warn("bad session report", "engine", i, "err", err)
+				continue
+			}
+			c.router.ApplySessions(i, &rep)
+		}
+	}
+}

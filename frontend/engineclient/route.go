@@ -1,0 +1,194 @@
+package engineclient
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tandem-llm/tandem/frontend/router"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// errUnknownFrontend: the engine answered a request with "unknown
+// frontend" (it restarted and lost our HELLO).
+var errUnknownFrontend = fmt.Errorf("%w: the engine restarted and did not know this frontend", ErrEngineDead)
+
+// route picks the engine for req among the ready ones other than exclude
+// (-1: none), with Config.Pick if set, else the router. c.mu is held.
+func (c *Client) route(req *wire.EngineCoreRequest, exclude int) (int, router.Decision, error) {
+	if c.cfg.Pick != nil {
+		states := make([]EngineState, 0, len(c.slots))
+		for i, sl := range c.slots {
+			if !sl.removed && i != exclude {
+				states = append(states, sl.state)
+			}
+		}
+		i := c.cfg.Pick(req, states)
+		if i < 0 || i >= len(c.slots) || i == exclude || c.slots[i].removed || !c.slots[i].state.Ready {
+			return 0, router.Decision{}, c.noEngine(req)
+		}
+		return i, router.Decision{}, nil
+	}
+	synced := false // some candidate's reports flow: skip those still syncing
+	for i, sl := range c.slots {
+		if !sl.removed && sl.state.Ready && !sl.state.Syncing && i != exclude {
+			synced = true
+		}
+	}
+	engines := make([]router.Engine, 0, len(c.slots))
+	for i, sl := range c.slots {
+		e := &sl.state
+		if sl.removed || !e.Ready || i == exclude || (synced && e.Syncing) {
+			continue
+		}
+		engines = append(engines, router.Engine{
+			ID: i, Name: e.Endpoint, Rank: e.Info.EngineIndex, BlockSize: e.Info.BlockSize,
+			Waiting: e.NumWaiting, Running: max(e.NumRunning-e.Finished, 0), UsedBlocks: max(e.UsedBlocks-e.FinishedBlocks, 0),
+			Pending: e.Pending, PendingBlocks: e.PendingBlocks,
+		})
+	}
+	d, err := c.router.Route(router.Request{
+		SessionID: req.SessionID, TokenIDs: req.PromptTokenIDs, CacheSalt: req.CacheSalt, Rank: req.DataParallelRank,
+	}, engines)
+	if err != nil {
+		return 0, d, c.noEngine(req)
+	}
+	return d.Engine, d, nil
+}
+
+func (c *Client) noEngine(req *wire.EngineCoreRequest) error {
+	if req.DataParallelRank != nil {
+		return fmt.Errorf("%w: engine rank %d is not ready", ErrEngineDead, *req.DataParallelRank)
+	}
+	return ErrNoEngine
+}
+
+// place records s as running on engine i. c.mu is held.
+func (c *Client) place(s *Stream, i int) {
+	s.engine.Store(int64(i))
+	c.streams[s.id] = s
+	sl := c.slots[i]
+	s.epoch = sl.epoch
+	s.blocks = 0
+	if bs := sl.state.Info.BlockSize; bs > 0 {
+		s.blocks = (len(s.req.PromptTokenIDs) + bs - 1) / bs
+	}
+	sl.state.NumInFlight++
+	sl.state.Pending++
+	sl.state.PendingBlocks += s.blocks
+}
+
+// settle accounts for the end of s on its engine. c.mu is held.
+func (c *Client) settle(s *Stream) {
+	sl := c.slots[s.EngineIndex()]
+	e := &sl.state
+	e.NumInFlight = max(e.NumInFlight-1, 0)
+	if s.epoch == sl.epoch { // sent since the last report
+		e.Pending = max(e.Pending-1, 0)
+		e.PendingBlocks = max(e.PendingBlocks-s.blocks, 0)
+		return
+	}
+	e.Finished++
+	e.FinishedBlocks += s.blocks
+}
+
+// report records fresh load figures of engine i (a load report, a
+// heartbeat, or the stats of an outputs message). c.mu is held.
+func (c *Client) report(i, waiting, running, usedBlocks int) {
+	sl := c.slots[i]
+	sl.epoch++
+	e := &sl.state
+	e.NumWaiting, e.NumRunning, e.UsedBlocks = waiting, running, usedBlocks
+	e.Pending, e.PendingBlocks, e.Finished, e.FinishedBlocks = 0, 0, 0, 0
+}
+
+func (c *Client) observe(d router.Decision) {
+	if c.cfg.OnRoute != nil && d.Outcome != "" {
+		c.cfg.OnRoute(string(d.Policy), d.Outcome)
+	}
+}
+
+// retryOrFail sends s, which the caller already removed from the streams
+// of engine failed, to another engine if it has produced no output and
+// has retries left; otherwise it fails s with err. When no engine is
+// ready (the only one is restarting), it waits up to twice the heartbeat
+// timeout for one, off the caller's goroutine.
+func (c *Client) retryOrFail(s *Stream, failed int, err error) {
+	if s.hasOutput() || s.attempts >= c.cfg.MaxRetries || s.isClosed() {
+		s.fail(err)
+		return
+	}
+	if c.resubmit(s, failed, err) {
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		s.fail(err)
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		deadline := time.NewTimer(2 * c.cfg.HeartbeatTimeout)
+		defer deadline.Stop()
+		for {
+			c.mu.Lock()
+			ch := c.readyCh
+			c.mu.Unlock()
+			select {
+			case <-ch:
+				if c.resubmit(s, failed, err) {
+					return
+				}
+			case <-deadline.C:
+				s.fail(fmt.Errorf("%w (no engine to retry on within %s)", err, 2*c.cfg.HeartbeatTimeout))
+				return
+			case <-c.stop:
+				s.fail(ErrClosed)
+				return
+			}
+		}
+	}()
+}
+
+// resubmit routes s anew, preferring engines other than failed, and sends
+// it. It reports false, doing nothing, when no engine is ready; s is
+// failed (and true returned) when it can no longer run.
+func (c *Client) resubmit(s *Stream, failed int, err error) bool {
+	c.mu.Lock()
+	if c.closed || s.isClosed() {
+		c.mu.Unlock()
+		s.fail(err)
+		return true
+	}
+	if _, taken := c.streams[s.id]; taken {
+		c.mu.Unlock()
+		s.fail(err)
+		return true
+	}
+	i, d, rerr := c.route(s.req, failed)
+	if rerr != nil {
+		i, d, rerr = c.route(s.req, -1) // the failed engine is back (it restarted)
+	}
+	if rerr != nil {
+		c.mu.Unlock()
+		if s.req.DataParallelRank != nil {
+			s.fail(fmt.Errorf("%w (pinned: %w)", err, rerr))
+			return true
+		}
+		return false
+	}
+	s.attempts++
+	c.place(s, i)
+	c.mu.Unlock()
+	c.observe(d)
+	c.log.Warn("engine failed before the request produced output; retrying",
+		"request_id", s.id, "failed_engine", failed, "engine", i, "attempt", s.attempts, "reason", err)
+	if serr := c.sendTo(i, wire.MsgAdd, s.req); serr != nil {
+		c.release(s, false)
+		s.fail(errors.Join(err, serr))
+	}
+	return true
+}

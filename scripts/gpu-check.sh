@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The GPU check (issue 7): one prepared run on a machine with an NVIDIA GPU
+# and no network, in under 8 minutes. Two halves:
+#
+#   scripts/gpu-check.sh prepare   on a development machine (Go, no GPU): builds
+#                                  .cache/devbin/{cuda.test,gpucheck} and a cut-down
+#                                  copy of the default model that fits the transfer
+#                                  limit, and prints the device call to make.
+#   scripts/gpu-check.sh [run]     on the GPU machine (no Go needed; `make gpu-check`):
+#                                  probe, nvcc build of the kernels, kernel and model
+#                                  tests against the CPU reference, benchmarks.
+#
+# With the device tool: run `scripts/gpu-check.sh prepare` here, then
+#   run(command="bash scripts/gpu-check.sh", carry=[".cache/devbin"], timeout_s=540)
+# and give the machine back. Results land in $OUT (7 files): log.txt,
+# tests.txt, ptxas.txt, sanitizer.txt, bench.json, summary.md, verdict.txt.
+# See docs/gpu.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+devbin=.cache/devbin
+
+prepare() {
+  set -e
+  mkdir -p "$devbin"
+  rm -f "$devbin"/*.gguf
+  echo "gpu-check: building the test and bench binaries (-tags cuda)"
+  go test -c -tags cuda -ldflags='-s -w' -o "$devbin/cuda.test" ./gpu/cuda
+  go build -tags cuda -ldflags='-s -w' -o "$devbin/gpucheck" ./gpu/cuda/cmd/gpucheck
+  # What travels: tracked and untracked-not-ignored files, plus what is carried,
+  # 64 MiB in all; keep 3 MiB of margin.
+  local tree bins budget model=models/SmolLM2-135M-Instruct.Q4_1.gguf
+  tree=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } | { xargs -0 stat -c %s 2>/dev/null || true; } | awk '{s+=$1} END {print s+0}')
+  bins=$(stat -c %s "$devbin/cuda.test" "$devbin/gpucheck" | awk '{s+=$1} END {print s}')
+  budget=$(( (61 << 20) - tree - bins ))
+  echo "gpu-check: working tree $((tree >> 20)) MiB, binaries $((bins >> 20)) MiB, $((budget >> 20)) MiB left for the model"
+  if [ ! -f "$model" ]; then
+    echo "gpu-check: $model missing (make model): the device runs no default-model test"
+    return 0
+  fi
+  "$devbin/gpucheck" shrink -layers 1 "$model" "$devbin/l1.gguf"
+  "$devbin/gpucheck" shrink -layers 2 "$model" "$devbin/l2.gguf"
+  local s1 s2 n
+  s1=$(stat -c %s "$devbin/l1.gguf"); s2=$(stat -c %s "$devbin/l2.gguf")
+  rm -f "$devbin/l1.gguf" "$devbin/l2.gguf"
+  if [ "$budget" -lt "$s1" ]; then
+    echo "gpu-check: not even one layer of the default model fits ($((s1 >> 20)) MiB): the device runs no default-model test."
+    echo "gpu-check: (a large tracked file? git ls-files | xargs du -h | sort -h | tail)"
+    return 0
+  fi
+  n=$(( (budget - s1) / (s2 - s1) + 1 ))
+  n=$(( n > 30 ? 30 : n ))
+  "$devbin/gpucheck" shrink -layers "$n" "$model" "$devbin/smollm2-${n}L.gguf"
+  echo "gpu-check: $devbin/smollm2-${n}L.gguf: the default model's first $n of 30 layers"
+  du -sh "$devbin"
+  echo 'gpu-check: now run(command="bash scripts/gpu-check.sh", carry=[".cache/devbin"], timeout_s=540)'
+}
+
+# step NAME SECONDS LOG CMD…: runs CMD with a time limit (cut to what is
+# left of the whole run's $budget seconds; skipped under 15 s), its output
+# also appended to LOG (unless LOG is -), and records PASS, FAIL or SKIP.
+verdicts=()
+budget=${GPU_CHECK_SECONDS:-480}
+step() {
+  local name=$1 secs=$2 log=$3 rc start=$SECONDS left
+  shift 3
+  left=$((budget - SECONDS - 5))
+  if [ "$left" -lt 15 ]; then
+    verdicts+=("$(printf '%-36s SKIP (out of time)' "$name")")
+    return 1
+  fi
+  secs=$((secs < left ? secs : left))
+  echo
+  echo "=== $name (limit ${secs}s): $*"
+  if [ "$log" = - ]; then
+    timeout --kill-after=10 "$secs" "$@"
+    rc=$?
+  else
+    timeout --kill-after=10 "$secs" "$@" 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+  fi
+  verdicts+=("$(printf '%-36s %s (%ds)' "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")" $((SECONDS - start)))")
+  return $rc
+}
+
+run() {
+  OUT=${OUT:-$PWD/gpu-check-out}
+  mkdir -p "$OUT"
+  exec > >(tee "$OUT/log.txt") 2>&1
+  local work
+  work=$(mktemp -d)
+  echo "gpu-check $(date -u +%FT%TZ) on $(hostname)"
+
+  # 0. Probe (seconds).
+  nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.max.sm --format=csv || true
+  (command -v nvcc && nvcc --version | tail -2) || echo "no nvcc"
+  ldd --version | head -1
+  ldconfig -p | grep -E 'libcuda\.so|libcublasLt' || true
+  if [ -z "${TANDEM_CUBLASLT:-}" ] && ! ldconfig -p | grep -q 'libcublasLt\.so\.1[23]'; then
+    TANDEM_CUBLASLT=$(timeout 60 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libcublasLt.so.1[23]*' -print 2>/dev/null | head -1)
+    export TANDEM_CUBLASLT
+    echo "cuBLASLt: ${TANDEM_CUBLASLT:-not found}"
+  fi
+  [ -x "$devbin/cuda.test" ] || { echo "missing $devbin/cuda.test: run scripts/gpu-check.sh prepare here and carry .cache/devbin"; exit 1; }
+  local model
+  model=$(ls "$devbin"/smollm2-*L.gguf 2>/dev/null | head -1)
+  echo "default model (cut down): ${model:-none}"
+
+  # 1. nvcc on the machine: sm_90 SASS + PTX, with the register/spill report.
+  if command -v nvcc >/dev/null; then
+    step "nvcc fatbin (sm_90 + compute_90)" 90 - nvcc -O3 -std=c++17 -fmad=false -Xptxas -v \
+      -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+      -fatbin -o "$work/kernels.fatbin" gpu/cuda/kernels/all.cu 2>"$OUT/ptxas.txt"
+  fi
+
+  # 2. Correctness against the Go CPU reference, on the device only. Test
+  # binaries run in their package's directory, as go test runs them.
+  local bin=$PWD/$devbin tests=$OUT/tests.txt
+  [ -n "$model" ] && model=$PWD/$model
+  export TANDEM_CUDA_TEST_DEVICES=cuda TANDEM_REQUIRE_GPU=1
+  pushd gpu/cuda >/dev/null
+  step "kernel + backend tests (cubin)" 150 "$tests" env TANDEM_MODEL="$model" "$bin/cuda.test" -test.v \
+    -test.count=1 -test.run 'Kernel|Matmul|Backend|Forward|KVBudget|ModelInfo|Greedy' -test.timeout 140s
+  step "kernel tests (clang PTX, JIT)" 60 "$tests" env TANDEM_CUDA_KERNELS=ptx "$bin/cuda.test" -test.count=1 \
+    -test.run 'Kernel|Matmul|BackendMatchesCPU' -test.timeout 50s
+  if [ -f "$work/kernels.fatbin" ]; then
+    step "kernel tests (fatbin built here)" 40 "$tests" env TANDEM_CUDA_KERNELS="$work/kernels.fatbin" \
+      "$bin/cuda.test" -test.count=1 -test.run 'Kernel' -test.timeout 30s
+  fi
+  popd >/dev/null
+
+  # 3. Benchmarks: ceilings, kernels, decode at batch 1/32/128.
+  step "benchmarks" 200 - "$bin/gpucheck" bench -out "$OUT"
+
+  # 4. With what time is left: memcheck of the kernels (Firecracker only).
+  if command -v compute-sanitizer >/dev/null; then
+    pushd gpu/cuda >/dev/null
+    step "compute-sanitizer memcheck" 90 "$OUT/sanitizer.txt" compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$bin/cuda.test" -test.count=1 -test.run 'KernelDequant|KernelRMSNorm|KernelRoPE|KernelReshape|KernelAttention'
+    popd >/dev/null
+  fi
+
+  echo
+  printf '%s\n' "${verdicts[@]}" | tee "$OUT/verdict.txt"
+  rm -rf "$work"
+}
+
+case "${1:-run}" in
+  prepare) prepare ;;
+  run) run ;;
+  *) echo "usage: $0 [prepare|run]" >&2; exit 2 ;;
+esac
