@@ -83,8 +83,9 @@ fuzz-short:
 fuzz: ## run every fuzzer for 5 minutes
 	@$(TEST_ENV) ./scripts/fuzz.sh 5m
 
-bench: build ## run benchmarks; results in docs/benchmarks/
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./enginecore/... ./frontend/... ./wire/... | tee docs/benchmarks/go-bench.txt
+bench: setup oracle model ## Tandem vs llama.cpp (same GGUF, threads, prompts) → docs/benchmarks/ and docs/benchmarks.md
+	./scripts/llamabench/build.sh
+	$(GO) run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
 
 lint: vet ## gofmt + go vet
 

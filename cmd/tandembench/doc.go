@@ -1,0 +1,42 @@
+// Command tandembench measures Tandem's CPU engine next to llama.cpp on the
+// same GGUF, thread counts and prompt token ids, in the same run, and
+// records the results: docs/benchmarks/cpu-DATE.json, a PNG plot
+// docs/benchmarks/cpu-DATE.png, and a dated section of docs/benchmarks.md.
+//
+// Tandem runs in-process with no sockets: enginecore/loader →
+// model.FromTensors → cpu.New → AllocateKV, then the scheduler
+// (enginecore/sched over enginecore/kvcache) and enginecore/runner are
+// driven step by step exactly as the engine core's step does (schedule →
+// execute → update), greedy, ignore_eos, prefix caching off. llama.cpp runs
+// as .cache/llamabench, our own C program (scripts/llamabench) linked
+// against the prebuilt llama.cpp libraries, with flash attention off.
+//
+// Measurements, each the median of --reps repetitions after a warm-up:
+//   - prefill tok/s: S·P / time of the step(s) computing the S prompts
+//     (all prompts in one step);
+//   - decode tok/s: S·D / time of the D decode steps (one token per stream
+//     per step), aggregate over the S streams.
+//
+// Configurations: single stream (P = --prompt-tokens, D = --gen-tokens)
+// at every --threads, and the concurrency sweep --sweep (threads:streams
+// lists, P = --stream-prompt-tokens, D = --stream-gen-tokens). Prompt ids
+// are random (splitmix64 from --seed, see promptIDs), identical for both
+// engines; stream s gets ids [s·P, (s+1)·P) of the sequence.
+//
+// While Tandem runs, GOMAXPROCS is set to the thread count, so both
+// engines use the same number of OS threads for compute. Build with
+// GOEXPERIMENT=simd, or Tandem runs its pure-Go kernels (it warns; the
+// report names the kernels that ran, from kernels.Level).
+//
+// The model or the llama.cpp binary missing is an error wrapping
+// ErrMissing (exit status 1) unless --no-llama.
+//
+// It imports enginecore/{loader,model,cpu,cpu/kernels,runner,sched,kvcache}
+// and wire; it must not import frontend/ (no tokenizer, no server).
+//
+// Usage:
+//
+//	./scripts/oracle.sh && ./scripts/model.sh && ./scripts/llamabench/build.sh
+//	GOEXPERIMENT=simd go run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
+//	GOEXPERIMENT=simd go run ./cmd/tandembench --quick   # smoke test, output in a temp dir
+package main

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrMissing is returned when the model or the llama.cpp bench binary is
+// not where the flags say.
+var ErrMissing = errors.New("tandembench: missing input")
+
+// llamaOutput is bench.c's JSON object (the fields we read).
+type llamaOutput struct {
+	Engine      string    `json:"engine"`
+	Threads     int       `json:"threads"`
+	Streams     int       `json:"streams"`
+	Prompt      int       `json:"prompt_tokens"`
+	Gen         int       `json:"gen_tokens"`
+	KVType      string    `json:"kv_type"`
+	FlashAttn   bool      `json:"flash_attn"`
+	UBatch      int       `json:"n_ubatch"`
+	PrefillTokS []float64 `json:"prefill_tok_s"`
+	DecodeTokS  []float64 `json:"decode_tok_s"`
+	Tokens      []int32   `json:"tokens"`
+	CPUVariant  string    `json:"cpu_variant"`
+	SystemInfo  string    `json:"system_info"`
+}
+
+// llamaBench runs the llama.cpp bench binary.
+type llamaBench struct {
+	bin    string // path to .cache/llamabench
+	model  string
+	kvType string // f16 or f32
+	ubatch int
+	tmp    string // directory for prompt files
+}
+
+// measure runs bin for cfg with prompts passed as a file, and returns its
+// measure and settings.
+func (l *llamaBench) measure(ctx context.Context, cfg Config, prompts [][]int32) (Measure, Setup, error) {
+	pf := filepath.Join(l.tmp, fmt.Sprintf("prompt-s%d-p%d.txt", cfg.Streams, cfg.PromptTokens))
+	if err := writePromptFile(pf, prompts); err != nil {
+		return Measure{}, Setup{}, err
+	}
+	args := []string{
+		"--model", l.model,
+		"--threads", strconv.Itoa(cfg.Threads),
+		"--streams", strconv.Itoa(cfg.Streams),
+		"--prompt-tokens", strconv.Itoa(cfg.PromptTokens),
+		"--gen-tokens", strconv.Itoa(cfg.GenTokens),
+		"--reps", strconv.Itoa(cfg.Reps),
+		"--prompt-file", pf,
+		"--kv-type", l.kvType,
+		"--ubatch", strconv.Itoa(l.ubatch),
+	}
+	cmd := exec.CommandContext(ctx, l.bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return Measure{}, Setup{}, fmt.Errorf("llama.cpp: %s %s: %w: %s", l.bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return parseLlama(stdout.Bytes(), cfg)
+}
+
+// parseLlama decodes bench.c's output and checks it answers cfg.
+func parseLlama(data []byte, cfg Config) (Measure, Setup, error) {
+	var o llamaOutput
+	if err := json.Unmarshal(data, &o); err != nil {
+		return Measure{}, Setup{}, fmt.Errorf("llama.cpp: decode output: %w", err)
+	}
+	switch {
+	case o.Engine != "llama.cpp":
+		return Measure{}, Setup{}, fmt.Errorf("llama.cpp: output names engine %q", o.Engine)
+	case o.Threads != cfg.Threads || o.Streams != cfg.Streams || o.Prompt != cfg.PromptTokens || o.Gen != cfg.GenTokens:
+		return Measure{}, Setup{}, fmt.Errorf("llama.cpp: output is for threads=%d streams=%d P=%d D=%d, want %v", o.Threads, o.Streams, o.Prompt, o.Gen, cfg)
+	case len(o.PrefillTokS) != cfg.Reps || len(o.DecodeTokS) != cfg.Reps:
+		return Measure{}, Setup{}, fmt.Errorf("llama.cpp: %d/%d repetitions, want %d", len(o.PrefillTokS), len(o.DecodeTokS), cfg.Reps)
+	}
+	m := Measure{PrefillTokS: o.PrefillTokS, DecodeTokS: o.DecodeTokS, Tokens: o.Tokens}
+	m.summarize()
+	return m, Setup{KVType: o.KVType, FlashAttn: o.FlashAttn, UBatch: o.UBatch, CPUVariant: o.CPUVariant, SystemInfo: strings.TrimSpace(o.SystemInfo)}, nil
+}
+
+// checkFile fails with ErrMissing and hint when path does not exist.
+func checkFile(what, path, hint string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%w: %s %s not found (%s)", ErrMissing, what, path, hint)
+	}
+	return nil
+}

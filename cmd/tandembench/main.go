@@ -1,0 +1,453 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "tandembench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	model        string
+	llamaBin     string
+	noLlama      bool
+	out          string // directory for cpu-DATE.{json,png}
+	doc          string // markdown file to update; "" = none
+	threads      []int  // single-stream thread counts
+	prompt       int    // single-stream P
+	gen          int    // single-stream D
+	sweep        []sweepEntry
+	streamPrompt int // sweep P
+	streamGen    int // sweep D
+	reps         int
+	seed         uint64
+	kvType       string // llama.cpp's KV cache type
+	ubatch       int    // llama.cpp's n_ubatch
+	blockSize    int    // Tandem's KV block size
+	date         string
+	quick        bool
+	maxOther     float64          // retry a measure when others used more of the CPU than this
+	retries      int              // extra attempts per measure
+	retryWait    time.Duration    // pause before a retry
+	sample       func() cpuSample // nil: sampleCPU (tests fake it)
+}
+
+// sweepEntry is one thread count of the concurrency sweep.
+type sweepEntry struct {
+	threads int
+	streams []int
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("tandembench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.model, "model", "models/SmolLM2-135M-Instruct.Q4_1.gguf", "GGUF model both engines run (scripts/model.sh fetches the default)")
+	fs.StringVar(&o.llamaBin, "llamabench", ".cache/llamabench", "llama.cpp bench binary (scripts/llamabench/build.sh builds it)")
+	fs.BoolVar(&o.noLlama, "no-llama", false, "measure Tandem only (no ratios, no llama.cpp targets)")
+	fs.StringVar(&o.out, "out", "docs/benchmarks", "directory for cpu-DATE.json and cpu-DATE.png")
+	fs.StringVar(&o.doc, "doc", "docs/benchmarks.md", `markdown file to add the dated section to ("" = none)`)
+	threads := fs.String("threads", "1,2", "thread counts of the single-stream runs")
+	fs.IntVar(&o.prompt, "prompt-tokens", 128, "single-stream prompt tokens P")
+	fs.IntVar(&o.gen, "gen-tokens", 64, "single-stream decode tokens D")
+	sweep := fs.String("sweep", "1:1,4,16 2:1,4,16,64", "concurrency sweep: space-separated THREADS:STREAMS,STREAMS,... (\"\" = none)")
+	fs.IntVar(&o.streamPrompt, "stream-prompt-tokens", 32, "sweep prompt tokens P per stream")
+	fs.IntVar(&o.streamGen, "stream-gen-tokens", 32, "sweep decode tokens D per stream")
+	fs.IntVar(&o.reps, "reps", 3, "measured repetitions per configuration (median reported), after one warm-up")
+	seed := fs.Uint64("seed", 1, "prompt id seed")
+	fs.StringVar(&o.kvType, "kv-type", "f16", "llama.cpp KV cache type: f16 (llama.cpp's default) or f32 (Tandem's)")
+	fs.IntVar(&o.ubatch, "ubatch", 512, "llama.cpp n_ubatch (physical batch)")
+	fs.IntVar(&o.blockSize, "block-size", 16, "Tandem KV block size")
+	fs.StringVar(&o.date, "date", time.Now().Format(time.DateOnly), "date in file names and the doc section (YYYY-MM-DD)")
+	fs.Float64Var(&o.maxOther, "max-other-cpu", 0.1, "retry a measurement when other processes used more than this share of the CPU meanwhile")
+	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
+	fs.DurationVar(&o.retryWait, "retry-wait", 5*time.Second, "pause before such a retry")
+	fs.BoolVar(&o.quick, "quick", false, "smoke test: P=16 D=8, 1 rep, no retries, threads 1, sweep 1:1,2; output to a temp dir and no doc unless --out/--doc are given")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o.seed = *seed
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		quick := map[string]func(){
+			"threads":              func() { *threads = "1" },
+			"prompt-tokens":        func() { o.prompt = 16 },
+			"gen-tokens":           func() { o.gen = 8 },
+			"sweep":                func() { *sweep = "1:1,2" },
+			"stream-prompt-tokens": func() { o.streamPrompt = 8 },
+			"stream-gen-tokens":    func() { o.streamGen = 8 },
+			"reps":                 func() { o.reps = 1 },
+			"retries":              func() { o.retries = 0 },
+			"out":                  func() { o.out = filepath.Join(os.TempDir(), "tandembench-quick") },
+			"doc":                  func() { o.doc = "" },
+		}
+		for name, apply := range quick {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	var err error
+	if o.threads, err = parseInts(*threads); err != nil {
+		return o, fmt.Errorf("--threads: %w", err)
+	}
+	if o.sweep, err = parseSweep(*sweep); err != nil {
+		return o, fmt.Errorf("--sweep: %w", err)
+	}
+	switch {
+	case o.prompt < 1 || o.gen < 1 || o.streamPrompt < 1 || o.streamGen < 1:
+		return o, errors.New("prompt and gen token counts must be ≥ 1")
+	case o.reps < 1:
+		return o, errors.New("--reps must be ≥ 1")
+	case o.kvType != "f16" && o.kvType != "f32":
+		return o, fmt.Errorf("--kv-type %q: want f16 or f32", o.kvType)
+	case o.blockSize < 1 || o.ubatch < 1:
+		return o, errors.New("--block-size and --ubatch must be ≥ 1")
+	case o.retries < 0 || o.maxOther <= 0:
+		return o, errors.New("--retries must be ≥ 0 and --max-other-cpu > 0")
+	}
+	if _, err := time.Parse(time.DateOnly, o.date); err != nil {
+		return o, fmt.Errorf("--date %q: want YYYY-MM-DD", o.date)
+	}
+	return o, nil
+}
+
+// parseInts parses "1,2,4" into positive ints; "" is none.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseSweep parses "1:1,4,16 2:1,4,16,64".
+func parseSweep(s string) ([]sweepEntry, error) {
+	var out []sweepEntry
+	for _, f := range strings.Fields(s) {
+		t, streams, ok := strings.Cut(f, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want THREADS:STREAMS,...", f)
+		}
+		th, err := parseInts(t)
+		if err != nil || len(th) != 1 {
+			return nil, fmt.Errorf("%q: bad thread count", f)
+		}
+		ss, err := parseInts(streams)
+		if err != nil || len(ss) == 0 {
+			return nil, fmt.Errorf("%q: bad stream list", f)
+		}
+		out = append(out, sweepEntry{threads: th[0], streams: ss})
+	}
+	return out, nil
+}
+
+// configs lists every configuration in run order, grouped by thread count.
+func (o options) configs() []Config {
+	var out []Config
+	for _, t := range o.threads {
+		out = append(out, Config{Kind: kindSingle, Threads: t, Streams: 1, PromptTokens: o.prompt, GenTokens: o.gen, Reps: o.reps})
+	}
+	for _, e := range o.sweep {
+		for _, s := range e.streams {
+			out = append(out, Config{Kind: kindStreams, Threads: e.threads, Streams: s, PromptTokens: o.streamPrompt, GenTokens: o.streamGen, Reps: o.reps})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Config) int { return a.Threads - b.Threads })
+	return out
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if err := checkFile("model", o.model, "run scripts/model.sh, or pass --model"); err != nil {
+		return err
+	}
+	var llama *llamaBench
+	if !o.noLlama {
+		if err := checkFile("llama.cpp bench binary", o.llamaBin, "run scripts/oracle.sh && scripts/llamabench/build.sh, or pass --no-llama"); err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp("", "tandembench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		llama = &llamaBench{bin: o.llamaBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp}
+	}
+	if kernels.Level() == "go" {
+		fmt.Fprintln(stderr, "tandembench: warning: Tandem runs its pure-Go kernels ("+kernelsInUse()+"); build with GOEXPERIMENT=simd for the SIMD ones")
+	}
+	if busy(loadAvg()) {
+		fmt.Fprintf(stderr, "tandembench: warning: the machine is busy (load average %s); the numbers will be unreliable\n", loadAvg())
+	}
+	start := time.Now()
+	rep := &Report{
+		Date:        o.date,
+		Started:     start.Format(time.RFC3339),
+		Machine:     machine(),
+		Model:       o.model,
+		Prompts:     fmt.Sprintf(promptRule, o.seed),
+		Tandem:      Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse()},
+		Quick:       o.quick,
+		MaxOtherCPU: o.maxOther,
+		Command:     strings.TrimSpace(goExperimentEnv() + " go run ./cmd/tandembench " + strings.Join(args, " ")),
+	}
+	cfgs := o.configs()
+	for i := 0; i < len(cfgs); {
+		j := i
+		for j < len(cfgs) && cfgs[j].Threads == cfgs[i].Threads {
+			j++
+		}
+		rows, setup, err := measureThreads(ctx, o, cfgs[i:j], llama, stderr)
+		if err != nil {
+			return err
+		}
+		rep.Rows = append(rep.Rows, rows...)
+		if setup != nil {
+			rep.Llama = setup
+		}
+		i = j
+	}
+	rep.Targets = targets(rep.Rows)
+	rep.Seconds = time.Since(start).Seconds()
+	rep.Machine.LoadAvgEnd = loadAvg()
+	return writeOutputs(rep, o, stderr)
+}
+
+// measureThreads loads Tandem once for cfgs (all of one thread count) and
+// measures every config on both engines, Tandem first.
+func measureThreads(ctx context.Context, o options, cfgs []Config, llama *llamaBench, stderr io.Writer) ([]Row, *Setup, error) {
+	threads := cfgs[0].Threads
+	kv := 0
+	for _, c := range cfgs {
+		kv = max(kv, kvTokens(c, o.blockSize))
+	}
+	t0 := time.Now()
+	eng, err := loadTandem(o.model, threads, o.blockSize, kv)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer eng.Close()
+	fmt.Fprintf(stderr, "tandem: loaded %s with %d thread(s) in %v\n", o.model, threads, time.Since(t0).Round(time.Millisecond))
+	var rows []Row
+	var setup *Setup
+	for _, c := range cfgs {
+		prompts := promptIDs(o.seed, c.Streams, c.PromptTokens, eng.info.VocabSize)
+		r := Row{Config: c}
+		r.Tandem, err = attempts(ctx, o, stderr, "tandem "+c.String(), func() (Measure, error) { return eng.measure(ctx, c, prompts) })
+		if err != nil {
+			return nil, nil, err
+		}
+		if llama != nil {
+			var s Setup
+			m, err := attempts(ctx, o, stderr, "llama.cpp "+c.String(), func() (Measure, error) {
+				m, st, err := llama.measure(ctx, c, prompts)
+				s = st
+				return m, err
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			r.Llama, setup = &m, &s
+		}
+		r.compare()
+		fmt.Fprintln(stderr, progressLine(r))
+		rows = append(rows, r)
+	}
+	return rows, setup, nil
+}
+
+// attempts runs measure until other processes used at most o.maxOther of
+// the CPU meanwhile, at most 1+o.retries times, and keeps the attempt
+// with the least interference.
+func attempts(ctx context.Context, o options, stderr io.Writer, what string, measure func() (Measure, error)) (Measure, error) {
+	sample := o.sample
+	if sample == nil {
+		sample = sampleCPU
+	}
+	var best Measure
+	for i := range 1 + o.retries {
+		if i > 0 {
+			fmt.Fprintf(stderr, "%s: other processes used %.0f%% of the CPU; retrying in %v\n", what, 100*best.OtherCPU, o.retryWait)
+			select {
+			case <-ctx.Done():
+				return Measure{}, ctx.Err()
+			case <-time.After(o.retryWait):
+			}
+		}
+		before := sample()
+		m, err := measure()
+		if err != nil {
+			return Measure{}, err
+		}
+		m.OtherCPU = otherCPU(before, sample(), runtime.NumCPU())
+		if i == 0 || m.OtherCPU < best.OtherCPU {
+			best = m
+		}
+		best.Attempts = i + 1
+		if best.OtherCPU <= o.maxOther {
+			break
+		}
+	}
+	return best, nil
+}
+
+// progressLine is one row as a log line.
+func progressLine(r Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-7s t=%d S=%-2d P=%d D=%d  tandem prefill %7.1f decode %7.1f tok/s", r.Kind, r.Threads, r.Streams, r.PromptTokens, r.GenTokens, r.Tandem.Prefill, r.Tandem.Decode)
+	if r.Llama != nil {
+		fmt.Fprintf(&b, " | llama.cpp prefill %7.1f decode %7.1f tok/s | ratio prefill %s decode %s", r.Llama.Prefill, r.Llama.Decode, fmtRatio(r.PrefillRatio), fmtRatio(r.DecodeRatio))
+	}
+	fmt.Fprintf(&b, " | others' CPU %.0f%%", 100*r.otherCPU())
+	return b.String()
+}
+
+// writeOutputs writes cpu-DATE.json, cpu-DATE.png and the doc section.
+func writeOutputs(rep *Report, o options, stderr io.Writer) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(o.out, "cpu-"+rep.Date)
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(base + ".png")
+	if err != nil {
+		return err
+	}
+	if err := writePlot(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("plot: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s.json and %s.png\n", base, base)
+	if o.doc != "" {
+		rel, err := filepath.Rel(filepath.Dir(o.doc), o.out)
+		if err != nil {
+			rel = o.out
+		}
+		if err := updateDoc(o.doc, rep, filepath.ToSlash(rel)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "updated %s\n", o.doc)
+	}
+	for _, t := range rep.Targets {
+		fmt.Fprintf(stderr, "target %-55s want %s got %.2f× %s\n", t.Name, t.Want, t.Value, metWord(t.Met))
+	}
+	return nil
+}
+
+// kernelsInUse names the matmul kernels Tandem runs (kernels.Level) and
+// the build's GOEXPERIMENT.
+func kernelsInUse() string {
+	exp := goExperiment()
+	if exp == "" {
+		exp = "none"
+	}
+	return fmt.Sprintf("%s (GOEXPERIMENT=%s)", kernels.Level(), exp)
+}
+
+// goExperiment is the GOEXPERIMENT this binary was built with ("" if none).
+func goExperiment() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "GOEXPERIMENT" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}
+
+// goExperimentEnv is "GOEXPERIMENT=..." to rebuild this binary alike, or "".
+func goExperimentEnv() string {
+	if exp := goExperiment(); exp != "" {
+		return "GOEXPERIMENT=" + exp
+	}
+	return ""
+}
+
+// machine reads the CPU model and counts.
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), LoadAvgStart: loadAvg()}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// busyLoad is the 1-minute load average above which a run is flagged as
+// measured on a busy machine.
+const busyLoad = 0.5
+
+// busy reports whether loadavg (as loadAvg returns it) says other work is
+// running.
+func busy(loadavg string) bool {
+	f := strings.Fields(loadavg)
+	if len(f) == 0 {
+		return false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && v > busyLoad
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("" if unreadable).
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
