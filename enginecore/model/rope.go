@@ -1,0 +1,60 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrRopeScaling reports a RoPE scaling Tandem does not implement.
+var ErrRopeScaling = errors.New("model: unsupported rope scaling")
+
+// RopeFrequencies returns the D/2 RoPE inverse frequencies
+// θ_i = base^(-2i/D), scaled: divided by the GGUF rope_freqs factors when
+// the file has them (llama.cpp's freq_factors), else by cfg.RopeScaling —
+// "linear" divides every frequency by Factor (positions by Factor),
+// "llama3" is Llama 3.1's piecewise rule (transformers'
+// _compute_llama3_parameters). Every backend uses this one rule.
+func RopeFrequencies(cfg Config, factors []float32) ([]float64, error) {
+	d := cfg.HeadDim
+	freq := make([]float64, d/2)
+	for i := range freq {
+		freq[i] = math.Pow(cfg.RopeTheta, -float64(2*i)/float64(d))
+	}
+	if factors != nil {
+		for i := range freq {
+			freq[i] /= float64(factors[i])
+		}
+		return freq, nil
+	}
+	s := cfg.RopeScaling
+	switch s.Type {
+	case "":
+	case "linear":
+		if s.Factor <= 0 {
+			return nil, fmt.Errorf("%w: linear factor %g", ErrRopeScaling, s.Factor)
+		}
+		for i := range freq {
+			freq[i] /= s.Factor
+		}
+	case "llama3":
+		if s.Factor <= 0 || s.OrigContextLen <= 0 || s.HighFreqFactor <= s.LowFreqFactor {
+			return nil, fmt.Errorf("%w: llama3 %+v", ErrRopeScaling, s)
+		}
+		orig := float64(s.OrigContextLen)
+		lowWave, highWave := orig/s.LowFreqFactor, orig/s.HighFreqFactor
+		for i, f := range freq {
+			switch wave := 2 * math.Pi / f; {
+			case wave < highWave:
+			case wave > lowWave:
+				freq[i] = f / s.Factor
+			default:
+				smooth := (orig/wave - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+				freq[i] = (1-smooth)*f/s.Factor + smooth*f
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%w: type %q", ErrRopeScaling, s.Type)
+	}
+	return freq, nil
+}
