@@ -55,6 +55,7 @@ type options struct {
 	retries      int              // extra attempts per measure
 	retryWait    time.Duration    // pause before a retry
 	sample       func() cpuSample // nil: sampleCPU (tests fake it)
+	replot       string           // a saved cpu-DATE.json to redraw instead of measuring
 }
 
 // sweepEntry is one thread count of the concurrency sweep.
@@ -86,7 +87,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.date, "date", time.Now().Format(time.DateOnly), "date in file names and the doc section (YYYY-MM-DD)")
 	fs.Float64Var(&o.maxOther, "max-other-cpu", 0.1, "retry a measurement when other processes used more than this share of the CPU meanwhile")
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
-	fs.DurationVar(&o.retryWait, "retry-wait", 5*time.Second, "pause before such a retry")
+	fs.DurationVar(&o.retryWait, "retry-wait", 15*time.Second, "pause before such a retry")
+	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json, measuring nothing")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: P=16 D=8, 1 rep, no retries, threads 1, sweep 1:1,2; output to a temp dir and no doc unless --out/--doc are given")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -197,6 +199,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.replot != "" {
+		data, err := os.ReadFile(o.replot)
+		if err != nil {
+			return fmt.Errorf("%w: --replot: %w", ErrMissing, err)
+		}
+		var rep Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return fmt.Errorf("--replot %s: %w", o.replot, err)
+		}
+		return writeOutputs(&rep, o, stderr)
 	}
 	if err := checkFile("model", o.model, "run scripts/model.sh, or pass --model"); err != nil {
 		return err

@@ -309,7 +309,7 @@ func sampleReport() *Report {
 	return &Report{
 		Date: "2001-02-03", Model: "models/m.gguf", Machine: Machine{CPU: "Test CPU", Cores: 2, Go: "go1.26"},
 		Tandem: Setup{KVType: "f32", BlockSize: 16, Kernels: "pure Go"}, Llama: &Setup{KVType: "f16", UBatch: 512},
-		Rows: rows, Targets: targets(rows), Command: "go run ./cmd/tandembench --out x",
+		Rows: rows, Targets: targets(rows), Command: "go run ./cmd/tandembench --out x", MaxOtherCPU: 0.1,
 	}
 }
 
@@ -337,6 +337,31 @@ func TestWritePlot(t *testing.T) {
 		if count[c] < 1000 {
 			t.Errorf("%s colour covers %d pixels, want bars", name, count[c])
 		}
+	}
+	if n := count[[3]uint32{0xcc, 0, 0}]; n != 0 {
+		t.Errorf("busy colour covers %d pixels on a quiet report", n)
+	}
+	rep := sampleReport()
+	rep.MaxOtherCPU = 0.1
+	rep.Rows[3].Tandem.OtherCPU = 0.5
+	buf.Reset()
+	if err := writePlot(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	img, err = png.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := 0
+	for y := range plotH {
+		for x := range plotW {
+			if r, g, b, _ := img.At(x, y).RGBA(); r>>8 == 0xcc && g == 0 && b == 0 {
+				busy++
+			}
+		}
+	}
+	if busy == 0 {
+		t.Error("a busy row's note is not drawn in the busy colour")
 	}
 }
 
@@ -589,5 +614,23 @@ func TestQuickSmoke(t *testing.T) {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("doc lacks %q:\n%s", want, md)
 		}
+	}
+
+	// --replot redraws the same section and PNG from the JSON.
+	out2 := filepath.Join(dir, "replot")
+	doc2 := filepath.Join(dir, "replot.md")
+	if err := run(context.Background(), []string{"--replot", filepath.Join(out, "cpu-2001-02-03.json"), "--out", out2, "--doc", doc2}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	md2, err := os.ReadFile(doc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same section; only the relative asset path differs.
+	if diff := cmp.Diff(string(md), strings.ReplaceAll(string(md2), "(replot/", "(benchmarks/")); diff != "" {
+		t.Errorf("replotted doc differs (-measured +replotted):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "cpu-2001-02-03.png")); err != nil {
+		t.Errorf("replot wrote no PNG: %v", err)
 	}
 }

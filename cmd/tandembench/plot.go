@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -34,6 +35,7 @@ var (
 	colAxis   = color.RGBA{0x33, 0x33, 0x33, 0xff}
 	colGrid   = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 	colText   = color.Black
+	colBusy   = color.RGBA{0xcc, 0x00, 0x00, 0xff} // notes of rows measured on a busy machine
 )
 
 // barGroup is one configuration: Tandem's bar and llama.cpp's (when run).
@@ -43,6 +45,7 @@ type barGroup struct {
 	llama    float64 // tok/s
 	hasLlama bool
 	note     string // under the label, e.g. the ratio
+	busy     bool   // measured while other processes used the CPU (see Row.otherCPU)
 }
 
 // panel is one chart with its own y scale.
@@ -59,10 +62,10 @@ func panels(rep *Report) []panel {
 		p := panel{title: fmt.Sprintf("single stream tok/s (P=%d, D=%d)", rows[0].PromptTokens, rows[0].GenTokens)}
 		for _, prefill := range []bool{true, false} {
 			for _, r := range rows {
-				g := barGroup{tandem: r.Tandem.Decode, note: asciiRatio(r.DecodeRatio)}
+				g := barGroup{tandem: r.Tandem.Decode, note: asciiRatio(r.DecodeRatio), busy: r.otherCPU() > rep.MaxOtherCPU}
 				g.label = fmt.Sprintf("decode %dt", r.Threads)
 				if prefill {
-					g = barGroup{label: fmt.Sprintf("prefill %dt", r.Threads), tandem: r.Tandem.Prefill, note: asciiRatio(r.PrefillRatio)}
+					g = barGroup{label: fmt.Sprintf("prefill %dt", r.Threads), tandem: r.Tandem.Prefill, note: asciiRatio(r.PrefillRatio), busy: g.busy}
 				}
 				if r.Llama != nil {
 					g.hasLlama = true
@@ -79,7 +82,7 @@ func panels(rep *Report) []panel {
 	if rows := rowsOf(rep.Rows, kindStreams); len(rows) > 0 {
 		p := panel{title: fmt.Sprintf("aggregate decode tok/s vs streams (P=%d, D=%d per stream)", rows[0].PromptTokens, rows[0].GenTokens)}
 		for _, r := range rows {
-			g := barGroup{label: fmt.Sprintf("%dt x%d", r.Threads, r.Streams), tandem: r.Tandem.Decode, note: asciiRatio(r.DecodeRatio)}
+			g := barGroup{label: fmt.Sprintf("%dt x%d", r.Threads, r.Streams), tandem: r.Tandem.Decode, note: asciiRatio(r.DecodeRatio), busy: r.otherCPU() > rep.MaxOtherCPU}
 			if r.Llama != nil {
 				g.hasLlama, g.llama = true, r.Llama.Decode
 			}
@@ -91,7 +94,8 @@ func panels(rep *Report) []panel {
 }
 
 // writePlot draws rep as grouped bars (Tandem blue, llama.cpp orange) with
-// the ratio Tandem/llama.cpp under each group, and encodes a PNG.
+// the ratio Tandem/llama.cpp under each group ("busy" in red when other
+// processes disturbed the measurement), and encodes a PNG.
 func writePlot(w io.Writer, rep *Report) error {
 	img := image.NewRGBA(image.Rect(0, 0, plotW, plotH))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
@@ -174,9 +178,11 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p panel) {
 			text(img, b.x0+barW/2-width(lbl)/2, yy-3, lbl, colText)
 		}
 		text(img, cx-width(g.label)/2, plot.Max.Y+lineH+2, g.label, colText)
-		if g.hasLlama {
-			text(img, cx-width(g.note)/2, plot.Max.Y+2*lineH+4, g.note, colAxis)
+		note, c := g.note, color.Color(colAxis)
+		if g.busy {
+			note, c = strings.TrimSpace(note+" busy"), colBusy
 		}
+		text(img, cx-width(note)/2, plot.Max.Y+2*lineH+4, note, c)
 	}
 }
 
