@@ -94,6 +94,9 @@ type Engine struct {
 // load is the request count bounded-load placement compares.
 func (e *Engine) load() int { return e.Waiting + e.Running + e.Pending }
 
+// reported is the engine's own load report, the same for every frontend.
+func (e *Engine) reported() int { return e.Waiting + e.Running }
+
 // Request is what Route needs to know of one request.
 type Request struct {
 	SessionID string
@@ -326,8 +329,12 @@ func (p *plan) session() (int, string) {
 	if _, moved := p.r.lost[id]; moved {
 		outcome = OutcomeSessionMoved
 	}
+	// A new session is placed on the engines' own reports only, not on
+	// this frontend's pending requests, so that every frontend computes
+	// the same placement even before the engine's session report arrives.
+	newBound := p.reportedBound()
 	for k, e := range p.hrwOrder(id) {
-		if float64(e.load()) <= bound {
+		if float64(e.reported()) <= newBound {
 			if k > 0 && outcome == OutcomeSessionNew {
 				outcome = OutcomeSessionSpill
 			}
@@ -342,6 +349,15 @@ func (p *plan) loadBound() float64 {
 	total := 0
 	for i := range p.engines {
 		total += p.engines[i].load()
+	}
+	return p.r.cfg.LoadFactor*float64(total)/float64(len(p.engines)) + 1
+}
+
+// reportedBound is loadBound over the engines' reports alone.
+func (p *plan) reportedBound() float64 {
+	total := 0
+	for i := range p.engines {
+		total += p.engines[i].reported()
 	}
 	return p.r.cfg.LoadFactor*float64(total)/float64(len(p.engines)) + 1
 }
