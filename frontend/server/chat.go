@@ -9,13 +9,7 @@ import (
 // chat serves POST /v1/chat/completions.
 func (s *Server) chat(c echo.Context) error {
 	var req openai.ChatCompletionRequest
-	if e := readRequest(c, &req); e != nil {
-		return writeError(c, e)
-	}
-	if e := req.Validate(); e != nil {
-		return writeError(c, e)
-	}
-	cm, e := s.resolveCommon(c, &req.Params)
+	cm, e := s.begin(c, &req, &req.Params)
 	if e != nil {
 		return writeError(c, e)
 	}

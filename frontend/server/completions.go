@@ -16,13 +16,7 @@ var nowUnix = func() int64 { return time.Now().Unix() }
 // n choices each (choice index = prompt index · n + i).
 func (s *Server) completions(c echo.Context) error {
 	var req openai.CompletionRequest
-	if e := readRequest(c, &req); e != nil {
-		return writeError(c, e)
-	}
-	if e := req.Validate(); e != nil {
-		return writeError(c, e)
-	}
-	cm, e := s.resolveCommon(c, &req.Params)
+	cm, e := s.begin(c, &req, &req.Params)
 	if e != nil {
 		return writeError(c, e)
 	}

@@ -58,6 +58,19 @@ func (s *Server) truncatePrompt(p *openai.Params, prompt []int32) []int32 {
 	return prompt
 }
 
+// begin is every generation endpoint's prologue: decode the body into req,
+// validate it, and resolve ids, session and rank from its params (p points
+// into req).
+func (s *Server) begin(c echo.Context, req interface{ Validate() *openai.Error }, p *openai.Params) (common, *openai.Error) {
+	if e := readRequest(c, req); e != nil {
+		return common{}, e
+	}
+	if e := req.Validate(); e != nil {
+		return common{}, e
+	}
+	return s.resolveCommon(c, p)
+}
+
 // resolveCommon checks the model name and resolves ids, session and rank.
 func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *openai.Error) {
 	var cm common

@@ -27,13 +27,7 @@ type responseCall struct {
 // completion with one choice.
 func (s *Server) createResponse(c echo.Context) error {
 	var req openai.ResponsesRequest
-	if e := readRequest(c, &req); e != nil {
-		return writeError(c, e)
-	}
-	if e := req.Validate(); e != nil {
-		return writeError(c, e)
-	}
-	cm, e := s.resolveCommon(c, &req.Params)
+	cm, e := s.begin(c, &req, &req.Params)
 	if e != nil {
 		return writeError(c, e)
 	}
