@@ -3,6 +3,10 @@ SHELL := /bin/bash
 # The CPU kernels use simd/archsimd (AVX-512 / AVX2) behind GOEXPERIMENT=simd;
 # without it they fall back to pure Go (about 9x slower decode).
 export GOEXPERIMENT := simd
+# go.mod's toolchain line (a patched Go 1.26 for the stdlib advisories
+# govulncheck reports) is honoured even where Go ships GOTOOLCHAIN=local.
+GOTOOLCHAIN ?= auto
+export GOTOOLCHAIN
 GO    ?= go
 BIN   := bin/tandem
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -19,7 +23,7 @@ FUZZTIME ?= 5s
 # (silences go-nvml's nvml.h deprecation warnings).
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
-.PHONY: help setup oracle model sdktests kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
+.PHONY: vulncheck help setup oracle model sdktests kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -58,6 +62,10 @@ test: setup oracle model sdktests vet ## install what tests need, then run every
 	./scripts/kernels.sh check
 	$(TEST_ENV) $(GO) test -race -tags cuda -count=1 ./gpu/...
 	$(MAKE) --no-print-directory fuzz-short
+	$(MAKE) --no-print-directory vulncheck
+
+vulncheck: ## govulncheck (default and cuda builds) against the Go vuln database taken from the module proxy
+	./scripts/vulncheck.sh
 
 kernels: ## compile the CUDA kernels (clang-19 PTX + nvcc 13.0 sm_90 cubin)
 	./scripts/kernels.sh build
