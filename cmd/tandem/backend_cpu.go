@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -18,9 +19,9 @@ func cudaStatus() (ok bool, reason string) {
 
 // newBackend builds the backend for --device; parseDevice has already
 // refused anything but cpu in this build.
-func newBackend(device string, cfg model.Config, w *model.Weights, threads int) (runner.Backend, error) {
+func newBackend(device string, cfg model.Config, w *model.Weights, threads int, prec cpu.Precision) (runner.Backend, error) {
 	if _, _, err := parseDevice(device); err != nil {
 		return nil, err
 	}
-	return newCPU(cfg, w, threads)
+	return newCPU(cfg, w, threads, prec)
 }

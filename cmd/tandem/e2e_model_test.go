@@ -47,14 +47,18 @@ func TestDefaultModelAnswers(t *testing.T) {
 		return resp.Choices[0].Message.Content
 	}
 	t.Run("capital of France", func(t *testing.T) {
-		// With a system message. Without one, SmolLM2's template inserts
-		// its own ("You are a helpful AI assistant named SmolLM…") and the
-		// Q4_1 file's first greedy token is a near-tie between "L" and
-		// "The" — llama.cpp itself picks "L" there (top-2 margin 0.06), and
-		// so do we; see docs/benchmarks.md.
-		got := ask(t, openai.SystemMessage("You are a helpful assistant."), openai.UserMessage("What is the capital of France?"))
-		if !strings.Contains(got, "Paris") {
-			t.Fatalf("answer %q does not name Paris", got)
+		// Without a system message SmolLM2's template inserts its own, and
+		// the first greedy token is a near-tie ("The" −1.88 vs "L" −1.96 in
+		// float64): int8 activations alone (llama.cpp, --cpu-precision
+		// fast) answer "L'Étoile…"; the default precision keeps the prompt
+		// at 15 bits and answers as the model means to.
+		for _, msgs := range [][]openai.ChatCompletionMessageParamUnion{
+			{openai.UserMessage("What is the capital of France?")},
+			{openai.SystemMessage("You are a helpful assistant."), openai.UserMessage("What is the capital of France?")},
+		} {
+			if got := ask(t, msgs...); !strings.Contains(got, "Paris") {
+				t.Fatalf("answer %q to %d message(s) does not name Paris", got, len(msgs))
+			}
 		}
 	})
 	t.Run("multi-turn keeps context", func(t *testing.T) {

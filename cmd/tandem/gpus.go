@@ -207,10 +207,11 @@ func deviceKVBlocks(f engineFlags, be runner.Backend, log *slog.Logger) (int, er
 }
 
 // newCPU is cpu.New as a runner.Backend (nil on error, not a nil pointer).
-func newCPU(cfg model.Config, w *model.Weights, threads int) (runner.Backend, error) {
+func newCPU(cfg model.Config, w *model.Weights, threads int, prec cpu.Precision) (runner.Backend, error) {
 	b, err := cpu.New(cfg, w, threads)
 	if err != nil {
 		return nil, err
 	}
+	b.SetPrecision(prec)
 	return b, nil
 }

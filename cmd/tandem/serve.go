@@ -40,6 +40,9 @@ func runServe(ctx context.Context, args []string) error {
 	if *dp < 1 || *apiServers < 1 {
 		return fmt.Errorf("serve: --data-parallel-size and --api-server-count must be ≥ 1")
 	}
+	if err := ef.validate(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	ff.log = ef.log
 	log, err := stderrLogger(&ef.log, "proc", "serve")
 	if err != nil {
@@ -106,7 +109,7 @@ func runServe(ctx context.Context, args []string) error {
 // Flags that serve forwards to engines and frontends when given.
 var (
 	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-num-seqs", "max-num-batched-tokens",
-		"block-size", "kv-cache-memory", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
+		"block-size", "kv-cache-memory", "cpu-precision", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "routing", "max-waiting-requests"}

@@ -56,6 +56,12 @@ type Backend struct {
 	scores []float32 // [numWorkers][capCtx] attention weights, one row per worker
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
 
+	precision  Precision
+	tokPrecise []bool // [capTok] scratch for precise
+	precise    []bool // [T] tokens of this step computed precisely (nil: none), see Precision
+	rowPrecise []bool // [numRows] the same for the LM head's rows
+	rowBuf     []bool // backing array of rowPrecise
+
 	mm    matmulJob
 	quant quantizeJob
 	attn  attnJob
@@ -201,6 +207,7 @@ func (b *Backend) grow(numTok, numCtx int) {
 		b.cos = make([]float32, n*len(b.freq))
 		b.sin = make([]float32, n*len(b.freq))
 		b.tokSeq = make([]int32, n)
+		b.tokPrecise = make([]bool, n)
 		b.capTok = n
 	}
 	if numCtx > b.capCtx {

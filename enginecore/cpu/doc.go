@@ -24,7 +24,9 @@
 //
 // Weights are packed at New into the kernels' 16-row layouts (package
 // enginecore/cpu/kernels); quantized matmuls quantize their input to 8-bit
-// blocks once and multiply integers, like llama.cpp.
+// blocks once and multiply integers, like llama.cpp. Tokens marked precise
+// (SetPrecision; by default the prompt's, from runner.Seq.PromptLen) also
+// get a residual 8-bit row, about 15 bits in all (see Precision).
 //
 // New starts threads-1 worker goroutines (the caller's goroutine is the
 // first thread); Close stops them.

@@ -28,6 +28,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		return err
 	}
 	b.grow(numTok, maxCtx)
+	b.markPrecise(step)
 
 	c := &b.cfg
 	dim, half := c.Dim, len(b.freq)
@@ -58,6 +59,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		}
 	}
 	if numRows > 0 {
+		b.precise = b.rowPrecise
 		b.matmul(b.xl[:numRows*dim], numRows, matmulOp{out: logits, m: b.output})
 	}
 	return nil

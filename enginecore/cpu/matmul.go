@@ -47,7 +47,7 @@ func (b *Backend) matmul(x []float32, numTok int, ops ...matmulOp) {
 	j := &b.mm
 	j.numOp = copy(j.ops[:], ops)
 	in := ops[0].m.In
-	j.act.Reset(x, numTok, in)
+	j.act.ResetPrecise(x, numTok, in, b.precise)
 	quantized, work := false, 0
 	for _, op := range ops {
 		quantized = quantized || op.m.Quantized()

@@ -22,6 +22,7 @@ type Seq struct {
 	ContextLen int     // tokens of this request in the KV cache after the step (positions 0..ContextLen-1)
 	BlockTable []int32 // [ceil(ContextLen/B)] physical KV block ids, in position order
 	Logits     bool    // whether the caller wants logits for this request's last token
+	PromptLen  int     // positions below this are the request's prompt (0: unknown; the CPU backend computes prompt tokens more precisely, see cpu.Precision)
 }
 
 // Backend computes forward passes over a paged KV cache it owns.

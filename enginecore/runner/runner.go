@@ -57,6 +57,7 @@ func (r *Runner) Execute(ctx context.Context, b *batch.Batch) (*batch.Result, er
 			ContextLen: it.Start + it.Len,
 			BlockTable: it.BlockTable,
 			Logits:     it.Sample,
+			PromptLen:  it.NumPrompt,
 		})
 		if it.Sample {
 			rows++

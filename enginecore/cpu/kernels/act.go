@@ -7,47 +7,102 @@ import "math"
 // with float32 scales) for quantized ones, once per matmul, so that the
 // kernels multiply integers. Buffers grow and are reused: no allocation in
 // the steady state.
+//
+// A token can be quantized precisely (ResetPrecise): besides its row it
+// gets a residual row, x − d·q quantized the same way, so that
+// x ≈ d·q + d′·q′ with d′ ≤ d/254 (about 15 bits instead of 8). The
+// kernels multiply the residual row like any other and add its product
+// into the token's output, so a precise token costs two rows of integer
+// work and its result does not depend on the other rows of the batch.
 type Activations struct {
 	NumTok, In int
 	X          []float32 // [T][In] float input, referenced (not copied)
 
-	q  []int8    // [T][In] round(x/d), in [-127, 127]
-	qa []uint8   // [T][In] |q|
-	qm []int8    // [T][In] -1 where q < 0, else 0
-	d  []float32 // [T][In/32] block scales: x ≈ d·q
-	s  []float32 // [T][In/32] d·Σq of the block (for offsets M)
+	// Rows are [T+R]: the T tokens, then R residual rows.
+	q  []int8    // [T+R][In] round(x/d), in [-127, 127]
+	qa []uint8   // [T+R][In] |q|
+	qm []int8    // [T+R][In] -1 where q < 0, else 0
+	d  []float32 // [T+R][In/32] block scales: x ≈ d·q
+	s  []float32 // [T+R][In/32] d·Σq of the block (for offsets M)
+
+	resOf  []int32   // [R] token whose residual is row T+k
+	resIdx []int32   // [T] k of token t's residual row, -1 without one
+	r      []float32 // [R][In] residual inputs x − d·q
 }
+
+// Rows is the number of quantized rows: tokens plus residual rows.
+func (a *Activations) Rows() int { return a.NumTok + len(a.resOf) }
 
 // Reset points a at x ([numTok][in]) and sizes the quantized buffers; call
 // Quantize for the tokens before a quantized matmul.
-func (a *Activations) Reset(x []float32, numTok, in int) {
+func (a *Activations) Reset(x []float32, numTok, in int) { a.ResetPrecise(x, numTok, in, nil) }
+
+// ResetPrecise is Reset with a residual row for every token t with
+// precise[t] (precise nil: none; shorter than numTok: the rest are not).
+func (a *Activations) ResetPrecise(x []float32, numTok, in int, precise []bool) {
 	a.NumTok, a.In, a.X = numTok, in, x[:numTok*in]
-	n := numTok * in
+	a.resOf = a.resOf[:0]
+	if cap(a.resIdx) < numTok {
+		a.resIdx = make([]int32, numTok)
+	}
+	a.resIdx = a.resIdx[:numTok]
+	for t := range numTok {
+		a.resIdx[t] = -1
+		if t < len(precise) && precise[t] {
+			a.resIdx[t] = int32(len(a.resOf))
+			a.resOf = append(a.resOf, int32(t))
+		}
+	}
+	rows := a.Rows()
+	n := rows * in
 	if cap(a.q) < n {
 		a.q, a.qa, a.qm = make([]int8, n), make([]uint8, n), make([]int8, n)
 	}
 	a.q, a.qa, a.qm = a.q[:n], a.qa[:n], a.qm[:n]
-	nb := numTok * (in / 32)
+	nb := rows * (in / 32)
 	if cap(a.d) < nb {
 		a.d, a.s = make([]float32, nb), make([]float32, nb)
 	}
 	a.d, a.s = a.d[:nb], a.s[:nb]
+	if nr := len(a.resOf) * in; cap(a.r) < nr {
+		a.r = make([]float32, nr)
+	}
+	a.r = a.r[:len(a.resOf)*in]
 }
 
-// Quantize quantizes tokens [t0, t1); In must be a multiple of 32. Calls
-// for disjoint ranges may run in parallel.
+// Quantize quantizes tokens [t0, t1) (and their residual rows); In must be
+// a multiple of 32. Calls for disjoint ranges may run in parallel.
 func (a *Activations) Quantize(t0, t1 int) {
 	in, nb := a.In, a.In/32
 	for t := t0; t < t1; t++ {
+		a.quantizeRow(a.X[t*in:(t+1)*in], t)
+		k := int(a.resIdx[t])
+		if k < 0 {
+			continue
+		}
+		// r = x − d·q, block by block; |r| ≤ d/2.
+		r := a.r[k*in : (k+1)*in]
 		for j := range nb {
-			o := t*in + 32*j
-			x, q := (*[32]float32)(a.X[o:o+32]), (*[32]int8)(a.q[o:o+32])
-			qa, qm := (*[32]uint8)(a.qa[o:o+32]), (*[32]int8)(a.qm[o:o+32])
-			if level == levelAVX512 {
-				quantizeBlockSIMD(x, q, qa, qm, &a.d[t*nb+j], &a.s[t*nb+j])
-			} else {
-				quantizeBlock(x, q, qa, qm, &a.d[t*nb+j], &a.s[t*nb+j])
+			d := a.d[t*nb+j]
+			for i := 32 * j; i < 32*(j+1); i++ {
+				r[i] = a.X[t*in+i] - d*float32(a.q[t*in+i])
 			}
+		}
+		a.quantizeRow(r, a.NumTok+k)
+	}
+}
+
+// quantizeRow quantizes x [In] into row.
+func (a *Activations) quantizeRow(x []float32, row int) {
+	in, nb := a.In, a.In/32
+	for j := range nb {
+		o := row*in + 32*j
+		xb, q := (*[32]float32)(x[32*j:32*j+32]), (*[32]int8)(a.q[o:o+32])
+		qa, qm := (*[32]uint8)(a.qa[o:o+32]), (*[32]int8)(a.qm[o:o+32])
+		if level == levelAVX512 {
+			quantizeBlockSIMD(xb, q, qa, qm, &a.d[row*nb+j], &a.s[row*nb+j])
+		} else {
+			quantizeBlock(xb, q, qa, qm, &a.d[row*nb+j], &a.s[row*nb+j])
 		}
 	}
 }

@@ -19,7 +19,7 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
 	var res [GroupRows]float32
 	in, nb := m.In, m.nb
 	for g := g0; g < g1; g++ {
-		for t := range a.NumTok {
+		for t := range m.rows(a) {
 			switch m.fam {
 			case famF32:
 				f32Group256(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
@@ -31,7 +31,7 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
 				byteGroup256(m.qs[g*nb*byteBlockBytes:(g+1)*nb*byteBlockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb), m.nsub, m.hasMin,
 					a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			}
-			m.store(out, t, g, &res)
+			m.store(out, a, t, g, &res)
 		}
 	}
 }

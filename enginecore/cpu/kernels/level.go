@@ -1,5 +1,7 @@
 package kernels
 
+import "os"
+
 // simdLevel is the instruction set the kernels use, picked once at start
 // (detectLevel) from what this build and CPU support; tests lower it to
 // check every path against the others.
@@ -11,7 +13,19 @@ const (
 	levelAVX512                  // AVX-512 F/BW/DQ/VL/CD, 512-bit
 )
 
-var level = detectLevel()
+var level = capLevel(detectLevel(), os.Getenv("TANDEM_CPU_KERNELS"))
+
+// capLevel lowers l to the level named by want ("go", "avx2", "avx512"; the
+// TANDEM_CPU_KERNELS variable), never raising it past what the CPU has. An
+// empty or unknown name keeps l.
+func capLevel(l simdLevel, want string) simdLevel {
+	for c := levelGo; c <= levelAVX512; c++ {
+		if c.String() == want {
+			return min(l, c)
+		}
+	}
+	return l
+}
 
 func (l simdLevel) String() string {
 	return [...]string{"go", "avx2", "avx512"}[l]

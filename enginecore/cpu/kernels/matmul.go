@@ -17,12 +17,31 @@ func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
 	m.mulGroupsGo(out, a, g0, g1)
 }
 
-// store copies a group's 16 results for token t into out, dropping the
-// zero-padded rows of the last group.
-func (m *Matrix) store(out []float32, t, g int, res *[GroupRows]float32) {
+// rows is how many rows of a the kernels multiply: the tokens, plus the
+// residual rows of precise tokens for a quantized m (a float m reads X).
+func (m *Matrix) rows(a *Activations) int {
+	if m.fam == famF32 {
+		return a.NumTok
+	}
+	return a.Rows()
+}
+
+// store copies a group's 16 results for row t into out, dropping the
+// zero-padded rows of the last group. A residual row's results are added
+// to its token's: rows are visited in increasing order within a group, so
+// the token's own row is stored first.
+func (m *Matrix) store(out []float32, a *Activations, t, g int, res *[GroupRows]float32) {
 	r0 := g * GroupRows
 	n := min(GroupRows, m.Out-r0)
-	copy(out[t*m.Out+r0:t*m.Out+r0+n], res[:n])
+	if t < a.NumTok {
+		copy(out[t*m.Out+r0:t*m.Out+r0+n], res[:n])
+		return
+	}
+	t = int(a.resOf[t-a.NumTok])
+	dst := out[t*m.Out+r0 : t*m.Out+r0+n]
+	for i := range dst {
+		dst[i] += res[i]
+	}
 }
 
 // The pure-Go kernels: the reference for the SIMD ones and the fallback
@@ -32,7 +51,7 @@ func (m *Matrix) store(out []float32, t, g int, res *[GroupRows]float32) {
 func (m *Matrix) mulGroupsGo(out []float32, a *Activations, g0, g1 int) {
 	var res [GroupRows]float32
 	for g := g0; g < g1; g++ {
-		for t := range a.NumTok {
+		for t := range m.rows(a) {
 			switch m.fam {
 			case famF32:
 				m.f32GroupGo(a.X[t*m.In:(t+1)*m.In], g, &res)
@@ -41,7 +60,7 @@ func (m *Matrix) mulGroupsGo(out []float32, a *Activations, g0, g1 int) {
 			case famByte:
 				m.byteGroupGo(a, t, g, &res)
 			}
-			m.store(out, t, g, &res)
+			m.store(out, a, t, g, &res)
 		}
 	}
 }

@@ -295,3 +295,22 @@ func TestPackedBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestCapLevel(t *testing.T) {
+	for _, tt := range []struct {
+		have simdLevel
+		want string
+		got  simdLevel
+	}{
+		{levelAVX512, "", levelAVX512},
+		{levelAVX512, "avx2", levelAVX2},
+		{levelAVX512, "go", levelGo},
+		{levelAVX2, "avx512", levelAVX2}, // never raised past the CPU
+		{levelGo, "avx2", levelGo},
+		{levelAVX512, "sse", levelAVX512}, // unknown: unchanged
+	} {
+		if got := capLevel(tt.have, tt.want); got != tt.got {
+			t.Errorf("capLevel(%v, %q) = %v, want %v", tt.have, tt.want, got, tt.got)
+		}
+	}
+}

@@ -30,11 +30,12 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	var res [GroupRows]float32
 	var res4 [4][GroupRows]float32
 	in, nb := m.In, m.nb
+	rows := m.rows(a)
 	for g := g0; g < g1; g++ {
 		t := 0
 		// Four tokens at a time share each unpacked weight block (the
 		// per-token arithmetic is exactly that of the one-token kernels).
-		for ; t+4 <= a.NumTok && m.fam != famByte; t += 4 {
+		for ; t+4 <= rows && m.fam != famByte; t += 4 {
 			switch m.fam {
 			case famF32:
 				f32Group4(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+4)*in], &res4)
@@ -43,10 +44,10 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 					a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb], &res4)
 			}
 			for k := range 4 {
-				m.store(out, t+k, g, &res4[k])
+				m.store(out, a, t+k, g, &res4[k])
 			}
 		}
-		for ; t < a.NumTok; t++ {
+		for ; t < rows; t++ {
 			switch m.fam {
 			case famF32:
 				f32Group1(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
@@ -58,7 +59,7 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 				byteGroup1(m.qs[g*nb*byteBlockBytes:(g+1)*nb*byteBlockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb), m.nsub, m.hasMin,
 					a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			}
-			m.store(out, t, g, &res)
+			m.store(out, a, t, g, &res)
 		}
 	}
 }
