@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
 )
 
@@ -49,6 +50,7 @@ type options struct {
 	kvType       string // llama.cpp's KV cache type
 	ubatch       int    // llama.cpp's n_ubatch
 	blockSize    int    // Tandem's KV block size
+	precision    cpu.Precision
 	date         string
 	quick        bool
 	maxOther     float64          // retry a measure when others used more of the CPU than this
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.kvType, "kv-type", "f16", "llama.cpp KV cache type: f16 (llama.cpp's default) or f32 (Tandem's)")
 	fs.IntVar(&o.ubatch, "ubatch", 512, "llama.cpp n_ubatch (physical batch)")
 	fs.IntVar(&o.blockSize, "block-size", 16, "Tandem KV block size")
+	precision := fs.String("cpu-precision", "prompt", "Tandem's --cpu-precision: prompt (the default), fast (int8 like llama.cpp) or high")
 	fs.StringVar(&o.date, "date", time.Now().Format(time.DateOnly), "date in file names and the doc section (YYYY-MM-DD)")
 	fs.Float64Var(&o.maxOther, "max-other-cpu", 0.1, "retry a measurement when other processes used more than this share of the CPU meanwhile")
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
@@ -119,6 +122,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	var err error
+	if o.precision, err = cpu.ParsePrecision(*precision); err != nil {
+		return o, fmt.Errorf("--cpu-precision: %w", err)
+	}
 	if o.threads, err = parseInts(*threads); err != nil {
 		return o, fmt.Errorf("--threads: %w", err)
 	}
@@ -239,7 +245,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Machine:     machine(),
 		Model:       o.model,
 		Prompts:     fmt.Sprintf(promptRule, o.seed),
-		Tandem:      Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse()},
+		Tandem:      Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse(), Precision: o.precision.String()},
 		Quick:       o.quick,
 		MaxOtherCPU: o.maxOther,
 		Command:     strings.TrimSpace(goExperimentEnv() + " go run ./cmd/tandembench " + strings.Join(args, " ")),
@@ -275,7 +281,7 @@ func measureThreads(ctx context.Context, o options, cfgs []Config, llama *llamaB
 		kv = max(kv, kvTokens(c, o.blockSize))
 	}
 	t0 := time.Now()
-	eng, err := loadTandem(o.model, threads, o.blockSize, kv)
+	eng, err := loadTandem(o.model, threads, o.blockSize, kv, o.precision)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -87,7 +87,7 @@ func renderSection(rep *Report, assets string) string {
 	p("- Model: `%s`, the same GGUF for both engines.\n", rep.Model)
 	p("- Prompts: %s. No tokenizer is involved.\n", rep.Prompts)
 	p("- Tandem: in-process (loader → model.FromTensors → cpu.New; scheduler, KV manager and runner driven step by step as the engine core does), "+
-		"%s kernels, KV cache %s, block size %d, prefix caching off, greedy, ignore_eos; GOMAXPROCS = threads.\n", orUnknown(rep.Tandem.Kernels), rep.Tandem.KVType, rep.Tandem.BlockSize)
+		"%s kernels, `--cpu-precision %s` (prompt tokens at ~15-bit activations unless fast), KV cache %s, block size %d, prefix caching off, greedy, ignore_eos; GOMAXPROCS = threads.\n", orUnknown(rep.Tandem.Kernels), orUnknown(rep.Tandem.Precision), rep.Tandem.KVType, rep.Tandem.BlockSize)
 	if l := rep.Llama; l != nil {
 		p("- llama.cpp: prebuilt CPU libraries from node-llama-cpp through the C API (scripts/llamabench), CPU variant `%s`, flash attention %s, KV cache %s, n_ubatch %d; "+
 			"prefill is one llama_decode of all prompts, each decode step one llama_decode with one token per stream (own seq id), greedy argmax.\n",

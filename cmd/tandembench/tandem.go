@@ -31,7 +31,7 @@ type tandem struct {
 
 // loadTandem loads the model at path and builds the CPU backend with
 // threads threads and a KV pool of numTokens tokens in blocks of blockSize.
-func loadTandem(path string, threads, blockSize, numTokens int) (*tandem, error) {
+func loadTandem(path string, threads, blockSize, numTokens int, prec cpu.Precision) (*tandem, error) {
 	m, err := loader.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("tandem: %w", err)
@@ -46,6 +46,7 @@ func loadTandem(path string, threads, blockSize, numTokens int) (*tandem, error)
 		_ = m.Close()
 		return nil, fmt.Errorf("tandem: %w", err)
 	}
+	be.SetPrecision(prec)
 	numBlocks := (numTokens + blockSize - 1) / blockSize
 	if err := be.AllocateKV(numBlocks, blockSize); err != nil {
 		_ = be.Close()
