@@ -40,6 +40,14 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 			case famF32:
 				f32Group4(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+4)*in], &res4)
 			case famNib:
+				if m.sc.h != nil && nb > 0 {
+					// Bounds are checked here; the assembly trusts them.
+					qs := m.qs[g*nb*nibBlockBytes : (g+1)*nb*nibBlockBytes]
+					sc := m.sc.h[g*nb*2*GroupRows : (g+1)*nb*2*GroupRows]
+					xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+					nibGroup4AVX512(&qs[0], &sc[0], &xq[0], in, &xd[0], &xs[0], nb, &res4)
+					break
+				}
 				nibGroup4(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
 					a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb], &res4)
 			}
@@ -163,6 +171,13 @@ func nibGroup1(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupRow
 	}
 	acc.Store(res)
 }
+
+// nibGroup4AVX512 is nibGroup4 for float16 scales, in assembly
+// (nib4_amd64.s): qs [nb][256], sc [nb][2][16] float16, xq [4][in],
+// xd, xs [4][nb].
+//
+//go:noescape
+func nibGroup4AVX512(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
 
 // nibGroup4 is nibGroup1 for four tokens (xq [4][In], xd, xs [4][nb])
 // sharing each unpacked chunk. Go allocates only 16 vector registers, so
