@@ -16,9 +16,10 @@
 // the CPU: AVX-512 and AVX2+FMA via simd/archsimd, in files built with
 // `//go:build goexperiment.simd && amd64` (so GOEXPERIMENT=simd is needed
 // to get them; the four-token 4-bit kernel with float16 scales, the
-// batched-decode and prefill workhorse, is Go assembly in nib4_amd64.s
-// under the same constraint, because Go 1.26 spills the archsimd
-// version's registers), and pure Go (plain `go build`, other CPUs, and VMs whose
+// batched-decode and prefill workhorse, and the Q8_0 kernels (tied
+// embeddings as the LM head) are Go assembly in nib4_amd64.s and
+// byte_amd64.s under the same constraint, because Go 1.26 spills the
+// archsimd versions' registers), and pure Go (plain `go build`, other CPUs, and VMs whose
 // hypervisor hides the AVX state from Go). Tests run every level the
 // machine has against the same float64 product of the dequantized
 // weights, and check that work splits and batch composition never change

@@ -31,11 +31,13 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	var res4 [4][GroupRows]float32
 	in, nb := m.In, m.nb
 	rows := m.rows(a)
+	// Q8_0 (one float16 scale per 32, no offsets) has assembly kernels.
+	q8 := m.fam == famByte && m.nsub == 1 && !m.hasMin && m.sc.h != nil && nb > 0
 	for g := g0; g < g1; g++ {
 		t := 0
 		// Four tokens at a time share each unpacked weight block (the
 		// per-token arithmetic is exactly that of the one-token kernels).
-		for ; t+4 <= rows && m.fam != famByte; t += 4 {
+		for ; t+4 <= rows && (m.fam != famByte || q8); t += 4 {
 			switch m.fam {
 			case famF32:
 				f32Group4(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+4)*in], &res4)
@@ -50,6 +52,11 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 				}
 				nibGroup4(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
 					a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb], &res4)
+			case famByte: // q8
+				qs := m.qs[g*nb*byteBlockBytes : (g+1)*nb*byteBlockBytes]
+				sc := m.sc.h[g*nb*GroupRows : (g+1)*nb*GroupRows]
+				xa, xm, xd := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb]
+				byteGroup4Q8AVX512(&qs[0], &sc[0], &xa[0], &xm[0], in, &xd[0], nb, &res4)
 			}
 			for k := range 4 {
 				m.store(out, a, t+k, g, &res4[k])
@@ -63,6 +70,13 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 				nibGroup1(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
 					a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			case famByte:
+				if q8 {
+					qs := m.qs[g*nb*byteBlockBytes : (g+1)*nb*byteBlockBytes]
+					sc := m.sc.h[g*nb*GroupRows : (g+1)*nb*GroupRows]
+					xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
+					byteGroup1Q8AVX512(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], nb, &res)
+					break
+				}
 				spb := m.scPerBlock()
 				byteGroup1(m.qs[g*nb*byteBlockBytes:(g+1)*nb*byteBlockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb), m.nsub, m.hasMin,
 					a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
@@ -178,6 +192,17 @@ func nibGroup1(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupRow
 //
 //go:noescape
 func nibGroup4AVX512(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+
+// byteGroup4Q8AVX512 and byteGroup1Q8AVX512 are byteGroup1 for Q8_0
+// layouts (nsub 1, no offsets, float16 scales) and four or one tokens, in
+// assembly (byte_amd64.s): qs [nb][512], sc [nb][16] float16, xa, xm
+// [4][in] (one row for byteGroup1Q8AVX512), xd [4][nb].
+//
+//go:noescape
+func byteGroup4Q8AVX512(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32)
+
+//go:noescape
+func byteGroup1Q8AVX512(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
 
 // nibGroup4 is nibGroup1 for four tokens (xq [4][In], xd, xs [4][nb])
 // sharing each unpacked chunk. Go allocates only 16 vector registers, so
