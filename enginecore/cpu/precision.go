@@ -61,13 +61,13 @@ func (b *Backend) markPrecise(step *runner.Step) {
 	if b.precision == PrecisionFast {
 		return
 	}
-	numTok, any := len(step.TokenIDs), false
+	numTok, some := len(step.TokenIDs), false
 	for t := range numTok {
 		p := b.precision == PrecisionHigh || int(step.Positions[t]) < step.Seqs[b.tokSeq[t]].PromptLen
 		b.tokPrecise[t] = p
-		any = any || p
+		some = some || p
 	}
-	if !any {
+	if !some {
 		return
 	}
 	b.precise = b.tokPrecise[:numTok]
