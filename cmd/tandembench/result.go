@@ -211,7 +211,7 @@ type Machine struct {
 
 // Setup is one engine's settings.
 type Setup struct {
-	Kernels    string `json:"kernels,omitempty"` // Tandem: which matmul kernels ran
+	Kernels    string `json:"kernels,omitempty"`   // Tandem: which matmul kernels ran
 	Precision  string `json:"precision,omitempty"` // Tandem: --cpu-precision (cpu.Precision)
 	KVType     string `json:"kv_type"`
 	FlashAttn  bool   `json:"flash_attn"`
