@@ -15,8 +15,8 @@
 // Kernels come at three levels ([Level]), picked once from the build and
 // the CPU: AVX-512 and AVX2+FMA via simd/archsimd, in files built with
 // `//go:build goexperiment.simd && amd64` (so GOEXPERIMENT=simd is needed
-// to get them; the four-token 4-bit kernel with float16 scales, the
-// batched-decode and prefill workhorse, and the Q8_0 kernels (tied
+// to get them; the one- and four-token 4-bit kernels with float16 scales
+// (decode, batched decode and prefill) and the Q8_0 kernels (tied
 // embeddings as the LM head) are Go assembly in nib4_amd64.s and
 // byte_amd64.s under the same constraint, because Go 1.26 spills the
 // archsimd versions' registers), and pure Go (plain `go build`, other CPUs, and VMs whose

@@ -129,3 +129,55 @@ done:
 	VMOVUPS Z3, 192(AX)
 	VZEROUPPER
 	RET
+
+// func nibGroup1AVX512(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+//
+// nibGroup1 for float16 scales: one token, the same sums and float
+// operations as nibGroup4AVX512's token 0.
+TEXT ·nibGroup1AVX512(SB), NOSPLIT, $0-56
+	MOVQ qs+0(FP), SI
+	MOVQ sc+8(FP), DI
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R12
+	MOVQ xs+32(FP), R13
+	MOVQ nb+40(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x00010001, AX
+	VPBROADCASTD AX, Z30
+	VPXORD Z0, Z0, Z0
+	TESTQ CX, CX
+	JZ done1
+
+block1:
+	VPXORD Z4, Z4, Z4
+
+#define CHUNK1(off, lo, hi) \
+	VMOVDQU64 off(SI), Z8 \
+	VPANDD Z31, Z8, Z9 \
+	VPSRLW $4, Z8, Z10 \
+	VPANDD Z31, Z10, Z10 \
+	TOKEN(R8, Z4, lo, hi)
+
+	CHUNK1(0, 0, 16)
+	CHUNK1(64, 4, 20)
+	CHUNK1(128, 8, 24)
+	CHUNK1(192, 12, 28)
+
+	VCVTPH2PS (DI), Z13
+	VCVTPH2PS 32(DI), Z14
+	SCALE(Z4, Z0, 0)
+
+	ADDQ $256, SI
+	ADDQ $64, DI
+	ADDQ $32, R8
+	ADDQ $4, R12
+	ADDQ $4, R13
+	DECQ CX
+	JNZ block1
+
+done1:
+	MOVQ res+48(FP), AX
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET

@@ -67,6 +67,13 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 			case famF32:
 				f32Group1(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
 			case famNib:
+				if m.sc.h != nil && nb > 0 {
+					qs := m.qs[g*nb*nibBlockBytes : (g+1)*nb*nibBlockBytes]
+					sc := m.sc.h[g*nb*2*GroupRows : (g+1)*nb*2*GroupRows]
+					xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+					nibGroup1AVX512(&qs[0], &sc[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					break
+				}
 				nibGroup1(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
 					a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			case famByte:
@@ -190,6 +197,9 @@ func nibGroup1(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupRow
 // (nib4_amd64.s): qs [nb][256], sc [nb][2][16] float16, xq [4][in],
 // xd, xs [4][nb].
 //
+//go:noescape
+func nibGroup1AVX512(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
 //go:noescape
 func nibGroup4AVX512(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
 
