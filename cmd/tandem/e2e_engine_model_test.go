@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -218,28 +216,7 @@ func TestDefaultModelPreemptionWithATinyKVCache(t *testing.T) {
 // openModelStream starts a long streaming completion on the served model
 // and returns it after its first event arrived.
 func openModelStream(base, model, prompt string) (*http.Response, *bufio.Reader, error) {
-	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "max_tokens": 900, "ignore_eos": true, "stream": true})
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	r := bufio.NewReader(resp.Body)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			resp.Body.Close()
-			return nil, nil, fmt.Errorf("reading first event: %w", err)
-		}
-		if strings.HasPrefix(line, "data: ") {
-			return resp, r, nil
-		}
-	}
+	return openStreamBody(base, map[string]any{"model": model, "prompt": prompt, "max_tokens": 900, "ignore_eos": true, "stream": true})
 }
 
 // TestDefaultModelCancelledStreamsReleaseTheCache: 200 streams closed by

@@ -130,8 +130,14 @@ func streamRequest(t *testing.T, base, sid string) (*http.Response, *bufio.Reade
 
 // openStream is streamRequest for goroutines: it returns the error.
 func openStream(base, sid string) (*http.Response, *bufio.Reader, error) {
-	body, _ := json.Marshal(map[string]any{"model": "dummy", "prompt": "tell me a long story", "max_tokens": 900, "ignore_eos": true, "stream": true, "session_id": sid})
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+	return openStreamBody(base, map[string]any{"model": "dummy", "prompt": "tell me a long story", "max_tokens": 900, "ignore_eos": true, "stream": true, "session_id": sid})
+}
+
+// openStreamBody posts body to /v1/completions and returns the open
+// stream after its first event arrived.
+func openStreamBody(base string, body map[string]any) (*http.Response, *bufio.Reader, error) {
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/completions", bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
