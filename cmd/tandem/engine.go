@@ -33,7 +33,7 @@ type engineFlags struct {
 	kvCacheMemory       string
 	enablePrefixCaching bool
 	threads             int
-	cpuPrecision        string
+	cpuPrecision        cpu.Precision
 	gpu                 gpuFlags
 	heartbeatInterval   time.Duration
 	heartbeatTimeout    time.Duration
@@ -50,22 +50,13 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in bytes (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU threads for the forward pass")
-	fs.StringVar(&f.cpuPrecision, "cpu-precision", "prompt", "CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md")
+	fs.Var(&f.cpuPrecision, "cpu-precision", "`mode` of the CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md (default prompt)")
 	fs.StringVar(&f.device, "device", "cpu", "device: cpu, or cuda:N in a binary built with -tags cuda")
 	f.gpu.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
 	fs.StringVar(&f.log.level, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.log.format, "log-format", "text", "text or json")
-}
-
-// validate checks the flags a child engine would otherwise refuse only
-// after serve has started it (and restarted it, forever).
-func (f *engineFlags) validate() error {
-	if _, err := cpu.ParsePrecision(f.cpuPrecision); err != nil {
-		return fmt.Errorf("--cpu-precision: %w", err)
-	}
-	return nil
 }
 
 func runEngine(ctx context.Context, args []string) error {
@@ -178,12 +169,8 @@ func servedName(flagName, model string) string {
 // loadBackend builds the backend for --device (see newBackend) over
 // --model: the dummy model, a GGUF file or a Hugging Face directory. The
 // returned backend's Close also releases the model file.
-func loadBackend(name, device string, maxModelLen, threads int, precision string, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
+func loadBackend(name, device string, maxModelLen, threads int, prec cpu.Precision, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
 	start := time.Now()
-	prec, err := cpu.ParsePrecision(precision)
-	if err != nil {
-		return nil, runner.ModelInfo{}, fmt.Errorf("engine: --cpu-precision: %w", err)
-	}
 	var cfg model.Config
 	var w *model.Weights
 	var release func() error

@@ -65,9 +65,6 @@ func runBatch(ctx context.Context, args []string) error {
 	if f.dp < 1 {
 		return errors.New("run-batch: --data-parallel-size must be ≥ 1")
 	}
-	if err := ef.validate(); err != nil {
-		return fmt.Errorf("run-batch: %w", err)
-	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	log, err := stderrLogger(&ef.log, "proc", "run-batch")

@@ -40,9 +40,6 @@ func runServe(ctx context.Context, args []string) error {
 	if *dp < 1 || *apiServers < 1 {
 		return fmt.Errorf("serve: --data-parallel-size and --api-server-count must be ≥ 1")
 	}
-	if err := ef.validate(); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
 	ff.log = ef.log
 	log, err := stderrLogger(&ef.log, "proc", "serve")
 	if err != nil {

@@ -86,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.kvType, "kv-type", "f16", "llama.cpp KV cache type: f16 (llama.cpp's default) or f32 (Tandem's)")
 	fs.IntVar(&o.ubatch, "ubatch", 512, "llama.cpp n_ubatch (physical batch)")
 	fs.IntVar(&o.blockSize, "block-size", 16, "Tandem KV block size")
-	precision := fs.String("cpu-precision", "prompt", "Tandem's --cpu-precision: prompt (the default), fast (int8 like llama.cpp) or high")
+	fs.Var(&o.precision, "cpu-precision", "Tandem's --cpu-precision: prompt (the default), fast (int8 like llama.cpp) or high")
 	fs.StringVar(&o.date, "date", time.Now().Format(time.DateOnly), "date in file names and the doc section (YYYY-MM-DD)")
 	fs.Float64Var(&o.maxOther, "max-other-cpu", 0.1, "retry a measurement when other processes used more than this share of the CPU meanwhile")
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
@@ -122,9 +122,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	var err error
-	if o.precision, err = cpu.ParsePrecision(*precision); err != nil {
-		return o, fmt.Errorf("--cpu-precision: %w", err)
-	}
 	if o.threads, err = parseInts(*threads); err != nil {
 		return o, fmt.Errorf("--threads: %w", err)
 	}

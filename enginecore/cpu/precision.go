@@ -50,6 +50,15 @@ func ParsePrecision(s string) (Precision, error) {
 	return 0, fmt.Errorf("cpu: unknown precision %q (want one of %s)", s, strings.Join(Precisions, ", "))
 }
 
+// Set parses s into p, so that a Precision is a flag.Value.
+func (p *Precision) Set(s string) error {
+	v, err := ParsePrecision(s)
+	if err == nil {
+		*p = v
+	}
+	return err
+}
+
 // SetPrecision picks which tokens later Forward calls compute precisely.
 func (b *Backend) SetPrecision(p Precision) { b.precision = p }
 
