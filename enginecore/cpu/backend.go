@@ -57,10 +57,9 @@ type Backend struct {
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
 
 	precision  Precision
-	tokPrecise []bool // [capTok] scratch for precise
-	precise    []bool // [T] tokens of this step computed precisely (nil: none), see Precision
+	tokPrecise []bool // [capTok] backing array of precise
+	precise    []bool // [T] tokens of this step computed precisely, see Precision; the LM head's matmul uses rowPrecise
 	rowPrecise []bool // [numRows] the same for the LM head's rows
-	rowBuf     []bool // backing array of rowPrecise
 
 	mm    matmulJob
 	quant quantizeJob

@@ -260,30 +260,45 @@ func TestThreadsIdentical(t *testing.T) {
 	}
 }
 
+// TestForwardAllocatesNothing: a decode step rerun in place allocates
+// nothing, with int8 activations and with precise (residual) rows.
 func TestForwardAllocatesNothing(t *testing.T) {
-	cfg, w := dummy()
-	h := newHarness(t, cfg, w, 2, 64, 4, 5)
-	seqs := make([]seqState, 3)
-	var warm runner.Step
-	for i := range seqs {
-		h.add(&warm, &seqs[i], prompt(20, uint64(i)), true)
-	}
-	h.forward(&warm)
-	// A decode step over the three sequences, rerun in place (the same slot
-	// is rewritten each time).
-	var step runner.Step
-	for i := range seqs {
-		h.add(&step, &seqs[i], []int32{int32(i)}, true)
-	}
-	logits := make([]float32, len(seqs)*cfg.VocabSize)
-	ctx := context.Background()
-	allocs := testing.AllocsPerRun(5, func() {
-		if err := h.be.Forward(ctx, &step, logits); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("Forward allocates %v times per step, want 0", allocs)
+	q41 := randomModel(model.RandomTypes{Matrix: model.Q4_1, Embed: model.Q8_0}, func(c *model.Config) { c.TiedEmbeddings = true })
+	for _, tt := range []struct {
+		name      string
+		model     func() (model.Config, *model.Weights)
+		precision Precision
+	}{
+		{"dummy", dummy, PrecisionPrompt},
+		{"Q4_1 precise", q41, PrecisionHigh},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, w := tt.model()
+			h := newHarness(t, cfg, w, 2, 64, 4, 5)
+			h.be.SetPrecision(tt.precision)
+			seqs := make([]seqState, 3)
+			var warm runner.Step
+			for i := range seqs {
+				h.add(&warm, &seqs[i], prompt(20, uint64(i)), true)
+			}
+			h.forward(&warm)
+			// A decode step over the three sequences, rerun in place (the
+			// same slot is rewritten each time).
+			var step runner.Step
+			for i := range seqs {
+				h.add(&step, &seqs[i], []int32{int32(i)}, true)
+			}
+			logits := make([]float32, len(seqs)*cfg.VocabSize)
+			ctx := context.Background()
+			allocs := testing.AllocsPerRun(5, func() {
+				if err := h.be.Forward(ctx, &step, logits); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("Forward allocates %v times per step, want 0", allocs)
+			}
+		})
 	}
 }
 

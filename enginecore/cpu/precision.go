@@ -62,29 +62,19 @@ func (p *Precision) Set(s string) error {
 // SetPrecision picks which tokens later Forward calls compute precisely.
 func (b *Backend) SetPrecision(p Precision) { b.precision = p }
 
-// markPrecise sets b.precise to the step's precise tokens ([T], nil when
-// none) and b.rowPrecise to those of its logits rows ([numRows]). check
-// must have filled tokSeq.
+// markPrecise sets b.precise to which of the step's tokens are precise
+// ([T]) and b.rowPrecise to the same for its logits rows ([numRows]).
+// check must have filled tokSeq.
 func (b *Backend) markPrecise(step *runner.Step) {
-	b.precise, b.rowPrecise = nil, nil
-	if b.precision == PrecisionFast {
-		return
+	b.precise = b.tokPrecise[:len(step.TokenIDs)]
+	for t := range b.precise {
+		b.precise[t] = b.precision == PrecisionHigh ||
+			b.precision == PrecisionPrompt && int(step.Positions[t]) < step.Seqs[b.tokSeq[t]].PromptLen
 	}
-	numTok, some := len(step.TokenIDs), false
-	for t := range numTok {
-		p := b.precision == PrecisionHigh || int(step.Positions[t]) < step.Seqs[b.tokSeq[t]].PromptLen
-		b.tokPrecise[t] = p
-		some = some || p
-	}
-	if !some {
-		return
-	}
-	b.precise = b.tokPrecise[:numTok]
-	b.rowBuf = b.rowBuf[:0]
+	b.rowPrecise = b.rowPrecise[:0]
 	for _, s := range step.Seqs {
 		if s.Logits {
-			b.rowBuf = append(b.rowBuf, b.tokPrecise[s.Start+s.Len-1])
+			b.rowPrecise = append(b.rowPrecise, b.precise[s.Start+s.Len-1])
 		}
 	}
-	b.rowPrecise = b.rowBuf
 }

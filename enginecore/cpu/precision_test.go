@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -25,6 +24,13 @@ func TestParsePrecision(t *testing.T) {
 		if _, err := ParsePrecision(bad); err == nil {
 			t.Errorf("ParsePrecision(%q) accepted", bad)
 		}
+	}
+	p := PrecisionHigh
+	if err := p.Set("fast"); err != nil || p != PrecisionFast {
+		t.Errorf("Set(fast): %v, %v", p, err)
+	}
+	if err := p.Set("int8"); err == nil || p != PrecisionFast {
+		t.Errorf("Set(int8): %v, %v; want an error and no change", p, err)
 	}
 }
 
@@ -122,33 +128,5 @@ func TestPrecisionPrompt(t *testing.T) {
 	want := []bool{true, true, true, false, false, true, true, true}
 	if fmt.Sprint(h.be.precise) != fmt.Sprint(want) || fmt.Sprint(h.be.rowPrecise) != "[false true]" {
 		t.Errorf("precise tokens %v, rows %v; want %v, [false true]", h.be.precise, h.be.rowPrecise, want)
-	}
-}
-
-// TestPreciseForwardAllocatesNothing: precise steps reuse their buffers
-// too.
-func TestPreciseForwardAllocatesNothing(t *testing.T) {
-	cfg, w := randomModel(model.RandomTypes{Matrix: model.Q4_1, Embed: model.Q8_0}, func(c *model.Config) { c.TiedEmbeddings = true })()
-	h := newHarness(t, cfg, w, 2, 64, 4, 5)
-	h.be.SetPrecision(PrecisionHigh)
-	seqs := make([]seqState, 3)
-	var warm runner.Step
-	for i := range seqs {
-		h.add(&warm, &seqs[i], prompt(20, uint64(i)), true)
-	}
-	h.forward(&warm)
-	var step runner.Step
-	for i := range seqs {
-		h.add(&step, &seqs[i], []int32{int32(i)}, true)
-	}
-	logits := make([]float32, len(seqs)*cfg.VocabSize)
-	ctx := context.Background()
-	allocs := testing.AllocsPerRun(5, func() {
-		if err := h.be.Forward(ctx, &step, logits); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("Forward allocates %v times per precise step, want 0", allocs)
 	}
 }
