@@ -29,34 +29,39 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	}
 	var res [GroupRows]float32
 	var res4 [4][GroupRows]float32
-	in, nb := m.In, m.nb
+	in, nb, spb := m.In, m.nb, m.scPerBlock()
 	rows := m.rows(a)
-	// Q8_0 (one float16 scale per 32, no offsets) has assembly kernels.
-	q8 := m.fam == famByte && m.nsub == 1 && !m.hasMin && m.sc.h != nil && nb > 0
+	blockBytes := nibBlockBytes
+	if m.fam == famByte {
+		blockBytes = byteBlockBytes
+	}
+	// Float16-scaled 4-bit matrices and Q8_0 (one scale per 32, no
+	// offsets) have assembly kernels; they read sc.h and trust the bounds
+	// checked by the slicing here.
+	asm := m.sc.h != nil && nb > 0 && (m.fam == famNib || m.fam == famByte && m.nsub == 1 && !m.hasMin)
 	for g := g0; g < g1; g++ {
+		var qs []byte
+		var sc scales
+		if m.fam != famF32 {
+			qs, sc = m.qs[g*nb*blockBytes:(g+1)*nb*blockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb)
+		}
 		t := 0
 		// Four tokens at a time share each unpacked weight block (the
 		// per-token arithmetic is exactly that of the one-token kernels).
-		for ; t+4 <= rows && (m.fam != famByte || q8); t += 4 {
+		for ; t+4 <= rows && (m.fam != famByte || asm); t += 4 {
 			switch m.fam {
 			case famF32:
 				f32Group4(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+4)*in], &res4)
 			case famNib:
-				if m.sc.h != nil && nb > 0 {
-					// Bounds are checked here; the assembly trusts them.
-					qs := m.qs[g*nb*nibBlockBytes : (g+1)*nb*nibBlockBytes]
-					sc := m.sc.h[g*nb*2*GroupRows : (g+1)*nb*2*GroupRows]
-					xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
-					nibGroup4AVX512(&qs[0], &sc[0], &xq[0], in, &xd[0], &xs[0], nb, &res4)
-					break
+				xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+				if asm {
+					nibGroup4AVX512(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4)
+				} else {
+					nibGroup4(qs, sc, xq, xd, xs, &res4)
 				}
-				nibGroup4(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
-					a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb], &res4)
-			case famByte: // q8
-				qs := m.qs[g*nb*byteBlockBytes : (g+1)*nb*byteBlockBytes]
-				sc := m.sc.h[g*nb*GroupRows : (g+1)*nb*GroupRows]
+			case famByte: // asm
 				xa, xm, xd := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb]
-				byteGroup4Q8AVX512(&qs[0], &sc[0], &xa[0], &xm[0], in, &xd[0], nb, &res4)
+				byteGroup4Q8AVX512(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4)
 			}
 			for k := range 4 {
 				m.store(out, a, t+k, g, &res4[k])
@@ -67,26 +72,19 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 			case famF32:
 				f32Group1(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
 			case famNib:
-				if m.sc.h != nil && nb > 0 {
-					qs := m.qs[g*nb*nibBlockBytes : (g+1)*nb*nibBlockBytes]
-					sc := m.sc.h[g*nb*2*GroupRows : (g+1)*nb*2*GroupRows]
-					xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
-					nibGroup1AVX512(&qs[0], &sc[0], &xq[0], &xd[0], &xs[0], nb, &res)
-					break
+				xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+				if asm {
+					nibGroup1AVX512(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				} else {
+					nibGroup1(qs, sc, xq, xd, xs, &res)
 				}
-				nibGroup1(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
-					a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			case famByte:
-				if q8 {
-					qs := m.qs[g*nb*byteBlockBytes : (g+1)*nb*byteBlockBytes]
-					sc := m.sc.h[g*nb*GroupRows : (g+1)*nb*GroupRows]
-					xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
-					byteGroup1Q8AVX512(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], nb, &res)
-					break
+				xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
+				if asm {
+					byteGroup1Q8AVX512(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
+				} else {
+					byteGroup1(qs, sc, m.nsub, m.hasMin, xa, xm, xd, a.s[t*nb:(t+1)*nb], &res)
 				}
-				spb := m.scPerBlock()
-				byteGroup1(m.qs[g*nb*byteBlockBytes:(g+1)*nb*byteBlockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb), m.nsub, m.hasMin,
-					a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			}
 			m.store(out, a, t, g, &res)
 		}
@@ -193,9 +191,9 @@ func nibGroup1(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupRow
 	acc.Store(res)
 }
 
-// nibGroup4AVX512 is nibGroup4 for float16 scales, in assembly
-// (nib4_amd64.s): qs [nb][256], sc [nb][2][16] float16, xq [4][in],
-// xd, xs [4][nb].
+// nibGroup1AVX512 and nibGroup4AVX512 are nibGroup1 and nibGroup4 for
+// float16 scales, in assembly (nib4_amd64.s): qs [nb][256], sc [nb][2][16]
+// float16, xq [4][in], xd, xs [4][nb] (one row each for nibGroup1AVX512).
 //
 //go:noescape
 func nibGroup1AVX512(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
