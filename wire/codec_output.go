@@ -57,21 +57,7 @@ func (l *Logprobs) decode(d *dec) error {
 	return nil
 }
 
-func (d *dec) int32Rows() ([][]int32, error) {
-	n, err := d.arrayLen()
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	out := make([][]int32, 0, d.capHint(n))
-	for i := range n {
-		row, err := d.int32s()
-		if err != nil {
-			return nil, fmt.Errorf("[%d]: %w", i, err)
-		}
-		out = append(out, row)
-	}
-	return out, nil
-}
+func (d *dec) int32Rows() ([][]int32, error) { return list(d, d.int32s) }
 
 func (d *dec) float64Rows() ([][]float64, error) {
 	n, err := d.arrayLen()

@@ -390,14 +390,16 @@ func (d *dec) discard(n int) error {
 	return unexpectedEOF(err)
 }
 
-func (d *dec) int32s() ([]int32, error) {
+// list reads an array whose elements elem decodes: nil when empty, and an
+// element's error prefixed with its index.
+func list[T any](d *dec, elem func() (T, error)) ([]T, error) {
 	n, err := d.arrayLen()
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	out := make([]int32, 0, d.capHint(n))
+	out := make([]T, 0, d.capHint(n))
 	for i := range n {
-		v, err := d.int32()
+		v, err := elem()
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
@@ -406,21 +408,9 @@ func (d *dec) int32s() ([]int32, error) {
 	return out, nil
 }
 
-func (d *dec) strs() ([]string, error) {
-	n, err := d.arrayLen()
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	out := make([]string, 0, d.capHint(n))
-	for i := range n {
-		v, err := d.str()
-		if err != nil {
-			return nil, fmt.Errorf("[%d]: %w", i, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
+func (d *dec) int32s() ([]int32, error) { return list(d, d.int32) }
+
+func (d *dec) strs() ([]string, error) { return list(d, d.str) }
 
 // finishReason reads nil or one of vLLM's FinishReason ints.
 func (d *dec) finishReason() (FinishReason, error) {

@@ -145,21 +145,7 @@ func (b *KVEventBatch) decode(d *dec) error {
 	return nil
 }
 
-func (d *dec) kvEvents() ([]KVEvent, error) {
-	n, err := d.arrayLen()
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	out := make([]KVEvent, 0, d.capHint(n))
-	for i := range n {
-		ev, err := d.kvEvent()
-		if err != nil {
-			return nil, fmt.Errorf("[%d]: %w", i, err)
-		}
-		out = append(out, ev)
-	}
-	return out, nil
-}
+func (d *dec) kvEvents() ([]KVEvent, error) { return list(d, d.kvEvent) }
 
 // kvEvent reads one tagged array. Missing trailing fields take defaults;
 // extra ones are skipped.
@@ -233,21 +219,7 @@ func (d *dec) kvEvent() (KVEvent, error) {
 	return ev, nil
 }
 
-func (d *dec) blockHashes() ([]uint64, error) {
-	n, err := d.arrayLen()
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	out := make([]uint64, 0, d.capHint(n))
-	for i := range n {
-		h, err := d.blockHash()
-		if err != nil {
-			return nil, fmt.Errorf("[%d]: %w", i, err)
-		}
-		out = append(out, h)
-	}
-	return out, nil
-}
+func (d *dec) blockHashes() ([]uint64, error) { return list(d, d.blockHash) }
 
 // blockHash reads one block hash as the peers send it: an unsigned int
 // (Tandem, vLLM), a signed int (Dynamo's i64, reinterpreted as its two's
