@@ -193,24 +193,31 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	case '"':
 		return json.Unmarshal(b, &c.Text)
 	case '[':
-		var parts []ContentPart
-		if err := json.Unmarshal(b, &parts); err != nil {
+		var ok bool
+		c.Text, c.Parts, ok = textParts(b, func(p ContentPart) (string, bool) { return p.Text, p.Type == "text" })
+		if !ok {
 			return typeError[Content](b)
-		}
-		texts := make([]string, 0, len(parts))
-		for _, p := range parts {
-			if p.Type == "text" {
-				texts = append(texts, p.Text)
-			}
-		}
-		c.Text, c.Parts = strings.Join(texts, "\n"), parts
-		if c.Parts == nil {
-			c.Parts = []ContentPart{}
 		}
 		return nil
 	default:
 		return typeError[Content](b)
 	}
+}
+
+// textParts decodes a content array into its parts (never nil) and the
+// text of those text accepts, joined with "\n"; ok is false when b is not
+// an array of parts.
+func textParts[P any](b []byte, text func(P) (string, bool)) (joined string, parts []P, ok bool) {
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return "", nil, false
+	}
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if t, isText := text(p); isText {
+			texts = append(texts, t)
+		}
+	}
+	return strings.Join(texts, "\n"), nonNil(parts), true
 }
 
 // MarshalJSON renders the content as its string form.

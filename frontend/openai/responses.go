@@ -3,7 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Values of the "object" and "type" fields of the Responses API.
@@ -117,17 +116,11 @@ func (c *ResponseContent) UnmarshalJSON(b []byte) error {
 	case '"':
 		return json.Unmarshal(b, &c.Text)
 	case '[':
-		var parts []ResponseContentPart
-		if err := json.Unmarshal(b, &parts); err != nil {
+		var ok bool
+		c.Text, c.Parts, ok = textParts(b, func(p ResponseContentPart) (string, bool) { return p.Text, isTextPart(p.Type) })
+		if !ok {
 			return typeError[ResponseContent](b)
 		}
-		texts := make([]string, 0, len(parts))
-		for _, p := range parts {
-			if isTextPart(p.Type) {
-				texts = append(texts, p.Text)
-			}
-		}
-		c.Text, c.Parts = strings.Join(texts, "\n"), nonNil(parts)
 		return nil
 	default:
 		return typeError[ResponseContent](b)
