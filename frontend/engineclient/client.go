@@ -335,8 +335,7 @@ func (c *Client) ticker() {
 				continue
 			}
 			if e.Ready && now.Sub(e.LastSeen) > c.cfg.HeartbeatTimeout {
-				e.Ready = false
-				e.Err = fmt.Sprintf("no heartbeat for %s", now.Sub(e.LastSeen).Round(time.Millisecond))
+				c.downLocked(i, fmt.Sprintf("no heartbeat for %s", now.Sub(e.LastSeen).Round(time.Millisecond)))
 				dead = append(dead, i)
 			}
 			if e.Ready {
@@ -366,12 +365,22 @@ func (c *Client) endpoint(i int) string {
 	return c.slots[i].state.Endpoint
 }
 
-// failEngine handles the loss of engine i (dead, restarted, or gone): the
-// router forgets what it reported; each in-flight stream that has produced
-// no output yet is sent to another engine (up to MaxRetries times), the
-// others fail with ErrEngineDead.
-func (c *Client) failEngine(i int, reason string) {
+// downLocked marks engine i not ready with err and makes the router forget
+// what it reported, in one step under c.mu, so that no request is routed
+// in between on the engine's stale session reports (it would see the
+// session's holder gone without the session being marked moved). c.mu is
+// held.
+func (c *Client) downLocked(i int, err string) {
+	e := &c.slots[i].state
+	e.Ready, e.Err = false, err
 	c.router.ResetEngine(i)
+}
+
+// failEngine handles the loss of engine i (dead, restarted, or gone), after
+// downLocked or the restart's router reset: each in-flight stream that has
+// produced no output yet is sent to another engine (up to MaxRetries
+// times), the others fail with ErrEngineDead.
+func (c *Client) failEngine(i int, reason string) {
 	c.mu.Lock()
 	var victims []*Stream
 	for id, s := range c.streams {

@@ -89,7 +89,7 @@ func (c *Client) RemoveEngine(endpoint string) bool {
 	}
 	sl := c.slots[idx]
 	wasReady := sl.state.Ready
-	sl.state.Ready, sl.state.Err = false, "removed"
+	c.downLocked(idx, "removed")
 	c.mu.Unlock()
 	c.failEngine(idx, "engine left")
 	c.mu.Lock()

@@ -46,8 +46,7 @@ func (c *Client) reader(i int, conn *zmq.Conn) {
 		case *wire.EngineDead:
 			c.log.Error("engine core reported ENGINE_DEAD", "engine", i, "reason", p.Reason)
 			c.mu.Lock()
-			c.slots[i].state.Ready = false
-			c.slots[i].state.Err = p.Reason
+			c.downLocked(i, p.Reason)
 			c.mu.Unlock()
 			c.failEngine(i, p.Reason)
 		default:
@@ -61,6 +60,9 @@ func (c *Client) ready(i int, r *wire.Ready) {
 	e := &c.slots[i].state
 	wasReady := e.Ready
 	restarted := e.Info.EngineID != "" && e.Info.EngineID != r.EngineID
+	if restarted {
+		c.router.ResetEngine(i) // its reports were of the old process
+	}
 	e.Info = *r
 	switch {
 	case r.ProtocolVersion != wire.ProtocolVersion:
