@@ -63,6 +63,11 @@ type Config struct {
 	// session only while its load ≤ LoadFactor × mean load + 1, else the
 	// session goes to the next engine in its rendezvous order. Default 1.25.
 	LoadFactor float64
+	// SpillMinWaiting is the shortest waiting queue that counts a session's
+	// holder as overloaded (SGLang's balance_abs_threshold): a shorter one
+	// is a burst the next engine steps admit, and moving the session would
+	// recompute its whole conversation. Default 32.
+	SpillMinWaiting int
 	// OverlapWeight weighs the uncached prefill blocks against the decode
 	// blocks in the prefix cost (Dynamo's overlap_score_weight). Default 1.
 	OverlapWeight float64
@@ -140,6 +145,9 @@ func New(cfg Config) (*Router, error) {
 	cfg.Policy = p
 	if cfg.LoadFactor <= 0 {
 		cfg.LoadFactor = 1.25
+	}
+	if cfg.SpillMinWaiting <= 0 {
+		cfg.SpillMinWaiting = 32
 	}
 	if cfg.OverlapWeight <= 0 {
 		cfg.OverlapWeight = 1
@@ -314,10 +322,10 @@ func (p *plan) session() (int, string) {
 	}
 	bound := p.loadBound()
 	if holder != nil {
-		if float64(holder.Waiting) <= bound {
+		if holder.Waiting < p.r.cfg.SpillMinWaiting || float64(holder.Waiting) <= bound {
 			return holder.ID, OutcomeSessionHit
 		}
-		// Overloaded: its queue alone is over the bound. Spill.
+		// Overloaded: its queue alone is long and over the bound. Spill.
 		for _, e := range p.hrwOrder(id) {
 			if e.ID != holder.ID && float64(e.load()) <= bound {
 				return e.ID, OutcomeSessionSpill

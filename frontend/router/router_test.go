@@ -122,11 +122,24 @@ func TestSessionPolicy(t *testing.T) {
 			},
 			engines: func() []router.Engine {
 				es := engines(2)
-				es[1].Waiting, es[1].Running = 20, 4 // mean load 12, bound 16
+				es[1].Waiting, es[1].Running = 40, 4 // mean load 22, bound 28.5; 40 ≥ SpillMinWaiting
 				return es
 			},
 			req:  router.Request{SessionID: "conv", TokenIDs: prompt},
 			want: router.Decision{Engine: 0, Policy: router.Session, Outcome: router.OutcomeSessionSpill},
+		},
+		{
+			name: "a burst shorter than SpillMinWaiting keeps the session",
+			setup: func(r *router.Router) {
+				r.ApplySessions(1, &wire.SessionReport{EngineIndex: 1, Added: []string{"conv"}})
+			},
+			engines: func() []router.Engine {
+				es := engines(2)
+				es[1].Waiting = 20 // all waiting for the next step: mean 10, bound 13.5
+				return es
+			},
+			req:  router.Request{SessionID: "conv", TokenIDs: prompt},
+			want: router.Decision{Engine: 1, Policy: router.Session, Outcome: router.OutcomeSessionHit},
 		},
 		{
 			name: "busy holder with a short queue keeps the session",
