@@ -11,68 +11,189 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/kubesecret"
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
 
-// runKeygen is `tandem keygen`: it writes a fresh CURVE keypair for an engine or a
-// frontend (security.go) as DIR/NAME.key (the secret key, mode 0600) and DIR/NAME.pub
-// (the public key), each one Z85 key under a comment line, and prints the public key.
-func runKeygen(_ context.Context, args []string) error {
-	return keygen(args, os.Stdout)
+// runKeygen is `tandem keygen`: it makes fresh CURVE keypairs for engines and
+// frontends (security.go), one per --name, and writes each as NAME.key (the
+// secret key) and NAME.pub (the public key), one Z85 key under a comment line:
+//
+//   - into a directory (--out DIR; the secret key mode 0600), or
+//   - into a Kubernetes Secret (--kubernetes-secret NAME; keygen_kube.go), with
+//     the same file names as data keys, which is what the Helm chart's
+//     pre-install hook does.
+//
+// It prints the public keys.
+func runKeygen(ctx context.Context, args []string) error {
+	return keygenWith(ctx, args, os.Stdout)
 }
 
+// keygen is runKeygen without a context, for tests of the directory mode.
 func keygen(args []string, stdout io.Writer) error {
+	return keygenWith(context.Background(), args, stdout)
+}
+
+// keygenFlags are `tandem keygen`'s flags.
+type keygenFlags struct {
+	out          string
+	names        string
+	force        bool
+	keepExisting bool
+	secret       string // --kubernetes-secret
+	generation   string
+	labels       string
+	saDir        string
+}
+
+func keygenWith(ctx context.Context, args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("tandem keygen", flag.ContinueOnError)
-	out := fl.String("out", "", "directory to write NAME.key and NAME.pub into (required; created if missing)")
-	name := fl.String("name", "tandem", "base name of the key files, e.g. engine or frontend-0")
-	force := fl.Bool("force", false, "overwrite existing key files")
+	var f keygenFlags
+	fl.StringVar(&f.out, "out", "", "`directory` to write NAME.key and NAME.pub into (created if missing)")
+	fl.StringVar(&f.names, "name", "tandem", "base `names` of the keypairs, comma-separated, e.g. engine,frontend")
+	fl.BoolVar(&f.force, "force", false, "overwrite existing key files")
+	fl.BoolVar(&f.keepExisting, "keep-existing", false, "keep a keypair whose two files exist (and match) instead of refusing; make the rest")
+	fl.StringVar(&f.secret, "kubernetes-secret", "", "write the keypairs into this Kubernetes `Secret` (NAME.key and NAME.pub data keys) with the pod's service account, instead of --out")
+	fl.StringVar(&f.generation, "generation", "1", "with --kubernetes-secret: the key `generation`; a Secret holding every keypair of this generation is kept, any other is replaced with fresh keys (rotation)")
+	fl.StringVar(&f.labels, "labels", "", "with --kubernetes-secret: `k=v,…` labels for the Secret")
+	fl.StringVar(&f.saDir, "service-account-dir", kubesecret.ServiceAccountDir, "with --kubernetes-secret: the service account `directory` (token, ca.crt, namespace)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
 	}
-	if *out == "" {
-		return fmt.Errorf("keygen: --out is required")
+	names, err := keyNames(f.names)
+	if err != nil {
+		return err
 	}
-	if *name == "" || strings.ContainsAny(*name, `/\`) || strings.HasPrefix(*name, ".") {
-		return fmt.Errorf("keygen: --name %q: want a plain file name", *name)
+	switch {
+	case f.out != "" && f.secret != "":
+		return fmt.Errorf("keygen: --out and --kubernetes-secret: give one")
+	case f.secret != "":
+		return keygenSecret(ctx, f, names, stdout)
+	case f.out == "":
+		return fmt.Errorf("keygen: --out (a directory) or --kubernetes-secret (a Secret) is required")
+	case f.force && f.keepExisting:
+		return fmt.Errorf("keygen: --force and --keep-existing contradict each other")
 	}
+	for _, n := range names {
+		if err := keygenDir(f, n, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyNames splits --name, rejecting names that are not plain file names.
+func keyNames(list string) ([]string, error) {
+	var names []string
+	seen := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || strings.ContainsAny(n, `/\`) || strings.HasPrefix(n, ".") {
+			return nil, fmt.Errorf("keygen: --name %q: want plain file names", list)
+		}
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// keyFiles are the two files of a fresh keypair named name.
+func keyFiles(name string) (secretText, publicText, public string, err error) {
 	public, secret, err := zmq.NewCurveKeypair()
 	if err != nil {
+		return "", "", "", fmt.Errorf("keygen: %w", err)
+	}
+	return "# tandem CURVE secret key (Z85). Keep it private: whoever has it can act as " + name + ".\n" + secret + "\n",
+		"# tandem CURVE public key (Z85) of " + name + "\n" + public + "\n", public, nil
+}
+
+// keygenDir writes the keypair name into f.out.
+func keygenDir(f keygenFlags, name string, stdout io.Writer) error {
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("keygen: %w", err)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("keygen: %w", err)
+	secretPath := filepath.Join(f.out, name+".key")
+	publicPath := filepath.Join(f.out, name+".pub")
+	if f.keepExisting {
+		public, err := existingPair(secretPath, publicPath)
+		if err == nil {
+			fmt.Fprintf(stdout, "kept: %s, %s\n%s\n", secretPath, publicPath, public)
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("keygen: --keep-existing: %w", err)
+		}
 	}
-	secretPath := filepath.Join(*out, *name+".key")
-	publicPath := filepath.Join(*out, *name+".pub")
+	secretText, publicText, public, err := keyFiles(name)
+	if err != nil {
+		return err
+	}
 	files := []struct {
 		path, text string
 		mode       os.FileMode
 	}{
-		{secretPath, "# tandem CURVE secret key (Z85). Keep it private: whoever has it can act as " + *name + ".\n" + secret + "\n", 0o600},
-		{publicPath, "# tandem CURVE public key (Z85) of " + *name + "\n" + public + "\n", 0o644},
+		{secretPath, secretText, 0o600},
+		{publicPath, publicText, 0o644},
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if *force {
+	if f.force {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	} else {
-		for _, f := range files { // check both first: never leave half a pair
-			if _, err := os.Lstat(f.path); err == nil {
-				return fmt.Errorf("keygen: %s exists (use --force to overwrite)", f.path)
+		for _, fl := range files { // check both first: never leave half a pair
+			if _, err := os.Lstat(fl.path); err == nil {
+				return fmt.Errorf("keygen: %s exists (use --force to overwrite, --keep-existing to keep)", fl.path)
 			}
 		}
 	}
-	for _, f := range files {
-		if err := writeKey(f.path, f.text, flags, f.mode); err != nil {
+	for _, fl := range files {
+		if err := writeKey(fl.path, fl.text, flags, fl.mode); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("keygen: %s exists (use --force to overwrite)", f.path)
+				return fmt.Errorf("keygen: %s exists (use --force to overwrite, --keep-existing to keep)", fl.path)
 			}
 			return fmt.Errorf("keygen: %w", err)
 		}
 	}
 	fmt.Fprintf(stdout, "secret key: %s\npublic key: %s\n%s\n", secretPath, publicPath, public)
+	return nil
+}
+
+// existingPair returns the public key of the keypair in secretPath and
+// publicPath; fs.ErrNotExist when neither file exists, another error for
+// half a pair or keys that do not match.
+func existingPair(secretPath, publicPath string) (string, error) {
+	_, serr := os.Lstat(secretPath)
+	_, perr := os.Lstat(publicPath)
+	if errors.Is(serr, fs.ErrNotExist) && errors.Is(perr, fs.ErrNotExist) {
+		return "", fs.ErrNotExist
+	}
+	secret, err := readKeyFile(secretPath)
+	if err != nil {
+		return "", err
+	}
+	public, err := readKeyFile(publicPath)
+	if err != nil {
+		return "", err
+	}
+	if err := matchingPair(secret, public); err != nil {
+		return "", fmt.Errorf("%s and %s: %w", secretPath, publicPath, err)
+	}
+	return public, nil
+}
+
+// matchingPair checks that public is secret's public key.
+func matchingPair(secret, public string) error {
+	derived, err := zmq.CurvePublic(secret)
+	if err != nil {
+		return err
+	}
+	if derived != public {
+		return errors.New("the public key is not the secret key's")
+	}
 	return nil
 }
 

@@ -148,8 +148,9 @@ func (c *curveFlags) clientOptions(endpoints []string, log *slog.Logger) ([]zmq.
 }
 
 // secretKey reads --curve-secret-key-file, else $TANDEM_CURVE_SECRET_KEY; "" if
-// neither is set. A key file that others can read is reported, not refused: Kubernetes
-// mounts secrets 0644 by default.
+// neither is set. A key file that every user can read is reported, not refused
+// (Kubernetes mounts Secrets 0644 unless told otherwise). Group read is not: with a
+// pod's fsGroup, kubelet makes every Secret file group-readable (0440 at least).
 func (c *curveFlags) secretKey(log *slog.Logger) (string, error) {
 	if c.secretKeyFile == "" {
 		key := strings.TrimSpace(os.Getenv(envSecretKey))
@@ -165,8 +166,8 @@ func (c *curveFlags) secretKey(log *slog.Logger) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--curve-secret-key-file: %w", err)
 	}
-	if fi, err := os.Stat(c.secretKeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		log.Warn("CURVE secret key file is readable by others", "path", c.secretKeyFile, "mode", fi.Mode().Perm())
+	if fi, err := os.Stat(c.secretKeyFile); err == nil && fi.Mode().Perm()&0o007 != 0 {
+		log.Warn("CURVE secret key file is readable by every user", "path", c.secretKeyFile, "mode", fi.Mode().Perm())
 	}
 	return key, nil
 }
@@ -191,14 +192,19 @@ func readKeys(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseKeys(path, b)
+}
+
+// parseKeys reads the Z85 keys in text (from origin, for errors).
+func parseKeys(origin string, text []byte) ([]string, error) {
 	var keys []string
-	for i, line := range strings.Split(string(b), "\n") {
+	for i, line := range strings.Split(string(text), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		if err := zmq.CheckKey(line); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+			return nil, fmt.Errorf("%s:%d: %w", origin, i+1, err)
 		}
 		keys = append(keys, line)
 	}
