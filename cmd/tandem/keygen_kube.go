@@ -147,4 +147,3 @@ func parseLabels(s string) (map[string]string, error) {
 	}
 	return out, nil
 }
-
