@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/frontend/benchclient"
 	"github.com/tandem-llm/tandem/frontend/router"
 )
@@ -36,45 +36,20 @@ type benchFlags struct {
 	replot                 string
 }
 
+// benchGroups are bench's help sections.
+var benchGroups = []cli.Group{
+	{Title: "Server", Flags: []string{"base-url", "model", "api-key", "serve", "routing", "endpoint"}},
+	{Title: "Dataset", Flags: []string{"dataset", "seed", "num-prompts", "input-len", "output-len", "range-ratio", "prefix-len",
+		"suffix-len", "num-prefixes", "num-conversations", "num-turns", "system-len", "context-len", "user-len"}},
+	{Title: "Load", Flags: []string{"num-clients", "max-active-conversations", "request-rate", "temperature", "ignore-eos",
+		"no-session-id", "block-size"}},
+	{Title: "Results", Flags: []string{"result-dir", "name", "title", "replot"}},
+}
+
 func runBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tandem bench", flag.ContinueOnError)
 	var f benchFlags
-	fs.StringVar(&f.baseURL, "base-url", "http://127.0.0.1:8000", "the OpenAI-compatible server to benchmark (any server; ignored with --serve)")
-	fs.StringVar(&f.model, "model", "", "model name to request (default: the first of GET /v1/models)")
-	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "sent as Authorization: Bearer")
-	fs.StringVar(&f.serve, "serve", "", `start "tandem serve ARGS" for each --routing policy in turn (fresh caches), e.g. "--model M --data-parallel-size 2"`)
-	fs.StringVar(&f.routing, "routing", "", "with --serve: comma-separated policies to compare (default session); the run is labelled by policy")
-	fs.StringVar(&f.endpoint, "endpoint", "completions", "random and prefix-repetition datasets: completions or chat (multi-turn always uses chat)")
-	fs.StringVar(&f.ds.Name, "dataset", benchclient.DatasetRandom, "random, prefix-repetition or multi-turn")
-	fs.Uint64Var(&f.ds.Seed, "seed", 1, "dataset and arrival seed")
-	fs.IntVar(&f.ds.NumPrompts, "num-prompts", 100, "random, prefix-repetition: requests")
-	fs.IntVar(&f.ds.InputLen, "input-len", 256, "random: words per prompt")
-	fs.IntVar(&f.ds.OutputLen, "output-len", 64, "max_tokens of every request")
-	fs.Float64Var(&f.ds.RangeRatio, "range-ratio", 0, "random: input lengths uniform in len·[1−r, 1+r]")
-	fs.IntVar(&f.ds.PrefixLen, "prefix-len", 256, "prefix-repetition: words of each shared prefix")
-	fs.IntVar(&f.ds.SuffixLen, "suffix-len", 64, "prefix-repetition: words of each suffix")
-	fs.IntVar(&f.ds.NumPrefixes, "num-prefixes", 10, "prefix-repetition: distinct prefixes")
-	fs.IntVar(&f.ds.NumConversations, "num-conversations", 16, "multi-turn: conversations")
-	fs.IntVar(&f.ds.NumTurns, "num-turns", 5, "multi-turn: user turns per conversation")
-	fs.IntVar(&f.ds.SystemLen, "system-len", 100, "multi-turn: words of the system prompt all conversations share")
-	fs.IntVar(&f.ds.ContextLen, "context-len", 300, "multi-turn: words of each conversation's own document (first turn)")
-	fs.IntVar(&f.ds.UserLen, "user-len", 20, "multi-turn: words of each question")
-	fs.IntVar(&f.numClients, "num-clients", 4, "concurrency: requests in flight (single-shot) or clients (multi-turn)")
-	fs.IntVar(&f.maxActive, "max-active-conversations", 1, "multi-turn: conversations each client interleaves")
-	fs.Float64Var(&f.requestRate, "request-rate", 0, "Poisson arrivals in requests/s (per client for multi-turn); 0 = as fast as possible")
-	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature")
-	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "ask for max_tokens tokens whatever the model says (vLLM extension)")
-	fs.BoolVar(&f.noSession, "no-session-id", false, "multi-turn: do not send X-Session-ID")
-	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size, to count cacheable tokens in whole blocks")
-	fs.StringVar(&f.resultDir, "result-dir", "", "write NAME.json and NAME.png there")
-	fs.StringVar(&f.name, "name", "", "result file name (default bench-DATASET-YYYYMMDD-HHMMSS)")
-	fs.StringVar(&f.title, "title", "", "plot title (default: dataset and settings)")
-	fs.StringVar(&f.replot, "replot", "", "read the runs from this result JSON instead of running (rewrites the tables and, with --result-dir, the PNG)")
-	if err := fs.Parse(args); err != nil {
+	if err := benchCommand(&f).Parse(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if f.replot != "" {
 		return replotBench(&f)
@@ -108,6 +83,45 @@ func runBench(ctx context.Context, args []string) error {
 		return nil
 	}
 	return writeBenchResults(&f, runs)
+}
+
+// benchCommand is `tandem bench`'s command line.
+func benchCommand(f *benchFlags) *cli.Command {
+	c := cli.New("tandem bench", "Benchmark an OpenAI-compatible server like vllm bench serve, plus multi-turn "+
+		"conversations: TTFT, TPOT, ITL, E2E latency and prefix-cache hits, as tables, JSON and a PNG.", benchGroups...)
+	fs := c.Flags
+	fs.StringVar(&f.baseURL, "base-url", "http://127.0.0.1:8000", "the OpenAI-compatible server to benchmark, a `URL` (any server; ignored with --serve)")
+	fs.StringVar(&f.model, "model", "", "model `name` to request (default: the first of GET /v1/models)")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "sent as Authorization: Bearer (default $TANDEM_API_KEY)")
+	fs.StringVar(&f.serve, "serve", "", `start "tandem serve `+"`ARGS`"+`" for each --routing policy in turn (fresh caches), e.g. "--model M --data-parallel-size 2"`)
+	fs.StringVar(&f.routing, "routing", "", "with --serve: comma-separated `policies` to compare (default session); the run is labelled by policy")
+	fs.StringVar(&f.endpoint, "endpoint", "completions", "random and prefix-repetition datasets: completions or chat (multi-turn always uses chat)")
+	fs.StringVar(&f.ds.Name, "dataset", benchclient.DatasetRandom, "random, prefix-repetition or multi-turn")
+	fs.Uint64Var(&f.ds.Seed, "seed", 1, "dataset and arrival seed")
+	fs.IntVar(&f.ds.NumPrompts, "num-prompts", 100, "random, prefix-repetition: requests")
+	fs.IntVar(&f.ds.InputLen, "input-len", 256, "random: words per prompt")
+	fs.IntVar(&f.ds.OutputLen, "output-len", 64, "max_tokens of every request")
+	fs.Float64Var(&f.ds.RangeRatio, "range-ratio", 0, "random: input lengths uniform in len·[1−r, 1+r]")
+	fs.IntVar(&f.ds.PrefixLen, "prefix-len", 256, "prefix-repetition: words of each shared prefix")
+	fs.IntVar(&f.ds.SuffixLen, "suffix-len", 64, "prefix-repetition: words of each suffix")
+	fs.IntVar(&f.ds.NumPrefixes, "num-prefixes", 10, "prefix-repetition: distinct prefixes")
+	fs.IntVar(&f.ds.NumConversations, "num-conversations", 16, "multi-turn: conversations")
+	fs.IntVar(&f.ds.NumTurns, "num-turns", 5, "multi-turn: user turns per conversation")
+	fs.IntVar(&f.ds.SystemLen, "system-len", 100, "multi-turn: words of the system prompt all conversations share")
+	fs.IntVar(&f.ds.ContextLen, "context-len", 300, "multi-turn: words of each conversation's own document (first turn)")
+	fs.IntVar(&f.ds.UserLen, "user-len", 20, "multi-turn: words of each question")
+	fs.IntVar(&f.numClients, "num-clients", 4, "concurrency: requests in flight (single-shot) or clients (multi-turn)")
+	fs.IntVar(&f.maxActive, "max-active-conversations", 1, "multi-turn: conversations each client interleaves")
+	fs.Float64Var(&f.requestRate, "request-rate", 0, "Poisson arrivals in requests/s (per client for multi-turn); 0 = as fast as possible")
+	fs.Float64Var(&f.temperature, "temperature", 0, "sampling temperature")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "ask for max_tokens tokens whatever the model says (vLLM extension)")
+	fs.BoolVar(&f.noSession, "no-session-id", false, "multi-turn: do not send X-Session-ID")
+	fs.IntVar(&f.blockSize, "block-size", 16, "KV block size, to count cacheable tokens in whole blocks")
+	fs.StringVar(&f.resultDir, "result-dir", "", "write NAME.json and NAME.png into this `directory`")
+	fs.StringVar(&f.name, "name", "", "result file name (default bench-DATASET-YYYYMMDD-HHMMSS)")
+	fs.StringVar(&f.title, "title", "", "plot title (default: dataset and settings)")
+	fs.StringVar(&f.replot, "replot", "", "read the runs from this result JSON instead of running (rewrites the tables and, with --result-dir, the PNG)")
+	return c
 }
 
 // benchOnce runs the benchmark once, against --base-url or a fresh

@@ -25,12 +25,13 @@ func defaultModel(t *testing.T) string {
 	return path
 }
 
-// TestDefaultModelAnswers serves the real default model and asks it what a
-// new user would, with the OpenAI Go SDK.
+// TestDefaultModelAnswers serves the real default model, named as `vllm
+// serve` takes it (the positional MODEL), and asks it what a new user
+// would, with the OpenAI Go SDK.
 func TestDefaultModelAnswers(t *testing.T) {
 	path := defaultModel(t)
 	port := freePort(t)
-	p := startProc(t, "serve", "--model", path, "--port", strconv.Itoa(port), "--max-model-len", "2048", "--kv-cache-memory", "256Mi")
+	p := startProc(t, "serve", path, "--port", strconv.Itoa(port), "--max-model-len", "2048", "--kv-cache-memory", "256Mi")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
 	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -302,8 +303,9 @@ func TestScaleOutConversations(t *testing.T) {
 }
 
 // TestServeRestartsEngine: `tandem serve` with two engines and two
-// frontends sharing the port restarts a killed engine, which rejoins and
-// takes new sessions.
+// frontends sharing the port restarts an engine SIGKILLed after it was
+// ready (a crash, not a start-up failure: serve keeps serving), which
+// rejoins and takes new sessions.
 func TestServeRestartsEngine(t *testing.T) {
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -329,6 +331,9 @@ func TestServeRestartsEngine(t *testing.T) {
 		}
 		return newPID != ""
 	})
+	if !strings.Contains(p.out.String(), `msg="process exited; restarting" proc=serve proc=engine-1 err="signal: killed`) {
+		t.Errorf("serve's log does not say it restarts the killed engine:\n%s", p.out.String())
+	}
 	// Both frontends (SO_REUSEPORT: fresh connections land on either) see
 	// the new engine-1 ready: 8 answers in a row say so.
 	inARow := 0

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/loader"
@@ -41,39 +42,47 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.model, "model", "dummy", `model: a GGUF file, a Hugging Face directory, or "dummy" (random weights, byte tokenizer)`)
-	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name in the API (default: dummy, or the model's base name)")
-	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "max tokens per request, prompt + output")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max requests running at once")
-	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 2048, "max tokens computed per engine step")
-	fs.IntVar(&f.blockSize, "block-size", 16, "tokens per KV-cache block")
-	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in bytes (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
+	fs.StringVar(&f.model, "model", "dummy", `a GGUF file, a Hugging Face directory, or "dummy" (random weights, byte tokenizer)`)
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: dummy, or the model's base name)")
+	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "max `tokens` per request, prompt + output")
+	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")
+	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 2048, "max `tokens` computed per engine step")
+	fs.IntVar(&f.blockSize, "block-size", 16, "`tokens` per KV-cache block")
+	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in `bytes` (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
-	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU threads for the forward pass")
-	fs.Var(&f.cpuPrecision, "cpu-precision", "`mode` of the CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md (default prompt)")
-	fs.StringVar(&f.device, "device", "cpu", "device: cpu, or cuda:N in a binary built with -tags cuda")
+	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU `threads` for the forward pass (default: every CPU; serve splits them among its engines)")
+	fs.Var(&f.cpuPrecision, "cpu-precision", "`mode` of the CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md")
+	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, or cuda:N in a binary built with -tags cuda")
 	f.gpu.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
-	fs.StringVar(&f.log.level, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.log.format, "log-format", "text", "text or json")
+	fs.StringVar(&f.log.level, "log-level", "info", "`level`: debug, info, warn or error")
+	fs.StringVar(&f.log.format, "log-format", "text", "`format`: text or json")
+}
+
+// engineCommand is `tandem engine`'s command line.
+func engineCommand(f *engineFlags, curve *curveFlags) *cli.Command {
+	c := cli.New("tandem engine", "Run one engine core: load the model, size the KV cache, bind a ROUTER for "+
+		"frontends (--listen) and a PUB for load reports and KV events (--events), and serve.", servingGroups...)
+	c.Positional = "model"
+	c.EnableConfig()
+	fs := c.Flags
+	f.register(fs)
+	fs.StringVar(&f.listen, "listen", "", "ROUTER `endpoint` to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required)")
+	fs.StringVar(&f.events, "events", "", "PUB `endpoint` to bind for load reports and KV events (optional)")
+	fs.IntVar(&f.rank, "data-parallel-rank", 0, "this engine's index")
+	registerCurveServerFlags(fs, curve)
+	return c
 }
 
 func runEngine(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tandem engine", flag.ContinueOnError)
 	var f engineFlags
-	f.register(fs)
-	fs.StringVar(&f.listen, "listen", "", "ROUTER endpoint to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required)")
-	fs.StringVar(&f.events, "events", "", "PUB endpoint to bind for load reports and KV events (optional)")
-	fs.IntVar(&f.rank, "data-parallel-rank", 0, "this engine's index")
 	var curve curveFlags
-	registerCurveServerFlags(fs, &curve)
-	if err := fs.Parse(args); err != nil {
+	c := engineCommand(&f, &curve)
+	if err := c.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
+	fs := c.Flags
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if f.listen == "" {
@@ -152,6 +161,7 @@ func runEngine(ctx context.Context, args []string) error {
 		pub = p
 	}
 	log.Info("engine core serving", "listen", router.Endpoint(), "events", f.events, "model", name, "max_model_len", f.maxModelLen, "threads", f.threads)
+	notifyReady() // the ROUTER is bound: frontends' messages queue until Serve reads them
 	return core.Serve(ctx, router, pub)
 }
 

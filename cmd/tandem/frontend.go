@@ -2,19 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/frontend/chattemplate"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/frontend/server"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
@@ -40,34 +44,41 @@ type frontendFlags struct {
 
 // registerHTTP registers the flags serve shares with frontends.
 func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
-	fs.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fs.StringVar(&f.host, "host", "127.0.0.1", "`address` to listen on")
 	fs.IntVar(&f.port, "port", 8000, "port to listen on")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "require Authorization: Bearer <key> on /v1 routes (default $TANDEM_API_KEY)")
-	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body")
-	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many requests wait for a first token; 0 = no limit")
-	fs.StringVar(&f.routing, "routing", string(router.Session), "routing policy: session, prefix, least-loaded or round-robin (docs/routing.md)")
+	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body, in `bytes`")
+	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many `requests` wait for a first token; 0 = no limit")
+	fs.StringVar(&f.routing, "routing", string(router.Session), "routing `policy`: session, prefix, least-loaded or round-robin (docs/routing.md)")
 }
 
-func runFrontend(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tandem frontend", flag.ContinueOnError)
-	var f frontendFlags
+// frontendCommand is `tandem frontend`'s command line.
+func frontendCommand(f *frontendFlags, curve *curveFlags) *cli.Command {
+	c := cli.New("tandem frontend", "Run one API server (OpenAI-compatible HTTP) against running engine cores: "+
+		"tokenize, apply chat templates, route, detokenize.", servingGroups...)
+	c.EnableConfig()
+	fs := c.Flags
 	f.registerHTTP(fs)
-	fs.StringVar(&f.engines, "engines", "", "comma-separated engine ROUTER endpoints; dns+tcp://name:port means every A record of name, re-resolved while serving (required)")
-	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name in the API (default: what the engines report)")
-	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF file or a Hugging Face directory (default: the model the engines serve)")
-	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file replacing the model's")
+	fs.StringVar(&f.engines, "engines", "", "comma-separated engine ROUTER `endpoints`; dns+tcp://name:port means every A record of name, re-resolved while serving (required)")
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: what the engines report)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model the engines serve)")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to engines")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "an engine silent this long is dead: its requests fail with 503")
-	fs.StringVar(&f.log.level, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.log.format, "log-format", "text", "text or json")
+	fs.StringVar(&f.log.level, "log-level", "info", "`level`: debug, info, warn or error")
+	fs.StringVar(&f.log.format, "log-format", "text", "`format`: text or json")
+	registerCurveClientFlags(fs, curve)
+	return c
+}
+
+// runFrontend binds the HTTP port first (a port in use fails at once),
+// answers 503 while it waits for the engines, then serves the API.
+func runFrontend(ctx context.Context, args []string) error {
+	var f frontendFlags
 	var curve curveFlags
-	registerCurveClientFlags(fs, &curve)
-	if err := fs.Parse(args); err != nil {
+	if err := frontendCommand(&f, &curve).Parse(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if f.engines == "" {
 		return fmt.Errorf("frontend: --engines is required")
@@ -76,6 +87,20 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	ln, err := listen(ctx, net.JoinHostPort(f.host, strconv.Itoa(f.port)), f.reusePort)
+	if err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
+	// Until the engines are ready, every route but /version answers 503
+	// (waitingHandler). Read deadlines bound slow-loris clients (headers
+	// and bodies); there is no write deadline, since streams last as long
+	// as generation does.
+	var handler swapHandler
+	handler.set(waitingHandler())
+	hs := &http.Server{Handler: &handler, ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	defer hs.Close() // the return paths before the graceful Shutdown below
 	policy, err := router.ParsePolicy(f.routing)
 	if err != nil {
 		return fmt.Errorf("frontend: --routing: %w", err)
@@ -106,7 +131,10 @@ func runFrontend(ctx context.Context, args []string) error {
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil || errors.Is(err, engineclient.ErrRefused) {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting
+		}
+		if errors.Is(err, engineclient.ErrRefused) {
 			return err
 		}
 		log.Info("still waiting for engine cores", "engines", f.engines)
@@ -136,16 +164,9 @@ func runFrontend(ctx context.Context, args []string) error {
 		Logger:             log,
 	}, server.ClientEngine(client), tok)
 	onRoute.set(srv.ObserveRouting)
-	ln, err := listen(ctx, fmt.Sprintf("%s:%d", f.host, f.port), f.reusePort)
-	if err != nil {
-		return fmt.Errorf("frontend: %w", err)
-	}
-	// Read deadlines bound slow-loris clients (headers and bodies); there is
-	// no write deadline, since streams last as long as generation does.
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	handler.set(srv.Handler())
 	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen, "routing", policy)
+	notifyReady()
 	select {
 	case err := <-errc:
 		return err
@@ -203,6 +224,34 @@ func listen(ctx context.Context, addr string, reusePort bool) (net.Listener, err
 		}
 	}
 	return lc.Listen(ctx, "tcp", addr)
+}
+
+// swapHandler serves the handler set last.
+type swapHandler struct {
+	h atomic.Pointer[http.Handler]
+}
+
+func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
+}
+
+// waitingHandler answers while the frontend waits for its engine cores:
+// /version as when serving (the process is alive: a liveness probe
+// passes), everything else 503 with Retry-After (not ready: /health fails
+// a readiness probe, and clients retry).
+func waitingHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/version" {
+			_ = json.NewEncoder(w).Encode(map[string]string{"version": version})
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(openai.ServiceUnavailable("waiting for engine cores"))
+	})
 }
 
 // routeHook forwards routing decisions to a counter set after the client

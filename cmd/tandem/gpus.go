@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
@@ -27,13 +28,9 @@ import (
 // runGPUs is `tandem gpus`: the NVIDIA GPUs this process may use, or "no
 // NVIDIA driver found" (exit 0) on machines without one.
 func runGPUs(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("tandem gpus", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the devices as JSON")
-	if err := fs.Parse(args); err != nil {
+	var asJSON bool
+	if err := gpusCommand(&asJSON).Parse(args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	s, err := nvml.Probe()
 	if errors.Is(err, nvml.ErrUnavailable) {
@@ -44,7 +41,15 @@ func runGPUs(_ context.Context, args []string) error {
 		return err
 	}
 	ok, why := cudaStatus()
-	return printGPUs(os.Stdout, s, ok, why, *asJSON)
+	return printGPUs(os.Stdout, s, ok, why, asJSON)
+}
+
+// gpusCommand is `tandem gpus`'s command line.
+func gpusCommand(asJSON *bool) *cli.Command {
+	c := cli.New("tandem gpus", "List the NVIDIA GPUs this process may use (CUDA_VISIBLE_DEVICES applies) "+
+		"and whether this binary's CUDA backend can use them.", cli.Group{Title: "Output", Flags: []string{"json"}})
+	c.Flags.BoolVar(asJSON, "json", false, "print the devices as JSON")
+	return c
 }
 
 // printGPUs writes what `tandem gpus` shows: the driver, a table of the
@@ -172,7 +177,7 @@ type gpuFlags struct {
 
 func (g *gpuFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&g.memoryUtilization, "gpu-memory-utilization", 0.9,
-		"on a GPU, the fraction of its memory this engine may use (weights, activations, KV cache); the KV cache gets what is left (--kv-cache-memory overrides)")
+		"on a GPU, the `fraction` of its memory this engine may use (weights, activations, KV cache); the KV cache gets what is left (--kv-cache-memory overrides)")
 }
 
 // kvBudgeter is a backend that sizes the KV cache from device memory (the

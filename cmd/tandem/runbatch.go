@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/frontend/batch"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/server"
@@ -33,32 +34,39 @@ type runBatchFlags struct {
 	maxRequestBody string
 }
 
+// runBatchCommand is `tandem run-batch`'s command line.
+func runBatchCommand(ef *engineFlags, f *runBatchFlags) *cli.Command {
+	c := cli.New("tandem run-batch", "Run an OpenAI batch file (like vllm run-batch) through the frontend's HTTP handler, "+
+		"in process, against engine cores it starts for --model or, with --engines, running ones.", servingGroups...)
+	c.EnableConfig()
+	fs := c.Flags
+	ef.register(fs)
+	for _, name := range []string{"i", "input-file"} {
+		fs.StringVar(&f.input, name, "", "input JSONL `file` of {custom_id, method, url, body} lines, or - for stdin (required)")
+	}
+	for _, name := range []string{"o", "output-file"} {
+		fs.StringVar(&f.output, name, "", "output JSONL `file` of {id, custom_id, response, error} lines, or - for stdout (required)")
+	}
+	fs.StringVar(&f.engines, "engines", "", "comma-separated ROUTER `endpoints` of running engine cores (default: start engines for --model)")
+	fs.IntVar(&f.dp, "data-parallel-size", 1, "engine cores to start (`K`) when --engines is not given")
+	fs.IntVar(&f.concurrency, "max-concurrency", 64, "batch `lines` in flight at once")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body of one line, in `bytes`")
+	return c
+}
+
 // runBatch runs an OpenAI batch file through the frontend's HTTP handler,
 // in process, against engine cores it starts (like serve) or, with
 // --engines, against running ones.
 func runBatch(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tandem run-batch", flag.ContinueOnError)
 	var ef engineFlags
-	ef.register(fs)
 	var f runBatchFlags
-	for _, name := range []string{"i", "input-file"} {
-		fs.StringVar(&f.input, name, "", "input JSONL file of {custom_id, method, url, body} lines, or - for stdin (required)")
-	}
-	for _, name := range []string{"o", "output-file"} {
-		fs.StringVar(&f.output, name, "", "output JSONL file of {id, custom_id, response, error} lines, or - for stdout (required)")
-	}
-	fs.StringVar(&f.engines, "engines", "", "comma-separated ROUTER endpoints of running engine cores (default: start engines for --model)")
-	fs.IntVar(&f.dp, "data-parallel-size", 1, "engine cores to start when --engines is not given")
-	fs.IntVar(&f.concurrency, "max-concurrency", 64, "batch lines in flight at once")
-	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF file or a Hugging Face directory (default: the model)")
-	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template file replacing the model's")
-	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body of one line")
-	if err := fs.Parse(args); err != nil {
+	c := runBatchCommand(&ef, &f)
+	if err := c.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
+	fs := c.Flags
 	if f.input == "" || f.output == "" {
 		return errors.New("run-batch: -i INPUT and -o OUTPUT are required")
 	}
@@ -77,13 +85,13 @@ func runBatch(ctx context.Context, args []string) error {
 	}
 	defer in.Close()
 
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	var engines sync.WaitGroup
 	defer engines.Wait() // after cancel: the engines stop first
-	defer cancel()
+	defer cancel(nil)
 	endpoints := f.engines
 	if endpoints == "" {
-		if endpoints, err = startBatchEngines(ctx, &engines, fs, set, ef, f.dp, log); err != nil {
+		if endpoints, err = startBatchEngines(ctx, cancel, &engines, fs, set, ef, f.dp, log); err != nil {
 			return err
 		}
 	}
@@ -93,7 +101,7 @@ func runBatch(ctx context.Context, args []string) error {
 	}
 	defer client.Close()
 	if err := waitEngines(ctx, client, log); err != nil {
-		return err
+		return enginesFailed(ctx, err)
 	}
 	info, _ := client.Info()
 	tokPath := f.tokenizer
@@ -118,16 +126,18 @@ func runBatch(ctx context.Context, args []string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("run-batch: %w", err)
+		return enginesFailed(ctx, fmt.Errorf("run-batch: %w", err))
 	}
 	log.Info("batch done", "lines", sum.NumLines, "succeeded", sum.NumSucceeded, "failed", sum.NumFailed,
 		"output", f.output, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// startBatchEngines starts dp engine processes for the run (supervised
-// until ctx ends, as serve does) and returns their endpoints.
-func startBatchEngines(ctx context.Context, wg *sync.WaitGroup, fs *flag.FlagSet, set map[string]bool, ef engineFlags, dp int, log *slog.Logger) (string, error) {
+// startBatchEngines starts dp engine processes for the run, supervised
+// until ctx ends as serve does (an engine that fails to start, or crashes
+// too often, cancels ctx with its error), and returns their endpoints.
+func startBatchEngines(ctx context.Context, cancel context.CancelCauseFunc, wg *sync.WaitGroup, fs *flag.FlagSet, set map[string]bool,
+	ef engineFlags, dp int, log *slog.Logger) (string, error) {
 	dir, err := os.MkdirTemp("", "tandem-batch-")
 	if err != nil {
 		return "", fmt.Errorf("run-batch: %w", err)
@@ -141,6 +151,7 @@ func startBatchEngines(ctx context.Context, wg *sync.WaitGroup, fs *flag.FlagSet
 		threads = max(1, runtime.NumCPU()/dp)
 	}
 	var endpoints []string
+	var procs []*child
 	for i := range dp {
 		ep := "ipc://" + filepath.Join(dir, fmt.Sprintf("engine-%d.sock", i))
 		endpoints = append(endpoints, ep)
@@ -149,16 +160,25 @@ func startBatchEngines(ctx context.Context, wg *sync.WaitGroup, fs *flag.FlagSet
 		if !set["log-level"] {
 			a = append(a, "--log-level=warn") // keep the progress bar readable
 		}
-		c := &child{name: fmt.Sprintf("engine-%d", i), exe: exe, args: a}
-		wg.Go(func() { c.supervise(ctx, log) })
+		procs = append(procs, &child{name: fmt.Sprintf("engine-%d", i), exe: exe, args: a})
 	}
 	wg.Go(func() {
-		<-ctx.Done()
-		// Engines remove their sockets on exit; wait a moment, then the dir.
-		time.Sleep(100 * time.Millisecond)
+		if err := runChildren(ctx, procs, log); err != nil {
+			cancel(fmt.Errorf("run-batch: %w", err))
+		}
+		// Engines remove their sockets on exit; then the dir goes.
 		os.RemoveAll(dir)
 	})
 	return strings.Join(endpoints, ","), nil
+}
+
+// enginesFailed is the error of an engine that ended the run (ctx's
+// cause), else err.
+func enginesFailed(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }
 
 // waitEngines waits until every engine is ready.

@@ -2,41 +2,58 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
+
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 )
 
+// serveFlags are `tandem serve`'s flags: the engines' and the frontends'
+// (passed through), and its own.
+type serveFlags struct {
+	engine     engineFlags
+	frontend   frontendFlags
+	dp         int    // engine cores to start
+	apiServers int    // frontends to start
+	runDir     string // IPC socket directory
+}
+
+// serveCommand is serve's command line.
+func serveCommand(f *serveFlags) *cli.Command {
+	c := cli.New("tandem serve", "Start engine cores (one per GPU, or --data-parallel-size K on CPU) and "+
+		"frontends as separate processes and supervise them: a process that fails to start stops serve with its error, "+
+		"one that crashes later is restarted with backoff.", servingGroups...)
+	c.Positional = "model"
+	c.EnableConfig()
+	fs := c.Flags
+	f.engine.register(fs)
+	f.frontend.registerHTTP(fs)
+	fs.StringVar(&f.frontend.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
+	fs.StringVar(&f.frontend.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	fs.IntVar(&f.dp, "data-parallel-size", 1, "engine cores to start (`K`); on CPU they split --threads")
+	fs.IntVar(&f.apiServers, "api-server-count", 1, "frontend processes to start (`M`), sharing the port with SO_REUSEPORT")
+	fs.StringVar(&f.runDir, "run-dir", "", "`directory` for the engines' IPC sockets (default: a new temporary directory)")
+	return c
+}
+
 // runServe starts K engine cores and M frontends as separate processes of
-// this same binary, restarts any that die (with backoff), and stops them
-// all on SIGINT/SIGTERM.
+// this same binary and supervises them (supervise.go): one that fails to
+// start ends serve with its error, one that crashes after it was ready is
+// restarted with backoff; SIGINT/SIGTERM stops them all.
 func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tandem serve", flag.ContinueOnError)
-	var ef engineFlags
-	ef.register(fs)
-	var ff frontendFlags
-	ff.registerHTTP(fs)
-	fs.StringVar(&ff.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF file or a Hugging Face directory (default: the model)")
-	fs.StringVar(&ff.chatTemplate, "chat-template", "", "a Jinja chat template file replacing the model's")
-	dp := fs.Int("data-parallel-size", 1, "engine cores to start (K); on CPU they split --threads")
-	apiServers := fs.Int("api-server-count", 1, "frontend processes to start (M), sharing the port with SO_REUSEPORT")
-	runDir := fs.String("run-dir", "", "directory for the engines' IPC sockets (default: a new temporary directory)")
-	if err := fs.Parse(args); err != nil {
+	var sf serveFlags
+	c := serveCommand(&sf)
+	if err := c.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
+	fs := c.Flags
+	ef, ff, dp, apiServers := &sf.engine, &sf.frontend, &sf.dp, &sf.apiServers
 	if *dp < 1 || *apiServers < 1 {
 		return fmt.Errorf("serve: --data-parallel-size and --api-server-count must be ≥ 1")
 	}
@@ -45,7 +62,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dir := *runDir
+	// The frontends bind the port themselves; checking it here first
+	// fails before any engine loads a model.
+	if err := checkPort(ff.host, ff.port); err != nil {
+		return err
+	}
+	dir := sf.runDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "tandem-"); err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -92,15 +114,22 @@ func runServe(ctx context.Context, args []string) error {
 		procs = append(procs, &child{name: fmt.Sprintf("frontend-%d", i), exe: exe, args: a})
 	}
 	log.Info("starting", "engines", *dp, "frontends", *apiServers, "threads_per_engine", threads, "run_dir", dir,
-		"url", fmt.Sprintf("http://%s:%d", ff.host, ff.port))
-	var wg sync.WaitGroup
-	for _, p := range procs {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.supervise(ctx, log) }()
+		"url", fmt.Sprintf("http://%s", net.JoinHostPort(ff.host, strconv.Itoa(ff.port))))
+	if err := runChildren(ctx, procs, log); err != nil {
+		return err
 	}
-	wg.Wait()
 	log.Info("all processes stopped")
 	return nil
+}
+
+// checkPort fails when host:port cannot be listened on (in use, or an
+// address this machine does not have).
+func checkPort(host string, port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return ln.Close()
 }
 
 // Flags that serve forwards to engines and frontends when given.
@@ -120,68 +149,4 @@ func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string
 		}
 	}
 	return out
-}
-
-// child is one supervised process.
-type child struct {
-	name string
-	exe  string
-	args []string
-}
-
-// supervise runs the child until ctx ends, restarting it with exponential
-// backoff (1 s … 30 s) whenever it exits.
-func (c *child) supervise(ctx context.Context, log *slog.Logger) {
-	backoff := time.Second
-	for ctx.Err() == nil {
-		start := time.Now()
-		cmd := exec.Command(c.exe, c.args...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		if err := cmd.Start(); err != nil {
-			log.Error("cannot start process", "proc", c.name, "err", err)
-			return
-		}
-		log.Info("process started", "proc", c.name, "pid", cmd.Process.Pid)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if ctx.Err() != nil {
-				return
-			}
-			if time.Since(start) > time.Minute {
-				backoff = time.Second
-			}
-			log.Error("process exited; restarting", "proc", c.name, "err", exitText(err), "backoff", backoff)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return
-			}
-			backoff = min(2*backoff, 30*time.Second)
-		case <-ctx.Done():
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				log.Warn("process ignored SIGTERM; killing", "proc", c.name)
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			log.Info("process stopped", "proc", c.name)
-			return
-		}
-	}
-}
-
-func exitText(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.String()
-	}
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
 }

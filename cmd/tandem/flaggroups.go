@@ -1,0 +1,20 @@
+package main
+
+import "github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
+
+// servingGroups are the help sections of serve, engine, frontend and
+// run-batch, in the order they print; each command shows the flags it
+// has. Every flag must be in one (TestEveryFlagInAGroup): a new flag goes
+// here too.
+var servingGroups = []cli.Group{
+	{Title: "Model", Flags: []string{"model", "served-model-name", "tokenizer", "chat-template", "max-model-len"}},
+	{Title: "Engine", Flags: []string{"device", "threads", "cpu-precision", "gpu-memory-utilization", "kv-cache-memory",
+		"block-size", "enable-prefix-caching", "max-num-seqs", "max-num-batched-tokens", "listen", "events"}},
+	{Title: "Parallelism", Flags: []string{"data-parallel-size", "data-parallel-rank", "api-server-count", "run-dir"}},
+	{Title: "Frontend", Flags: []string{"host", "port", "reuse-port", "max-request-body", "max-waiting-requests"}},
+	{Title: "Routing", Flags: []string{"engines", "routing"}},
+	{Title: "Heartbeats", Flags: []string{"heartbeat-interval", "heartbeat-timeout"}},
+	{Title: "Batch", Flags: []string{"i", "input-file", "o", "output-file", "max-concurrency"}},
+	{Title: "Security", Flags: []string{"api-key", "curve-secret-key-file", "curve-authorized-keys", "insecure-engine-socket", "engine-public-key"}},
+	{Title: "Logging", Flags: []string{"log-level", "log-format"}},
+}
