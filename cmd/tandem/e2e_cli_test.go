@@ -20,7 +20,8 @@ var goPlaceholders = map[string]bool{"string": true, "int": true, "int64": true,
 // helpTitles are the group titles a command's help may use.
 var helpTitles = map[string]bool{"Options": true, "Model": true, "Engine": true, "Parallelism": true, "Frontend": true,
 	"Routing": true, "Heartbeats": true, "Batch": true, "Security": true, "Logging": true,
-	"Server": true, "Dataset": true, "Load": true, "Results": true, "Output": true}
+	"Server": true, "Dataset": true, "Load": true, "Results": true, "Output": true,
+	"Keys": true, "Kubernetes": true} // keygen's, once it goes through cli
 
 var groupLine = regexp.MustCompile(`^(\w+):$`)
 
