@@ -24,6 +24,7 @@ type settings struct {
 	Verbose  bool
 	Interval time.Duration
 	Input    string
+	Labels   string
 }
 
 // testCommand is a small serve-like command: a positional model, --config,
@@ -33,7 +34,7 @@ func testCommand(s *settings) *Command {
 		Group{Title: "Model", Flags: []string{"model"}},
 		Group{Title: "Engine", Flags: []string{"threads", "enable-prefix-caching", "heartbeat-interval"}},
 		Group{Title: "Frontend", Flags: []string{"port", "i", "input-file"}},
-		Group{Title: "Routing", Flags: []string{"routing", "engines", "not-a-flag-here"}},
+		Group{Title: "Routing", Flags: []string{"routing", "engines", "labels", "not-a-flag-here"}},
 	)
 	c.Positional = "model"
 	c.EnableConfig()
@@ -46,6 +47,7 @@ func testCommand(s *settings) *Command {
 	fs.BoolVar(&s.Prefix, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
 	fs.BoolVar(&s.Verbose, "verbose", false, "say more, from `tandem serve` itself")
 	fs.DurationVar(&s.Interval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
+	fs.StringVar(&s.Labels, "labels", "", "`k=v,…` labels")
 	for _, name := range []string{"i", "input-file"} {
 		fs.StringVar(&s.Input, name, "", "input JSONL `file`, or - for stdin")
 	}

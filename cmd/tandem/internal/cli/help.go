@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Layout of the help: flag columns, then descriptions from descCol,
@@ -93,8 +94,8 @@ func (c *Command) flagRow(b *strings.Builder, f *flag.Flag) {
 // head leaves room.
 func row(b *strings.Builder, head, desc string) {
 	line := "  " + head
-	if len(line) <= descCol-2 {
-		b.WriteString(line + strings.Repeat(" ", descCol-len(line)))
+	if n := utf8.RuneCountInString(line); n <= descCol-2 {
+		b.WriteString(line + strings.Repeat(" ", descCol-n))
 	} else {
 		b.WriteString(line + "\n" + strings.Repeat(" ", descCol))
 	}
