@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/cmd/tandem/internal/kubesecret"
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
@@ -46,9 +46,13 @@ type keygenFlags struct {
 	saDir        string
 }
 
-func keygenWith(ctx context.Context, args []string, stdout io.Writer) error {
-	fl := flag.NewFlagSet("tandem keygen", flag.ContinueOnError)
-	var f keygenFlags
+// keygenCommand is `tandem keygen`'s command line.
+func keygenCommand(f *keygenFlags) *cli.Command {
+	c := cli.New("tandem keygen", "Write CURVE keypairs for engine sockets, one per --name, as NAME.key "+
+		"(secret) and NAME.pub (public) into a directory or a Kubernetes Secret, and print the public keys.",
+		cli.Group{Title: "Keys", Flags: []string{"out", "name", "force", "keep-existing"}},
+		cli.Group{Title: "Kubernetes", Flags: []string{"kubernetes-secret", "generation", "labels", "service-account-dir"}})
+	fl := c.Flags
 	fl.StringVar(&f.out, "out", "", "`directory` to write NAME.key and NAME.pub into (created if missing)")
 	fl.StringVar(&f.names, "name", "tandem", "base `names` of the keypairs, comma-separated, e.g. engine,frontend")
 	fl.BoolVar(&f.force, "force", false, "overwrite existing key files")
@@ -57,11 +61,13 @@ func keygenWith(ctx context.Context, args []string, stdout io.Writer) error {
 	fl.StringVar(&f.generation, "generation", "1", "with --kubernetes-secret: the key `generation`; a Secret holding every keypair of this generation is kept, any other is replaced with fresh keys (rotation)")
 	fl.StringVar(&f.labels, "labels", "", "with --kubernetes-secret: `k=v,…` labels for the Secret")
 	fl.StringVar(&f.saDir, "service-account-dir", kubesecret.ServiceAccountDir, "with --kubernetes-secret: the service account `directory` (token, ca.crt, namespace)")
-	if err := fl.Parse(args); err != nil {
+	return c
+}
+
+func keygenWith(ctx context.Context, args []string, stdout io.Writer) error {
+	var f keygenFlags
+	if err := keygenCommand(&f).Parse(args); err != nil {
 		return err
-	}
-	if fl.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fl.Args())
 	}
 	names, err := keyNames(f.names)
 	if err != nil {

@@ -50,9 +50,8 @@ var commands = []command{
 		func() *cli.Command { return benchCommand(new(benchFlags)) }},
 	{"gpus", "[--json]", "list the NVIDIA GPUs this process may use", "Tools", runGPUs,
 		func() *cli.Command { return gpusCommand(new(bool)) }},
-	// TODO(keygen owner): keygen parses its own flag.FlagSet; give it a
-	// keygenCommand and set cli here (docs/cli.md).
-	{"keygen", "--out DIR [--name NAME]", "write CURVE keypairs for engine sockets", "Tools", runKeygen, nil},
+	{"keygen", "--out DIR | --kubernetes-secret S [--name A,B]", "write CURVE keypairs for engine sockets", "Tools", runKeygen,
+		func() *cli.Command { return keygenCommand(new(keygenFlags)) }},
 	{"version", "", "print the version", "Tools", runVersion, versionCommand},
 }
 
