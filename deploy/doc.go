@@ -3,8 +3,8 @@
 // to it.
 //
 //	Dockerfile, Dockerfile.cuda   the image (CPU; CUDA with -tags cuda)
-//	compose.yaml                  one frontend, two engine cores, Prometheus, Grafana
-//	helm/tandem                   the Helm chart (engine StatefulSet, frontend Deployment + HPA, …)
+//	compose.yaml                  CURVE keygen, one frontend, two engine cores, Prometheus, Grafana
+//	helm/tandem                   the Helm chart (engine StatefulSet, frontend Deployment + HPA, CURVE keygen hook, …)
 //	k8s/                          the chart rendered: tandem.yaml (GPU), tandem-cpu.yaml (CPU)
 //	grafana/tandem.json           the dashboard; grafana/provisioning for compose
 //	prometheus/prometheus.yml     compose's scrape config
@@ -28,6 +28,21 @@
 // (or `helm template tandem deploy/helm/tandem --namespace tandem
 // --kube-version 1.30 [-f deploy/helm/tandem/values-cpu.yaml]`, which the
 // test accepts as well: it compares objects, not bytes).
+//
+// The files are also started, not only read (serve_test.go): the rendered
+// chart with both values files (Helm's order: the CURVE keygen hook Job
+// first), each committed manifest (kubectl apply's order) and compose.yaml
+// (loaded by compose-go, Docker Compose's loader) run every container as
+// written, as a local process in its own network namespace on a bridge,
+// with its volumes, Secrets, environment, user and read-only root; then
+// every frontend must answer /health, a chat completion in one session
+// whose prefix every later frontend finds cached, and /v1/engines with
+// every engine ready. The harness is a small container runtime
+// (sandbox_test.go, container_test.go), a one-node kubelet and API server
+// (kubelet_test.go, kubepod_test.go, kubeapi_test.go), compose's `up`
+// (composerun_test.go) and the images' stand-ins (images_test.go). It needs
+// root (network and mount namespaces) and the model's wheel (make wheels);
+// elsewhere those tests skip and say why.
 //
 // It must not be imported: it is not a library. Its tests import
 // frontend/metrics (for the registered metric names) and nothing of

@@ -151,7 +151,15 @@ func (c *chart) render(name, namespace string, values map[string]any) (string, e
 			docs = append(docs, doc{source: p, body: d, order: kindOrder(d)})
 		}
 	}
-	sort.SliceStable(docs, func(i, j int) bool { return docs[i].order < docs[j].order })
+	// Helm prints the release's manifests, then its hooks, each part in
+	// install order (releaseutil.SortManifests).
+	sort.SliceStable(docs, func(i, j int) bool {
+		hi, hj := hookRE.MatchString(docs[i].body), hookRE.MatchString(docs[j].body)
+		if hi != hj {
+			return hj
+		}
+		return docs[i].order < docs[j].order
+	})
 	var b strings.Builder
 	for _, d := range docs {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", d.source, d.body)
@@ -182,7 +190,10 @@ var installOrder = []string{"PriorityClass", "Namespace", "NetworkPolicy", "Reso
 	"HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
 	"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
 
-var kindRE = regexp.MustCompile(`(?m)^kind:\s*(\S+)`)
+var (
+	kindRE = regexp.MustCompile(`(?m)^kind:\s*(\S+)`)
+	hookRE = regexp.MustCompile(`(?m)^\s+helm\.sh/hook:`)
+)
 
 func kindOrder(doc string) int {
 	m := kindRE.FindStringSubmatch(doc)
@@ -245,6 +256,16 @@ func funcMap(t *template.Template) template.FuncMap {
 		},
 		"trimSuffix": func(suffix, s string) string { return strings.TrimSuffix(s, suffix) },
 		"contains":   func(substr, s string) bool { return strings.Contains(s, substr) },
+		"dict": func(kv ...any) (map[string]any, error) {
+			if len(kv)%2 != 0 {
+				return nil, errors.New("dict: odd number of arguments")
+			}
+			m := map[string]any{}
+			for i := 0; i < len(kv); i += 2 {
+				m[strval(kv[i])] = kv[i+1]
+			}
+			return m, nil
+		},
 	}
 }
 

