@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +154,29 @@ func TestCurveRefusalLogIsRateLimited(t *testing.T) {
 	waitFor(t, "3 refusals", func() bool { return router.Refused() >= 3 })
 	if n := strings.Count(logs.String(), "refused"); n != 1 {
 		t.Errorf("%d warnings for %d refusals within a second, want 1:\n%s", n, router.Refused(), logs.String())
+	}
+}
+
+// TestCurveTCPProbeIsNotAWarning: a TCP health check (Kubernetes' tcpSocket
+// probe connects and closes every few seconds) is counted but not warned
+// about: it is not a ZeroMQ peer.
+func TestCurveTCPProbeIsNotAWarning(t *testing.T) {
+	server := newKeypair(t)
+	var logs logBuffer
+	router := bindRouter(t, "tcp://127.0.0.1:0", zmq.WithCurveServer(server.secret, []string{newKeypair(t).public}),
+		zmq.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	addr := strings.TrimPrefix(router.Endpoint(), "tcp://")
+	for range 3 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Close()
+	}
+	waitFor(t, "the probes to be counted", func() bool { return router.Refused() >= 1 })
+	waitFor(t, "the probe in the debug log", func() bool { return strings.Contains(logs.String(), "a TCP probe?") }, logs.String)
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a TCP probe was logged as a warning:\n%s", logs.String())
 	}
 }
 

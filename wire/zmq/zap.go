@@ -276,6 +276,14 @@ func (m *monitor) drain(c *Conn) error {
 		case !c.curve.server:
 			c.refused("zmq: CURVE handshake with the server failed: wrong server public key, or this client's key is not authorised there",
 				"reason", handshakeError(ev, value))
+		case ev == zmq4.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+			// The connection closed before a greeting: a TCP health check (a
+			// Kubernetes tcpSocket probe connects and closes every few seconds)
+			// or a port scan, not a ZeroMQ peer. Counted, logged at debug only.
+			c.refusals.mu.Lock()
+			log := c.refusals.log
+			c.refusals.mu.Unlock()
+			log.Debug("zmq: connection closed during the handshake (a TCP probe?)", "reason", handshakeError(ev, value))
 		case ev != zmq4.EVENT_HANDSHAKE_FAILED_AUTH: // the ZAP handler logged those
 			c.refused("zmq: refused peer: CURVE handshake failed", "reason", handshakeError(ev, value))
 		}
