@@ -35,8 +35,11 @@ func (cs *clients) seen(id string, now time.Time) bool {
 	return c.ready
 }
 
-// accept marks id as having completed the handshake.
-func (cs *clients) accept(id, name string, now time.Time) {
+// accept marks id as having completed the handshake. It reports whether
+// the client is new (not ready before): a frontend that dialled an engine
+// before the engine bound its socket has several HELLOs queued, and each is
+// answered, but it connected once.
+func (cs *clients) accept(id, name string, now time.Time) (fresh bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	c, ok := cs.byID[id]
@@ -44,7 +47,9 @@ func (cs *clients) accept(id, name string, now time.Time) {
 		c = &client{id: id}
 		cs.byID[id] = c
 	}
+	fresh = !c.ready || c.name != name
 	c.name, c.ready, c.lastSeen = name, true, now
+	return fresh
 }
 
 // expire forgets the clients silent since before deadline and returns them.

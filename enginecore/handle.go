@@ -44,8 +44,9 @@ func (c *Core) hello(client string, h *wire.Hello) {
 		ready.Error = fmt.Sprintf("protocol version mismatch: frontend speaks %d, engine speaks %d", h.ProtocolVersion, wire.ProtocolVersion)
 		c.log.Error("refusing frontend", "frontend", h.FrontendID, "err", ready.Error)
 	} else {
-		c.clients.accept(client, h.FrontendID, time.Now())
-		c.log.Info("frontend connected", "frontend", h.FrontendID, "pid", h.PID)
+		if c.clients.accept(client, h.FrontendID, time.Now()) {
+			c.log.Info("frontend connected", "frontend", h.FrontendID, "pid", h.PID)
+		}
 	}
 	c.out <- outMsg{client: client, t: wire.MsgReady, payload: ready}
 }
