@@ -245,6 +245,7 @@ func (e env) check(t *testing.T, s *stack) {
 	checkModel(t, s, eng, fe, ea)
 	s.checkScaling(t, feSvc, httpPort, fe, e.routes)
 	s.checkSecret(t)
+	s.checkCurve(t, eng, fe, ea, fa)
 	s.checkNetworkPolicy(t, listenPort)
 }
 

@@ -225,6 +225,10 @@ var chartVariants = []struct {
 	{name: "existing-secret", release: "tandem-blue", namespace: "serving", wantAPIKey: true, set: map[string]any{
 		"apiKey": map[string]any{"existingSecret": "tandem-keys", "secretKey": "key"},
 	}},
+	{name: "curve-existing-secret", release: "tandem", namespace: "tandem", set: map[string]any{
+		"curve": map[string]any{"existingSecret": "my-curve-keys", "generation": 3},
+	}},
+	{name: "insecure", release: "tandem", namespace: "tandem", set: map[string]any{"insecureEngineSocket": true}},
 }
 
 func TestChartVariants(t *testing.T) {
@@ -277,6 +281,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"unknown profile", map[string]any{"engine": map[string]any{"profile": "tpu"}}, `engine.profile "tpu"`},
 		{"unknown model source", map[string]any{"model": map[string]any{"source": "s3"}}, `model.source "s3"`},
 		{"pvc without claim", map[string]any{"model": map[string]any{"source": "pvc"}}, "model.pvc.claimName is required"},
+		{"insecure and keys", map[string]any{"insecureEngineSocket": true, "curve": map[string]any{"existingSecret": "k"}},
+			"insecureEngineSocket: true contradicts curve.existingSecret"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // These tests start what the deployment files describe and use it as a
@@ -216,6 +218,60 @@ func TestChartServes(t *testing.T) {
 			checkCluster(t, c, objs)
 		})
 	}
+}
+
+// TestChartSecurityVariants starts the chart's two other ways of securing
+// the engine sockets (the dummy model keeps them quick): keys the operator
+// made (curve.existingSecret, from `tandem keygen --out` files as `kubectl
+// create secret generic --from-file` stores them) and the explicit opt-out
+// (insecureEngineSocket).
+func TestChartSecurityVariants(t *testing.T) {
+	t.Parallel()
+	dummy := map[string]any{"source": "dummy"}
+	t.Run("existing-secret", func(t *testing.T) {
+		t.Parallel()
+		bin, err := (&images{t: t}).tandemBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if out, err := exec.Command(bin, "keygen", "--out", dir, "--name", "engine,frontend").CombinedOutput(); err != nil {
+			t.Fatalf("tandem keygen: %v\n%s", err, out)
+		}
+		data := map[string][]byte{}
+		for _, f := range []string{"engine.key", "engine.pub", "frontend.key", "frontend.pub"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[f] = b
+		}
+		secret, err := yaml.Marshal(corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: "my-curve-keys"}, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream := renderChart(t, releaseName, releaseNamespace, valuesFile(t, "helm/tandem/values-cpu.yaml"),
+			map[string]any{"model": dummy, "curve": map[string]any{"existingSecret": "my-curve-keys"}})
+		if strings.Contains(stream, "kind: Job") {
+			t.Fatal("with curve.existingSecret the chart still renders the keygen Job")
+		}
+		c, objs, err := startManifests(t, "---\n"+string(secret)+stream, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCluster(t, c, objs)
+	})
+	t.Run("insecure", func(t *testing.T) {
+		t.Parallel()
+		stream := renderChart(t, releaseName, releaseNamespace, valuesFile(t, "helm/tandem/values-cpu.yaml"),
+			map[string]any{"model": dummy, "insecureEngineSocket": true})
+		c, objs, err := startManifests(t, stream, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCluster(t, c, objs)
+	})
 }
 
 // TestManifestsServe applies each committed manifest as kubectl apply does

