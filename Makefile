@@ -44,7 +44,7 @@ build: setup ## build bin/tandem
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tandem
 
 run: build model ## serve $(MODEL) (default: SmolLM2-135M-Instruct) on $(HOST):$(PORT)
-	./$(BIN) serve --model $(MODEL) --host $(HOST) --port $(PORT)
+	./$(BIN) serve $(MODEL) --host $(HOST) --port $(PORT)
 
 vet: setup
 	$(GO) vet ./...
