@@ -103,6 +103,13 @@ func serverCert(ip string) (tls.Certificate, []byte, error) {
 		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
 
+// requests is the log of the requests served: "SA VERB secrets/NAME → CODE".
+func (a *apiServer) requests() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string{}, a.log...)
+}
+
 // token issues a bearer token for a service account.
 func (a *apiServer) token(namespace, sa string) string {
 	a.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -405,5 +406,60 @@ func TestComposeConfig(t *testing.T) {
 	}
 	if out, err := exec.Command("docker", "compose", "-f", "compose.yaml", "config", "--quiet").CombinedOutput(); err != nil {
 		t.Fatalf("docker compose config: %v\n%s", err, out)
+	}
+}
+
+// TestChartKeygenUpgrades runs the chart's keygen hook as three releases
+// would: install makes the keys, an upgrade at the same curve.generation
+// keeps them, and an upgrade with a new generation replaces them.
+func TestChartKeygenUpgrades(t *testing.T) {
+	t.Parallel()
+	n := newNetwork(t)
+	c := newCluster(t, n, &images{t: t}, releaseNamespace, true, "")
+	release := func(generation int) *corev1.Secret {
+		t.Helper()
+		stream := renderChart(t, releaseName, releaseNamespace, map[string]any{"curve": map[string]any{"generation": generation}})
+		objs, err := decodeStrict(stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hooks []object
+		for _, o := range objs {
+			if annotations(o.obj)["helm.sh/hook"] != "" {
+				hooks = append(hooks, o)
+			}
+		}
+		if len(hooks) != 4 {
+			t.Fatalf("%d hook objects, want ServiceAccount, Role, RoleBinding and Job", len(hooks))
+		}
+		if err := c.apply(hooks); err != nil {
+			t.Fatalf("%v\n%s", err, c.logs())
+		}
+		s := c.api.secret(releaseNamespace, releaseName+"-curve")
+		if s == nil {
+			t.Fatal("the keygen hook made no Secret")
+		}
+		return s
+	}
+	installed := release(1)
+	if got := installed.Annotations["tandem.dev/curve-generation"]; got != "1" {
+		t.Errorf("generation annotation %q, want 1", got)
+	}
+	for _, k := range []string{"engine.key", "engine.pub", "frontend.key", "frontend.pub"} {
+		if len(installed.Data[k]) == 0 {
+			t.Errorf("the Secret has no %s", k)
+		}
+	}
+	if kept := release(1); !reflect.DeepEqual(kept.Data, installed.Data) {
+		t.Error("an upgrade at the same generation replaced the keys")
+	}
+	rotated := release(2)
+	if rotated.Annotations["tandem.dev/curve-generation"] != "2" || bytes.Equal(rotated.Data["engine.key"], installed.Data["engine.key"]) {
+		t.Errorf("curve.generation 2 did not rotate the keys (annotation %q)", rotated.Annotations["tandem.dev/curve-generation"])
+	}
+	for _, l := range c.api.requests() {
+		if strings.Contains(l, "→ 403") {
+			t.Errorf("the keygen was refused by its own Role: %s", l)
+		}
 	}
 }
