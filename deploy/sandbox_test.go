@@ -60,6 +60,12 @@ func sh(t *testing.T, name string, args ...string) {
 	}
 }
 
+// subnets are the networks' subnets this test process has taken.
+var subnets = struct {
+	mu   sync.Mutex
+	used map[string]bool
+}{used: map[string]bool{}}
+
 // network is a bridge and the hosts (network namespaces) on it.
 type network struct {
 	t      *testing.T
@@ -89,14 +95,17 @@ func newNetwork(t *testing.T) *network {
 	n := &network{t: t, id: randomHex(2), state: state}
 	n.bridge = "tdtb" + n.id
 	routes, _ := exec.Command("ip", "-4", "route").Output()
+	subnets.mu.Lock()
 	for {
 		b := make([]byte, 2)
 		_, _ = rand.Read(b)
 		n.subnet = fmt.Sprintf("10.%d.%d.", 200+int(b[0])%50, b[1])
-		if !strings.Contains(string(routes), n.subnet) {
+		if !strings.Contains(string(routes), n.subnet) && !subnets.used[n.subnet] {
 			break
 		}
 	}
+	subnets.used[n.subnet] = true // parallel tests pick theirs before either adds a route
+	subnets.mu.Unlock()
 	n.hostIP = n.subnet + "1"
 	sh(t, "ip", "link", "add", n.bridge, "type", "bridge")
 	t.Cleanup(func() {
