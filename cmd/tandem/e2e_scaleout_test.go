@@ -314,7 +314,7 @@ func TestServeRestartsEngine(t *testing.T) {
 	waitHealthy(t, base, p)
 	s := &scaleout{frontends: []string{base}}
 	s.waitEngines(t, base, 2)
-	pidRe := regexp.MustCompile(`"process started".* proc=engine-1 pid=(\d+)`)
+	pidRe := regexp.MustCompile(`"process started".* child=engine-1 pid=(\d+)`)
 	m := pidRe.FindStringSubmatch(p.out.String())
 	if m == nil {
 		t.Fatalf("no engine-1 pid in serve's log:\n%s", p.out.String())
@@ -331,7 +331,7 @@ func TestServeRestartsEngine(t *testing.T) {
 		}
 		return newPID != ""
 	})
-	if !strings.Contains(p.out.String(), `msg="process exited; restarting" proc=serve proc=engine-1 err="signal: killed`) {
+	if !strings.Contains(p.out.String(), `msg="process exited; restarting" proc=serve child=engine-1 err="signal: killed`) {
 		t.Errorf("serve's log does not say it restarts the killed engine:\n%s", p.out.String())
 	}
 	// Both frontends (SO_REUSEPORT: fresh connections land on either) see

@@ -96,7 +96,7 @@ func (c *child) supervise(ctx context.Context, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("%s failed to start: %w", c.name, err)
 		}
-		log.Info("process started", "proc", c.name, "pid", r.cmd.Process.Pid)
+		log.Info("process started", "child", c.name, "pid", r.cmd.Process.Pid)
 		ready := r.ready
 		var exitErr error
 	wait:
@@ -105,7 +105,7 @@ func (c *child) supervise(ctx context.Context, log *slog.Logger) error {
 			case <-ready:
 				ready = nil
 				policy.decide(time.Now(), procReady)
-				log.Info("process ready", "proc", c.name)
+				log.Info("process ready", "child", c.name)
 			case exitErr = <-r.done:
 				break wait
 			case <-ctx.Done():
@@ -128,7 +128,7 @@ func (c *child) supervise(ctx context.Context, log *slog.Logger) error {
 			}
 			return fmt.Errorf("%s crashed %d times within %s; giving up (last: %s)", c.name, a.numCrashes, policy.window, reason)
 		case restartAfter:
-			log.Error("process exited; restarting", "proc", c.name, "err", reason, "crashes", a.numCrashes, "backoff", a.delay)
+			log.Error("process exited; restarting", "child", c.name, "err", reason, "crashes", a.numCrashes, "backoff", a.delay)
 			select {
 			case <-time.After(a.delay):
 			case <-ctx.Done():
@@ -203,11 +203,11 @@ func (r *run) stop(log *slog.Logger, name string) {
 	select {
 	case <-r.done:
 	case <-time.After(10 * time.Second):
-		log.Warn("process ignored SIGTERM; killing", "proc", name)
+		log.Warn("process ignored SIGTERM; killing", "child", name)
 		_ = r.cmd.Process.Kill()
 		<-r.done
 	}
-	log.Info("process stopped", "proc", name)
+	log.Info("process stopped", "child", name)
 }
 
 // reason says why the child exited: its own error line ("tandem: engine:
