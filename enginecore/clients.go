@@ -1,80 +1,44 @@
 package enginecore
 
-import (
-	"sync"
-	"time"
-)
+import "slices"
 
-// clients tracks the frontends connected to this engine: written by the
-// input goroutine (liveness) and the core goroutine (handshakes, expiry),
-// read by the output goroutine (heartbeats).
+// clients are the frontends that completed HELLO: ZMQ identity → the
+// FrontendID they gave. The Engine's; liveness is the shell's (liveness).
 type clients struct {
-	mu   sync.Mutex // mu guards the fields below
-	byID map[string]*client
+	byID map[string]string
 }
 
-type client struct {
-	id       string    // ZMQ identity of the frontend's DEALER
-	name     string    // FrontendID from its HELLO
-	lastSeen time.Time // last message of any kind
-	ready    bool      // HELLO accepted
-}
-
-func newClients() *clients { return &clients{byID: map[string]*client{}} }
-
-// seen records a message from id and reports whether id completed HELLO.
-func (cs *clients) seen(id string, now time.Time) bool {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	c, ok := cs.byID[id]
-	if !ok {
-		c = &client{id: id}
-		cs.byID[id] = c
-	}
-	c.lastSeen = now
-	return c.ready
-}
+func newClients() *clients { return &clients{byID: map[string]string{}} }
 
 // accept marks id as having completed the handshake. It reports whether
 // the client is new (not ready before): a frontend that dialled an engine
 // before the engine bound its socket has several HELLOs queued, and each is
 // answered, but it connected once.
-func (cs *clients) accept(id, name string, now time.Time) (fresh bool) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	c, ok := cs.byID[id]
-	if !ok {
-		c = &client{id: id}
-		cs.byID[id] = c
-	}
-	fresh = !c.ready || c.name != name
-	c.name, c.ready, c.lastSeen = name, true, now
-	return fresh
+func (cs *clients) accept(id, name string) (fresh bool) {
+	prev, ok := cs.byID[id]
+	cs.byID[id] = name
+	return !ok || prev != name
 }
 
-// expire forgets the clients silent since before deadline and returns them.
-func (cs *clients) expire(deadline time.Time) []*client {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	var gone []*client
-	for id, c := range cs.byID {
-		if c.lastSeen.Before(deadline) {
-			gone = append(gone, c)
-			delete(cs.byID, id)
-		}
-	}
-	return gone
+// ready reports whether id completed HELLO.
+func (cs *clients) ready(id string) bool {
+	_, ok := cs.byID[id]
+	return ok
 }
 
-// ready returns the identities of the clients that completed HELLO.
+// drop forgets id, returning its name and whether it was ready.
+func (cs *clients) drop(id string) (string, bool) {
+	name, ok := cs.byID[id]
+	delete(cs.byID, id)
+	return name, ok
+}
+
+// readyIDs returns the identities of the clients that completed HELLO, sorted.
 func (cs *clients) readyIDs() []string {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
 	ids := make([]string, 0, len(cs.byID))
-	for id, c := range cs.byID {
-		if c.ready {
-			ids = append(ids, id)
-		}
+	for id := range cs.byID {
+		ids = append(ids, id)
 	}
+	slices.Sort(ids)
 	return ids
 }

@@ -1,17 +1,13 @@
 package enginecore
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // TestAcceptReportsNewClientsOnce: HELLOs a frontend queued before the
 // engine bound are all answered, but only the first is a new connection;
-// a new identity name (a restarted frontend reusing the routing id) is new
-// again.
+// a new FrontendID on the same identity (a restarted frontend) is new
+// again, and so is a client dropped for silence.
 func TestAcceptReportsNewClientsOnce(t *testing.T) {
 	cs := newClients()
-	now := time.Unix(100, 0)
 	steps := []struct {
 		id, name string
 		want     bool
@@ -23,12 +19,17 @@ func TestAcceptReportsNewClientsOnce(t *testing.T) {
 		{"a", "fe-1b", true},
 	}
 	for i, s := range steps {
-		if got := cs.accept(s.id, s.name, now); got != s.want {
+		if got := cs.accept(s.id, s.name); got != s.want {
 			t.Errorf("step %d: accept(%s, %s) = %v, want %v", i, s.id, s.name, got, s.want)
 		}
 	}
-	cs.expire(now.Add(time.Second))
-	if !cs.accept("a", "fe-1b", now) {
-		t.Error("a client forgotten after its heartbeats stopped is new when it says HELLO again")
+	if name, ok := cs.drop("a"); !ok || name != "fe-1b" {
+		t.Errorf("drop(a) = %q, %v", name, ok)
+	}
+	if cs.ready("a") || !cs.ready("b") {
+		t.Errorf("ready after drop: a %v, b %v", cs.ready("a"), cs.ready("b"))
+	}
+	if !cs.accept("a", "fe-1b") {
+		t.Error("a client dropped for silence is new when it says HELLO again")
 	}
 }

@@ -1,17 +1,25 @@
 // Package enginecore is one engine core: it owns the model backend, the
 // paged KV cache, the scheduler and the busy loop, and talks to frontends
-// only through wire messages on a ROUTER socket (vLLM's EngineCoreProc).
+// only through wire messages on a ROUTER socket (vLLM's EngineCore and
+// EngineCoreProc).
 //
-// Goroutines (the only ones in the engine besides the backend's workers):
+// Two layers, as in etcd-raft's RawNode and Node:
 //
-//	input:  router.Recv → decode → liveness bookkeeping → events channel
-//	core:   events → schedule → execute → update → outputs channel
-//	output: outputs channel → encode → router.Send; heartbeats and load
-//	        reports on a ticker
+//   - Engine (engine.go, handle.go, events.go) is the logic as a state
+//     machine: Handle(now, client, msg) and Step(ctx, now) return the
+//     messages for frontends as data, Publish(now) the PUB payloads,
+//     Drop(now, clients…) aborts silent frontends' requests, Load and
+//     Clients are its figures. It has no goroutines, channels, atomics,
+//     timers or sockets and never reads the clock, so testdata/engine's
+//     scripts drive it directly.
+//   - Core (proc.go) is the process shell, the only file with goroutines:
+//     an input goroutine (router.Recv → decode → liveness), the loop
+//     (Engine.Handle; Engine.Step while there is work; drop silent
+//     frontends; Engine.Publish) and an output goroutine (encode →
+//     router.Send; heartbeats and load reports on tickers; PUB payloads
+//     numbered per topic).
 //
-// The core goroutine owns all scheduler, KV-cache, session and runner
-// state, so none of it is locked. It knows nothing of HTTP and must not
-// import frontend packages.
+// It knows nothing of HTTP and must not import frontend packages.
 //
 //	c, err := enginecore.New(cfg, backend)
 //	err = c.Serve(ctx, router, pub) // returns when ctx ends or the engine dies

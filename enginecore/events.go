@@ -18,80 +18,70 @@ import (
 //     arrives and as a full snapshot every sessionSnapshotEvery (which also
 //     carries the removals: sessions whose requests and blocks are gone).
 //
-// The core goroutine builds the payloads (it owns the KV cache and the
-// session records) and hands them to the output goroutine, the only one
-// that touches the PUB socket, which numbers them per topic.
+// Engine.Publish builds the payloads (the Engine owns the KV cache and the
+// session records); the shell numbers them per topic and sends them.
 
-const (
-	defaultReportInterval = 100 * time.Millisecond
-	sessionSnapshotEvery  = time.Second
-	pubQueueLen           = 4096 // payloads waiting for the output goroutine
-)
+const sessionSnapshotEvery = time.Second
 
-// pubMsg is one PUB payload waiting to be numbered and sent.
-type pubMsg struct {
-	topic   string
-	payload []byte // msgpack
-}
-
-// eventState is the publisher's bookkeeping. Core goroutine only.
+// eventState is the publisher's bookkeeping.
 type eventState struct {
 	held         map[string]bool // sessions last published as held
 	added        []string        // sessions held since the last delta
 	lastSnapshot time.Time
-	dropped      int64 // payloads dropped because the output queue was full
 }
 
 func newEventState() *eventState { return &eventState{held: map[string]bool{}} }
 
-// noteSession records that a request of session id arrived. Core goroutine.
-func (c *Core) noteSession(id string) {
-	if id == "" || !c.hasPub || c.ev.held[id] {
+// noteSession records that a request of session id arrived.
+func (e *Engine) noteSession(id string) {
+	if id == "" || !e.publishing || e.ev.held[id] {
 		return
 	}
-	c.ev.held[id] = true
-	c.ev.added = append(c.ev.added, id)
+	e.ev.held[id] = true
+	e.ev.added = append(e.ev.added, id)
 }
 
-// publishEvents drains the KV cache's events and the session deltas into
-// PUB payloads, and builds a session snapshot when one is due. With no PUB
-// socket the events are drained and dropped. Core goroutine.
-func (c *Core) publishEvents(t time.Time) {
-	kvEvents := c.kv.DrainEvents()
-	if !c.hasPub {
-		c.ev.added = c.ev.added[:0]
-		return
+// Publish drains the KV cache's events and the session deltas into PUB
+// payloads, with a session snapshot when one is due. Before PublishTo the
+// events are drained and dropped.
+func (e *Engine) Publish(now time.Time) []Pub {
+	kvEvents := e.kv.DrainEvents()
+	if !e.publishing {
+		e.ev.added = e.ev.added[:0]
+		return nil
 	}
-	ts := float64(t.UnixNano()) / 1e9
+	var out []Pub
+	ts := unixSeconds(now)
 	if len(kvEvents) > 0 {
-		batch := &wire.KVEventBatch{Timestamp: ts, DPRank: c.cfg.EngineIndex, Events: make([]wire.KVEvent, 0, len(kvEvents))}
-		for _, e := range kvEvents {
-			batch.Events = append(batch.Events, kvEvent(e))
+		batch := &wire.KVEventBatch{Timestamp: ts, DPRank: e.cfg.EngineIndex, Events: make([]wire.KVEvent, 0, len(kvEvents))}
+		for _, ev := range kvEvents {
+			batch.Events = append(batch.Events, kvEvent(ev))
 		}
-		c.queuePub(wire.TopicKV, batch)
+		out = e.appendPub(out, wire.TopicKV, batch)
 	}
-	if len(c.ev.added) > 0 {
-		c.queuePub(wire.TopicSessions, &wire.SessionReport{EngineIndex: c.cfg.EngineIndex, Timestamp: ts, Added: slices.Clone(c.ev.added)})
-		c.ev.added = c.ev.added[:0]
+	if len(e.ev.added) > 0 {
+		out = e.appendPub(out, wire.TopicSessions, &wire.SessionReport{EngineIndex: e.cfg.EngineIndex, Timestamp: ts, Added: slices.Clone(e.ev.added)})
+		e.ev.added = e.ev.added[:0]
 	}
-	if t.Sub(c.ev.lastSnapshot) >= sessionSnapshotEvery {
-		c.ev.lastSnapshot = t
-		for id := range c.ev.held {
-			if !c.holdsSession(id) {
-				delete(c.ev.held, id)
+	if now.Sub(e.ev.lastSnapshot) >= sessionSnapshotEvery {
+		e.ev.lastSnapshot = now
+		for id := range e.ev.held {
+			if !e.holdsSession(id) {
+				delete(e.ev.held, id)
 			}
 		}
-		ids := slices.Sorted(maps.Keys(c.ev.held))
-		c.queuePub(wire.TopicSessions, &wire.SessionReport{EngineIndex: c.cfg.EngineIndex, Timestamp: ts, Full: true, Added: ids})
+		ids := slices.Sorted(maps.Keys(e.ev.held))
+		out = e.appendPub(out, wire.TopicSessions, &wire.SessionReport{EngineIndex: e.cfg.EngineIndex, Timestamp: ts, Full: true, Added: ids})
 	}
+	return out
 }
 
 // heldSessions lists the sessions held now, sorted (never nil, so it
-// encodes as an empty array). Core goroutine.
-func (c *Core) heldSessions() []string {
+// encodes as an empty array).
+func (e *Engine) heldSessions() []string {
 	ids := []string{}
-	for id := range c.ev.held {
-		if c.holdsSession(id) {
+	for id := range e.ev.held {
+		if e.holdsSession(id) {
 			ids = append(ids, id)
 		}
 	}
@@ -101,28 +91,21 @@ func (c *Core) heldSessions() []string {
 
 // holdsSession reports whether session id still has a live request or
 // resident KV blocks here.
-func (c *Core) holdsSession(id string) bool {
-	if info, ok := c.sessions.get(id); ok && info.NumRunning > 0 {
+func (e *Engine) holdsSession(id string) bool {
+	if info, ok := e.sessions.get(id); ok && info.NumRunning > 0 {
 		return true
 	}
-	_, ok := c.kv.Session(id)
+	_, ok := e.kv.Session(id)
 	return ok
 }
 
-func (c *Core) queuePub(topic string, v any) {
+func (e *Engine) appendPub(out []Pub, topic string, v any) []Pub {
 	b, err := wire.Marshal(v)
 	if err != nil {
-		c.log.Error("encode PUB payload", "topic", topic, "err", err)
-		return
+		e.log.Error("encode PUB payload", "topic", topic, "err", err)
+		return out
 	}
-	select {
-	case c.pubc <- pubMsg{topic: topic, payload: b}:
-	default:
-		c.ev.dropped++
-		if c.ev.dropped&(c.ev.dropped-1) == 0 { // log at 1, 2, 4, 8, …
-			c.log.Warn("PUB queue full; dropping events (subscribers will see a sequence gap)", "dropped", c.ev.dropped)
-		}
-	}
+	return append(out, Pub{Topic: topic, Payload: b})
 }
 
 // kvEvent converts one KV-cache event to its wire form.
@@ -134,35 +117,4 @@ func kvEvent(e kvcache.Event) wire.KVEvent {
 		return &wire.BlockRemoved{BlockHashes: e.Hashes}
 	}
 	return &wire.AllBlocksCleared{}
-}
-
-// pubSender numbers and sends PUB payloads. Output goroutine only.
-type pubSender struct {
-	pub  Publisher
-	seqs map[string]uint64 // topic → next sequence number
-}
-
-func (p *pubSender) send(m pubMsg) {
-	if p.pub == nil {
-		return
-	}
-	seq := p.seqs[m.topic]
-	p.seqs[m.topic] = seq + 1
-	_ = p.pub.Send(wire.PubFrames(m.topic, seq, m.payload))
-}
-
-func (c *Core) reportInterval() time.Duration {
-	if c.cfg.ReportInterval > 0 {
-		return c.cfg.ReportInterval
-	}
-	return defaultReportInterval
-}
-
-// eventsEndpoint is the PUB endpoint frontends should subscribe to, for
-// the "get_events_endpoint" utility ("" when the engine has none).
-func eventsEndpoint(pub Publisher) string {
-	if e, ok := pub.(interface{ Endpoint() string }); ok {
-		return e.Endpoint()
-	}
-	return ""
 }

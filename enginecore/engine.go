@@ -1,0 +1,246 @@
+package enginecore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/tandem-llm/tandem/enginecore/kvcache"
+	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/enginecore/sched"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// Config is one engine core's settings.
+type Config struct {
+	EngineIndex         int    // data-parallel rank, reported in every message
+	Model               string // what --model named (a path or "dummy")
+	ServedModelName     string
+	MaxModelLen         int // tokens per request, prompt + output
+	BlockSize           int // tokens per KV block
+	NumBlocks           int // KV blocks in the pool
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+	EnablePrefixCaching bool
+	HeartbeatInterval   time.Duration // how often to send heartbeats
+	ReportInterval      time.Duration // how often to publish load reports; default 100 ms
+	HeartbeatTimeout    time.Duration // a frontend silent this long is gone
+	Version             string
+	Logger              *slog.Logger
+}
+
+// Engine is the engine core's logic as a state machine (etcd-raft's
+// RawNode, vLLM's EngineCore): it owns the scheduler, the KV-cache
+// manager, the model runner, the session records, the frontends'
+// handshakes and the event publisher's state. It has no goroutines,
+// channels, atomics, timers or sockets and never reads the clock: time
+// comes in as an argument, and what it would send comes back as data
+// (Out for a frontend, Pub for the PUB socket). One goroutine at a time
+// calls it; proc.go's Core is that goroutine.
+type Engine struct {
+	cfg      Config
+	log      *slog.Logger
+	be       runner.Backend
+	run      *runner.Runner
+	kv       *kvcache.Manager
+	sched    *sched.Scheduler
+	sessions *sessions
+	clients  *clients
+	ev       *eventState
+	engineID string
+	pid      int
+	eos      []int32
+
+	// publishing: KV and session events are built (there is a PUB socket);
+	// events is its endpoint, for get_events_endpoint ("" when unnamed).
+	publishing bool
+	events     string
+}
+
+// Out is a message for one frontend.
+type Out struct {
+	Client  string // the frontend's ZMQ identity
+	Type    wire.MsgType
+	Payload any
+}
+
+// Pub is one payload for the PUB socket; the shell numbers it per topic.
+type Pub struct {
+	Topic   string
+	Payload []byte // msgpack
+}
+
+// ErrFatal marks errors after which the engine cannot continue.
+var ErrFatal = errors.New("enginecore: fatal")
+
+// NewEngine builds an engine over be, allocating its KV cache. It builds
+// no KV or session events until PublishTo says where they go.
+func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BlockSize <= 0 || cfg.NumBlocks <= 0 {
+		return nil, fmt.Errorf("enginecore: block size %d and block count %d must be positive", cfg.BlockSize, cfg.NumBlocks)
+	}
+	if err := be.AllocateKV(cfg.NumBlocks, cfg.BlockSize); err != nil {
+		return nil, fmt.Errorf("enginecore: allocate KV cache: %w", err)
+	}
+	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching, EnableEvents: cfg.EnablePrefixCaching})
+	if err != nil {
+		return nil, fmt.Errorf("enginecore: %w", err)
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	e := &Engine{
+		cfg:      cfg,
+		log:      cfg.Logger.With("engine", cfg.EngineIndex),
+		be:       be,
+		run:      runner.New(be, cfg.BlockSize),
+		kv:       kv,
+		sessions: newSessions(),
+		clients:  newClients(),
+		ev:       newEventState(),
+		engineID: hex.EncodeToString(idb[:]),
+		pid:      os.Getpid(),
+		eos:      be.Model().EOSTokenIDs,
+	}
+	e.sched = sched.New(sched.Config{
+		MaxNumSeqs:          cfg.MaxNumSeqs,
+		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
+		MaxModelLen:         cfg.MaxModelLen,
+		BlockSize:           cfg.BlockSize,
+	}, kv)
+	return e, nil
+}
+
+// Step runs one schedule → execute → update round and returns the outputs
+// for the frontends. A step with nothing scheduled returns none.
+func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
+	b := e.sched.Schedule()
+	if len(b.Items) == 0 {
+		return nil, nil
+	}
+	res, err := e.run.Execute(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: step %d: %w", ErrFatal, b.StepCounter, err)
+	}
+	return e.outputs(now, e.sched.Update(b, res)), nil
+}
+
+// PublishTo makes Publish build KV and session events, for subscribers of
+// endpoint (what get_events_endpoint answers; "" when unnamed).
+func (e *Engine) PublishTo(endpoint string) { e.publishing, e.events = true, endpoint }
+
+// HasWork reports whether a step would schedule anything.
+func (e *Engine) HasWork() bool { return e.sched.HasWork() }
+
+// Clients are the frontends that completed HELLO (for heartbeats and
+// ENGINE_DEAD).
+func (e *Engine) Clients() []string { return e.clients.readyIDs() }
+
+// Drop forgets frontends that went silent and aborts their requests, so a
+// dead frontend never leaks KV blocks.
+func (e *Engine) Drop(now time.Time, clients ...string) {
+	for _, id := range clients {
+		name, known := e.clients.drop(id)
+		var ids []string
+		e.sched.Requests(func(r *sched.Request) {
+			if r.Client == id {
+				ids = append(ids, r.ID)
+			}
+		})
+		if known || len(ids) > 0 {
+			e.log.Warn("frontend went silent; aborting its requests", "frontend", name, "requests", len(ids))
+		}
+		e.abort(now, ids)
+	}
+}
+
+// Load is the scheduler's and KV cache's figures now (heartbeats, load
+// reports, every OUTPUTS).
+func (e *Engine) Load() wire.SchedulerStats {
+	kv := e.kv.Stats()
+	return wire.SchedulerStats{
+		NumRunningReqs:     e.sched.NumRunning(),
+		NumWaitingReqs:     e.sched.NumWaiting(),
+		KVCacheUsage:       kv.Usage,
+		NumFreeBlocks:      kv.NumFreeBlocks,
+		NumTotalBlocks:     kv.NumBlocks,
+		StepCounter:        e.sched.NumSteps(),
+		PrefixCacheQueries: kv.PrefixQueries,
+		PrefixCacheHits:    kv.PrefixHits,
+		NumPreemptions:     e.sched.NumPreemptions(),
+		NumSessions:        e.kv.NumSessions(),
+	}
+}
+
+// outputs turns a step's results into one OUTPUTS per frontend, and keeps
+// the session records and the runner's per-request state in step.
+func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
+	if len(outs) == 0 {
+		return nil
+	}
+	t := unixSeconds(now)
+	var order []string // clients, in the order their first output came
+	byClient := map[string][]wire.EngineCoreOutput{}
+	finished := map[string][]string{}
+	for _, o := range outs {
+		r := o.Req
+		eo := wire.EngineCoreOutput{
+			RequestID:       r.ID,
+			NewTokenIDs:     o.NewTokens,
+			NewLogprobs:     o.Logprobs,
+			NumCachedTokens: r.NumCachedTokens(),
+		}
+		if r.SessionID != "" {
+			e.sessions.generated(r.SessionID, len(o.NewTokens), t)
+		}
+		if o.Finished {
+			eo.FinishReason = r.FinishReason
+			eo.StopReason = r.StopReason
+			finished[r.Client] = append(finished[r.Client], r.ID)
+			e.run.Forget(r.ID)
+			if r.SessionID != "" {
+				e.sessions.finished(r.SessionID, t)
+			}
+		}
+		if _, ok := byClient[r.Client]; !ok {
+			order = append(order, r.Client)
+		}
+		byClient[r.Client] = append(byClient[r.Client], eo)
+	}
+	msgs := make([]Out, 0, len(order))
+	for _, client := range order {
+		msgs = append(msgs, e.outputsFor(now, client, byClient[client], finished[client]))
+	}
+	return msgs
+}
+
+// outputsFor is one OUTPUTS message.
+func (e *Engine) outputsFor(now time.Time, client string, outs []wire.EngineCoreOutput, finished []string) Out {
+	st := e.Load()
+	return Out{Client: client, Type: wire.MsgOutputs, Payload: &wire.EngineCoreOutputs{
+		EngineIndex:      e.cfg.EngineIndex,
+		Outputs:          outs,
+		SchedulerStats:   &st,
+		Timestamp:        unixSeconds(now),
+		FinishedRequests: finished,
+	}}
+}
+
+func (e *Engine) abort(now time.Time, ids []string) {
+	for _, r := range e.sched.Abort(ids...) {
+		e.run.Forget(r.ID)
+		if r.SessionID != "" {
+			e.sessions.finished(r.SessionID, unixSeconds(now))
+		}
+	}
+}
+
+// unixSeconds is t as the wire's float seconds.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

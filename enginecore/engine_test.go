@@ -1,0 +1,336 @@
+package enginecore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// countingBackend is a model whose greedy next token is the last input
+// token plus one (mod vocab): a prompt ending in 5 continues 6 7 8 …, and
+// one ending in 60 reaches EOS (2) after 63 0 1. It records the steps.
+type countingBackend struct {
+	vocab   int
+	steps   int
+	tokens  int // tokens computed, all steps
+	blocks  int
+	allocs  int
+	lastLen int
+}
+
+const testEOS = 2
+
+func (b *countingBackend) Model() runner.ModelInfo {
+	return runner.ModelInfo{Name: "counting", Arch: "test", VocabSize: b.vocab, MaxContextLen: 1 << 12,
+		EOSTokenIDs: []int32{testEOS}, BOSTokenID: 1, NumLayers: 1, NumKVHeads: 1, HeadDim: 1}
+}
+func (b *countingBackend) AllocateKV(numBlocks, blockSize int) error {
+	b.blocks, b.allocs = numBlocks, b.allocs+1
+	return nil
+}
+func (b *countingBackend) KVBytesPerBlock(blockSize int) int64 { return int64(blockSize) }
+func (b *countingBackend) Close() error                        { return nil }
+
+func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []float32) error {
+	b.steps++
+	b.tokens += len(st.TokenIDs)
+	b.lastLen = len(st.TokenIDs)
+	row := 0
+	for _, s := range st.Seqs {
+		if !s.Logits {
+			continue
+		}
+		out := logits[row*b.vocab : (row+1)*b.vocab]
+		for i := range out {
+			out[i] = 0
+		}
+		out[(int(st.TokenIDs[s.Start+s.Len-1])+1)%b.vocab] = 10
+		row++
+	}
+	return nil
+}
+
+// engineHarness drives an Engine from a datadriven script, with a clock
+// that moves only when the script says:
+//
+//	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [caching=false] [publish]
+//	hello fe1 [version=N]              HELLO from frontend fe1 (its ZMQ identity)
+//	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0]
+//	step [n=1]                         Engine.Step, n times
+//	run                                step until there is no work
+//	abort fe1 a b                      ABORT
+//	drop fe1                           Engine.Drop (the shell found it silent)
+//	utility fe1 METHOD [ARG]           UTILITY
+//	publish                            Engine.Publish: topics and contents
+//	tick s=1.5                         advance the clock
+//	state                              load figures and frontends
+type engineHarness struct {
+	be  *countingBackend
+	e   *Engine
+	now time.Time
+	seq int
+}
+
+func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
+	args := map[string]string{}
+	var pos []string
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 {
+			pos = append(pos, a.Key)
+			continue
+		}
+		args[a.Key] = strings.Join(a.Vals, ",")
+	}
+	num := func(k string, def int) int {
+		v, ok := args[k]
+		if !ok {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("%s: %s=%q is not a number", d.Pos, k, v)
+		}
+		return n
+	}
+	arg := func(i int) string {
+		if i >= len(pos) {
+			t.Fatalf("%s: %s needs %d positional arguments", d.Pos, d.Cmd, i+1)
+		}
+		return pos[i]
+	}
+	switch d.Cmd {
+	case "init":
+		h.be = &countingBackend{vocab: 64}
+		h.now = time.Unix(1000, 0)
+		e, err := NewEngine(Config{ServedModelName: "counting", MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4),
+			NumBlocks: num("blocks", 8), MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16),
+			EnablePrefixCaching: args["caching"] != "false", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		if slices.Contains(pos, "publish") {
+			e.PublishTo("tcp://engine:5556")
+		}
+		h.e = e
+		return "ok"
+	case "hello":
+		return h.outs(h.e.Handle(h.now, arg(0), &wire.Hello{ProtocolVersion: num("version", wire.ProtocolVersion), FrontendID: arg(0) + "-id"}))
+	case "add":
+		n, start := num("len", 4), num("start", 10)
+		prompt := make([]int32, n)
+		for i := range prompt {
+			prompt[i] = int32((start + i) % h.be.vocab)
+		}
+		if list, ok := args["tokens"]; ok {
+			prompt = prompt[:0]
+			for _, f := range strings.Split(list, ",") {
+				v, err := strconv.Atoi(f)
+				if err != nil {
+					t.Fatalf("%s: tokens=%q", d.Pos, list)
+				}
+				prompt = append(prompt, int32(v))
+			}
+		}
+		sp := wire.DefaultSamplingParams()
+		sp.Temperature = 0
+		sp.MaxTokens, sp.MinTokens = num("max", 4), num("min", 0)
+		_, sp.IgnoreEOS = args["ignore-eos"]
+		if slices.Contains(pos, "ignore-eos") {
+			sp.IgnoreEOS = true
+		}
+		if s, ok := args["stop"]; ok {
+			for _, f := range strings.Split(s, ",") {
+				v, err := strconv.Atoi(f)
+				if err != nil {
+					t.Fatalf("%s: stop=%q", d.Pos, s)
+				}
+				sp.StopTokenIDs = append(sp.StopTokenIDs, int32(v))
+			}
+		}
+		return h.outs(h.e.Handle(h.now, arg(0), &wire.EngineCoreRequest{RequestID: args["id"], PromptTokenIDs: prompt,
+			SamplingParams: sp, SessionID: args["session"], CacheSalt: args["salt"], Priority: num("prio", 0)}))
+	case "step":
+		var b strings.Builder
+		for range num("n", 1) {
+			b.WriteString(h.step(t))
+		}
+		return b.String()
+	case "run":
+		var b strings.Builder
+		for i := 0; h.e.HasWork(); i++ {
+			if i > 1000 {
+				t.Fatalf("%s: still working after 1000 steps", d.Pos)
+			}
+			b.WriteString(h.step(t))
+		}
+		return b.String()
+	case "abort":
+		return h.outs(h.e.Handle(h.now, arg(0), &wire.Abort{RequestIDs: pos[1:]}))
+	case "drop":
+		h.e.Drop(h.now, pos...)
+		return h.state()
+	case "utility":
+		u := &wire.Utility{CallID: uint64(h.seq), Method: arg(1)}
+		h.seq++
+		for _, a := range pos[2:] {
+			u.Args = append(u.Args, a)
+		}
+		return h.outs(h.e.Handle(h.now, arg(0), u))
+	case "publish":
+		var b strings.Builder
+		for _, p := range h.e.Publish(h.now) {
+			var v any
+			if err := wire.Unmarshal(p.Payload, &v); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %s\n", p.Topic, compact(v))
+		}
+		if b.Len() == 0 {
+			return "nothing"
+		}
+		return b.String()
+	case "tick":
+		s, err := strconv.ParseFloat(args["s"], 64)
+		if err != nil {
+			t.Fatalf("%s: tick s=%q", d.Pos, args["s"])
+		}
+		h.now = h.now.Add(time.Duration(s * float64(time.Second)))
+		return "ok"
+	case "state":
+		return h.state()
+	}
+	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	return ""
+}
+
+func (h *engineHarness) step(t *testing.T) string {
+	before := h.be.steps
+	outs, err := h.e.Step(context.Background(), h.now)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	head := "step: nothing scheduled\n"
+	if h.be.steps > before {
+		head = fmt.Sprintf("step: %d tokens\n", h.be.lastLen)
+	}
+	if len(outs) == 0 {
+		return head
+	}
+	return head + h.outs(outs)
+}
+
+// outs prints messages for frontends, one line per output.
+func (h *engineHarness) outs(outs []Out) string {
+	if len(outs) == 0 {
+		return "no reply"
+	}
+	var b strings.Builder
+	for _, o := range outs {
+		switch p := o.Payload.(type) {
+		case *wire.Ready:
+			if p.Error != "" {
+				fmt.Fprintf(&b, "%s READY refused: %s\n", o.Client, p.Error)
+			} else {
+				fmt.Fprintf(&b, "%s READY model=%s blocks=%d block-size=%d\n", o.Client, p.ServedModelName, p.NumBlocks, p.BlockSize)
+			}
+		case *wire.EngineCoreOutputs:
+			for _, eo := range p.Outputs {
+				fmt.Fprintf(&b, "%s OUTPUT %s +%v", o.Client, eo.RequestID, eo.NewTokenIDs)
+				if eo.FinishReason != wire.FinishNone {
+					fmt.Fprintf(&b, " finished=%s", eo.FinishReason)
+					if eo.StopReason != nil {
+						fmt.Fprintf(&b, " stop_reason=%v", eo.StopReason)
+					}
+				}
+				if eo.NumCachedTokens > 0 {
+					fmt.Fprintf(&b, " cached=%d", eo.NumCachedTokens)
+				}
+				b.WriteString("\n")
+			}
+		case *wire.UtilityResult:
+			if p.FailureMessage != "" {
+				fmt.Fprintf(&b, "%s UTILITY error: %s\n", o.Client, p.FailureMessage)
+				break
+			}
+			var v any
+			if len(p.Result) > 0 {
+				if err := wire.Unmarshal(p.Result, &v); err != nil {
+					fmt.Fprintf(&b, "%s UTILITY undecodable: %v\n", o.Client, err)
+					break
+				}
+			}
+			fmt.Fprintf(&b, "%s UTILITY %s\n", o.Client, compact(v))
+		default:
+			fmt.Fprintf(&b, "%s %v %T\n", o.Client, o.Type, o.Payload)
+		}
+	}
+	return b.String()
+}
+
+func (h *engineHarness) state() string {
+	st := h.e.Load()
+	return fmt.Sprintf("running %d waiting %d free blocks %d/%d preemptions %d prefix hits %d/%d sessions %d\nfrontends %v",
+		st.NumRunningReqs, st.NumWaitingReqs, st.NumFreeBlocks, st.NumTotalBlocks, st.NumPreemptions,
+		st.PrefixCacheHits, st.PrefixCacheQueries, st.NumSessions, h.e.Clients())
+}
+
+// compact prints a decoded msgpack value as JSON with sorted keys,
+// timestamps replaced by their offset from the harness clock's start.
+func compact(v any) string {
+	b, err := json.Marshal(normalize(v))
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(map[string]any, len(v))
+		for _, k := range keys {
+			out[k] = normalize(v[k])
+			if f, ok := v[k].(float64); ok && (k == "last_active" || k == "timestamp") {
+				out[k] = f - 1000
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i := range v {
+			out[i] = normalize(v[i])
+		}
+		return out
+	case []byte:
+		return fmt.Sprintf("%x", v)
+	}
+	return v
+}
+
+// TestEngineScripts runs the scripts in testdata/engine: the whole engine
+// (handshakes, requests, steps, sessions, salts, aborts, silent frontends,
+// preemption, utilities, events) with no sockets, goroutines or timers.
+func TestEngineScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/engine", func(t *testing.T, path string) {
+		h := &engineHarness{}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { return h.cmd(t, d) })
+	})
+}

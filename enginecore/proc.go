@@ -1,0 +1,380 @@
+package enginecore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// Core is an engine core process: the shell around an Engine (vLLM's
+// EngineCoreProc around EngineCore, etcd-raft's Node around RawNode). It
+// is the only part of the package with goroutines, channels, timers and
+// sockets:
+//
+//	input:  router.Recv → decode → liveness → in channel (heartbeats stop here)
+//	loop:   in → Engine.Handle; Engine.Step while there is work; drop silent
+//	        frontends; Engine.Publish → out and pub channels
+//	output: out → encode → router.Send; heartbeats and load reports on
+//	        tickers (so they flow while a long step runs); PUB payloads,
+//	        numbered per topic
+//
+// The loop goroutine is the only caller of the Engine. What the output
+// goroutine needs of the Engine's state (its load, the frontends to send
+// heartbeats to) it reads from snapshots the loop stores after each
+// message and step.
+type Core struct {
+	cfg  Config
+	log  *slog.Logger
+	eng  *Engine
+	live liveness
+
+	out  chan Out // loop → output goroutine
+	pubc chan Pub // loop → output goroutine
+
+	load      atomic.Pointer[wire.SchedulerStats] // the Engine's load after the last message or step
+	ready     atomic.Pointer[[]string]            // the Engine's frontends after the last HELLO or drop
+	reportSeq uint64                              // load-report PUB sequence, output goroutine only
+	dropped   int64                               // PUB payloads dropped on a full queue, loop goroutine only
+}
+
+const (
+	defaultReportInterval = 100 * time.Millisecond
+	pubQueueLen           = 4096 // payloads waiting for the output goroutine
+)
+
+type inMsg struct {
+	client  string
+	t       wire.MsgType
+	payload any
+}
+
+// New builds an engine core over be, allocating its KV cache.
+func New(cfg Config, be runner.Backend) (*Core, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = 5 * time.Second
+	}
+	eng, err := NewEngine(cfg, be)
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{
+		cfg:  cfg,
+		log:  eng.log,
+		eng:  eng,
+		live: liveness{lastSeen: map[string]time.Time{}},
+		out:  make(chan Out, 4096),
+		pubc: make(chan Pub, pubQueueLen),
+	}
+	c.snapshot(true)
+	return c, nil
+}
+
+// Serve runs the engine until ctx ends (a clean shutdown: every frontend
+// is told ENGINE_DEAD "shutting down") or a fatal error (ENGINE_DEAD with
+// the reason, and the error is returned).
+func (c *Core) Serve(ctx context.Context, router Conn, pub Publisher) error {
+	if pub != nil {
+		c.eng.PublishTo(eventsEndpoint(pub))
+	}
+	in := make(chan inMsg, 4096)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.input(ctx, router, in) }()
+	outDone := make(chan struct{})
+	go func() { defer wg.Done(); c.output(router, pub, outDone) }()
+
+	err := c.loop(ctx, in)
+	reason := "engine shutting down"
+	if err != nil {
+		reason = err.Error()
+		c.log.Error("engine core failed", "err", err)
+	}
+	for _, id := range c.eng.Clients() {
+		c.out <- Out{Client: id, Type: wire.MsgEngineDead, Payload: &wire.EngineDead{Reason: reason}}
+	}
+	close(outDone)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// input decodes messages and records liveness. Heartbeats stop here.
+func (c *Core) input(ctx context.Context, router Conn, in chan<- inMsg) {
+	recv := router.Recv()
+	for {
+		var frames [][]byte
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return
+		case frames, ok = <-recv:
+			if !ok {
+				return
+			}
+		}
+		if len(frames) < 2 {
+			continue
+		}
+		id := string(frames[0])
+		t, payload, err := wire.Decode(frames[1:])
+		if err != nil {
+			c.log.Warn("dropping malformed message", "err", err)
+			continue
+		}
+		c.live.seen(id, time.Now())
+		if t == wire.MsgHeartbeat {
+			continue
+		}
+		select {
+		case in <- inMsg{client: id, t: t, payload: payload}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// loop is vLLM's busy loop: (1) wait for a message while there is no work,
+// (2) handle every message waiting, (3) publish events and drop silent
+// frontends, (4) step once if there is work, then publish what it cached.
+func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
+	check := time.NewTicker(c.cfg.HeartbeatInterval / 2)
+	defer check.Stop()
+	lastCheck := time.Now()
+	for {
+		if !c.eng.HasWork() { // (1)
+			select {
+			case <-ctx.Done():
+				return nil
+			case m := <-in:
+				c.handle(m)
+			case <-check.C:
+			}
+		}
+	drain: // (2)
+		for {
+			select {
+			case m := <-in:
+				c.handle(m)
+			default:
+				break drain
+			}
+		}
+		c.publish(time.Now()) // (3)
+		if time.Since(lastCheck) >= c.cfg.HeartbeatInterval/2 {
+			lastCheck = time.Now()
+			if gone := c.live.expire(lastCheck.Add(-c.cfg.HeartbeatTimeout)); len(gone) > 0 {
+				c.eng.Drop(lastCheck, gone...)
+				c.snapshot(true)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if c.eng.HasWork() { // (4)
+			outs, err := c.eng.Step(ctx, time.Now())
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			c.send(outs)
+			c.snapshot(false)
+			c.publish(time.Now())
+		}
+	}
+}
+
+func (c *Core) handle(m inMsg) {
+	c.send(c.eng.Handle(time.Now(), m.client, m.payload))
+	_, hello := m.payload.(*wire.Hello)
+	c.snapshot(hello)
+}
+
+func (c *Core) send(outs []Out) {
+	for _, o := range outs {
+		c.out <- o
+	}
+}
+
+// snapshot stores what the output goroutine reads of the Engine.
+func (c *Core) snapshot(clients bool) {
+	st := c.eng.Load()
+	c.load.Store(&st)
+	if clients {
+		ids := c.eng.Clients()
+		c.ready.Store(&ids)
+	}
+}
+
+// publish hands the Engine's PUB payloads to the output goroutine, dropping
+// them (and saying so, at 1, 2, 4, 8, … drops) when its queue is full.
+func (c *Core) publish(now time.Time) {
+	for _, p := range c.eng.Publish(now) {
+		select {
+		case c.pubc <- p:
+		default:
+			c.dropped++
+			if c.dropped&(c.dropped-1) == 0 {
+				c.log.Warn("PUB queue full; dropping events (subscribers will see a sequence gap)", "dropped", c.dropped)
+			}
+		}
+	}
+}
+
+// output encodes and sends messages, sends heartbeats every
+// HeartbeatInterval and load reports every ReportInterval, so they keep
+// flowing while a long step runs, and sends the PUB payloads.
+func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
+	tick := time.NewTicker(c.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	loadTick := time.NewTicker(c.reportInterval())
+	defer loadTick.Stop()
+	seqs := map[string]uint64{} // PUB topic → next sequence number
+	send := func(m Out) {
+		frames, err := wire.Encode(m.Type, m.Payload)
+		if err != nil {
+			c.log.Error("encode", "type", m.Type, "err", err)
+			return
+		}
+		if err := router.Send(append([][]byte{[]byte(m.Client)}, frames...)); err != nil {
+			c.log.Debug("send", "err", err)
+		}
+	}
+	for {
+		select {
+		case m := <-c.out:
+			send(m)
+		case <-tick.C:
+			st := c.load.Load()
+			hb := &wire.Heartbeat{Timestamp: unixSeconds(time.Now()), NumRunning: st.NumRunningReqs, NumWaiting: st.NumWaitingReqs, SchedulerStats: st}
+			for _, id := range *c.ready.Load() {
+				send(Out{Client: id, Type: wire.MsgHeartbeat, Payload: hb})
+			}
+		case <-loadTick.C:
+			c.publishLoad(pub)
+		case m := <-c.pubc:
+			if pub != nil {
+				seq := seqs[m.Topic]
+				seqs[m.Topic] = seq + 1
+				_ = pub.Send(wire.PubFrames(m.Topic, seq, m.Payload))
+			}
+		case <-done:
+			for {
+				select {
+				case m := <-c.out:
+					send(m)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// publishLoad sends a load report on the PUB socket. Output goroutine only.
+func (c *Core) publishLoad(pub Publisher) {
+	if pub == nil {
+		return
+	}
+	st := c.load.Load()
+	rep := &wire.LoadReport{
+		EngineIndex:    c.cfg.EngineIndex,
+		Timestamp:      unixSeconds(time.Now()),
+		NumWaiting:     st.NumWaitingReqs,
+		NumRunning:     st.NumRunningReqs,
+		NumFreeBlocks:  st.NumFreeBlocks,
+		NumTotalBlocks: c.cfg.NumBlocks,
+		KVCacheUsage:   1 - float64(st.NumFreeBlocks)/float64(c.cfg.NumBlocks),
+	}
+	payload, err := wire.Marshal(rep)
+	if err != nil {
+		return
+	}
+	_ = pub.Send(wire.PubFrames(wire.TopicLoad, c.reportSeq, payload))
+	c.reportSeq++
+}
+
+func (c *Core) reportInterval() time.Duration {
+	if c.cfg.ReportInterval > 0 {
+		return c.cfg.ReportInterval
+	}
+	return defaultReportInterval
+}
+
+// eventsEndpoint is the PUB endpoint frontends should subscribe to, for
+// the "get_events_endpoint" utility ("" when the socket does not say).
+func eventsEndpoint(pub Publisher) string {
+	if e, ok := pub.(interface{ Endpoint() string }); ok {
+		return e.Endpoint()
+	}
+	return ""
+}
+
+// liveness is when each peer was last heard from: written by the input
+// goroutine, read by the loop to drop silent frontends.
+type liveness struct {
+	mu       sync.Mutex
+	lastSeen map[string]time.Time
+}
+
+func (l *liveness) seen(id string, now time.Time) {
+	l.mu.Lock()
+	l.lastSeen[id] = now
+	l.mu.Unlock()
+}
+
+// expire forgets the peers silent since before deadline and returns them.
+func (l *liveness) expire(deadline time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var gone []string
+	for id, t := range l.lastSeen {
+		if t.Before(deadline) {
+			gone = append(gone, id)
+			delete(l.lastSeen, id)
+		}
+	}
+	return gone
+}
+
+// WarmUp runs one forward pass of up to n tokens before serving, so the
+// first request does not pay for faulting in mmapped weights and growing
+// scratch buffers. It writes only KV blocks the pool holds as free and
+// uncached.
+func (c *Core) WarmUp(ctx context.Context, n int) (time.Duration, error) {
+	be := c.eng.be
+	n = min(n, c.cfg.NumBlocks*c.cfg.BlockSize, c.cfg.MaxModelLen)
+	if n < 1 {
+		return 0, nil
+	}
+	st := &runner.Step{Seqs: []runner.Seq{{Start: 0, Len: n, ContextLen: n, Logits: true}}}
+	for i := range n {
+		st.TokenIDs = append(st.TokenIDs, be.Model().BOSTokenID)
+		st.Positions = append(st.Positions, int32(i))
+		st.SlotMapping = append(st.SlotMapping, int32(i))
+		if i%c.cfg.BlockSize == 0 {
+			st.Seqs[0].BlockTable = append(st.Seqs[0].BlockTable, int32(i/c.cfg.BlockSize))
+		}
+	}
+	logits := make([]float32, be.Model().VocabSize)
+	start := time.Now()
+	if err := be.Forward(ctx, st, logits); err != nil {
+		return 0, fmt.Errorf("enginecore: warm-up: %w", err)
+	}
+	return time.Since(start), nil
+}
