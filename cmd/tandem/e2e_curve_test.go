@@ -397,9 +397,9 @@ func curveWired(t *testing.T) bool {
 }
 
 // TestCurveEndToEnd runs real processes: an engine on TCP that requires CURVE, a
-// frontend with an authorised key (requests flow) and one without (never ready; the
-// engine logs the refusal); and an engine bound to 0.0.0.0 without keys, which refuses
-// to start.
+// frontend with an authorised key (requests flow), one with an unknown key and one
+// without CURVE (never ready; the engine names the unknown key); and an engine bound to
+// 0.0.0.0 without keys, which refuses to start.
 func TestCurveEndToEnd(t *testing.T) {
 	if !curveWired(t) {
 		t.Skip("engine/frontend CURVE flags not wired yet (security.go)")
@@ -445,8 +445,11 @@ func TestCurveEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(eng.out.String(), "refused unauthorised CURVE client") ||
-		!strings.Contains(eng.out.String(), "refused peer: CURVE handshake failed") {
-		t.Fatalf("engine log lacks the refusals:\n%s", eng.out.String())
+	// The unknown key is named in a warning. A peer without CURVE is refused
+	// either for the mechanism (a warning) or, when its connection drops
+	// before its greeting is read, like a TCP probe (counted, logged at
+	// debug): libzmq does not tell the two apart.
+	if !strings.Contains(eng.out.String(), "refused unauthorised CURVE client") {
+		t.Fatalf("engine log lacks the refusal of the unknown key:\n%s", eng.out.String())
 	}
 }
