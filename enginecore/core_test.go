@@ -112,7 +112,9 @@ func drain(t *testing.T, st *engineclient.Stream) ([]int32, wire.FinishReason) {
 func TestGenerateCarriesSessionToTheEngine(t *testing.T) {
 	c := dial(t, startEngine(t, 256))
 	ctx := context.Background()
-	st, err := c.Generate(ctx, []int32{72, 105}, greedy(5), "req-1", engineclient.WithSessionID("conv-42"))
+	// 20 prompt tokens fill a block: the engine keeps the record while it caches some of the session.
+	prompt := []int32{72, 105, 32, 116, 104, 101, 114, 101, 44, 32, 104, 111, 119, 32, 97, 114, 101, 32, 121, 111}
+	st, err := c.Generate(ctx, prompt, greedy(5), "req-1", engineclient.WithSessionID("conv-42"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestGenerateCarriesSessionToTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 1 || infos[0].NumRequests != 1 || infos[0].NumPromptTokens != 2 || infos[0].NumOutputTokens != 5 ||
+	if len(infos) != 1 || infos[0].NumRequests != 1 || infos[0].NumPromptTokens != int64(len(prompt)) || infos[0].NumOutputTokens != 5 ||
 		!slices.Equal(infos[0].RecentRequestIDs, []string{"req-1"}) {
 		t.Fatalf("session info %+v", infos)
 	}

@@ -30,6 +30,7 @@ type Config struct {
 	HeartbeatInterval   time.Duration // how often to send heartbeats
 	ReportInterval      time.Duration // how often to publish load reports; default 100 ms
 	HeartbeatTimeout    time.Duration // a frontend silent this long is gone
+	MaxSessionRecords   int           // session records kept at most (LRU); default 16384
 	Version             string
 	Logger              *slog.Logger
 }
@@ -55,6 +56,7 @@ type Engine struct {
 	engineID string
 	pid      int
 	eos      []int32
+	clock    time.Time // the time of the call being handled: the KV manager's clock
 
 	// publishing: KV and session events are built (there is a PUB socket);
 	// events is its endpoint, for get_events_endpoint ("" when unnamed).
@@ -90,10 +92,6 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 	if err := be.AllocateKV(cfg.NumBlocks, cfg.BlockSize); err != nil {
 		return nil, fmt.Errorf("enginecore: allocate KV cache: %w", err)
 	}
-	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching, EnableEvents: cfg.EnablePrefixCaching})
-	if err != nil {
-		return nil, fmt.Errorf("enginecore: %w", err)
-	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	e := &Engine{
@@ -101,14 +99,19 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		log:      cfg.Logger.With("engine", cfg.EngineIndex),
 		be:       be,
 		run:      runner.New(be, cfg.BlockSize),
-		kv:       kv,
-		sessions: newSessions(),
+		sessions: newSessions(cfg.MaxSessionRecords),
 		clients:  newClients(),
 		ev:       newEventState(),
 		engineID: hex.EncodeToString(idb[:]),
 		pid:      os.Getpid(),
 		eos:      be.Model().EOSTokenIDs,
 	}
+	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching,
+		EnableEvents: cfg.EnablePrefixCaching, ReportGoneSessions: true, Now: func() time.Time { return e.clock }})
+	if err != nil {
+		return nil, fmt.Errorf("enginecore: %w", err)
+	}
+	e.kv = kv
 	e.sched = sched.New(sched.Config{
 		MaxNumSeqs:          cfg.MaxNumSeqs,
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
@@ -121,6 +124,8 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 // Step runs one schedule → execute → update round and returns the outputs
 // for the frontends. A step with nothing scheduled returns none.
 func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
+	e.clock = now
+	defer e.tidySessions()
 	b := e.sched.Schedule()
 	if len(b.Items) == 0 {
 		return nil, nil
@@ -146,6 +151,7 @@ func (e *Engine) Clients() []string { return e.clients.readyIDs() }
 // Drop forgets frontends that went silent and aborts their requests, so a
 // dead frontend never leaks KV blocks.
 func (e *Engine) Drop(now time.Time, clients ...string) {
+	e.clock = now
 	for _, id := range clients {
 		name, known := e.clients.drop(id)
 		var ids []string
@@ -205,9 +211,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			eo.StopReason = r.StopReason
 			finished[r.Client] = append(finished[r.Client], r.ID)
 			e.run.Forget(r.ID)
-			if r.SessionID != "" {
-				e.sessions.finished(r.SessionID, t)
-			}
+			e.sessionFinished(r.SessionID, t)
 		}
 		if _, ok := byClient[r.Client]; !ok {
 			order = append(order, r.Client)
@@ -236,9 +240,28 @@ func (e *Engine) outputsFor(now time.Time, client string, outs []wire.EngineCore
 func (e *Engine) abort(now time.Time, ids []string) {
 	for _, r := range e.sched.Abort(ids...) {
 		e.run.Forget(r.ID)
-		if r.SessionID != "" {
-			e.sessions.finished(r.SessionID, unixSeconds(now))
-		}
+		e.sessionFinished(r.SessionID, unixSeconds(now))
+	}
+	e.tidySessions()
+}
+
+// sessionFinished records that a request of session id left the engine,
+// and drops the session's record if that was its last request and it has
+// no block left in the KV cache.
+func (e *Engine) sessionFinished(id string, now float64) {
+	if id == "" || !e.sessions.finished(id, now) {
+		return
+	}
+	if _, cached := e.kv.Session(id); !cached {
+		e.sessions.dropIdle(id)
+	}
+}
+
+// tidySessions drops the records of the sessions the KV manager forgot:
+// their last request ended and their last cached block was evicted.
+func (e *Engine) tidySessions() {
+	for _, id := range e.kv.DrainGoneSessions() {
+		e.sessions.dropIdle(id)
 	}
 }
 

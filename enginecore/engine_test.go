@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -66,7 +67,7 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 // engineHarness drives an Engine from a datadriven script, with a clock
 // that moves only when the script says:
 //
-//	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [caching=false] [publish]
+//	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [max-sessions=N] [caching=false] [publish]
 //	hello fe1 [version=N]              HELLO from frontend fe1 (its ZMQ identity)
 //	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0]
 //	step [n=1]                         Engine.Step, n times
@@ -117,7 +118,8 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		h.now = time.Unix(1000, 0)
 		e, err := NewEngine(Config{ServedModelName: "counting", MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4),
 			NumBlocks: num("blocks", 8), MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16),
-			EnablePrefixCaching: args["caching"] != "false", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
+			EnablePrefixCaching: args["caching"] != "false", MaxSessionRecords: num("max-sessions", 0),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
 		if err != nil {
 			return "error: " + err.Error()
 		}
@@ -282,9 +284,9 @@ func (h *engineHarness) outs(outs []Out) string {
 
 func (h *engineHarness) state() string {
 	st := h.e.Load()
-	return fmt.Sprintf("running %d waiting %d free blocks %d/%d preemptions %d prefix hits %d/%d sessions %d\nfrontends %v",
+	return fmt.Sprintf("running %d waiting %d free blocks %d/%d preemptions %d prefix hits %d/%d sessions %d records %d\nfrontends %v",
 		st.NumRunningReqs, st.NumWaitingReqs, st.NumFreeBlocks, st.NumTotalBlocks, st.NumPreemptions,
-		st.PrefixCacheHits, st.PrefixCacheQueries, st.NumSessions, h.e.Clients())
+		st.PrefixCacheHits, st.PrefixCacheQueries, st.NumSessions, h.e.sessions.len(), h.e.Clients())
 }
 
 // compact prints a decoded msgpack value as JSON with sorted keys,
@@ -333,4 +335,56 @@ func TestEngineScripts(t *testing.T) {
 		h := &engineHarness{}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { return h.cmd(t, d) })
 	})
+}
+
+// TestSessionStateStaysBounded: 100,000 distinct session ids pass through
+// an engine (with a PUB socket, so the publisher tracks them too); what it
+// keeps per session stays bounded by the KV cache and the records' cap,
+// and the heap does not grow with the number of ids.
+func TestSessionStateStaysBounded(t *testing.T) {
+	be := &countingBackend{vocab: 64}
+	e, err := NewEngine(Config{MaxModelLen: 64, BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 8, MaxNumBatchedTokens: 64,
+		EnablePrefixCaching: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.PublishTo("tcp://engine:5556")
+	now := time.Unix(1000, 0)
+	e.Handle(now, "fe", &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "fe"})
+	sp := wire.DefaultSamplingParams()
+	sp.Temperature, sp.MaxTokens = 0, 1
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var base uint64
+	const n = 100_000
+	for i := range n {
+		if i == n/10 {
+			base = heap()
+		}
+		now = now.Add(10 * time.Millisecond)
+		id := fmt.Sprintf("session-%06d", i)
+		e.Handle(now, "fe", &wire.EngineCoreRequest{RequestID: "r" + id, PromptTokenIDs: []int32{int32(i % 60), 1, 2, 3, 4}, SamplingParams: sp, SessionID: id})
+		for e.HasWork() {
+			if _, err := e.Step(context.Background(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.Publish(now)
+	}
+	grown := int64(heap()) - int64(base)
+	t.Logf("after %d sessions: %d records, %d KV sessions, %d publisher entries, heap %+d bytes since %d", n,
+		e.sessions.len(), e.kv.NumSessions(), len(e.ev.held), grown, n/10)
+	if e.sessions.len() > 64 || e.kv.NumSessions() > 64 {
+		t.Errorf("%d session records and %d KV sessions for a 64-block cache: not bounded by it", e.sessions.len(), e.kv.NumSessions())
+	}
+	if len(e.ev.held) > 200 {
+		t.Errorf("the publisher tracks %d sessions", len(e.ev.held))
+	}
+	if grown > 5<<20 {
+		t.Errorf("heap grew %d bytes over %d sessions", grown, n-n/10)
+	}
 }

@@ -45,6 +45,7 @@ func (e *Engine) noteSession(id string) {
 // payloads, with a session snapshot when one is due. Before PublishTo the
 // events are drained and dropped.
 func (e *Engine) Publish(now time.Time) []Pub {
+	e.clock = now
 	kvEvents := e.kv.DrainEvents()
 	if !e.publishing {
 		e.ev.added = e.ev.added[:0]

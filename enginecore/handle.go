@@ -12,6 +12,7 @@ import (
 // client) and returns the replies. Heartbeats are the shell's: they do not
 // come here.
 func (e *Engine) Handle(now time.Time, client string, msg any) []Out {
+	e.clock = now
 	switch p := msg.(type) {
 	case *wire.Hello:
 		return e.hello(client, p)
@@ -94,11 +95,7 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 			err = fmt.Errorf("get_session takes one string argument")
 			break
 		}
-		if info, found := e.sessions.get(id); found {
-			info.EngineIndex = e.cfg.EngineIndex
-			info.NumCachedTokens = int64(e.kv.SessionCachedTokens(id))
-			v = &info
-		}
+		v = e.sessionInfo(id)
 	case "end_session":
 		id, ok := stringArg(u.Args)
 		if !ok {
@@ -130,6 +127,24 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 		res.FailureMessage = err.Error()
 	}
 	return []Out{{Client: client, Type: wire.MsgUtilityResult, Payload: res}}
+}
+
+// sessionInfo is what get_session answers: the session's record with its
+// cached tokens now; for a session whose record the cap evicted while its
+// blocks are still cached, what the KV cache knows, marked RecordEvicted;
+// nil for a session this engine holds nothing of, or one a DELETE ended.
+func (e *Engine) sessionInfo(id string) *wire.SessionInfo {
+	info, found := e.sessions.get(id)
+	if !found {
+		kv, cached := e.kv.Session(id)
+		if !cached || kv.Ended { // DELETE ended it: its blocks only linger, first to go
+			return nil
+		}
+		info = wire.SessionInfo{SessionID: id, NumRunning: kv.NumRequests, LastActive: unixSeconds(kv.LastActive), RecordEvicted: true}
+	}
+	info.EngineIndex = e.cfg.EngineIndex
+	info.NumCachedTokens = int64(e.kv.SessionCachedTokens(id))
+	return &info
 }
 
 func stringArg(args []any) (string, bool) {

@@ -404,7 +404,7 @@ func (x *EngineDead) decode(d *dec) error {
 
 var sessionInfoKeys = []string{
 	"session_id", "engine_index", "num_requests", "num_prompt_tokens", "num_output_tokens",
-	"num_cached_tokens", "num_running", "last_active", "recent_request_ids",
+	"num_cached_tokens", "num_running", "last_active", "recent_request_ids", "record_evicted",
 }
 
 func (s *SessionInfo) encode(e *enc) {
@@ -428,6 +428,8 @@ func (s *SessionInfo) encode(e *enc) {
 	e.float(s.LastActive)
 	e.str(k[8])
 	e.strs(s.RecentRequestIDs)
+	e.str(k[9])
+	e.bool(s.RecordEvicted)
 }
 
 func (s *SessionInfo) decode(d *dec) error {
@@ -452,6 +454,8 @@ func (s *SessionInfo) decode(d *dec) error {
 			s.LastActive, err = d.float64()
 		case "recent_request_ids":
 			s.RecentRequestIDs, err = d.strs()
+		case "record_evicted":
+			s.RecordEvicted, err = d.bool()
 		default:
 			return false, nil
 		}

@@ -237,4 +237,5 @@ type SessionInfo struct {
 	NumRunning       int      // "num_running": requests of this session now running or waiting
 	LastActive       float64  // "last_active": unix seconds
 	RecentRequestIDs []string // "recent_request_ids": the last ≤ 64 internal request ids, oldest first
+	RecordEvicted    bool     // "record_evicted": the engine's record (the counters) was dropped for its cap; the KV cache still holds the session's blocks
 }

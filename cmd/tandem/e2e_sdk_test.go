@@ -176,7 +176,7 @@ func wantAPIError(t *testing.T, err error, status int, param string) {
 func TestBeamSearchSessionEndToEnd(t *testing.T) {
 	s := startSplit(t)
 	sid := fmt.Sprintf("beam-%d", time.Now().UnixNano())
-	body := map[string]any{"model": "dummy", "prompt": "beam me up", "max_tokens": 5, "n": 4, "use_beam_search": true,
+	body := map[string]any{"model": "dummy", "prompt": "beam me up, there is no life down here", "max_tokens": 5, "n": 4, "use_beam_search": true,
 		"ignore_eos": true, "session_id": sid}
 	code, resp := postJSON(t, s.base+"/v1/completions", body, nil)
 	if code != http.StatusOK {
@@ -210,7 +210,7 @@ func TestBeamSearchSessionEndToEnd(t *testing.T) {
 func goSDKChecks(t *testing.T, base string) {
 	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey(sdkKey), option.WithMaxRetries(0))
 	ctx := ctxTimeout(t, 2*time.Minute)
-	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}
+	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello, and tell me of the sea and the sky")}
 	ignoreEOS := option.WithJSONSet("ignore_eos", true)
 
 	t.Run("chat n=2 logprobs", func(t *testing.T) {

@@ -36,7 +36,8 @@ func TestSessionResolutionEndToEnd(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body := map[string]any{"model": "dummy", "messages": []map[string]any{{"role": "user", "content": "hello"}}, "max_tokens": 2}
+			// Long enough to fill a KV block: an engine keeps a session's record while it caches some of it.
+			body := map[string]any{"model": "dummy", "messages": []map[string]any{{"role": "user", "content": "hello, tell me of the sea and the sky"}}, "max_tokens": 2}
 			for k, v := range tc.body {
 				body[k] = v
 			}
@@ -75,7 +76,7 @@ func TestSessionResolutionEndToEnd(t *testing.T) {
 
 	t.Run("n=3 children carry the session", func(t *testing.T) {
 		sid := id("n3")
-		body := map[string]any{"model": "dummy", "prompt": "abc", "max_tokens": 3, "n": 3, "session_id": sid, "ignore_eos": true}
+		body := map[string]any{"model": "dummy", "prompt": "abc def ghi jkl mno pqr stu vwx", "max_tokens": 3, "n": 3, "session_id": sid, "ignore_eos": true}
 		code, resp := postJSON(t, s.base+"/v1/completions", body, nil)
 		if code != http.StatusOK {
 			t.Fatalf("status %d: %v", code, resp)
@@ -101,7 +102,7 @@ func TestSessionResolutionEndToEnd(t *testing.T) {
 
 	t.Run("delete ends the session", func(t *testing.T) {
 		sid := id("del")
-		body := map[string]any{"model": "dummy", "prompt": "abc", "max_tokens": 1, "session_id": sid}
+		body := map[string]any{"model": "dummy", "prompt": "abc def ghi jkl mno pqr stu vwx", "max_tokens": 1, "session_id": sid}
 		if code, resp := postJSON(t, s.base+"/v1/completions", body, nil); code != http.StatusOK {
 			t.Fatalf("status %d: %v", code, resp)
 		}

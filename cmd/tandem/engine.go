@@ -29,6 +29,7 @@ type engineFlags struct {
 	rank                int
 	maxModelLen         int
 	maxNumSeqs          int
+	maxSessionRecords   int
 	maxNumBatchedTokens int
 	blockSize           int
 	kvCacheMemory       string
@@ -46,6 +47,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: dummy, or the model's base name)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "max `tokens` per request, prompt + output")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")
+	fs.IntVar(&f.maxSessionRecords, "max-session-records", 16384, "session records (GET /v1/sessions counters) kept at most, least recently active dropped first; a session with no request and no cached block has none")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 2048, "max `tokens` computed per engine step")
 	fs.IntVar(&f.blockSize, "block-size", 16, "`tokens` per KV-cache block")
 	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in `bytes` (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
@@ -130,6 +132,7 @@ func runEngine(ctx context.Context, args []string) error {
 		BlockSize:           f.blockSize,
 		NumBlocks:           numBlocks,
 		MaxNumSeqs:          f.maxNumSeqs,
+		MaxSessionRecords:   f.maxSessionRecords,
 		MaxNumBatchedTokens: f.maxNumBatchedTokens,
 		EnablePrefixCaching: f.enablePrefixCaching,
 		HeartbeatInterval:   f.heartbeatInterval,

@@ -9,7 +9,7 @@ import "github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 var servingGroups = []cli.Group{
 	{Title: "Model", Flags: []string{"model", "served-model-name", "tokenizer", "chat-template", "max-model-len"}},
 	{Title: "Engine", Flags: []string{"device", "threads", "cpu-precision", "gpu-memory-utilization", "kv-cache-memory",
-		"block-size", "enable-prefix-caching", "max-num-seqs", "max-num-batched-tokens", "listen", "events"}},
+		"block-size", "enable-prefix-caching", "max-num-seqs", "max-num-batched-tokens", "max-session-records", "listen", "events"}},
 	{Title: "Parallelism", Flags: []string{"data-parallel-size", "data-parallel-rank", "api-server-count", "run-dir"}},
 	{Title: "Frontend", Flags: []string{"host", "port", "reuse-port", "max-request-body", "max-waiting-requests"}},
 	{Title: "Routing", Flags: []string{"engines", "routing"}},

@@ -70,13 +70,16 @@ func TestRunBatchTwoHundredLines(t *testing.T) {
 		want[sid]++
 		var url string
 		body := map[string]any{"model": "dummy", "session_id": sid}
+		// A shared preamble fills a KV block, so each session stays cached
+		// (and its engine record with it) between its lines.
+		text := fmt.Sprint("a conversation about the sea: line ", i)
 		switch i % 3 {
 		case 0:
-			url, body["messages"], body["max_tokens"] = "/v1/chat/completions", []map[string]string{{"role": "user", "content": fmt.Sprint("line ", i)}}, 3
+			url, body["messages"], body["max_tokens"] = "/v1/chat/completions", []map[string]string{{"role": "user", "content": text}}, 3
 		case 1:
-			url, body["prompt"], body["max_tokens"] = "/v1/completions", fmt.Sprint("line ", i), 3
+			url, body["prompt"], body["max_tokens"] = "/v1/completions", text, 3
 		default:
-			url, body["input"], body["max_output_tokens"] = "/v1/responses", fmt.Sprint("line ", i), 3
+			url, body["input"], body["max_output_tokens"] = "/v1/responses", text, 3
 		}
 		b, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("l", i), "method": "POST", "url": url, "body": body})
 		in.Write(append(b, '\n'))

@@ -134,7 +134,7 @@ func checkPort(host string, port int) error {
 
 // Flags that serve forwards to engines and frontends when given.
 var (
-	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-num-seqs", "max-num-batched-tokens",
+	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-num-seqs", "max-num-batched-tokens", "max-session-records",
 		"block-size", "kv-cache-memory", "cpu-precision", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "served-model-name", "heartbeat-interval", "heartbeat-timeout",

@@ -19,6 +19,7 @@ type Config struct {
 	BlockSize           int              // tokens per block
 	EnablePrefixCaching bool             // hash full blocks and reuse them across requests
 	EnableEvents        bool             // record BlockStored/BlockRemoved/AllBlocksCleared for DrainEvents
+	ReportGoneSessions  bool             // record forgotten sessions for DrainGoneSessions (which must then be called)
 	Now                 func() time.Time // clock for session activity; nil means time.Now
 }
 
@@ -72,9 +73,11 @@ type Manager struct {
 	sessionless blockList   // tier 3: free cached blocks released by sessionless requests, LRU first
 	active      sessionList // tier 4: active sessions holding free cached blocks, least recently active first
 
-	index    map[BlockHash]*block // cached blocks by hash
-	requests map[string]*request  // registered request ids
-	sessions map[string]*session  // sessions with a live request, a hold or a free cached block
+	index      map[BlockHash]*block // cached blocks by hash
+	requests   map[string]*request  // registered request ids
+	sessions   map[string]*session  // sessions with a live request, a hold or a free cached block
+	gone       []string             // sessions forgotten since the last DrainGoneSessions, with reportGone
+	reportGone bool
 
 	numQueries   int64 // prefix-cache lookups, tokens, cumulative
 	numHits      int64 // prefix-cache hits, tokens, cumulative
@@ -103,6 +106,7 @@ func New(cfg Config) (*Manager, error) {
 		blockSize:     cfg.BlockSize,
 		prefixCaching: cfg.EnablePrefixCaching,
 		events:        cfg.EnableEvents,
+		reportGone:    cfg.ReportGoneSessions,
 		blocks:        make([]block, cfg.NumBlocks),
 		numFree:       cfg.NumBlocks,
 		index:         make(map[BlockHash]*block),

@@ -62,7 +62,20 @@ func (m *Manager) gc(s *session) {
 			s.list.remove(s)
 		}
 		delete(m.sessions, s.id)
+		if m.reportGone {
+			m.gone = append(m.gone, s.id)
+		}
 	}
+}
+
+// DrainGoneSessions returns the sessions forgotten since the last call
+// (their last request ended and their last cached block was evicted), so
+// the engine can drop what it keeps about them. Always nil unless
+// Config.ReportGoneSessions.
+func (m *Manager) DrainGoneSessions() []string {
+	gone := m.gone
+	m.gone = nil
+	return gone
 }
 
 // Hold says one more request of session id is in the engine, whether or not

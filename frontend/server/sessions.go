@@ -20,6 +20,10 @@ type SessionEngine struct {
 	NumRunning       int      `json:"num_running"`
 	LastActive       float64  `json:"last_active"`
 	RecentRequestIDs []string `json:"recent_request_ids"`
+	// RecordEvicted: the engine dropped its record of the session (its
+	// counters, for --max-session-records) while its blocks are still
+	// cached; only num_cached_tokens, num_running and last_active are known.
+	RecordEvicted bool `json:"record_evicted,omitempty"`
 }
 
 // SessionResponse is GET /v1/sessions/{id}: where a session lives, from
@@ -63,7 +67,7 @@ func sessionResponse(id string, infos []wire.SessionInfo) SessionResponse {
 		r.Engines = append(r.Engines, SessionEngine{
 			EngineIndex: in.EngineIndex, NumRequests: in.NumRequests, NumPromptTokens: in.NumPromptTokens,
 			NumOutputTokens: in.NumOutputTokens, NumCachedTokens: in.NumCachedTokens, NumRunning: in.NumRunning,
-			LastActive: in.LastActive, RecentRequestIDs: in.RecentRequestIDs,
+			LastActive: in.LastActive, RecentRequestIDs: in.RecentRequestIDs, RecordEvicted: in.RecordEvicted,
 		})
 		r.NumRequests += in.NumRequests
 		r.NumCachedTokens += in.NumCachedTokens
