@@ -267,3 +267,40 @@ func (e *Engine) tidySessions() {
 
 // unixSeconds is t as the wire's float seconds.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// warmUpClient is the frontend identity WarmUp's request comes from: no
+// ZMQ identity starts with a zero byte (libzmq generates them so).
+const warmUpClient = "\x00warm-up"
+
+// WarmUp serves one request of n BOS tokens and one output token before
+// the engine takes real ones, so the first of those does not pay for
+// faulting in mmapped weights and growing the runner's and backend's
+// buffers. Then it forgets it: the prefix cache is cleared and its events
+// are dropped (the step counter and prefix-cache queries still count it).
+func (e *Engine) WarmUp(ctx context.Context, now time.Time, n int) error {
+	n = min(n, e.cfg.NumBlocks*e.cfg.BlockSize-1, e.cfg.MaxModelLen-1, max(e.cfg.MaxNumBatchedTokens, 1))
+	if n < 1 {
+		return nil
+	}
+	e.Handle(now, warmUpClient, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "warm-up"})
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = e.be.Model().BOSTokenID
+	}
+	sp := wire.DefaultSamplingParams()
+	sp.Temperature, sp.MaxTokens, sp.IgnoreEOS = 0, 1, true
+	for _, o := range e.Handle(now, warmUpClient, &wire.EngineCoreRequest{RequestID: "warm-up", PromptTokenIDs: prompt, SamplingParams: sp}) {
+		if out, ok := o.Payload.(*wire.EngineCoreOutputs); ok && len(out.Outputs) > 0 {
+			return fmt.Errorf("enginecore: warm-up: %v", out.Outputs[0].StopReason)
+		}
+	}
+	for e.HasWork() {
+		if _, err := e.Step(ctx, now); err != nil {
+			return fmt.Errorf("enginecore: warm-up: %w", err)
+		}
+	}
+	e.clients.drop(warmUpClient)
+	e.kv.ResetPrefixCache()
+	e.kv.DrainEvents()
+	return nil
+}

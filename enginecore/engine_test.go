@@ -76,6 +76,7 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 //	drop fe1                           Engine.Drop (the shell found it silent)
 //	utility fe1 METHOD [ARG]           UTILITY
 //	publish                            Engine.Publish: topics and contents
+//	warm-up [n=64]                     Engine.WarmUp
 //	tick s=1.5                         advance the clock
 //	state                              load figures and frontends
 type engineHarness struct {
@@ -204,6 +205,12 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			return "nothing"
 		}
 		return b.String()
+	case "warm-up":
+		before := h.be.steps
+		if err := h.e.WarmUp(context.Background(), h.now, num("n", 64)); err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("%d steps, %d tokens\n%s", h.be.steps-before, h.be.lastLen, h.state())
 	case "tick":
 		s, err := strconv.ParseFloat(args["s"], 64)
 		if err != nil {

@@ -2,7 +2,6 @@ package enginecore
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -352,29 +351,12 @@ func (l *liveness) expire(deadline time.Time) []string {
 	return gone
 }
 
-// WarmUp runs one forward pass of up to n tokens before serving, so the
-// first request does not pay for faulting in mmapped weights and growing
-// scratch buffers. It writes only KV blocks the pool holds as free and
-// uncached.
+// WarmUp runs Engine.WarmUp before serving and says how long it took.
 func (c *Core) WarmUp(ctx context.Context, n int) (time.Duration, error) {
-	be := c.eng.be
-	n = min(n, c.cfg.NumBlocks*c.cfg.BlockSize, c.cfg.MaxModelLen)
-	if n < 1 {
-		return 0, nil
-	}
-	st := &runner.Step{Seqs: []runner.Seq{{Start: 0, Len: n, ContextLen: n, Logits: true}}}
-	for i := range n {
-		st.TokenIDs = append(st.TokenIDs, be.Model().BOSTokenID)
-		st.Positions = append(st.Positions, int32(i))
-		st.SlotMapping = append(st.SlotMapping, int32(i))
-		if i%c.cfg.BlockSize == 0 {
-			st.Seqs[0].BlockTable = append(st.Seqs[0].BlockTable, int32(i/c.cfg.BlockSize))
-		}
-	}
-	logits := make([]float32, be.Model().VocabSize)
 	start := time.Now()
-	if err := be.Forward(ctx, st, logits); err != nil {
-		return 0, fmt.Errorf("enginecore: warm-up: %w", err)
+	if err := c.eng.WarmUp(ctx, start, n); err != nil {
+		return 0, err
 	}
+	c.snapshot(true)
 	return time.Since(start), nil
 }

@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
 	"time"
 
+	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
-	"github.com/tandem-llm/tandem/enginecore/kvcache"
 	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
-	"github.com/tandem-llm/tandem/enginecore/sched"
 	"github.com/tandem-llm/tandem/wire"
 )
 
@@ -47,12 +48,7 @@ func loadTandem(path string, threads, blockSize, numTokens int, prec cpu.Precisi
 		return nil, fmt.Errorf("tandem: %w", err)
 	}
 	be.SetPrecision(prec)
-	numBlocks := (numTokens + blockSize - 1) / blockSize
-	if err := be.AllocateKV(numBlocks, blockSize); err != nil {
-		_ = be.Close()
-		_ = m.Close()
-		return nil, fmt.Errorf("tandem: %w", err)
-	}
+	numBlocks := (numTokens + blockSize - 1) / blockSize // each repetition's Engine allocates the pool
 	return &tandem{be: be, info: be.Model(), threads: threads, blockSize: blockSize, numBlocks: numBlocks, release: m.Close}, nil
 }
 
@@ -108,67 +104,68 @@ type onceResult struct {
 
 // once serves cfg.Streams requests (prompts[s], greedy, ignore_eos,
 // decodeSteps+1 output tokens: the first comes from the prefill step)
-// through a fresh scheduler, KV manager and runner, one step at a time as
-// the engine core's step does, and times the steps. A step that computes
-// any prompt token counts as prefill; the token budget fits every prompt
-// in one step, so prefill and decode never share a step.
+// through a fresh enginecore.Engine, the engine core the server runs,
+// one Step at a time, and times the steps. A step that brings a stream
+// its first token is its prefill; the token budget fits every prompt in
+// one step, so prefill and decode never share a step.
 func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decodeSteps int) (onceResult, error) {
-	kv, err := kvcache.New(kvcache.Config{NumBlocks: t.numBlocks, BlockSize: t.blockSize})
+	const client = "tandembench"
+	e, err := enginecore.NewEngine(enginecore.Config{
+		MaxModelLen:         cfg.PromptTokens + decodeSteps + 2,
+		BlockSize:           t.blockSize,
+		NumBlocks:           t.numBlocks,
+		MaxNumSeqs:          cfg.Streams,
+		MaxNumBatchedTokens: max(2048, cfg.Streams*cfg.PromptTokens),
+		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, t.be)
 	if err != nil {
 		return onceResult{}, fmt.Errorf("tandem: %w", err)
 	}
-	maxLen := cfg.PromptTokens + decodeSteps + 2
-	s := sched.New(sched.Config{
-		MaxNumSeqs:          cfg.Streams,
-		MaxNumBatchedTokens: max(2048, cfg.Streams*cfg.PromptTokens),
-		MaxModelLen:         maxLen,
-		BlockSize:           t.blockSize,
-	}, kv)
-	run := runner.New(t.be, t.blockSize)
+	now := time.Now()
+	e.Handle(now, client, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: client})
 	params := wire.DefaultSamplingParams()
 	params.Temperature = 0 // greedy
 	params.IgnoreEOS = true
 	params.MaxTokens = decodeSteps + 1
+	promptLen := map[string]int{}
 	for i := range cfg.Streams {
-		req := sched.NewRequest(&wire.EngineCoreRequest{
-			RequestID:      fmt.Sprintf("bench-%d", i),
-			PromptTokenIDs: prompts[i],
-			SamplingParams: params,
-		}, "tandembench", t.info.EOSTokenIDs)
-		if err := s.Add(req); err != nil {
-			return onceResult{}, fmt.Errorf("tandem: %w", err)
+		id := fmt.Sprintf("bench-%d", i)
+		promptLen[id] = len(prompts[i])
+		if outs := e.Handle(now, client, &wire.EngineCoreRequest{RequestID: id, PromptTokenIDs: prompts[i], SamplingParams: params}); len(outs) > 0 {
+			return onceResult{}, fmt.Errorf("tandem: %s refused: %v", id, outs[0].Payload.(*wire.EngineCoreOutputs).Outputs[0].StopReason)
 		}
 	}
 	var res onceResult
-	for s.HasWork() {
+	started := map[string]bool{}
+	for e.HasWork() {
 		start := time.Now()
-		b := s.Schedule()
-		if len(b.Items) == 0 {
-			return onceResult{}, fmt.Errorf("tandem: %v: the scheduler has work but scheduled nothing (KV pool too small?)", cfg)
-		}
-		out, err := run.Execute(ctx, b)
+		outs, err := e.Step(ctx, start)
 		if err != nil {
-			return onceResult{}, fmt.Errorf("tandem: step %d: %w", b.StepCounter, err)
+			return onceResult{}, fmt.Errorf("tandem: %w", err)
 		}
-		outs := s.Update(b, out)
 		took := time.Since(start)
-		prefill := false
-		for _, it := range b.Items {
-			if it.Start < it.NumPrompt {
-				prefill = true
-				res.prefillTokens += it.Len
+		if len(outs) == 0 {
+			return onceResult{}, fmt.Errorf("tandem: %v: the engine has work but a step produced nothing (KV pool too small?)", cfg)
+		}
+		prefill, decoded := false, 0
+		for _, o := range outs {
+			for _, eo := range o.Payload.(*wire.EngineCoreOutputs).Outputs {
+				if !started[eo.RequestID] {
+					started[eo.RequestID], prefill = true, true
+					res.prefillTokens += promptLen[eo.RequestID]
+				} else {
+					decoded++
+				}
+				if eo.RequestID == "bench-0" {
+					res.tokens = append(res.tokens, eo.NewTokenIDs...)
+				}
 			}
 		}
 		if prefill {
 			res.prefill += took
 		} else {
 			res.decode += took
-			res.decodeTokens += len(b.Items)
-		}
-		for _, o := range outs {
-			if o.Req.ID == "bench-0" {
-				res.tokens = append(res.tokens, o.NewTokens...)
-			}
+			res.decodeTokens += decoded
 		}
 	}
 	if want := cfg.Streams * decodeSteps; res.decodeTokens != want {
