@@ -69,6 +69,15 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 			return fail("prompt token id %d out of range [0, %d)", t, vocab)
 		}
 	}
+	// The frontend checks these too; the engine trusts no peer with them.
+	for _, t := range r.SamplingParams.StopTokenIDs {
+		if t < 0 {
+			return fail("stop_token_ids: %d is negative", t)
+		}
+	}
+	if t := r.SamplingParams.EOSTokenID; t != nil && *t < 0 {
+		return fail("_eos_token_id %d is negative", *t)
+	}
 	req := sched.NewRequest(r, client, e.eos)
 	if err := e.sched.Add(req); err != nil {
 		return fail("%v", err)

@@ -105,7 +105,7 @@ func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
 	}
 	if it.MaskStop {
 		for _, id := range it.StopTokenIDs {
-			if int(id) < len(lg) {
+			if id >= 0 && int(id) < len(lg) { // the engine refuses such ids; never index with one
 				lg[id] = float32(math.Inf(-1))
 			}
 		}
