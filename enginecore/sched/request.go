@@ -67,17 +67,11 @@ func NewRequest(r *wire.EngineCoreRequest, client string, eos []int32) *Request 
 	return req
 }
 
-// Tokens is the prompt followed by the outputs so far (read-only).
-func (r *Request) Tokens() []int32 { return r.tokens }
-
 // NumPromptTokens is the prompt length.
 func (r *Request) NumPromptTokens() int { return r.numPrompt }
 
 // OutputTokenIDs are the tokens generated so far (read-only).
 func (r *Request) OutputTokenIDs() []int32 { return r.tokens[r.numPrompt:] }
-
-// NumComputedTokens is how many tokens have K/V in the cache.
-func (r *Request) NumComputedTokens() int { return r.numComputedTokens }
 
 // NumCachedTokens is how many prompt tokens the prefix cache served.
 func (r *Request) NumCachedTokens() int { return r.numCachedTokens }

@@ -40,7 +40,6 @@ type Scheduler struct {
 
 	numSteps       int64 // steps scheduled, cumulative
 	numPreemptions int64 // cumulative
-	tables         [][]int32
 }
 
 // New returns a scheduler allocating blocks from kv.
@@ -94,12 +93,6 @@ func (s *Scheduler) insertWaiting(r *Request) {
 		return 0
 	})
 	s.waiting = slices.Insert(s.waiting, i, r)
-}
-
-// Get returns a live request by id.
-func (s *Scheduler) Get(id string) (*Request, bool) {
-	r, ok := s.byID[id]
-	return r, ok
 }
 
 // Abort finishes the given requests (unknown ids are ignored) and returns

@@ -56,9 +56,6 @@ type Config struct {
 	// system resolver).
 	ResolveInterval time.Duration
 	LookupIP4       func(ctx context.Context, host string) ([]net.IP, error)
-	// Pick, if set, replaces the router (the legacy hook): it chooses the
-	// index of an engine among the ready ones.
-	Pick func(req *wire.EngineCoreRequest, engines []EngineState) int
 }
 
 // EngineState is what the client knows of one engine.

@@ -14,21 +14,8 @@ import (
 var errUnknownFrontend = fmt.Errorf("%w: the engine restarted and did not know this frontend", ErrEngineDead)
 
 // route picks the engine for req among the ready ones other than exclude
-// (-1: none), with Config.Pick if set, else the router. c.mu is held.
+// (-1: none) with the router. c.mu is held.
 func (c *Client) route(req *wire.EngineCoreRequest, exclude int) (int, router.Decision, error) {
-	if c.cfg.Pick != nil {
-		states := make([]EngineState, 0, len(c.slots))
-		for i, sl := range c.slots {
-			if !sl.removed && i != exclude {
-				states = append(states, sl.state)
-			}
-		}
-		i := c.cfg.Pick(req, states)
-		if i < 0 || i >= len(c.slots) || i == exclude || c.slots[i].removed || !c.slots[i].state.Ready {
-			return 0, router.Decision{}, c.noEngine(req)
-		}
-		return i, router.Decision{}, nil
-	}
 	synced := false // some candidate's reports flow: skip those still syncing
 	for i, sl := range c.slots {
 		if !sl.removed && sl.state.Ready && !sl.state.Syncing && i != exclude {

@@ -145,13 +145,6 @@ func TypeName(t uint32) string {
 	return fmt.Sprintf("type(%d)", t)
 }
 
-// TypeLayout reports ggml tensor type t's block size (elements) and block
-// bytes; ok is false for an unknown id.
-func TypeLayout(t uint32) (blockSize, blockBytes uint64, ok bool) {
-	l, ok := ggmlTypes[t]
-	return l.blockSize, l.blockBytes, ok
-}
-
 // TensorSize is the byte size of a tensor of type t and shape (ggml order),
 // checked: an unknown type, a first dimension that is not a whole number of
 // blocks, or a size that overflows int64 is an error.

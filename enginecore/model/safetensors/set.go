@@ -104,15 +104,6 @@ func openFiles(paths []string, weightMap map[string]string) (*Set, error) {
 // Names lists the tensor names, sorted.
 func (s *Set) Names() []string { return slices.Clone(s.names) }
 
-// Info is the header entry of the tensor called name.
-func (s *Set) Info(name string) (TensorInfo, bool) {
-	f, ok := s.owner[name]
-	if !ok {
-		return TensorInfo{}, false
-	}
-	return f.Info(name)
-}
-
 // Tensor is File.Tensor on the file holding name.
 func (s *Set) Tensor(name string) (*model.Tensor, error) {
 	f, ok := s.owner[name]
