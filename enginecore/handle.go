@@ -55,13 +55,15 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 // add validates and queues a request; a bad one finishes at once with
 // FinishError and the reason in stop_reason.
 func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []Out {
-	fail := func(format string, args ...any) []Out {
+	failCode := func(code wire.ErrorCode, format string, args ...any) []Out {
 		msg := fmt.Sprintf(format, args...)
 		e.log.Warn("rejecting request", "request_id", r.RequestID, "reason", msg)
-		return []Out{e.outputsFor(now, client, []wire.EngineCoreOutput{{RequestID: r.RequestID, FinishReason: wire.FinishError, StopReason: msg}}, []string{r.RequestID})}
+		return []Out{e.outputsFor(now, client, []wire.EngineCoreOutput{{RequestID: r.RequestID, FinishReason: wire.FinishError,
+			StopReason: msg, ErrorCode: code}}, []string{r.RequestID})}
 	}
+	fail := func(format string, args ...any) []Out { return failCode(wire.CodeInvalidRequest, format, args...) }
 	if !e.clients.ready(client) {
-		return fail("unknown frontend: send HELLO first")
+		return failCode(wire.CodeUnknownFrontend, "unknown frontend: send HELLO first")
 	}
 	vocab := int32(e.be.Model().VocabSize)
 	for _, t := range r.PromptTokenIDs {

@@ -87,7 +87,7 @@ func (d *dec) float64Rows() ([][]float64, error) {
 }
 
 var outputFields = []string{
-	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens",
+	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens", "error_code",
 }
 
 func (o *EngineCoreOutput) encode(e *enc) {
@@ -102,6 +102,7 @@ func (o *EngineCoreOutput) encode(e *enc) {
 	e.finishReason(o.FinishReason)
 	e.stopReason(o.StopReason)
 	e.int(int64(o.NumCachedTokens))
+	e.int(int64(o.ErrorCode))
 }
 
 func (o *EngineCoreOutput) decode(d *dec) error {
@@ -129,6 +130,10 @@ func (o *EngineCoreOutput) decode(d *dec) error {
 			o.StopReason, err = d.stopReason()
 		case 5:
 			o.NumCachedTokens, err = d.int()
+		case 6:
+			var code int
+			code, err = d.int()
+			o.ErrorCode = ErrorCode(code)
 		default:
 			err = d.skip()
 		}

@@ -107,6 +107,7 @@ type Logprobs struct {
 //	3 finish_reason     int | nil
 //	4 stop_reason       int | str | nil
 //	5 num_cached_tokens int (prompt tokens served from the prefix cache)
+//	6 error_code        int (with finish_reason error: why, an ErrorCode)
 type EngineCoreOutput struct {
 	RequestID       string
 	NewTokenIDs     []int32
@@ -114,7 +115,18 @@ type EngineCoreOutput struct {
 	FinishReason    FinishReason
 	StopReason      any // nil, int64 (stop token id) or string
 	NumCachedTokens int
+	ErrorCode       ErrorCode
 }
+
+// ErrorCode says why the engine finished a request with FinishError, so a
+// frontend acts on it without reading StopReason's text.
+type ErrorCode int
+
+const (
+	CodeNone            ErrorCode = iota // no error, or an engine too old to say
+	CodeUnknownFrontend                  // no HELLO from this frontend (the engine restarted): say HELLO and resend
+	CodeInvalidRequest                   // the request itself is bad (token ids, lengths, a duplicate id)
+)
 
 // SchedulerStats is a map (like vLLM's dataclass); unknown keys ignored.
 type SchedulerStats struct {

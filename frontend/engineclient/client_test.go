@@ -136,7 +136,7 @@ func TestEngineFailures(t *testing.T) {
 		{
 			name: "restarted and forgot us",
 			onAdd: func(f *fakeEngine, client string, req *wire.EngineCoreRequest) {
-				f.output(client, wire.EngineCoreOutput{RequestID: req.RequestID, FinishReason: wire.FinishError, StopReason: "unknown frontend: send HELLO first"})
+				f.output(client, wire.EngineCoreOutput{RequestID: req.RequestID, FinishReason: wire.FinishError, StopReason: "unknown frontend: send HELLO first", ErrorCode: wire.CodeUnknownFrontend})
 			},
 			wantToks:   []int32{1},
 			wantRoutes: []string{"round-robin/round_robin", "round-robin/round_robin"},

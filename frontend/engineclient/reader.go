@@ -2,7 +2,6 @@ package engineclient
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tandem-llm/tandem/wire"
@@ -142,9 +141,5 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 // lostUs reports whether an output is the engine's refusal of a request
 // from a frontend it has no HELLO from.
 func lostUs(o wire.EngineCoreOutput) bool {
-	if o.FinishReason != wire.FinishError {
-		return false
-	}
-	reason, _ := o.StopReason.(string)
-	return strings.HasPrefix(reason, "unknown frontend")
+	return o.FinishReason == wire.FinishError && o.ErrorCode == wire.CodeUnknownFrontend
 }
