@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,11 +20,24 @@ type pkgInfo struct {
 	CgoFiles   []string
 }
 
+// buildTags are the builds the dependency rules must hold for: the
+// default one and the CUDA backend's.
+var buildTags = []string{"", "cuda"}
+
 func listPackages(t *testing.T) []pkgInfo {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps=false", "-json", module+"...").Output()
+	var all []pkgInfo
+	for _, tags := range buildTags {
+		all = append(all, listPackagesTagged(t, tags)...)
+	}
+	return all
+}
+
+func listPackagesTagged(t *testing.T, tags string) []pkgInfo {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps=false", "-tags", tags, "-json", module+"...").Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list -tags %q: %v", tags, err)
 	}
 	var pkgs []pkgInfo
 	dec := json.NewDecoder(strings.NewReader(string(out)))
@@ -49,6 +66,9 @@ func TestFrontendImportsNoEngine(t *testing.T) {
 			if strings.HasPrefix(rel, "frontend") && (strings.HasPrefix(dep, "enginecore") || strings.HasPrefix(dep, "gpu")) {
 				t.Errorf("%s depends on %s", rel, dep)
 			}
+			if (strings.HasPrefix(rel, "enginecore") || strings.HasPrefix(rel, "gpu")) && strings.HasPrefix(dep, "frontend") {
+				t.Errorf("%s depends on %s: the engine knows nothing of the frontend", rel, dep)
+			}
 			if rel == "wire" || strings.HasPrefix(rel, "wire/gguf") {
 				t.Errorf("%s must import nothing of this module, depends on %s", rel, dep)
 			}
@@ -73,5 +93,30 @@ func TestCgoOnlyWhereAllowed(t *testing.T) {
 		if !ok {
 			t.Errorf("%s uses cgo (%v); cgo belongs in %v only", rel, p.CgoFiles, allowed)
 		}
+	}
+}
+
+// TestGoStatementsOnlyInTheEngineShell: in package enginecore only
+// proc.go starts goroutines; the Engine is a state machine driven by it.
+func TestGoStatementsOnlyInTheEngineShell(t *testing.T) {
+	files, err := filepath.Glob("../../enginecore/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("enginecore sources: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || filepath.Base(f) == "proc.go" {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s: a go statement outside proc.go", fset.Position(g.Pos()))
+			}
+			return true
+		})
 	}
 }
