@@ -15,7 +15,7 @@ import (
 // Sentinel errors, checked with errors.Is.
 var (
 	ErrUnsupported = errors.New("cuda: unsupported model")
-	ErrInvalidStep = errors.New("cuda: invalid step")
+	ErrInvalidStep = runner.ErrInvalidStep
 	ErrNoKVCache   = errors.New("cuda: KV cache not allocated")
 	ErrClosed      = errors.New("cuda: backend closed")
 )

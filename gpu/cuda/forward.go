@@ -193,57 +193,13 @@ func (b *Backend) growMeta(n int) error {
 	return nil
 }
 
-// check validates step against the cache and the model and returns the
-// number of logits rows, the longest attention span (positions) and the
-// longest block table needed. It allocates only to report an error.
+// check validates step (runner.Step.Validate) and returns the number of
+// logits rows, the longest attention span (positions) and the longest
+// block table needed.
 func (b *Backend) check(step *runner.Step, numLogits int) (numRows, maxCtx, maxBlocks int, err error) {
-	numTok := len(step.TokenIDs)
-	if len(step.Positions) != numTok || len(step.SlotMapping) != numTok {
-		return 0, 0, 0, fmt.Errorf("%w: %d tokens, %d positions, %d slots",
-			ErrInvalidStep, numTok, len(step.Positions), len(step.SlotMapping))
+	sh, err := step.Validate(runner.Limits{VocabSize: b.cfg.VocabSize, NumBlocks: b.numBlocks, BlockSize: b.blockSize, MaxContext: b.ropeLen}, numLogits)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("cuda: %w", err)
 	}
-	bs := b.blockSize
-	next := 0 // first token not yet claimed by a Seq
-	for si := range step.Seqs {
-		s := &step.Seqs[si]
-		if s.Start != next || s.Len < 1 || s.Start+s.Len > numTok {
-			return 0, 0, 0, fmt.Errorf("%w: seq %d spans [%d,+%d), want start %d within %d tokens",
-				ErrInvalidStep, si, s.Start, s.Len, next, numTok)
-		}
-		next = s.Start + s.Len
-		if s.Logits {
-			numRows++
-		}
-		for t := s.Start; t < next; t++ {
-			id, pos, slot := step.TokenIDs[t], int(step.Positions[t]), int(step.SlotMapping[t])
-			if id < 0 || int(id) >= b.cfg.VocabSize {
-				return 0, 0, 0, fmt.Errorf("%w: token %d has id %d outside vocab of %d", ErrInvalidStep, t, id, b.cfg.VocabSize)
-			}
-			if pos < 0 || pos >= s.ContextLen || pos >= b.ropeLen || pos/bs >= len(s.BlockTable) {
-				return 0, 0, 0, fmt.Errorf("%w: token %d at position %d outside context %d / %d blocks of seq %d (model context %d)",
-					ErrInvalidStep, t, pos, s.ContextLen, len(s.BlockTable), si, b.ropeLen)
-			}
-			if want := int(s.BlockTable[pos/bs])*bs + pos%bs; slot != want {
-				return 0, 0, 0, fmt.Errorf("%w: token %d at position %d has slot %d, block table says %d",
-					ErrInvalidStep, t, pos, slot, want)
-			}
-			maxCtx = max(maxCtx, pos+1)
-		}
-		used := min(len(s.BlockTable), (s.ContextLen+bs-1)/bs)
-		for i, blk := range s.BlockTable[:used] {
-			if blk < 0 || int(blk) >= b.numBlocks {
-				return 0, 0, 0, fmt.Errorf("%w: seq %d block table entry %d is %d, pool has %d blocks",
-					ErrInvalidStep, si, i, blk, b.numBlocks)
-			}
-		}
-		maxBlocks = max(maxBlocks, used)
-	}
-	if next != numTok {
-		return 0, 0, 0, fmt.Errorf("%w: seqs cover %d of %d tokens", ErrInvalidStep, next, numTok)
-	}
-	if numLogits < numRows*b.cfg.VocabSize {
-		return 0, 0, 0, fmt.Errorf("%w: logits hold %d values, need %d rows of %d",
-			ErrInvalidStep, numLogits, numRows, b.cfg.VocabSize)
-	}
-	return numRows, maxCtx, max(maxBlocks, 1), nil
+	return sh.NumRows, sh.MaxCtx, sh.MaxBlocks, nil
 }
