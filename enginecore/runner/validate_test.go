@@ -35,7 +35,9 @@ func TestValidate(t *testing.T) {
 		}, 10, "model context 8"},
 		{"slot not the block table's", func(s *Step) { s.SlotMapping[1] = 0 }, 10, "block table says 7"},
 		{"block outside the pool", func(s *Step) { s.Seqs[1].BlockTable[0], s.SlotMapping[2] = 4, 8 }, 10, "pool has 4 blocks"},
-		{"seqs cover too few tokens", func(s *Step) { s.TokenIDs, s.Positions, s.SlotMapping = append(s.TokenIDs, 1), append(s.Positions, 1), append(s.SlotMapping, 3) }, 10, "cover 3 of 4"},
+		{"seqs cover too few tokens", func(s *Step) {
+			s.TokenIDs, s.Positions, s.SlotMapping = append(s.TokenIDs, 1), append(s.Positions, 1), append(s.SlotMapping, 3)
+		}, 10, "cover 3 of 4"},
 		{"logits too small", func(*Step) {}, 9, "logits hold 9 values"},
 	}
 	for _, tt := range tests {
