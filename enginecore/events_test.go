@@ -3,7 +3,6 @@ package enginecore_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,48 +12,11 @@ import (
 
 	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
-	"github.com/tandem-llm/tandem/enginecore/kvcache"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
-	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
-
-// TestRouterHashMatchesEngine: the frontend's reimplementation of the
-// block hash (router.BlockHashes) gives exactly the engine's hashes.
-func TestRouterHashMatchesEngine(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	tests := []struct {
-		numTokens, blockSize int
-		salt                 string
-	}{
-		{0, 16, ""}, {15, 16, ""}, {16, 16, ""}, {100, 16, ""}, {100, 16, "tenant-a"},
-		{33, 1, ""}, {257, 32, "s"}, {64, 4, "ünïcode salt"},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%d/%d/%q", tt.numTokens, tt.blockSize, tt.salt), func(t *testing.T) {
-			toks := make([]int32, tt.numTokens)
-			for i := range toks {
-				toks[i] = int32(rng.IntN(200000)) - 1000 // negative ids too: the layout is u32 bits
-			}
-			var want []uint64
-			var parent kvcache.BlockHash
-			var buf []byte
-			for i := 0; (i+1)*tt.blockSize <= len(toks); i++ {
-				extra := ""
-				if i == 0 {
-					extra = tt.salt
-				}
-				parent, buf = kvcache.HashBlockTokens(buf, parent, toks[i*tt.blockSize:(i+1)*tt.blockSize], []byte(extra))
-				want = append(want, parent.Uint64())
-			}
-			if diff := cmp.Diff(want, router.BlockHashes(nil, toks, tt.blockSize, tt.salt)); diff != "" {
-				t.Errorf("router.BlockHashes differs from kvcache (-engine +router):\n%s", diff)
-			}
-		})
-	}
-}
 
 // pubEngine is an engine core with a PUB socket and a subscriber on it.
 type pubEngine struct {
@@ -166,9 +128,9 @@ func TestEnginePublishesKVEvents(t *testing.T) {
 			}
 		}
 	}
-	want := router.BlockHashes(nil, prompt, 16, "")
+	want := wire.BlockHashes(nil, prompt, 16, "")
 	if diff := cmp.Diff(want, stored[:4]); diff != "" {
-		t.Errorf("stored hashes (-router +engine):\n%s", diff)
+		t.Errorf("stored hashes (-wire.BlockHashes +engine):\n%s", diff)
 	}
 
 	other := make([]int32, 100)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tandem-llm/tandem/frontend/router"
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // consumed is one line of scripts/kvevents/consume.py's output.
@@ -162,7 +162,7 @@ func TestKVEventsExternalConsumer(t *testing.T) {
 	if first.ParentBlockHash != nil || first.BlockSize != 16 || len(first.TokenIDs) != 16*len(first.BlockHashes) {
 		t.Fatalf("first BlockStored: parent %v, block_size %d, %d tokens for %d hashes", first.ParentBlockHash, first.BlockSize, len(first.TokenIDs), len(first.BlockHashes))
 	}
-	if diff := cmp.Diff(router.BlockHashes(nil, first.TokenIDs, 16, ""), first.BlockHashes); diff != "" {
+	if diff := cmp.Diff(wire.BlockHashes(nil, first.TokenIDs, 16, ""), first.BlockHashes); diff != "" {
 		t.Errorf("hashes decoded in Python vs recomputed by the router (-router +python):\n%s", diff)
 	}
 }

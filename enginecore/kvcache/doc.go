@@ -29,7 +29,8 @@
 //
 // The salt reaches later blocks through the chain, so different salts never
 // share a block. The hash is the same in every process (no random seed), so
-// a router can recompute it from token ids. The index compares all 128
+// a router can recompute it from token ids: it is wire.HashBlockTokens,
+// which the frontend's router uses too (wire.BlockHashes). The index compares all 128
 // bits; KV events carry the 64-bit BlockHash.Uint64 (first 8 bytes,
 // big-endian). When Commit finds a block's hash already indexed by another
 // block, the block stays unhashed (a duplicate) and is recycled as such.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // BlockID names one block of the pool: 0 ≤ id < Config.NumBlocks.
@@ -324,7 +326,7 @@ func (m *Manager) blockHash(r *request, tokens []int32, i int) BlockHash {
 			parent = r.hashes[j-1]
 		}
 		var h BlockHash
-		h, m.buf = HashBlockTokens(m.buf, parent, tokens[j*m.blockSize:(j+1)*m.blockSize], []byte(extra))
+		h, m.buf = wire.HashBlockTokens(m.buf, parent, tokens[j*m.blockSize:(j+1)*m.blockSize], []byte(extra))
 		r.hashes = append(r.hashes, h)
 	}
 	return r.hashes[i]

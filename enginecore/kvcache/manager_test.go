@@ -1,13 +1,14 @@
 package kvcache
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tandem-llm/tandem/wire"
 )
 
 func TestNew(t *testing.T) {
@@ -40,18 +41,6 @@ func TestNew(t *testing.T) {
 				t.Errorf("Stats() mismatch (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestHashBlockTokens pins the byte layout documented in doc.go; the
-// expected values come from Python's hashlib over the same bytes.
-func TestHashBlockTokens(t *testing.T) {
-	h0, buf := HashBlockTokens(nil, BlockHash{}, []int32{1, 2, 3, -4}, []byte("salt"))
-	h1, _ := HashBlockTokens(buf, h0, []int32{5, 6, 7, 8}, nil)
-	got := []string{hex.EncodeToString(h0[:]), hex.EncodeToString(h1[:]), fmt.Sprintf("%#x", h0.Uint64())}
-	want := []string{"bcf2b0636cc1bd7265411fabf020f988", "72f34ccdca897cae9e28beb8b9b22a19", "0xbcf2b0636cc1bd72"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("hashes mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -323,7 +312,7 @@ func TestEvents(t *testing.T) {
 			} else {
 				salt = nil
 			}
-			parent, _ = HashBlockTokens(nil, parent, prompt[j*4:(j+1)*4], salt)
+			parent, _ = wire.HashBlockTokens(nil, parent, prompt[j*4:(j+1)*4], salt)
 		}
 		return parent
 	}

@@ -1,47 +1,6 @@
 package router
 
-import (
-	"crypto/sha256"
-	"encoding/binary"
-	"hash/fnv"
-)
-
-// BlockHashes appends to dst the 64-bit hashes of the full blocks of
-// tokens, exactly as an engine core's prefix cache names them in its KV
-// events (enginecore/kvcache, docs/wire.md §10): block i's hash is SHA-256
-// over
-//
-//	parent [16]byte  | u32 n | n × i32 tokens | u32 len(extra) | extra
-//
-// (little-endian; parent is the previous block's 16-byte hash, zero for
-// block 0; extra is the cache salt for block 0 and empty after), truncated
-// to 16 bytes; the event form is its first 8 bytes, big-endian. A cross-
-// check test in enginecore keeps the two implementations identical.
-func BlockHashes(dst []uint64, tokens []int32, blockSize int, salt string) []uint64 {
-	if blockSize <= 0 {
-		return dst
-	}
-	var parent [16]byte
-	buf := make([]byte, 0, 16+4+4*blockSize+4+len(salt))
-	for start := 0; start+blockSize <= len(tokens); start += blockSize {
-		extra := ""
-		if start == 0 {
-			extra = salt
-		}
-		buf = buf[:0]
-		buf = append(buf, parent[:]...)
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(blockSize))
-		for _, t := range tokens[start : start+blockSize] {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
-		}
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(extra)))
-		buf = append(buf, extra...)
-		sum := sha256.Sum256(buf)
-		copy(parent[:], sum[:16])
-		dst = append(dst, binary.BigEndian.Uint64(sum[:8]))
-	}
-	return dst
-}
+import "hash/fnv"
 
 // hrwScore is the rendezvous (highest random weight) score of key on the
 // engine named name: every frontend computes the same number, so they all

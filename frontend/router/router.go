@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // Policy names a routing policy (--routing).
@@ -279,7 +281,7 @@ func (p *plan) blockHashes(blockSize int) []uint64 {
 	}
 	h, ok := p.hashes[blockSize]
 	if !ok {
-		h = BlockHashes(nil, p.req.TokenIDs, blockSize, p.req.CacheSalt)
+		h = wire.BlockHashes(nil, p.req.TokenIDs, blockSize, p.req.CacheSalt)
 		p.hashes[blockSize] = h
 	}
 	return h

@@ -49,7 +49,7 @@ func seq(n int, base int32) []int32 {
 }
 
 func stored(tokens []int32) *wire.KVEventBatch {
-	return &wire.KVEventBatch{Events: []wire.KVEvent{&wire.BlockStored{BlockHashes: router.BlockHashes(nil, tokens, bs, ""), BlockSize: bs}}}
+	return &wire.KVEventBatch{Events: []wire.KVEvent{&wire.BlockStored{BlockHashes: wire.BlockHashes(nil, tokens, bs, ""), BlockSize: bs}}}
 }
 
 func TestParsePolicy(t *testing.T) {
@@ -78,21 +78,21 @@ func TestParsePolicy(t *testing.T) {
 
 func TestBlockHashesChainAndSalt(t *testing.T) {
 	toks := seq(10, 100)
-	full := router.BlockHashes(nil, toks, bs, "")
+	full := wire.BlockHashes(nil, toks, bs, "")
 	if len(full) != 2 {
 		t.Fatalf("10 tokens in blocks of 4: %d hashes, want 2 (the partial block has none)", len(full))
 	}
-	if diff := cmp.Diff(full[:1], router.BlockHashes(nil, toks[:4], bs, "")); diff != "" {
+	if diff := cmp.Diff(full[:1], wire.BlockHashes(nil, toks[:4], bs, "")); diff != "" {
 		t.Errorf("a prefix's hashes are a prefix of the hashes (-want +got):\n%s", diff)
 	}
-	salted := router.BlockHashes(nil, toks, bs, "tenant-a")
+	salted := wire.BlockHashes(nil, toks, bs, "tenant-a")
 	for i := range full {
 		if salted[i] == full[i] {
 			t.Errorf("block %d: the salt must change every block through the chain", i)
 		}
 	}
 	other := append(seq(4, 999), toks[4:]...)
-	if h := router.BlockHashes(nil, other, bs, ""); h[1] == full[1] {
+	if h := wire.BlockHashes(nil, other, bs, ""); h[1] == full[1] {
 		t.Error("block 1 with a different block 0 must hash differently (chaining)")
 	}
 }
@@ -321,7 +321,7 @@ func TestPrefixPolicy(t *testing.T) {
 			name: "evicted blocks no longer count",
 			setup: func(r *router.Router) {
 				r.ApplyKV(1, stored(prompt[:12]))
-				r.ApplyKV(1, &wire.KVEventBatch{Events: []wire.KVEvent{&wire.BlockRemoved{BlockHashes: router.BlockHashes(nil, prompt[:12], bs, "")[1:2]}}})
+				r.ApplyKV(1, &wire.KVEventBatch{Events: []wire.KVEvent{&wire.BlockRemoved{BlockHashes: wire.BlockHashes(nil, prompt[:12], bs, "")[1:2]}}})
 				r.ApplyKV(0, stored(prompt[:8]))
 			},
 			engines: func() []router.Engine { return engines(2) },
