@@ -32,7 +32,7 @@ type Backend struct {
 	kvDim  int       // Hkv*D
 	freq   []float64 // [D/2] RoPE inverse frequencies, scaled (see ropeFreqs)
 
-	// KV cache: [L][2 (K,V)][numBlocks][B][Hkv][D], see the package doc.
+	// KV cache: [L] × {K [numBlocks][Hkv][D][B], V [numBlocks][B][Hkv][D]}, see the package doc.
 	kv        []float32
 	numBlocks int
 	blockSize int // B, tokens per block
@@ -171,7 +171,8 @@ func (b *Backend) AllocateKV(numBlocks, blockSize int) error {
 	return nil
 }
 
-// layerKV returns layer l's K and V caches, each [numBlocks][B][Hkv][D].
+// layerKV returns layer l's K cache, [numBlocks][Hkv][D][B] (transposed
+// within a block), and V cache, [numBlocks][B][Hkv][D].
 func (b *Backend) layerKV(l int) (k, v []float32) {
 	n := b.numBlocks * b.blockSize * b.kvDim
 	base := 2 * l * n

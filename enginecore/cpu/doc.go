@@ -33,8 +33,8 @@
 //
 // It imports enginecore/model (weights), enginecore/runner (the interface
 // it implements) and its own kernels package, nothing else from this
-// repository; no cgo. Build with GOEXPERIMENT=simd for the AVX-512
-// kernels (pure Go otherwise).
+// repository; no cgo. Build with GOEXPERIMENT=simd for the AVX-512 and
+// AVX2 kernels (pure Go otherwise).
 //
 // Usage:
 //
