@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func listPackagesTagged(t *testing.T, tags string) []pkgInfo {
 	return pkgs
 }
 
-// TestFrontendImportsNoEngine enforces DESIGN §7: frontend packages never
+// TestFrontendImportsNoEngine enforces the layout rules (README.md, Layout): frontend packages never
 // depend on enginecore or gpu packages, and wire imports nothing of ours.
 func TestFrontendImportsNoEngine(t *testing.T) {
 	for _, p := range listPackages(t) {
@@ -118,5 +119,27 @@ func TestGoStatementsOnlyInTheEngineShell(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestReadmeListsEveryPackage: the README's layout table names every
+// package of the module (default and cuda builds).
+func TestReadmeListsEveryPackage(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	start := strings.Index(readme, "## Layout")
+	end := strings.Index(readme[start+1:], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("README has no ## Layout section")
+	}
+	layout := readme[start : start+1+end]
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		if !strings.Contains(layout, "`"+rel+"`") {
+			t.Errorf("README's layout table does not list %s", rel)
+		}
 	}
 }

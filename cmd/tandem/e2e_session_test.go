@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestSessionResolutionEndToEnd sends each row of DESIGN §4's table through
+// TestSessionResolutionEndToEnd sends each row of the session_id rules (docs/api.md) through
 // both processes and observes, via GET /v1/sessions/{id}, which id the
 // engine core recorded.
 func TestSessionResolutionEndToEnd(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package session resolves and validates the session_id of an API request.
 //
 // Every endpoint (chat, completions, responses, batch) calls [Resolve], the one
-// place that applies the rules of DESIGN §4, which match vLLM's
+// place that applies the rules of docs/api.md#session_id, which match vLLM's
 // GenerateBaseServing._get_session_id:
 //
 //  1. the body field session_id, if non-empty;
