@@ -86,7 +86,7 @@ func greedy(maxTokens int) wire.SamplingParams {
 }
 
 // drain reads a stream to its end and returns its tokens and finish reason.
-func drain(t *testing.T, st *engineclient.Stream) ([]int32, wire.FinishReason) {
+func drain(t *testing.T, st *engineclient.Generation) ([]int32, wire.FinishReason) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -301,5 +301,55 @@ func TestSilentEngineFailsStreams(t *testing.T) {
 	}
 	if _, err := c.Generate(context.Background(), []int32{1}, greedy(4), "after"); !errors.Is(err, engineclient.ErrNoEngine) {
 		t.Fatalf("Generate on a dead engine: %v, want ErrNoEngine", err)
+	}
+}
+
+// TestParallelSamplingCarriesTheSession: a Go program with only
+// engineclient asks for n=3 seeded samples in a session; it gets three
+// sequences, and the engine records their three requests (0_…, 1_…, 2_…)
+// under the session.
+func TestParallelSamplingCarriesTheSession(t *testing.T) {
+	c := dial(t, startEngine(t, 256))
+	ctx := context.Background()
+	prompt := make([]int32, 24)
+	for i := range prompt {
+		prompt[i] = int32(65 + i)
+	}
+	p := wire.DefaultSamplingParams()
+	p.N, p.MaxTokens, p.IgnoreEOS = 3, 6, true
+	seed := int64(7)
+	p.Seed = &seed
+	g, err := c.Generate(ctx, prompt, p, "par", engineclient.WithSessionID("conv-par"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Children) != 3 {
+		t.Fatalf("%d samples, want 3", len(g.Children))
+	}
+	seqs := make([][]int32, 3)
+	for {
+		out, err := g.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[out.Index] = append(seqs[out.Index], out.NewTokenIDs...)
+	}
+	for i, s := range seqs {
+		if len(s) != 6 {
+			t.Errorf("sample %d: %d tokens, want 6", i, len(s))
+		}
+	}
+	if slices.Equal(seqs[0], seqs[1]) && slices.Equal(seqs[1], seqs[2]) {
+		t.Errorf("three seeded samples are the same: %v", seqs)
+	}
+	infos, err := c.Session(ctx, "conv-par")
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("session: %+v, %v", infos, err)
+	}
+	if got := infos[0].RecentRequestIDs; !slices.Equal(got, []string{"0_par", "1_par", "2_par"}) || infos[0].NumRequests != 3 {
+		t.Fatalf("session records requests %v (%d), want 0_par 1_par 2_par", got, infos[0].NumRequests)
 	}
 }

@@ -297,7 +297,7 @@ func TestPinnedRank(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if toks, err := collect(t, st); err != nil || !slices.Equal(toks, []int32{int32(rank)}) {
+		if toks, err := collect(t, st.Children[0]); err != nil || !slices.Equal(toks, []int32{int32(rank)}) {
 			t.Errorf("pinned to rank %d: %v %v", rank, toks, err)
 		}
 	}

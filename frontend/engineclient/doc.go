@@ -14,14 +14,18 @@
 //	})
 //	defer c.Close()
 //	err = c.WaitReady(ctx)
-//	st, err := c.Generate(ctx, promptIDs, params, "req-1", engineclient.WithSessionID("conv-42"))
+//	params.N = 3 // parallel sampling: three samples, children 0_req-1 … 2_req-1
+//	g, err := c.Generate(ctx, promptIDs, params, "req-1", engineclient.WithSessionID("conv-42"))
 //	for {
-//		out, err := st.Next(ctx) // io.EOF after the finishing output
+//		out, err := g.Next(ctx) // out.Index is the sample; io.EOF once all finished
 //		...
 //	}
 //
-// Cancelling ctx, or Stream.Close before the request finished, sends ABORT
-// to the engine. When an engine fails (its heartbeats stop, it says
+// Generate fans a request with SamplingParams.N = n out to n engine
+// requests as vLLM's ParentRequest does (Children: ids "i_<id>", the
+// parent's session, seed + i); Generation.Children are their Streams, and
+// Next merges them. Cancelling ctx, or Close before the request finished,
+// sends ABORT to the engine. When an engine fails (its heartbeats stop, it says
 // ENGINE_DEAD, it restarts, or it leaves), each of its requests that has
 // produced no output yet is sent to another engine (Config.MaxRetries);
 // the others fail with ErrEngineDead. The engine learns the PUB endpoint

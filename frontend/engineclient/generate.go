@@ -32,8 +32,10 @@ func WithExternalID(id string) Option {
 }
 
 // Generate submits prompt token ids under requestID (unique among this
-// client's open requests) and returns its output stream.
-func (c *Client) Generate(ctx context.Context, prompt []int32, params wire.SamplingParams, requestID string, opts ...Option) (*Stream, error) {
+// client's open requests) and returns its samples: params.N of them
+// (parallel sampling, see Children), each a Stream, all sharing the
+// request's options (its session among them).
+func (c *Client) Generate(ctx context.Context, prompt []int32, params wire.SamplingParams, requestID string, opts ...Option) (*Generation, error) {
 	req := &wire.EngineCoreRequest{
 		RequestID:      requestID,
 		PromptTokenIDs: prompt,
@@ -43,7 +45,7 @@ func (c *Client) Generate(ctx context.Context, prompt []int32, params wire.Sampl
 	for _, o := range opts {
 		o(req)
 	}
-	return c.Submit(ctx, req)
+	return c.SubmitN(ctx, req)
 }
 
 // Submit routes req to an engine and sends it. The stream must be read to

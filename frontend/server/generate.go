@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/detok"
+	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/session"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/wire"
@@ -51,14 +52,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// childID names child i of a parent, like vLLM's parallel sampling.
-func childID(parent string, i, n int) string {
-	if n == 1 {
-		return parent
-	}
-	return fmt.Sprintf("%d_%s", i, parent)
-}
-
 // start submits every child of g and streams their events into events.
 // It returns a cancel func that aborts all children. On a submit error the
 // already-started children are aborted.
@@ -73,24 +66,19 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 		}
 		cancel()
 	}
-	for i := range g.n {
-		p := g.params
-		p.N = 1
-		req := &wire.EngineCoreRequest{
-			RequestID:        childID(g.internalID, i, g.n),
-			PromptTokenIDs:   g.prompt,
-			SamplingParams:   p,
-			ArrivalTime:      float64(time.Now().UnixNano()) / 1e9,
-			CacheSalt:        g.cacheSalt,
-			DataParallelRank: g.rank,
-			Priority:         g.priority,
-			ExternalReqID:    g.externalID,
-			SessionID:        g.sessionID,
-		}
-		if p.Seed != nil && g.n > 1 {
-			seed := *p.Seed + int64(i)
-			req.SamplingParams.Seed = &seed
-		}
+	parent := &wire.EngineCoreRequest{
+		RequestID:        g.internalID,
+		PromptTokenIDs:   g.prompt,
+		SamplingParams:   g.params,
+		ArrivalTime:      float64(time.Now().UnixNano()) / 1e9,
+		CacheSalt:        g.cacheSalt,
+		DataParallelRank: g.rank,
+		Priority:         g.priority,
+		ExternalReqID:    g.externalID,
+		SessionID:        g.sessionID,
+	}
+	parent.SamplingParams.N = g.n
+	for _, req := range engineclient.Children(parent) { // the Go client's parallel sampling
 		w := s.startWaiting()
 		st, err := s.eng.Submit(ctx, req)
 		if err != nil {
