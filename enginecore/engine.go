@@ -282,7 +282,7 @@ func (e *Engine) WarmUp(ctx context.Context, now time.Time, n int) error {
 	if n < 1 {
 		return nil
 	}
-	e.Handle(now, warmUpClient, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "warm-up"})
+	e.clients.accept(warmUpClient, "warm-up") // a HELLO without the log line
 	prompt := make([]int32, n)
 	for i := range prompt {
 		prompt[i] = e.be.Model().BOSTokenID

@@ -56,7 +56,9 @@ func TestCacheSaltNoTimingLeak(t *testing.T) {
 	if cold.ttft < 3*slowestWarm {
 		t.Skipf("no timing signal to leak on this machine: cold %v, warm %v", cold.ttft, slowestWarm)
 	}
-	if fastestCross < cold.ttft/2 || fastestCross < 2*slowestWarm {
+	// Closer on a log scale (the geometric mean is the midpoint): one cold
+	// sample on a loaded machine varies by 2×, a cache hit by 100×.
+	if float64(fastestCross)*float64(fastestCross) < float64(slowestWarm)*float64(cold.ttft) || fastestCross < 2*slowestWarm {
 		t.Errorf("another tenant's first token came after %v: closer to A's warm start (%v) than to a cold one (%v)",
 			fastestCross, slowestWarm, cold.ttft)
 	}
