@@ -219,8 +219,10 @@ func goSDKChecks(t *testing.T, base string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		//lint:ignore SA1019 the SDK deprecates system_fingerprint, but clients still read it and vLLM sends it
+		fingerprint := r.SystemFingerprint
 		if len(r.Choices) != 2 || len(r.Choices[1].Logprobs.Content) != 4 || len(r.Choices[1].Logprobs.Content[0].TopLogprobs) != 2 ||
-			r.Usage.CompletionTokens != 8 || !strings.HasPrefix(r.SystemFingerprint, "fp_") {
+			r.Usage.CompletionTokens != 8 || !strings.HasPrefix(fingerprint, "fp_") {
 			t.Fatalf("%+v", r)
 		}
 	})

@@ -168,7 +168,7 @@ func parseSweep(s string) ([]sweepEntry, error) {
 	for _, f := range strings.Fields(s) {
 		t, streams, ok := strings.Cut(f, ":")
 		if !ok {
-			return nil, fmt.Errorf("%q: want THREADS:STREAMS,...", f)
+			return nil, fmt.Errorf("%q: want THREADS:STREAMS[,STREAMS…]", f)
 		}
 		th, err := parseInts(t)
 		if err != nil || len(th) != 1 {

@@ -236,9 +236,9 @@ func TestStopProperty(t *testing.T) {
 			i += n
 		}
 		if !stopped {
-			e, s, w := sc.Push(d.Flush())
+			e, _, w := sc.Push(d.Flush())
 			emit(e)
-			stopped, gotWhich = s, w
+			gotWhich = w
 			emit(sc.Flush())
 		}
 		wantText, wantWhich := reference(full, stops, include)
