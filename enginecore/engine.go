@@ -245,15 +245,13 @@ func (e *Engine) abort(now time.Time, ids []string) {
 	e.tidySessions()
 }
 
-// sessionFinished records that a request of session id left the engine,
-// and drops the session's record if that was its last request and it has
-// no block left in the KV cache.
+// sessionFinished records that a request of session id left the engine.
+// Its record goes with the session's last KV block: tidySessions drops it
+// once the KV manager forgets the session (at the end of the step or
+// abort that freed it).
 func (e *Engine) sessionFinished(id string, now float64) {
-	if id == "" || !e.sessions.finished(id, now) {
-		return
-	}
-	if _, cached := e.kv.Session(id); !cached {
-		e.sessions.dropIdle(id)
+	if id != "" {
+		e.sessions.finished(id, now)
 	}
 }
 

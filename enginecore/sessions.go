@@ -81,19 +81,14 @@ func (s *sessions) generated(id string, n int, now float64) {
 	}
 }
 
-// finished records that one request of session id left the engine and
-// reports whether none is left.
-func (s *sessions) finished(id string, now float64) (idle bool) {
-	el, ok := s.byID[id]
-	if !ok {
-		return false
+// finished records that one request of session id left the engine.
+func (s *sessions) finished(id string, now float64) {
+	if el, ok := s.byID[id]; ok {
+		if r := s.info(el); r.NumRunning > 0 {
+			r.NumRunning--
+			r.LastActive = now
+		}
 	}
-	r := s.info(el)
-	if r.NumRunning > 0 {
-		r.NumRunning--
-		r.LastActive = now
-	}
-	return r.NumRunning == 0
 }
 
 func (s *sessions) get(id string) (wire.SessionInfo, bool) {
