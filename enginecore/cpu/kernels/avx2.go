@@ -6,35 +6,114 @@ package kernels
 // (some hypervisors list the flags but leave the ZMM state off, and Go
 // then reports no AVX-512). Same packed layouts and integer sums as the
 // AVX-512 kernels; a 64-byte chunk of a 16-row group is read as two
-// halves, rows 0–7 and 8–15. One token at a time; activations are
-// quantized by the pure-Go quantizer. Checked like the others by the
-// tests, which run every level the CPU has.
+// halves, rows 0–7 and 8–15. The 4-bit and Q8_0 matmuls run in
+// assembly (avx2_amd64.s); F32, Q5_K and Q6_K in archsimd, one token at
+// a time. Activations are quantized by the pure-Go quantizer. Checked like
+// the others by the tests, which run every level the CPU has.
 
 import (
 	"simd/archsimd"
 	"unsafe"
 )
 
+var hasF16C = cpuF16C()
+
+// avx2Asm enables the assembly kernels at the AVX2 level (tests turn it
+// off to compare them with the archsimd ones).
+var avx2Asm = true
+
+// cpuF16C reports whether the CPU converts float16 (VCVTPH2PS).
+func cpuF16C() bool
+
+// mulGroupsAVX2 mirrors mulGroupsSIMD at 256 bits: 4-bit matrices (either
+// scale width) and Q8_0 go through the assembly kernels (avx2_amd64.s),
+// four tokens at a time and then one; the rest through archsimd.
 func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
 	var res [GroupRows]float32
-	in, nb := m.In, m.nb
+	var res4 [4][GroupRows]float32
+	in, nb, spb := m.In, m.nb, m.scPerBlock()
+	rows := m.rows(a)
+	blockBytes := nibBlockBytes
+	if m.fam == famByte {
+		blockBytes = byteBlockBytes
+	}
+	f16 := m.sc.h != nil
+	asm := avx2Asm && nb > 0 && (m.fam == famNib && (!f16 || hasF16C) ||
+		m.fam == famByte && m.nsub == 1 && !m.hasMin && f16 && hasF16C)
 	for g := g0; g < g1; g++ {
-		for t := range m.rows(a) {
-			switch m.fam {
-			case famF32:
+		var qs []byte
+		var sc scales
+		if m.fam != famF32 {
+			qs, sc = m.qs[g*nb*blockBytes:(g+1)*nb*blockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb)
+		}
+		t := 0
+		for ; asm && t+4 <= rows; t += 4 {
+			if m.fam == famNib {
+				xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+				for half := range 2 {
+					if f16 {
+						nibGroup4AVX2H(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
+					} else {
+						nibGroup4AVX2F(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
+					}
+				}
+			} else {
+				xa, xm, xd := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb]
+				for half := range 2 {
+					byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4, half)
+				}
+			}
+			for k := range 4 {
+				m.store(out, a, t+k, g, &res4[k])
+			}
+		}
+		for ; t < rows; t++ {
+			switch {
+			case m.fam == famF32:
 				f32Group256(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
-			case famNib:
-				nibGroup256(m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*2*GroupRows, (g+1)*nb*2*GroupRows),
-					a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
-			case famByte:
-				spb := m.scPerBlock()
-				byteGroup256(m.qs[g*nb*byteBlockBytes:(g+1)*nb*byteBlockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb), m.nsub, m.hasMin,
-					a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
+			case m.fam == famNib && asm:
+				xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+				if f16 {
+					nibGroup1AVX2H(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				} else {
+					nibGroup1AVX2F(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				}
+			case m.fam == famNib:
+				nibGroup256(qs, sc, a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
+			case asm: // Q8_0
+				xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
+				byteGroup1Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
+			default:
+				byteGroup256(qs, sc, m.nsub, m.hasMin, a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			}
 			m.store(out, a, t, g, &res)
 		}
 	}
 }
+
+// The assembly kernels (avx2_amd64.s): nibGroup*AVX2H/F for float16 or
+// float32 scales, qs [nb][256], sc [nb][2][16], xq [4][in] (one row for
+// the one-token kernels), xd, xs [4][nb]; byteGroup*Q8AVX2 for Q8_0, qs
+// [nb][512], sc [nb][16] float16, xa, xm [4][in], xd [4][nb]. The
+// four-token kernels fill rows 8·half to 8·half+7 of res.
+
+//go:noescape
+func nibGroup4AVX2H(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func nibGroup4AVX2F(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func nibGroup1AVX2H(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func nibGroup1AVX2F(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func byteGroup1Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
 
 // load8 loads scales [i, i+8) as float32 (see load16).
 func (s scales) load8(i int) archsimd.Float32x8 {

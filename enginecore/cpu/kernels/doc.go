@@ -15,12 +15,13 @@
 // Kernels come at three levels ([Level]), picked once from the build and
 // the CPU: AVX-512 and AVX2+FMA via simd/archsimd, in files built with
 // `//go:build goexperiment.simd && amd64` (so GOEXPERIMENT=simd is needed
-// to get them; the one- and four-token 4-bit kernels with float16 scales
-// (decode, batched decode and prefill) and the Q8_0 kernels (tied
-// embeddings as the LM head) are Go assembly in nib4_amd64.s and
-// byte_amd64.s under the same constraint, because Go 1.26 spills the
-// archsimd versions' registers), and pure Go (plain `go build`, other CPUs, and VMs whose
-// hypervisor hides the AVX state from Go). Tests run every level the
+// to get them), and pure Go (plain `go build`, other CPUs, and VMs whose
+// hypervisor hides the AVX state from Go). The 4-bit and Q8_0 kernels,
+// which carry decode, batched decode and prefill, are Go assembly at both
+// SIMD levels (nib4_amd64.s and byte_amd64.s for AVX-512, avx2_amd64.s
+// for AVX2, one and four tokens at a time), because Go 1.26 spills the
+// archsimd versions' registers: at AVX2 those ran at under 1 GMAC/s per
+// thread, the assembly at 30–50. Tests run every level the
 // machine has against the same float64 product of the dequantized
 // weights, and check that work splits and batch composition never change
 // a result's bits.

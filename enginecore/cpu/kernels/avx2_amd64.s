@@ -1,0 +1,398 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+
+// The 4-bit and Q8_0 kernels of nib4_amd64.s and byte_amd64.s at 256
+// bits, for AVX2 + FMA CPUs (with F16C for float16 scales). Go 1.26's
+// archsimd versions in avx2.go run at under 1 GMAC/s (spilled registers,
+// float16 converted by hand); these run at the speed of the hardware. A
+// 64-byte chunk of a 16-row group is read as two halves, rows 0–7 and
+// 8–15; per row, the integer sums and the float operations and their
+// order are those of the AVX-512 and pure-Go kernels, so the results have
+// the same bits:
+//
+//	nibble: acc += float(Σ) · (d·xd), then acc += m · xs (per 32-block)
+//	byte:   acc += float(Σ) · (d·xd)
+//
+// AVX2 has 16 vector registers, so the four-token kernels do one half
+// per call (half 0 or 1: rows 0–7 or 8–15) with four accumulators and
+// four sums; the one-token kernels do both halves at once.
+
+DATA nibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibmask<>(SB), RODATA|NOPTR, $32
+
+DATA ones16<>+0(SB)/8, $0x0001000100010001
+DATA ones16<>+8(SB)/8, $0x0001000100010001
+DATA ones16<>+16(SB)/8, $0x0001000100010001
+DATA ones16<>+24(SB)/8, $0x0001000100010001
+GLOBL ones16<>(SB), RODATA|NOPTR, $32
+
+// Scale loads: 8 scales at off(DI) into y, from float16 (F16C) or float32.
+#define LDH(off, y) VCVTPH2PS off(DI), y
+#define LDF(off, y) VMOVUPS off(DI), y
+
+// NTOKEN adds one token's products for the chunk half in Y9 (low
+// nibbles) and Y10 (high) into the int16 sums s; x bytes at lo/hi(xr).
+#define NTOKEN(xr, s, lo, hi) \
+	VPBROADCASTD lo(xr), Y11 \
+	VPMADDUBSW Y11, Y9, Y12 \
+	VPADDW Y12, s, s \
+	VPBROADCASTD hi(xr), Y11 \
+	VPMADDUBSW Y11, Y10, Y12 \
+	VPADDW Y12, s, s
+
+#define NCHUNK4(off, lo, hi) \
+	VMOVDQU off(SI), Y8 \
+	VPAND Y15, Y8, Y9 \
+	VPSRLW $4, Y8, Y10 \
+	VPAND Y15, Y10, Y10 \
+	NTOKEN(R8, Y4, lo, hi) \
+	NTOKEN(R9, Y5, lo, hi) \
+	NTOKEN(R10, Y6, lo, hi) \
+	NTOKEN(R11, Y7, lo, hi)
+
+// NSCALE adds the int16 sums s into acc with d in Y13, m in Y14, xd at
+// (xdr), xs at (xsr); t1, t2 are temps.
+#define NSCALE(s, acc, xdr, xsr, t1, t2) \
+	VPMADDWD ones16<>(SB), s, s \
+	VCVTDQ2PS s, s \
+	VBROADCASTSS (xdr), t1 \
+	VMULPS t1, Y13, t1 \
+	VFMADD231PS t1, s, acc \
+	VBROADCASTSS (xsr), t2 \
+	VFMADD231PS t2, Y14, acc
+
+// NIB4 is the body of the four-token nibble kernels:
+// (qs *byte, sc *scale, xq *int8, in int, xd, xs *float32, nb int,
+// res *[4][16]float32, half int); LD loads scales, hs is one half's
+// scale bytes (16 or 32), bs one block's (64 or 128).
+//
+// Registers: Y0–Y3 acc, Y4–Y7 int16 sums, Y8 chunk half, Y9 low and Y10
+// high nibbles, Y11/Y12 temps, Y13 d, Y14 m, Y15 0x0f bytes. SI qs, DI
+// scales, R8–R11 x rows, R12 xd, R13 xs (token 0's; token t is t·nb·4
+// bytes on, BX = nb·4), CX blocks left, DX in.
+#define NIB4(LD, hs, bs) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xq+16(FP), R8 \
+	MOVQ in+24(FP), DX \
+	MOVQ xd+32(FP), R12 \
+	MOVQ xs+40(FP), R13 \
+	MOVQ nb+48(FP), CX \
+	MOVQ half+64(FP), AX \
+	MOVQ AX, R14 \
+	SHLQ $5, R14 \
+	ADDQ R14, SI \
+	IMULQ $hs, AX \
+	ADDQ AX, DI \
+	LEAQ (R8)(DX*1), R9 \
+	LEAQ (R9)(DX*1), R10 \
+	LEAQ (R10)(DX*1), R11 \
+	MOVQ CX, BX \
+	SHLQ $2, BX \
+	VMOVDQU nibmask<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	TESTQ CX, CX \
+	JZ done \
+block: \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	NCHUNK4(0, 0, 16) \
+	NCHUNK4(64, 4, 20) \
+	NCHUNK4(128, 8, 24) \
+	NCHUNK4(192, 12, 28) \
+	LD(0, Y13) \
+	LD(bs/2, Y14) \
+	NSCALE(Y4, Y0, R12, R13, Y11, Y12) \
+	LEAQ (R12)(BX*1), AX \
+	LEAQ (R13)(BX*1), R14 \
+	NSCALE(Y5, Y1, AX, R14, Y11, Y12) \
+	ADDQ BX, AX \
+	ADDQ BX, R14 \
+	NSCALE(Y6, Y2, AX, R14, Y11, Y12) \
+	ADDQ BX, AX \
+	ADDQ BX, R14 \
+	NSCALE(Y7, Y3, AX, R14, Y11, Y12) \
+	ADDQ $256, SI \
+	ADDQ $bs, DI \
+	ADDQ $32, R8 \
+	ADDQ $32, R9 \
+	ADDQ $32, R10 \
+	ADDQ $32, R11 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+done: \
+	MOVQ res+56(FP), AX \
+	MOVQ half+64(FP), R14 \
+	SHLQ $5, R14 \
+	ADDQ R14, AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 64(AX) \
+	VMOVUPS Y2, 128(AX) \
+	VMOVUPS Y3, 192(AX) \
+	VZEROUPPER \
+	RET
+
+// NCHUNK1 adds one chunk half's products into s; Y11/Y12 hold the x
+// bytes for its low/high nibbles.
+#define NCHUNK1(off, s) \
+	VMOVDQU off(SI), Y8 \
+	VPAND Y15, Y8, Y9 \
+	VPSRLW $4, Y8, Y10 \
+	VPAND Y15, Y10, Y10 \
+	VPMADDUBSW Y11, Y9, Y9 \
+	VPADDW Y9, s, s \
+	VPMADDUBSW Y12, Y10, Y10 \
+	VPADDW Y10, s, s
+
+#define NCHUNK2(off, lo, hi) \
+	VPBROADCASTD lo(R8), Y11 \
+	VPBROADCASTD hi(R8), Y12 \
+	NCHUNK1(off, Y4) \
+	NCHUNK1(off+32, Y5)
+
+// NIB1 is the body of the one-token nibble kernels (qs, sc, xq, xd, xs,
+// nb, res *[16]float32): Y0/Y1 acc of rows 0–7/8–15, Y4/Y5 their sums,
+// Y2/Y3 temps; the rest as in NIB4.
+#define NIB1(LD, hs, bs) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xq+16(FP), R8 \
+	MOVQ xd+24(FP), R12 \
+	MOVQ xs+32(FP), R13 \
+	MOVQ nb+40(FP), CX \
+	VMOVDQU nibmask<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	TESTQ CX, CX \
+	JZ done \
+block: \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	NCHUNK2(0, 0, 16) \
+	NCHUNK2(64, 4, 20) \
+	NCHUNK2(128, 8, 24) \
+	NCHUNK2(192, 12, 28) \
+	LD(0, Y13) \
+	LD(bs/2, Y14) \
+	NSCALE(Y4, Y0, R12, R13, Y2, Y3) \
+	LD(hs, Y13) \
+	LD(bs/2+hs, Y14) \
+	NSCALE(Y5, Y1, R12, R13, Y2, Y3) \
+	ADDQ $256, SI \
+	ADDQ $bs, DI \
+	ADDQ $32, R8 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+done: \
+	MOVQ res+48(FP), AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 32(AX) \
+	VZEROUPPER \
+	RET
+
+// BPROD adds the products of the chunk half in w with the token whose
+// |x| bytes are broadcast in xa and sign mask in xm into the int32 sums
+// s: maddubs(|x|, (w^m)−m), then pairs summed with ones (Y15).
+#define BPROD(w, xa, xm, s) \
+	VPXOR xm, w, Y12 \
+	VPSUBB xm, Y12, Y12 \
+	VPMADDUBSW Y12, xa, Y12 \
+	VPMADDWD Y15, Y12, Y12 \
+	VPADDD Y12, s, s
+
+// BTOKEN: token with |x| row xr (sign row DX bytes on), chunk half Y8.
+#define BTOKEN(xr, s, off) \
+	VPBROADCASTD off(xr)(DX*1), Y11 \
+	VPBROADCASTD off(xr), Y10 \
+	BPROD(Y8, Y10, Y11, s)
+
+#define BCHUNK4(off) \
+	VMOVDQU (off*16)(SI), Y8 \
+	BTOKEN(R8, Y4, off) \
+	BTOKEN(R9, Y5, off) \
+	BTOKEN(R10, Y6, off) \
+	BTOKEN(R11, Y7, off)
+
+// BSCALE: acc += float(s)·(d·xd) with d in Y13, xd at (AX).
+#define BSCALE(s, acc) \
+	VCVTDQ2PS s, s \
+	VBROADCASTSS (AX), Y14 \
+	VMULPS Y14, Y13, Y14 \
+	VFMADD231PS Y14, s, acc
+
+// BCHUNK1 adds chunk off's products for both halves: rows 0–7 into sa,
+// rows 8–15 into sb.
+#define BCHUNK1(off, sa, sb) \
+	VPBROADCASTD off(R8)(DX*1), Y11 \
+	VPBROADCASTD off(R8), Y10 \
+	VMOVDQU (off*16)(SI), Y8 \
+	BPROD(Y8, Y10, Y11, sa) \
+	VMOVDQU (off*16+32)(SI), Y9 \
+	BPROD(Y9, Y10, Y11, sb)
+
+// func cpuF16C() bool: CPUID leaf 1, ECX bit 29.
+TEXT ·cpuF16C(SB), NOSPLIT, $0-1
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	SHRL $29, CX
+	ANDL $1, CX
+	MOVB CX, ret+0(FP)
+	RET
+
+// func nibGroup4AVX2H(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+TEXT ·nibGroup4AVX2H(SB), NOSPLIT, $0-72
+	NIB4(LDH, 16, 64)
+
+// func nibGroup4AVX2F(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+TEXT ·nibGroup4AVX2F(SB), NOSPLIT, $0-72
+	NIB4(LDF, 32, 128)
+
+// func nibGroup1AVX2H(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·nibGroup1AVX2H(SB), NOSPLIT, $0-56
+	NIB1(LDH, 16, 64)
+
+// func nibGroup1AVX2F(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·nibGroup1AVX2F(SB), NOSPLIT, $0-56
+	NIB1(LDF, 32, 128)
+
+// func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
+//
+// Registers: Y0–Y3 acc, Y4–Y7 int32 sums, Y8 chunk half, Y10–Y12 temps,
+// Y13 d, Y14 temp, Y15 int16 ones. SI qs, DI scales, R8–R11 |x| rows,
+// DX sign rows − |x| rows, R12 xd of token 0, BX nb·4, CX blocks left.
+TEXT ·byteGroup4Q8AVX2(SB), NOSPLIT, $0-72
+	MOVQ qs+0(FP), SI
+	MOVQ sc+8(FP), DI
+	MOVQ xa+16(FP), R8
+	MOVQ xm+24(FP), DX
+	SUBQ R8, DX
+	MOVQ in+32(FP), AX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	MOVQ xd+40(FP), R12
+	MOVQ nb+48(FP), CX
+	MOVQ half+64(FP), AX
+	SHLQ $4, AX
+	ADDQ AX, DI
+	SHLQ $1, AX
+	ADDQ AX, SI
+	MOVQ CX, BX
+	SHLQ $2, BX
+	VMOVDQU ones16<>(SB), Y15
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ done4
+
+block4:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	BCHUNK4(0)
+	BCHUNK4(4)
+	BCHUNK4(8)
+	BCHUNK4(12)
+	BCHUNK4(16)
+	BCHUNK4(20)
+	BCHUNK4(24)
+	BCHUNK4(28)
+	VCVTPH2PS (DI), Y13
+	MOVQ R12, AX
+	BSCALE(Y4, Y0)
+	ADDQ BX, AX
+	BSCALE(Y5, Y1)
+	ADDQ BX, AX
+	BSCALE(Y6, Y2)
+	ADDQ BX, AX
+	BSCALE(Y7, Y3)
+	ADDQ $512, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ block4
+
+done4:
+	MOVQ res+56(FP), AX
+	MOVQ half+64(FP), R14
+	SHLQ $5, R14
+	ADDQ R14, AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 64(AX)
+	VMOVUPS Y2, 128(AX)
+	VMOVUPS Y3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func byteGroup1Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
+//
+// One token, both halves: Y0/Y1 acc of rows 0–7/8–15, Y4/Y5 the sums of
+// rows 0–7 over chunks 0–3/4–7 (as byteGroup1 adds them), Y6/Y7 rows 8–15.
+TEXT ·byteGroup1Q8AVX2(SB), NOSPLIT, $0-56
+	MOVQ qs+0(FP), SI
+	MOVQ sc+8(FP), DI
+	MOVQ xa+16(FP), R8
+	MOVQ xm+24(FP), DX
+	SUBQ R8, DX
+	MOVQ xd+32(FP), R12
+	MOVQ nb+40(FP), CX
+	VMOVDQU ones16<>(SB), Y15
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	TESTQ CX, CX
+	JZ done1
+
+block1:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	BCHUNK1(0, Y4, Y6)
+	BCHUNK1(4, Y4, Y6)
+	BCHUNK1(8, Y4, Y6)
+	BCHUNK1(12, Y4, Y6)
+	BCHUNK1(16, Y5, Y7)
+	BCHUNK1(20, Y5, Y7)
+	BCHUNK1(24, Y5, Y7)
+	BCHUNK1(28, Y5, Y7)
+	VPADDD Y5, Y4, Y4
+	VPADDD Y7, Y6, Y6
+	MOVQ R12, AX
+	VCVTPH2PS (DI), Y13
+	BSCALE(Y4, Y0)
+	VCVTPH2PS 16(DI), Y13
+	BSCALE(Y6, Y1)
+	ADDQ $512, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $4, R12
+	DECQ CX
+	JNZ block1
+
+done1:
+	MOVQ res+48(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VZEROUPPER
+	RET

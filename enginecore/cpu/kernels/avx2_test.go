@@ -1,0 +1,58 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// TestAVX2AssemblySameBits: the AVX2 assembly kernels give the bits of
+// the archsimd AVX2 kernels they replace, for every token count around
+// the four-token step (residual rows of precise tokens included) and
+// both scale widths (float16: Q4_0, Q4_1, Q8_0; float32: Q4_K).
+func TestAVX2AssemblySameBits(t *testing.T) {
+	if detectLevel() < levelAVX2 {
+		t.Skip("this CPU has no AVX2+FMA")
+	}
+	if !hasF16C {
+		t.Log("no F16C: only the float32-scale kernels run in assembly")
+	}
+	saved := level
+	defer func() { level, avx2Asm = saved, true }()
+	level = levelAVX2
+	for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q4_K, model.Q8_0} {
+		for _, numTok := range []int{1, 3, 4, 5, 9} {
+			for _, precise := range []bool{false, true} {
+				in, out := 512, 40
+				t.Run(fmt.Sprintf("%v/T=%d/precise=%v", typ, numTok, precise), func(t *testing.T) {
+					m, err := Pack(randTensor(t, typ, out, in, uint64(numTok)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					x := randX(numTok*in, uint64(numTok)+1)
+					var a Activations
+					var mark []bool
+					if precise {
+						mark = []bool{true, false, true} // residual rows for tokens 0 and 2
+					}
+					a.ResetPrecise(x, numTok, in, mark)
+					a.Quantize(0, numTok)
+					run := func(asm bool) []float32 {
+						avx2Asm = asm
+						got := make([]float32, numTok*out)
+						m.MulGroups(got, &a, 0, m.NumGroups())
+						return got
+					}
+					want, got := run(false), run(true)
+					if !slices.Equal(want, got) {
+						t.Fatalf("assembly differs from archsimd:\n got %v\nwant %v", got[:8], want[:8])
+					}
+				})
+			}
+		}
+	}
+}
