@@ -12,6 +12,10 @@
 // a stop string is held back until it is known not to (unless the stop string
 // is to be included in the output, in which case nothing is held back).
 //
+// [Sequence] puts them together for one output sequence as the engine
+// reports it (the EOS or stop token hidden, stop strings after
+// min_tokens); the HTTP server and the Go text API share it.
+//
 // The package is pure: it imports neither echo nor anything from enginecore,
 // gpu or wire. Values are not safe for concurrent use; use one per request.
 //

@@ -100,8 +100,7 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream, w *waitingToken, events chan<- choiceEvent) {
 	defer st.Close()
 	defer w.finish()
-	dt := detok.New(s.tok, g.skipSpecial)
-	sc := detok.NewStopChecker(g.stops, g.includeStop)
+	seq := detok.NewSequence(s.tok, detok.SequenceConfig{Stops: g.stops, IncludeStop: g.includeStop, SkipSpecial: g.skipSpecial, MinTokens: g.params.MinTokens})
 	send := func(ev choiceEvent) bool {
 		select {
 		case events <- ev:
@@ -110,7 +109,6 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			return false
 		}
 	}
-	numOut := 0 // tokens generated so far
 	start := time.Now()
 	var last time.Time // when the previous token arrived
 	for {
@@ -138,40 +136,22 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			}
 			last = t
 		}
-		textIDs := out.NewTokenIDs
-		finished := out.FinishReason != wire.FinishNone
 		if out.FinishReason == wire.FinishError {
 			msg, _ := out.StopReason.(string)
 			send(choiceEvent{index: index, err: fmt.Errorf("%w: %s", errEngineRejected, msg)})
 			return
 		}
-		if out.FinishReason == wire.FinishStop && !g.includeStop && len(textIDs) > 0 {
-			// The EOS or stop token ends the text; it is not part of it.
-			textIDs = textIDs[:len(textIDs)-1]
-		}
-		delta := dt.Add(textIDs)
-		if finished {
-			delta += dt.Flush()
-		}
-		numOut += len(out.NewTokenIDs)
-		var emit, which string
-		var stopped bool
-		if numOut <= g.params.MinTokens {
-			// Like vLLM, stop strings count only after min_tokens.
-			emit = delta
-		} else {
-			emit, stopped, which = sc.Push(delta)
-		}
+		finished := out.FinishReason != wire.FinishNone
+		emit, stopped, which := seq.Push(out.NewTokenIDs, finished, out.FinishReason == wire.FinishStop)
 		switch {
 		case stopped:
 			ev.finish, ev.stopReason = "stop", which
 		case finished:
-			emit += sc.Flush()
 			ev.finish, ev.stopReason = out.FinishReason.String(), out.StopReason
 		}
 		ev.text = emit
 		if ev.finish != "" {
-			s.metrics.ObserveFinish(time.Since(start), len(g.prompt), numOut, ev.finish)
+			s.metrics.ObserveFinish(time.Since(start), len(g.prompt), seq.NumTokens(), ev.finish)
 		}
 		if !send(ev) || ev.finish != "" {
 			return
