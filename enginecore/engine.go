@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/kvcache"
@@ -77,6 +79,18 @@ type Pub struct {
 	Payload []byte // msgpack
 }
 
+// ServedName is the model's name in the API: name when set, else "dummy"
+// for the dummy model, else model's base name without ".gguf".
+func ServedName(name, model string) string {
+	if name != "" {
+		return name
+	}
+	if model == "dummy" {
+		return "dummy"
+	}
+	return strings.TrimSuffix(filepath.Base(filepath.Clean(model)), ".gguf")
+}
+
 // ErrFatal marks errors after which the engine cannot continue.
 var ErrFatal = errors.New("enginecore: fatal")
 
@@ -86,6 +100,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.ServedModelName = ServedName(cfg.ServedModelName, cfg.Model)
 	if cfg.BlockSize <= 0 || cfg.NumBlocks <= 0 {
 		return nil, fmt.Errorf("enginecore: block size %d and block count %d must be positive", cfg.BlockSize, cfg.NumBlocks)
 	}

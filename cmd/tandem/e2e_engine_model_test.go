@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tandem-llm/tandem/enginecore"
 )
 
 // The engine acceptance checks of e2e_engine_test.go, on the real default
@@ -29,7 +31,7 @@ func startModelSplit(t *testing.T, engineArgs ...string) *modelStack {
 	t.Helper()
 	path := defaultModel(t)
 	args := append([]string{"--model", path, "--max-model-len", "2048", "--threads", strconv.Itoa(runtime.NumCPU())}, engineArgs...)
-	return &modelStack{splitStack: startSplit(t, args...), name: servedName("", path)}
+	return &modelStack{splitStack: startSplit(t, args...), name: enginecore.ServedName("", path)}
 }
 
 // complete is streamCompletion for the served model.

@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/llm"
 	"github.com/tandem-llm/tandem/frontend/server"
 )
 
@@ -111,7 +112,7 @@ func TestSDKRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, _ := client.Info()
-	tok, err := tokenizerFor("dummy", "")
+	tok, err := llm.LoadTokenizer("dummy", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,16 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/loader"
-	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
@@ -123,7 +120,7 @@ func runEngine(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	name := servedName(f.servedModelName, f.model)
+	name := enginecore.ServedName(f.servedModelName, f.model)
 	core, err := enginecore.New(enginecore.Config{
 		EngineIndex:         f.rank,
 		Model:               f.model,
@@ -168,39 +165,17 @@ func runEngine(ctx context.Context, args []string) error {
 	return core.Serve(ctx, router, pub)
 }
 
-// servedName is --served-model-name, else "dummy", else the model's base name.
-func servedName(flagName, model string) string {
-	if flagName != "" {
-		return flagName
-	}
-	if model == "dummy" {
-		return "dummy"
-	}
-	return strings.TrimSuffix(filepath.Base(filepath.Clean(model)), ".gguf")
-}
-
 // loadBackend builds the backend for --device (see newBackend) over
 // --model: the dummy model, a GGUF file or a Hugging Face directory. The
 // returned backend's Close also releases the model file.
 func loadBackend(name, device string, maxModelLen, threads int, prec cpu.Precision, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
 	start := time.Now()
-	var cfg model.Config
-	var w *model.Weights
-	var release func() error
-	if name == "dummy" {
-		cfg, w = model.Dummy(maxModelLen)
-	} else {
+	if name != "dummy" {
 		log.Info("loading model", "path", name)
-		m, err := loader.Load(name)
-		if err != nil {
-			return nil, runner.ModelInfo{}, fmt.Errorf("engine: %w", err)
-		}
-		release = m.Close
-		if w, err = model.FromTensors(m.Config, m.Tensors); err != nil {
-			_ = release()
-			return nil, runner.ModelInfo{}, fmt.Errorf("engine: %s: %w", name, err)
-		}
-		cfg = m.Config
+	}
+	cfg, w, release, err := loader.Weights(name, maxModelLen)
+	if err != nil {
+		return nil, runner.ModelInfo{}, fmt.Errorf("engine: %w", err)
 	}
 	be, err := newBackend(device, cfg, w, threads, prec)
 	if err != nil {

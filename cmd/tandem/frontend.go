@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
-	"github.com/tandem-llm/tandem/frontend/chattemplate"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/llm"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/frontend/server"
-	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
 
 // frontendFlags are `tandem frontend`'s flags.
@@ -144,7 +143,7 @@ func runFrontend(ctx context.Context, args []string) error {
 	if tokPath == "" {
 		tokPath = info.Model
 	}
-	tok, err := tokenizerFor(tokPath, f.chatTemplate)
+	tok, err := llm.LoadTokenizer(tokPath, f.chatTemplate)
 	if err != nil {
 		return err
 	}
@@ -177,36 +176,6 @@ func runFrontend(ctx context.Context, args []string) error {
 	_ = hs.Shutdown(sctx)
 	log.Info("frontend stopped")
 	return nil
-}
-
-// tokenizerFor loads the tokenizer and chat template of the model an
-// engine serves (a GGUF file or a Hugging Face directory; the byte
-// tokenizer for dummy). templatePath, if set, replaces the model's chat
-// template.
-func tokenizerFor(model, templatePath string) (tokenizer.Tokenizer, error) {
-	if model == "dummy" {
-		return tokenizer.NewByte(), nil
-	}
-	tok, err := tokenizer.Load(model)
-	if err != nil {
-		return nil, fmt.Errorf("frontend: %w", err)
-	}
-	src := tok.ChatTemplateSource()
-	if templatePath != "" {
-		b, err := os.ReadFile(templatePath)
-		if err != nil {
-			return nil, fmt.Errorf("frontend: --chat-template: %w", err)
-		}
-		src = string(b)
-	}
-	if src != "" {
-		tmpl, err := chattemplate.New(src, chattemplate.Options{BOSToken: tok.BOSText(), EOSToken: tok.EOSText()})
-		if err != nil {
-			return nil, fmt.Errorf("frontend: chat template of %s: %w", model, err)
-		}
-		tok.SetChatTemplate(tmpl)
-	}
-	return tok, nil
 }
 
 func listen(ctx context.Context, addr string, reusePort bool) (net.Listener, error) {

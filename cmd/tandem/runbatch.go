@@ -18,6 +18,7 @@ import (
 	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/frontend/batch"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/llm"
 	"github.com/tandem-llm/tandem/frontend/server"
 )
 
@@ -108,7 +109,7 @@ func runBatch(ctx context.Context, args []string) error {
 	if tokPath == "" {
 		tokPath = info.Model
 	}
-	tok, err := tokenizerFor(tokPath, f.chatTemplate)
+	tok, err := llm.LoadTokenizer(tokPath, f.chatTemplate)
 	if err != nil {
 		return err
 	}

@@ -232,3 +232,24 @@ func appendUnique(ids []int32, more ...int32) []int32 {
 	}
 	return ids
 }
+
+// Weights loads what an engine serves: the dummy model (random weights,
+// maxContextLen tokens of context; 0 for its default) when name is
+// "dummy", else the checkpoint at name turned into weights. release
+// unmaps the checkpoint (nil for the dummy); call it once the backend
+// built over the weights is closed.
+func Weights(name string, maxContextLen int) (cfg model.Config, w *model.Weights, release func() error, err error) {
+	if name == "dummy" {
+		cfg, w = model.Dummy(maxContextLen)
+		return cfg, w, nil, nil
+	}
+	m, err := Load(name)
+	if err != nil {
+		return model.Config{}, nil, nil, err
+	}
+	if w, err = model.FromTensors(m.Config, m.Tensors); err != nil {
+		_ = m.Close()
+		return model.Config{}, nil, nil, fmt.Errorf("loader: %s: %w", name, err)
+	}
+	return m.Config, w, m.Close, nil
+}

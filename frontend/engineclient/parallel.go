@@ -1,9 +1,11 @@
 package engineclient
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/tandem-llm/tandem/wire"
@@ -56,6 +58,7 @@ type Generation struct {
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
 	err    error // the first child's failure
+	ended  []bool // samples ended early by Stop; guarded by errMu
 }
 
 // Output is one output of sample Index.
@@ -67,8 +70,9 @@ type Output struct {
 // SubmitN sends parent's children (Children) and returns them as one
 // Generation. If one cannot be sent, the others are aborted.
 func (c *Client) SubmitN(ctx context.Context, parent *wire.EngineCoreRequest) (*Generation, error) {
-	g := &Generation{ID: parent.RequestID}
-	for _, req := range Children(parent) {
+	kids := Children(parent)
+	g := &Generation{ID: parent.RequestID, ended: make([]bool, len(kids))}
+	for _, req := range kids {
 		st, err := c.Submit(ctx, req)
 		if err != nil {
 			g.Close()
@@ -124,7 +128,7 @@ func (g *Generation) startMerge() {
 			}()
 			for {
 				o, err := st.Next(ctx)
-				if err == io.EOF {
+				if err == io.EOF || g.isEnded(i) {
 					return
 				}
 				if err != nil {
@@ -147,6 +151,22 @@ func (g *Generation) startMerge() {
 	go func() { g.wg.Wait(); close(g.merged) }()
 }
 
+// Stop ends sample i early (a stop string matched it): it is aborted in
+// its engine, and Next returns none of its later outputs and does not
+// count its end as a failure. The other samples go on.
+func (g *Generation) Stop(i int) {
+	g.errMu.Lock()
+	g.ended[i] = true
+	g.errMu.Unlock()
+	g.Children[i].Close()
+}
+
+func (g *Generation) isEnded(i int) bool {
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	return g.ended[i]
+}
+
 // Close stops every sample that has not finished (aborting it in its
 // engine).
 func (g *Generation) Close() {
@@ -163,4 +183,13 @@ func (g *Generation) Close() {
 	for _, st := range g.Children {
 		st.Close()
 	}
+}
+
+// Best returns the n candidates with the highest score, best first, ties
+// in their original order: best_of's choice among parallel samples (by
+// mean logprob per token), shared by the HTTP server and frontend/llm.
+func Best[T any](cands []T, n int, score func(*T) float64) []T {
+	out := slices.Clone(cands)
+	slices.SortStableFunc(out, func(a, b T) int { return cmp.Compare(score(&b), score(&a)) })
+	return out[:min(n, len(out))]
 }

@@ -1,15 +1,14 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -247,9 +246,8 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 func pickBest(gens []*genRequest, res []*choiceResult, n int) []*choiceResult {
 	out := make([]*choiceResult, 0, len(gens)*n)
 	for _, g := range gens {
-		cands := slices.Clone(res[g.firstIndex : g.firstIndex+g.n])
-		slices.SortStableFunc(cands, func(a, b *choiceResult) int { return cmp.Compare(b.meanLogprob(), a.meanLogprob()) })
-		out = append(out, cands[:n]...)
+		best := engineclient.Best(res[g.firstIndex:g.firstIndex+g.n], n, func(r **choiceResult) float64 { return (*r).meanLogprob() })
+		out = append(out, best...)
 	}
 	return out
 }
