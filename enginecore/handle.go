@@ -19,8 +19,16 @@ func (e *Engine) Handle(now time.Time, client string, msg any) []Out {
 	case *wire.EngineCoreRequest:
 		return e.add(now, client, p)
 	case *wire.Abort:
-		e.abort(now, p.RequestIDs)
+		if !e.clients.ready(client) {
+			e.log.Debug("ignoring ABORT from a frontend without HELLO", "client", fmt.Sprintf("%x", client))
+			return nil
+		}
+		e.abort(now, e.own(client, p.RequestIDs))
 	case *wire.Utility:
+		if !e.clients.ready(client) {
+			return []Out{{Client: client, Type: wire.MsgUtilityResult, Payload: &wire.UtilityResult{CallID: p.CallID,
+				FailureMessage: "unknown frontend: send HELLO first"}}}
+		}
 		return e.utility(client, p)
 	default:
 		e.log.Warn("unexpected message from frontend", "type", fmt.Sprintf("%T", msg))
@@ -92,9 +100,10 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 }
 
 // utility answers a named call. Methods: get_session [id], end_session
-// [id], get_stats [], list_requests [], get_events_endpoint [] (the PUB
-// endpoint, "" if none), get_sessions [] (the sessions held, as in a
-// session snapshot).
+// [id], get_stats [], list_requests [] (the caller's own requests),
+// get_events_endpoint [] (the PUB endpoint, "" if none), get_sessions []
+// (the sessions held, as in a session snapshot). Only frontends that
+// completed HELLO get here.
 func (e *Engine) utility(client string, u *wire.Utility) []Out {
 	res := &wire.UtilityResult{CallID: u.CallID}
 	var v any
@@ -122,10 +131,12 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 	case "get_stats":
 		st := e.Load()
 		v = &st
-	case "list_requests":
-		var reqs []any
+	case "list_requests": // the caller's own: no other frontend's ids or identity
+		reqs := []any{}
 		e.sched.Requests(func(r *sched.Request) {
-			reqs = append(reqs, map[string]any{"request_id": r.ID, "session_id": r.SessionID, "client": fmt.Sprintf("%x", r.Client)})
+			if r.Client == client {
+				reqs = append(reqs, map[string]any{"request_id": r.ID, "session_id": r.SessionID})
+			}
 		})
 		v = reqs
 	default:
@@ -164,4 +175,18 @@ func stringArg(args []any) (string, bool) {
 	}
 	s, ok := args[0].(string)
 	return s, ok
+}
+
+// own keeps the ids of requests that client sent: a frontend aborts only
+// its own (another's ABORT for them is ignored and logged).
+func (e *Engine) own(client string, ids []string) []string {
+	mine := ids[:0:0]
+	for _, id := range ids {
+		if r := e.sched.Get(id); r != nil && r.Client != client {
+			e.log.Warn("ignoring ABORT of another frontend's request", "request_id", id, "from", e.clients.name(client))
+			continue
+		}
+		mine = append(mine, id)
+	}
+	return mine
 }

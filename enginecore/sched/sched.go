@@ -137,7 +137,10 @@ func (s *Scheduler) NumPreemptions() int64 { return s.numPreemptions }
 // NumSteps is the cumulative number of scheduled steps.
 func (s *Scheduler) NumSteps() int64 { return s.numSteps }
 
-// Requests calls f for every live request.
+// Get returns the unfinished request with id, or nil.
+func (s *Scheduler) Get(id string) *Request { return s.byID[id] }
+
+// Requests calls f for every unfinished request, running first.
 func (s *Scheduler) Requests(f func(*Request)) {
 	for _, r := range s.running {
 		f(r)

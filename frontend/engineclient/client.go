@@ -345,6 +345,7 @@ func (c *Client) ticker() {
 		for _, i := range dead {
 			c.log.Error("engine core went silent", "engine", i, "endpoint", c.endpoint(i))
 			c.failEngine(i, "heartbeat timeout")
+			c.redial(i)
 		}
 		for _, i := range notReady {
 			c.hello(i)
@@ -354,6 +355,34 @@ func (c *Client) ticker() {
 			_ = c.sendTo(i, wire.MsgHeartbeat, hb)
 		}
 	}
+}
+
+// redial replaces engine i's DEALER with a new one, under a new
+// identity, and says HELLO on it: an engine silent past the heartbeat
+// timeout may have lost our route for good (libzmq's own reconnection
+// keeps the identity, which the engine may still hold for a dead
+// connection, or another peer may present).
+func (c *Client) redial(i int) {
+	ep := c.endpoint(i)
+	conn, err := zmq.DialDealer(ep, c.cfg.DialOptions...)
+	if err != nil {
+		c.log.Error("re-dialling engine core", "engine", i, "endpoint", ep, "err", err)
+		return
+	}
+	c.mu.Lock()
+	if c.closed || c.slots[i].removed {
+		c.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	old := c.slots[i].conn
+	c.slots[i].conn = conn
+	c.wg.Add(1)
+	c.mu.Unlock()
+	_ = old.Close()
+	go c.reader(i, conn)
+	c.hello(i)
+	c.log.Info("re-dialled engine core", "engine", i, "endpoint", ep)
 }
 
 func (c *Client) endpoint(i int) string {

@@ -334,3 +334,28 @@ func TestLoadBetweenReports(t *testing.T) {
 		t.Errorf("engine 0 got %d, engine 1 got %d requests; want the burst shared once engine 1 caught up", n0, n1)
 	}
 }
+
+// TestRedialsASilentEngine: an engine that stops answering this frontend's
+// identity (its route lost, or taken) is marked down after the heartbeat
+// timeout and re-dialled under a new identity, and is ready again.
+func TestRedialsASilentEngine(t *testing.T) {
+	f := startFake(t, 0, "")
+	c := dial(t, engineclient.Config{Endpoints: []string{f.endpoint}})
+	waitFor(t, "ready", allReady(c, 1))
+	f.shunClients()
+	if f.numShunned() != 1 {
+		t.Fatalf("%d identities shunned, want the client's one", f.numShunned())
+	}
+	// The old identity gets no answer; only a new one can be ready.
+	waitFor(t, "ready again on a new identity", func() bool { return c.Engines()[0].Ready && f.numClients() == 1 })
+	g, err := c.Generate(context.Background(), []int32{1}, wire.DefaultSamplingParams(), "after-redial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := g.Next(ctx); err != nil {
+		t.Fatalf("request after the re-dial: %v", err)
+	}
+}

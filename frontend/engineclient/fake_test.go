@@ -33,6 +33,7 @@ type fakeEngine struct {
 
 	mu      sync.Mutex // mu guards the fields below
 	clients map[string]bool
+	shunned map[string]bool // identities it no longer answers (a lost route)
 	onAdd   func(f *fakeEngine, client string, req *wire.EngineCoreRequest)
 	adds    []string // request ids received
 	seq     map[string]uint64
@@ -59,7 +60,7 @@ func startFake(t *testing.T, rank int, endpoint string) *fakeEngine {
 	}
 	f := &fakeEngine{
 		t: t, rank: rank, id: fmt.Sprintf("fake-%d-%d", rank, time.Now().UnixNano()), router: r, pub: p, endpoint: endpoint,
-		clients: map[string]bool{}, seq: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
+		clients: map[string]bool{}, shunned: map[string]bool{}, seq: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go f.run()
 	t.Cleanup(f.kill)
@@ -76,6 +77,31 @@ func (f *fakeEngine) requestIDs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.adds...)
+}
+
+// shunClients stops answering every frontend connected so far, as an
+// engine whose route to them is lost: no heartbeats, no replies.
+func (f *fakeEngine) shunClients() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.clients {
+		f.shunned[id] = true
+		delete(f.clients, id)
+	}
+}
+
+// numClients is the number of frontend identities it answers.
+func (f *fakeEngine) numClients() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.clients)
+}
+
+// numShunned is the number of identities it stopped answering.
+func (f *fakeEngine) numShunned() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.shunned)
 }
 
 // kill stops the engine without a word, like a SIGKILL.
@@ -154,6 +180,12 @@ func (f *fakeEngine) run() {
 				return
 			}
 			client := string(frames[0])
+			f.mu.Lock()
+			shunned := f.shunned[client]
+			f.mu.Unlock()
+			if shunned {
+				continue
+			}
 			_, payload, err := wire.Decode(frames[1:])
 			if err != nil {
 				f.t.Errorf("fake engine: %v", err)

@@ -50,8 +50,10 @@ func Version() string {
 // free port, or ipc:///path). Every received message has the peer's identity as frame 0;
 // to reply, Send a message whose frame 0 is that identity. ZMQ_ROUTER_MANDATORY is set,
 // so a message to an identity that is not connected is dropped and counted by Dropped
-// instead of blocking; ZMQ_ROUTER_HANDOVER is set, so a peer that reconnects with the
-// same identity takes it over.
+// instead of blocking. ZMQ_ROUTER_HANDOVER is not set: while a peer is connected, a
+// second peer presenting its identity is refused by libzmq, so no one can take over
+// another frontend's route (a DEALER that reconnects after a drop gets its identity
+// back once the old connection is gone).
 func BindRouter(endpoint string, opts ...Option) (*Conn, error) {
 	return open(kindRouter, endpoint, nil, opts)
 }
@@ -365,11 +367,21 @@ func newSocket(ctx *zmq4.Context, t zmq4.Type, hwm int) (*zmq4.Socket, error) {
 	return s, nil
 }
 
+// ZMTP-level heartbeats of ROUTER sockets (libzmq PING/PONG), under the
+// application's own: they only detect dead connections.
+const (
+	routerHeartbeat        = 2 * time.Second
+	routerHeartbeatTimeout = 10 * time.Second
+)
+
 // configure sets the options that depend on the socket kind.
 func configure(s *zmq4.Socket, spec socketSpec) error {
 	switch spec.kind {
 	case kindRouter:
-		return errors.Join(s.SetRouterMandatory(1), s.SetRouterHandover(true))
+		// No ZMQ_ROUTER_HANDOVER: a connected peer's identity cannot be taken
+		// over. ZMTP heartbeats close a connection whose peer vanished without
+		// a FIN, so its identity is free again for the peer's reconnection.
+		return errors.Join(s.SetRouterMandatory(1), s.SetHeartbeatIvl(routerHeartbeat), s.SetHeartbeatTimeout(routerHeartbeatTimeout))
 	case kindDealer:
 		return s.SetIdentity(spec.cfg.identity)
 	case kindSub:
