@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -81,16 +82,12 @@ func (s *Scheduler) Add(r *Request) error {
 
 func (s *Scheduler) insertWaiting(r *Request) {
 	i, _ := slices.BinarySearchFunc(s.waiting, r, func(a, b *Request) int {
-		if a.Priority != b.Priority {
-			return a.Priority - b.Priority
+		// cmp.Compare, not a subtraction: priorities span the whole int
+		// range, and 2⁶³−1 − (−1) overflowed to the front of the queue.
+		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+			return c
 		}
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.seq, b.seq)
 	})
 	s.waiting = slices.Insert(s.waiting, i, r)
 }
