@@ -73,20 +73,8 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	if !e.clients.ready(client) {
 		return failCode(wire.CodeUnknownFrontend, "unknown frontend: send HELLO first")
 	}
-	vocab := int32(e.be.Model().VocabSize)
-	for _, t := range r.PromptTokenIDs {
-		if t < 0 || t >= vocab {
-			return fail("prompt token id %d out of range [0, %d)", t, vocab)
-		}
-	}
-	// The frontend checks these too; the engine trusts no peer with them.
-	for _, t := range r.SamplingParams.StopTokenIDs {
-		if t < 0 {
-			return fail("stop_token_ids: %d is negative", t)
-		}
-	}
-	if t := r.SamplingParams.EOSTokenID; t != nil && *t < 0 {
-		return fail("_eos_token_id %d is negative", *t)
+	if err := validateRequest(r, int32(e.be.Model().VocabSize)); err != nil {
+		return fail("%v", err)
 	}
 	req := sched.NewRequest(r, client, e.eos)
 	if err := e.sched.Add(req); err != nil {

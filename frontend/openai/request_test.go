@@ -2,6 +2,8 @@ package openai_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -327,6 +329,16 @@ func TestValidateCompletion(t *testing.T) {
 		{name: "best_of below n", body: `{"prompt":"a","best_of":1,"n":2}`, wantParam: "best_of", wantMsg: "greater than or equal"},
 		{name: "best_of with stream", body: `{"prompt":"a","best_of":3,"stream":true}`, wantParam: "best_of", wantMsg: "stream"},
 		{name: "best_of too big", body: `{"prompt":"a","best_of":129}`, wantParam: "best_of"},
+		// Bounded cost per request (issue #14).
+		{name: "2048 prompts", body: `{"prompt":[` + repeatJSON(`"p"`, 2048) + `]}`},
+		{name: "2049 prompts", body: `{"prompt":[` + repeatJSON(`"p"`, 2049) + `]}`, wantParam: "prompt", wantMsg: "at most 2048"},
+		{name: "prompts × n", body: `{"prompt":[` + repeatJSON(`[1]`, 1000) + `],"n":128}`, wantParam: "n", wantMsg: "128000 sequences"},
+		{name: "prompts × best_of", body: `{"prompt":[` + repeatJSON(`"p"`, 100) + `],"best_of":21}`, wantParam: "n", wantMsg: "2100 sequences"},
+		{name: "long request_id", body: `{"prompt":"a","request_id":"` + strings.Repeat("x", 257) + `"}`, wantParam: "request_id", wantMsg: "257 bytes"},
+		{name: "65 stops", body: `{"prompt":"a","stop":[` + repeatJSON(`"s"`, 65) + `]}`, wantParam: "stop", wantMsg: "65 strings"},
+		{name: "long stop", body: `{"prompt":"a","stop":"` + strings.Repeat("s", 1025) + `"}`, wantParam: "stop", wantMsg: "1025 bytes"},
+		{name: "many stop ids", body: `{"prompt":"a","stop_token_ids":[` + repeatJSON(`1`, 1025) + `]}`, wantParam: "stop_token_ids", wantMsg: "1025 ids"},
+		{name: "many logit_bias", body: `{"prompt":"a","logit_bias":{` + biasJSON(1025) + `}}`, wantParam: "logit_bias", wantMsg: "1025 entries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,4 +419,18 @@ func FuzzDecodeCompletion(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// repeatJSON is n copies of v, comma-separated.
+func repeatJSON(v string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(v+",", n), ",")
+}
+
+// biasJSON is n logit_bias entries {"0":1,"1":1,...}.
+func biasJSON(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`"%d":1`, i)
+	}
+	return strings.Join(parts, ",")
 }

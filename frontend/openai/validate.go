@@ -16,6 +16,17 @@ const (
 	MaxLogprobs  = 20  // most top logprobs per token (vLLM's default max_logprobs)
 	MaxBeamWidth = 10  // widest beam: each beam step asks for 2·width logprobs, at most MaxLogprobs
 
+	// Bounds on what one request may cost (issue #14: one 5 KB body of
+	// prompts × n became 128,000 engine requests; one 8 MB id grew the
+	// engine by a GB).
+	MaxRequestIDBytes = 256  // request_id and X-Request-Id, as session_id
+	MaxPrompts        = 2048 // prompts in one completions request
+	MaxSequences      = 2048 // prompts × max(n, best_of): engine requests from one request
+	MaxStops          = 64   // stop strings
+	MaxStopBytes      = 1024 // bytes per stop string
+	MaxStopTokenIDs   = 1024
+	MaxLogitBiasTerms = 1024 // logit_bias entries
+
 	maxLogitBias = 100 // |logit_bias| bound, as OpenAI
 	maxPenalty   = 2.0 // |presence_penalty|, |frequency_penalty| bound
 )
@@ -97,6 +108,12 @@ func (r *CompletionRequest) validatePrompt() *Error {
 	if p.Len() == 0 {
 		return BadRequest("prompt", "'prompt' must not be empty.")
 	}
+	if n := p.Len(); n > MaxPrompts {
+		return BadRequest("prompt", "'prompt' holds %d prompts; at most %d per request.", n, MaxPrompts)
+	}
+	if n := p.Len() * r.NumCandidates(); n > MaxSequences {
+		return BadRequest("n", "%d prompts × %d choices is %d sequences; at most %d per request.", p.Len(), r.NumCandidates(), n, MaxSequences)
+	}
 	for i, ids := range p.Tokens {
 		if len(ids) == 0 {
 			return BadRequest("prompt", "'prompt' must not contain an empty token list (prompt[%d]).", i)
@@ -142,10 +159,25 @@ func (p *Params) validate() *Error {
 	if p.MinTokens < 0 {
 		return BadRequest("min_tokens", "'min_tokens' must be non-negative, got %d.", p.MinTokens)
 	}
+	if len(p.RequestID) > MaxRequestIDBytes {
+		return BadRequest("request_id", "'request_id' is %d bytes; at most %d.", len(p.RequestID), MaxRequestIDBytes)
+	}
+	if len(p.Stop) > MaxStops {
+		return BadRequest("stop", "'stop' holds %d strings; at most %d.", len(p.Stop), MaxStops)
+	}
 	for _, s := range p.Stop {
 		if s == "" {
 			return BadRequest("stop", "'stop' must not contain an empty string.")
 		}
+		if len(s) > MaxStopBytes {
+			return BadRequest("stop", "a stop string of %d bytes; at most %d.", len(s), MaxStopBytes)
+		}
+	}
+	if len(p.StopTokenIDs) > MaxStopTokenIDs {
+		return BadRequest("stop_token_ids", "'stop_token_ids' holds %d ids; at most %d.", len(p.StopTokenIDs), MaxStopTokenIDs)
+	}
+	if len(p.LogitBias) > MaxLogitBiasTerms {
+		return BadRequest("logit_bias", "'logit_bias' holds %d entries; at most %d.", len(p.LogitBias), MaxLogitBiasTerms)
 	}
 	for _, id := range p.StopTokenIDs {
 		if id < 0 {

@@ -122,6 +122,13 @@ func TestAuthAndRequestIDs(t *testing.T) {
 	if code != 401 || !strings.Contains(body, `"code":"invalid_api_key"`) {
 		t.Fatalf("%d %s", code, body)
 	}
+	// A request id is bounded like a session id (one 8 MB id once grew
+	// the engine by a GB).
+	code, body = do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"a","max_tokens":1}`,
+		map[string]string{"Authorization": "Bearer sekret", "X-Request-Id": strings.Repeat("r", 257)})
+	if code != 400 || !strings.Contains(body, `"param":"X-Request-Id"`) {
+		t.Fatalf("long X-Request-Id: %d %s", code, body)
+	}
 }
 
 func TestBestOf(t *testing.T) {

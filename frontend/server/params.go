@@ -84,6 +84,9 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 	}
 	cm.sessionID, cm.source = id, src
 	c.Set(ctxSessionKey, id)
+	if v := h.Get(echo.HeaderXRequestID); len(v) > openai.MaxRequestIDBytes {
+		return cm, openai.BadRequest("X-Request-Id", "header X-Request-Id is %d bytes; at most %d.", len(v), openai.MaxRequestIDBytes)
+	}
 	switch {
 	case h.Get(echo.HeaderXRequestID) != "":
 		cm.baseID = h.Get(echo.HeaderXRequestID)

@@ -333,3 +333,20 @@ func TestLatencyIndependentOfPollTimeout(t *testing.T) {
 		t.Errorf("%d round trips took %v, want under %v", numRoundTrips, took, budget)
 	}
 }
+
+// TestRouterRefusesOversizedMessages: a peer sending a message part over
+// the ROUTER's 32 MiB limit is cut off before the message is delivered;
+// other peers are unaffected.
+func TestRouterRefusesOversizedMessages(t *testing.T) {
+	router := bindRouter(t, ipcEndpoint(t, "big"))
+	big := dialDealer(t, router.Endpoint())
+	good := dialDealer(t, router.Endpoint(), zmq.WithIdentity("good"))
+	if err := big.Send([][]byte{make([]byte, 33<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	send(t, good, "small")
+	if msg := recv(t, router); msg[0] != "good" || msg[1] != "small" {
+		t.Fatalf("router received %q", msg)
+	}
+	recvNone(t, router, 200*time.Millisecond)
+}

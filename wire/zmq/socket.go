@@ -372,6 +372,7 @@ func newSocket(ctx *zmq4.Context, t zmq4.Type, hwm int) (*zmq4.Socket, error) {
 const (
 	routerHeartbeat        = 2 * time.Second
 	routerHeartbeatTimeout = 10 * time.Second
+	routerMaxMessage       = 32 << 20 // bytes per message part
 )
 
 // configure sets the options that depend on the socket kind.
@@ -381,7 +382,10 @@ func configure(s *zmq4.Socket, spec socketSpec) error {
 		// No ZMQ_ROUTER_HANDOVER: a connected peer's identity cannot be taken
 		// over. ZMTP heartbeats close a connection whose peer vanished without
 		// a FIN, so its identity is free again for the peer's reconnection.
-		return errors.Join(s.SetRouterMandatory(1), s.SetHeartbeatIvl(routerHeartbeat), s.SetHeartbeatTimeout(routerHeartbeatTimeout))
+		// ZMQ_MAXMSGSIZE: a peer sending a larger message is disconnected
+		// before libzmq buffers it (an ADD of a 1M-token prompt is ~5 MB).
+		return errors.Join(s.SetRouterMandatory(1), s.SetHeartbeatIvl(routerHeartbeat), s.SetHeartbeatTimeout(routerHeartbeatTimeout),
+			s.SetMaxmsgsize(routerMaxMessage))
 	case kindDealer:
 		return s.SetIdentity(spec.cfg.identity)
 	case kindSub:
