@@ -57,7 +57,7 @@ type Generation struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
-	err    error // the first child's failure
+	err    error  // the first child's failure
 	ended  []bool // samples ended early by Stop; guarded by errMu
 }
 
