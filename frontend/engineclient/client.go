@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -56,6 +57,10 @@ type Config struct {
 	// system resolver).
 	ResolveInterval time.Duration
 	LookupIP4       func(ctx context.Context, host string) ([]net.IP, error)
+	// AuditInterval is how often the client asks an engine for its list
+	// of this frontend's requests when some have been quiet this long, and
+	// fails those the engine no longer has (ErrRequestLost). Default 30 s.
+	AuditInterval time.Duration
 }
 
 // EngineState is what the client knows of one engine.
@@ -102,6 +107,14 @@ type slot struct {
 	pubSeenClosed bool
 	dynamic       bool   // from a dns+tcp endpoint: removed when its record goes
 	epoch         uint64 // reports received; a stream placed in epoch e is in the reports after e
+	// incarnation counts the engine processes seen behind this slot: it
+	// goes up when the engine shows it lost us ("unknown frontend") or
+	// READY names a new engine id, once per restart (noticed marks that
+	// the current one was counted before its READY). A restart fails over
+	// only the streams placed on an older incarnation, so a request re-sent
+	// to the new process is never sent a second time.
+	incarnation uint64
+	noticed     bool
 }
 
 // Client talks to a set of engine cores. Safe for concurrent use.
@@ -149,6 +162,9 @@ func Dial(cfg Config) (*Client, error) {
 	if cfg.ResolveInterval <= 0 {
 		cfg.ResolveInterval = 5 * time.Second
 	}
+	if cfg.AuditInterval <= 0 {
+		cfg.AuditInterval = 30 * time.Second
+	}
 	if cfg.LookupIP4 == nil {
 		cfg.LookupIP4 = func(ctx context.Context, host string) ([]net.IP, error) {
 			return net.DefaultResolver.LookupIP(ctx, "ip4", host)
@@ -182,8 +198,9 @@ func Dial(cfg Config) (*Client, error) {
 		c.wg.Add(1)
 		go c.resolveLoop(names)
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.ticker()
+	go c.auditLoop()
 	return c, nil
 }
 
@@ -406,11 +423,16 @@ func (c *Client) downLocked(i int, err string) {
 // downLocked or the restart's router reset: each in-flight stream that has
 // produced no output yet is sent to another engine (up to MaxRetries
 // times), the others fail with ErrEngineDead.
-func (c *Client) failEngine(i int, reason string) {
+func (c *Client) failEngine(i int, reason string) { c.failEngineBefore(i, math.MaxUint64, reason) }
+
+// failEngineBefore is failEngine for the streams placed on engine i
+// before incarnation inc (a restart: the newer ones run on the new
+// process).
+func (c *Client) failEngineBefore(i int, inc uint64, reason string) {
 	c.mu.Lock()
 	var victims []*Stream
 	for id, s := range c.streams {
-		if s.EngineIndex() == i {
+		if s.EngineIndex() == i && s.incarnation < inc {
 			victims = append(victims, s)
 			delete(c.streams, id)
 		}

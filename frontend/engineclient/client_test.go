@@ -359,3 +359,54 @@ func TestRedialsASilentEngine(t *testing.T) {
 		t.Fatalf("request after the re-dial: %v", err)
 	}
 }
+
+// TestRestartAddsEachRequestOnce: with one engine, a request sent while
+// the engine restarts reaches the new process once. Before, it was
+// re-sent on the "unknown frontend" answer and again when READY with the
+// new engine id failed the old process's streams over: the second ADD
+// got "duplicate request id" (a 400 for a good request).
+func TestRestartAddsEachRequestOnce(t *testing.T) {
+	old := startStrictFake(t, 0, "")
+	c := dial(t, engineclient.Config{Endpoints: []string{old.endpoint}})
+	waitFor(t, "ready", allReady(c, 1))
+	old.kill()
+	st := submit(t, c, "during-restart", "") // queued in the DEALER, sent on reconnection
+	fresh := startStrictFake(t, 0, old.endpoint)
+	toks, err := collect(t, st)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("request across the restart: %v tokens, %v", toks, err)
+	}
+	waitFor(t, "READY from the new engine", func() bool { return c.Engines()[0].Info.EngineID == fresh.id })
+	time.Sleep(3 * hbInterval) // any failover of the READY would resend by now
+	if got := fresh.requestIDs(); len(got) != 1 {
+		t.Fatalf("the new engine got ADDs %v, want the request once", got)
+	}
+}
+
+// TestAuditFailsLostRequests: a request its live engine no longer lists
+// fails with ErrRequestLost once quiet for the audit interval (before, it
+// waited forever); one the engine still lists (a long prefill) waits on.
+func TestAuditFailsLostRequests(t *testing.T) {
+	f := startFake(t, 0, "")
+	f.setOnAdd(func(f *fakeEngine, _ string, req *wire.EngineCoreRequest) {
+		if req.RequestID == "prefilling" {
+			f.mu.Lock()
+			f.listed[req.RequestID] = true
+			f.mu.Unlock()
+		}
+	})
+	c := dial(t, engineclient.Config{Endpoints: []string{f.endpoint}, AuditInterval: 100 * time.Millisecond})
+	waitFor(t, "ready", allReady(c, 1))
+	lost, kept := submit(t, c, "lost", ""), submit(t, c, "prefilling", "")
+	defer kept.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := lost.Next(ctx); !errors.Is(err, engineclient.ErrRequestLost) {
+		t.Fatalf("lost request: %v, want ErrRequestLost", err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	if _, err := kept.Next(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("listed request: %v, want it still waiting", err)
+	}
+}

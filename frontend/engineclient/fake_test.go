@@ -34,6 +34,8 @@ type fakeEngine struct {
 	mu      sync.Mutex // mu guards the fields below
 	clients map[string]bool
 	shunned map[string]bool // identities it no longer answers (a lost route)
+	strict  bool            // answer an ADD before HELLO "unknown frontend", as the engine does
+	listed  map[string]bool // request ids list_requests answers with (requests it "runs")
 	onAdd   func(f *fakeEngine, client string, req *wire.EngineCoreRequest)
 	adds    []string // request ids received
 	seq     map[string]uint64
@@ -42,6 +44,16 @@ type fakeEngine struct {
 
 	stop chan struct{}
 	done chan struct{}
+}
+
+// startStrictFake is startFake for an engine that refuses an ADD from a
+// frontend without HELLO, as a restarted engine core does.
+func startStrictFake(t *testing.T, rank int, endpoint string) *fakeEngine {
+	f := startFake(t, rank, endpoint)
+	f.mu.Lock()
+	f.strict = true
+	f.mu.Unlock()
+	return f
 }
 
 // startFake binds a fake engine on endpoint ("" = a fresh ipc endpoint).
@@ -60,7 +72,7 @@ func startFake(t *testing.T, rank int, endpoint string) *fakeEngine {
 	}
 	f := &fakeEngine{
 		t: t, rank: rank, id: fmt.Sprintf("fake-%d-%d", rank, time.Now().UnixNano()), router: r, pub: p, endpoint: endpoint,
-		clients: map[string]bool{}, shunned: map[string]bool{}, seq: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
+		clients: map[string]bool{}, shunned: map[string]bool{}, listed: map[string]bool{}, seq: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go f.run()
 	t.Cleanup(f.kill)
@@ -200,6 +212,12 @@ func (f *fakeEngine) run() {
 					ServedModelName: "dummy", MaxModelLen: 256, VocabSize: 256, BlockSize: 4, NumBlocks: 64, EngineID: f.id})
 			case *wire.EngineCoreRequest:
 				f.mu.Lock()
+				if f.strict && !f.clients[client] {
+					f.mu.Unlock()
+					f.output(client, wire.EngineCoreOutput{RequestID: p.RequestID, FinishReason: wire.FinishError,
+						StopReason: "unknown frontend: send HELLO first", ErrorCode: wire.CodeUnknownFrontend})
+					continue
+				}
 				f.adds = append(f.adds, p.RequestID)
 				fn := f.onAdd
 				f.mu.Unlock()
@@ -213,6 +231,14 @@ func (f *fakeEngine) run() {
 				switch p.Method {
 				case "get_events_endpoint":
 					res.Result, _ = wire.Marshal(f.pub.Endpoint())
+				case "list_requests":
+					f.mu.Lock()
+					list := []any{}
+					for id := range f.listed {
+						list = append(list, map[string]any{"request_id": id})
+					}
+					f.mu.Unlock()
+					res.Result, _ = wire.Marshal(list)
 				default:
 					res.Result, _ = wire.Marshal(nil)
 				}

@@ -91,6 +91,10 @@ func (g *Generation) Next(ctx context.Context) (Output, error) {
 	if g.merged == nil { // closed before the first Next
 		return Output{}, io.EOF
 	}
+	if err := ctx.Err(); err != nil { // before select, which picks at random among ready cases
+		g.Close()
+		return Output{}, err
+	}
 	select {
 	case o, ok := <-g.merged:
 		if !ok {

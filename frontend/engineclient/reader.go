@@ -59,9 +59,20 @@ func (c *Client) ready(i int, r *wire.Ready) {
 	e := &c.slots[i].state
 	wasReady := e.Ready
 	restarted := e.Info.EngineID != "" && e.Info.EngineID != r.EngineID
+	sl := c.slots[i]
 	if restarted {
 		c.router.ResetEngine(i) // its reports were of the old process
+		if !sl.noticed {
+			sl.incarnation++
+		}
 	}
+	// Restarted, or the same process answered "unknown frontend" (it had
+	// expired us): either way it runs nothing we sent before.
+	lost := restarted || sl.noticed
+	if r.Error == "" {
+		sl.noticed = false
+	}
+	inc := sl.incarnation
 	e.Info = *r
 	switch {
 	case r.ProtocolVersion != wire.ProtocolVersion:
@@ -75,7 +86,6 @@ func (c *Client) ready(i int, r *wire.Ready) {
 		e.Ready = true
 		e.Err = ""
 	}
-	sl := c.slots[i]
 	refusal := e.Err
 	// An accepted engine is routed to once its reports flow (sync); a
 	// duplicate READY (answering a repeated HELLO) changes nothing.
@@ -91,8 +101,11 @@ func (c *Client) ready(i int, r *wire.Ready) {
 	if refusal != "" {
 		c.log.Error("engine core refused this frontend", "engine", i, "err", refusal)
 	}
-	if restarted {
-		c.failEngine(i, "engine core restarted")
+	switch {
+	case restarted:
+		c.failEngineBefore(i, inc, "engine core restarted")
+	case lost:
+		c.failEngineBefore(i, inc, "engine core dropped this frontend (silent past its heartbeat timeout)")
 	}
 	if start {
 		go c.sync(i)
@@ -121,6 +134,10 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 			if c.streams[out.RequestID] == s {
 				delete(c.streams, out.RequestID)
 				c.settle(s)
+			}
+			if sl := c.slots[i]; !sl.noticed { // a new process: what is re-sent now runs there
+				sl.incarnation++
+				sl.noticed = true
 			}
 			c.mu.Unlock()
 			c.hello(i)

@@ -56,6 +56,8 @@ func (c *Client) place(s *Stream, i int) {
 	c.streams[s.id] = s
 	sl := c.slots[i]
 	s.epoch = sl.epoch
+	s.incarnation = sl.incarnation
+	s.placedAt(time.Now())
 	s.blocks = 0
 	if bs := sl.state.Info.BlockSize; bs > 0 {
 		s.blocks = (len(s.req.PromptTokenIDs) + bs - 1) / bs

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -12,20 +13,23 @@ import (
 // Stream is one request's outputs, in order. Safe for one reader; the
 // engine's reader goroutine never blocks on a slow Stream consumer.
 type Stream struct {
-	id       string                  // internal request id
-	req      *wire.EngineCoreRequest // kept to resend it elsewhere
-	engine   atomic.Int64            // index of the engine serving it
-	attempts int                     // resends so far; guarded by Client.mu
-	epoch    uint64                  // its engine's report count when placed; guarded by Client.mu
-	blocks   int                     // KV blocks of its prompt; guarded by Client.mu
-	c        *Client
+	id          string                  // internal request id
+	req         *wire.EngineCoreRequest // kept to resend it elsewhere
+	engine      atomic.Int64            // index of the engine serving it
+	attempts    int                     // resends so far; guarded by Client.mu
+	epoch       uint64                  // its engine's report count when placed; guarded by Client.mu
+	incarnation uint64                  // its engine slot's incarnation when placed; guarded by Client.mu
+	blocks      int                     // KV blocks of its prompt; guarded by Client.mu
+	c           *Client
 
 	mu      sync.Mutex // mu guards the fields below
 	pending []wire.EngineCoreOutput
-	done    bool  // the finishing output was queued, or err is set
-	err     error // terminal error (engine dead, client closed)
-	closed  bool  // Close called
-	outputs int   // outputs received so far
+	done    bool      // the finishing output was queued, or err is set
+	err     error     // terminal error (engine dead, client closed)
+	closed  bool      // Close called
+	outputs int       // outputs received so far
+	placed  time.Time // when it was last sent to an engine
+	active  time.Time // when it was placed or got its last output
 	notify  chan struct{}
 }
 
@@ -95,6 +99,7 @@ func (s *Stream) push(o wire.EngineCoreOutput) bool {
 	}
 	s.pending = append(s.pending, o)
 	s.outputs++
+	s.active = time.Now()
 	if o.FinishReason != wire.FinishNone {
 		s.done = true
 	}
@@ -102,6 +107,27 @@ func (s *Stream) push(o wire.EngineCoreOutput) bool {
 	s.mu.Unlock()
 	s.wake()
 	return done
+}
+
+// placedAt notes that s was just sent to an engine.
+func (s *Stream) placedAt(t time.Time) {
+	s.mu.Lock()
+	s.placed, s.active = t, t
+	s.mu.Unlock()
+}
+
+// quietSince reports whether s has had no output (nor been sent) since t.
+func (s *Stream) quietSince(t time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active.Before(t)
+}
+
+// placedBefore reports whether s was sent to its engine before t.
+func (s *Stream) placedBefore(t time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.placed.Before(t)
 }
 
 // fail ends the stream with err unless it already finished.
