@@ -34,6 +34,7 @@ type frontendFlags struct {
 	reusePort         bool
 	routing           string
 	maxWaiting        int
+	maxConnections    int
 	tokenizer         string
 	chatTemplate      string
 	heartbeatInterval time.Duration
@@ -47,6 +48,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.IntVar(&f.port, "port", 8000, "port to listen on")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "require Authorization: Bearer <key> on /v1 routes (default $TANDEM_API_KEY)")
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body, in `bytes`")
+	fs.IntVar(&f.maxConnections, "max-connections", 4096, "HTTP `connections` open at once; one more is answered 503 and closed; 0 = no limit")
 	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many `requests` wait for a first token; 0 = no limit")
 	fs.StringVar(&f.routing, "routing", string(router.Session), "routing `policy`: session, prefix, least-loaded or round-robin (docs/routing.md)")
 }
@@ -90,6 +92,7 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
+	ln = server.LimitConnections(ln, f.maxConnections)
 	// Until the engines are ready, every route but /version answers 503
 	// (waitingHandler). Read deadlines bound slow-loris clients (headers
 	// and bodies); there is no write deadline, since streams last as long

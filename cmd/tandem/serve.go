@@ -138,7 +138,7 @@ var (
 		"block-size", "kv-cache-memory", "cpu-precision", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
-		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "routing", "max-waiting-requests"}
+		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "routing", "max-waiting-requests", "max-connections"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

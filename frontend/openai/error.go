@@ -109,6 +109,11 @@ func TooManyRequests(format string, args ...any) *Error {
 	return newError(http.StatusTooManyRequests, TypeInvalidRequest, "", CodeRateLimitExceeded, format, args)
 }
 
+// PayloadTooLarge returns a 413: the body is over --max-request-body.
+func PayloadTooLarge(format string, args ...any) *Error {
+	return newError(http.StatusRequestEntityTooLarge, TypeInvalidRequest, "", nil, format, args)
+}
+
 // ServiceUnavailable returns a 503 server_error (no engine, engine dead,
 // overloaded).
 func ServiceUnavailable(format string, args ...any) *Error {

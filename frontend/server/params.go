@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"io"
+	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -22,7 +24,13 @@ type common struct {
 // readBody decodes the JSON body into v, as a 400 when malformed.
 func readBody(c echo.Context, v any) *openai.Error {
 	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge:
+		// A chunked body has no Content-Length for BodyLimit to refuse up
+		// front; its limited reader fails here instead.
+		return openai.PayloadTooLarge("request body larger than the server's --max-request-body")
+	case err != nil:
 		return openai.BadRequest("", "reading request body: %v", err)
 	}
 	return openai.Decode(body, v)
@@ -32,7 +40,13 @@ func readBody(c echo.Context, v any) *openai.Error {
 // responses) and refuses the vLLM features Tandem does not have yet.
 func readRequest(c echo.Context, v any) *openai.Error {
 	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge:
+		// A chunked body has no Content-Length for BodyLimit to refuse up
+		// front; its limited reader fails here instead.
+		return openai.PayloadTooLarge("request body larger than the server's --max-request-body")
+	case err != nil:
 		return openai.BadRequest("", "reading request body: %v", err)
 	}
 	if e := openai.Decode(body, v); e != nil {

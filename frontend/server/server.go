@@ -156,7 +156,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 	case http.StatusMethodNotAllowed:
 		typ = "invalid_request_error"
 	case http.StatusRequestEntityTooLarge:
-		typ, msg = "invalid_request_error", "request body larger than --max-request-body "+s.cfg.MaxRequestBody
+		typ, msg = "invalid_request_error", "request body larger than the server's --max-request-body"
 	}
 	_ = writeError(c, &openai.Error{Status: status, Type: typ, Message: msg})
 }

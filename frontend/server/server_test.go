@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -256,6 +257,25 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("param %v, want %q: %s", e.Error.Param, tc.param, body)
 			}
 		})
+	}
+}
+
+// TestChunkedBodyTooLarge: a body over the limit sent chunked (no
+// Content-Length for BodyLimit to refuse up front) gets 413, not 400.
+func TestChunkedBodyTooLarge(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+	ts := newTestServer(t, f, "")
+	body := io.MultiReader(strings.NewReader(`{"prompt":"`), strings.NewReader(strings.Repeat("a", 4000)), strings.NewReader(`"}`))
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/completions", body) // unknown length: chunked
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "max-request-body") {
+		t.Fatalf("chunked oversized body: %d %s", resp.StatusCode, b)
 	}
 }
 
