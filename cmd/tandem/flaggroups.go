@@ -15,6 +15,6 @@ var servingGroups = []cli.Group{
 	{Title: "Routing", Flags: []string{"engines", "routing"}},
 	{Title: "Heartbeats", Flags: []string{"heartbeat-interval", "heartbeat-timeout"}},
 	{Title: "Batch", Flags: []string{"i", "input-file", "o", "output-file", "max-concurrency"}},
-	{Title: "Security", Flags: []string{"api-key", "curve-secret-key-file", "curve-authorized-keys", "insecure-engine-socket", "engine-public-key"}},
+	{Title: "Security", Flags: []string{"api-key", "api-key-file", "curve-secret-key-file", "curve-authorized-keys", "insecure-engine-socket", "engine-public-key"}},
 	{Title: "Logging", Flags: []string{"log-level", "log-format"}},
 }

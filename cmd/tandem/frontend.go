@@ -29,6 +29,7 @@ type frontendFlags struct {
 	host              string
 	port              int
 	apiKey            string
+	apiKeyFile        string
 	servedModelName   string
 	maxRequestBody    string
 	reusePort         bool
@@ -47,6 +48,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.StringVar(&f.host, "host", "127.0.0.1", "`address` to listen on")
 	fs.IntVar(&f.port, "port", 8000, "port to listen on")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TANDEM_API_KEY"), "require Authorization: Bearer <key> on /v1 routes (default $TANDEM_API_KEY)")
+	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "a `file` of accepted API keys, one per line (# comments); with two or more keys in all, each key is a tenant whose sessions, cache and stored responses are its own")
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body, in `bytes`")
 	fs.IntVar(&f.maxConnections, "max-connections", 4096, "HTTP `connections` open at once; one more is answered 503 and closed; 0 = no limit")
 	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many `requests` wait for a first token; 0 = no limit")
@@ -87,6 +89,10 @@ func runFrontend(ctx context.Context, args []string) error {
 	log, err := stderrLogger(&f.log, "proc", "frontend", "pid", os.Getpid())
 	if err != nil {
 		return err
+	}
+	keys, err := readAPIKeys(f.apiKeyFile)
+	if err != nil {
+		return fmt.Errorf("frontend: --api-key-file: %w", err)
 	}
 	ln, err := listen(ctx, net.JoinHostPort(f.host, strconv.Itoa(f.port)), f.reusePort)
 	if err != nil {
@@ -162,6 +168,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		MaxRequestBody:     f.maxRequestBody,
 		MaxWaitingRequests: f.maxWaiting,
 		APIKey:             f.apiKey,
+		APIKeys:            keys,
 		Version:            version,
 		Logger:             log,
 	}, server.ClientEngine(client), tok)
@@ -179,6 +186,29 @@ func runFrontend(ctx context.Context, args []string) error {
 	_ = hs.Shutdown(sctx)
 	log.Info("frontend stopped")
 	return nil
+}
+
+// readAPIKeys reads one API key per line ("" reads none); blank lines and
+// lines starting with # are skipped.
+func readAPIKeys(path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") {
+			keys = append(keys, line)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s holds no key", path)
+	}
+	return keys, nil
 }
 
 func listen(ctx context.Context, addr string, reusePort bool) (net.Listener, error) {

@@ -137,7 +137,7 @@ var (
 	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-num-seqs", "max-num-batched-tokens", "max-session-records",
 		"block-size", "kv-cache-memory", "cpu-precision", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
-	frontendFlagNames = []string{"host", "port", "api-key", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
+	frontendFlagNames = []string{"host", "port", "api-key", "api-key-file", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "routing", "max-waiting-requests", "max-connections"}
 )
 

@@ -16,6 +16,9 @@ type Message struct {
 // Entry is one stored response.
 type Entry struct {
 	Response openai.Response
+	// Owner is the tenant that stored it (frontend/server's API-key
+	// tenants; "" without them): only its owner may read or delete it.
+	Owner string
 	// Messages is the conversation up to and including the response's
 	// output, without the request's instructions (which, as in OpenAI,
 	// do not carry over to follow-ups). Treat it as read-only: entries of

@@ -96,8 +96,10 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 	if err != nil {
 		return cm, openai.BadRequest("session_id", "%v", err)
 	}
-	cm.sessionID, cm.source = id, src
 	c.Set(ctxSessionKey, id)
+	tenant := tenantOf(c)
+	cm.sessionID, cm.source = scopeSession(tenant, id), src
+	p.CacheSalt = scopeSalt(tenant, p.CacheSalt)
 	if v := h.Get(echo.HeaderXRequestID); len(v) > openai.MaxRequestIDBytes {
 		return cm, openai.BadRequest("X-Request-Id", "header X-Request-Id is %d bytes; at most %d.", len(v), openai.MaxRequestIDBytes)
 	}

@@ -18,7 +18,8 @@ type responseCall struct {
 	history  []responses.Message // the stored conversation it continues
 	input    []responses.Message // this request's input messages
 	store    bool
-	logprobs bool // output_text carries logprobs (top_logprobs set)
+	logprobs bool   // output_text carries logprobs (top_logprobs set)
+	owner    string // the caller's tenant, stored with the response
 }
 
 // createResponse serves POST /v1/responses: the input (with the stored
@@ -31,10 +32,10 @@ func (s *Server) createResponse(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	call := &responseCall{store: req.Stored(), input: inputMessages(&req), msgID: "msg_" + cm.baseID}
+	call := &responseCall{store: req.Stored(), input: inputMessages(&req), msgID: "msg_" + cm.baseID, owner: tenantOf(c)}
 	if id := req.PreviousResponseID; id != "" {
 		prev, ok := s.store.Get(id)
-		if !ok {
+		if !ok || prev.Owner != tenantOf(c) {
 			e := openai.BadRequest("previous_response_id", "Previous response with id '%s' not found.", id)
 			e.Code = openai.CodeResponseNotFound
 			return writeError(c, e)
@@ -183,7 +184,7 @@ func (s *Server) finishResponse(call *responseCall, r *choiceResult, u openai.Us
 	}
 	if call.store {
 		msgs := append(append(append([]responses.Message(nil), call.history...), call.input...), responses.Message{Role: "assistant", Content: text})
-		s.store.Put(responses.Entry{Response: call.resp, Messages: msgs}, len(call.input)+1)
+		s.store.Put(responses.Entry{Response: call.resp, Messages: msgs, Owner: call.owner}, len(call.input)+1)
 	}
 }
 
@@ -203,7 +204,7 @@ func (s *Server) getResponse(c echo.Context) error {
 		return writeError(c, e)
 	}
 	entry, ok := s.store.Get(id)
-	if !ok {
+	if !ok || entry.Owner != tenantOf(c) { // another tenant's: as unknown
 		return writeError(c, openai.NotFound("response_id", "Response with id '%s' not found.", id))
 	}
 	return c.JSON(http.StatusOK, entry.Response)
@@ -215,7 +216,7 @@ func (s *Server) deleteResponse(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	if !s.store.Delete(id) {
+	if entry, ok := s.store.Get(id); !ok || entry.Owner != tenantOf(c) || !s.store.Delete(id) {
 		return writeError(c, openai.NotFound("response_id", "Response with id '%s' not found.", id))
 	}
 	return c.JSON(http.StatusOK, openai.ResponseDeleted{ID: id, Object: openai.ObjectResponseDeleted, Deleted: true})

@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,11 +26,12 @@ import (
 // Config is the server's settings.
 type Config struct {
 	ServedModelName string
-	MaxModelLen     int    // tokens per request, from the engines' READY
-	BlockSize       int    // tokens per KV block, from READY
-	NumBlocks       int    // KV blocks of the smallest engine, from READY
-	MaxRequestBody  string // echo BodyLimit syntax, e.g. "16M"
-	APIKey          string // "" = no auth
+	MaxModelLen     int      // tokens per request, from the engines' READY
+	BlockSize       int      // tokens per KV block, from READY
+	NumBlocks       int      // KV blocks of the smallest engine, from READY
+	MaxRequestBody  string   // echo BodyLimit syntax, e.g. "16M"
+	APIKey          string   // "" = no auth (unless APIKeys)
+	APIKeys         []string // more accepted keys; with two or more in all, each is a tenant (tenant.go)
 	Version         string
 	Logger          *slog.Logger
 	// MaxWaitingRequests answers 429 (with Retry-After) while this many
@@ -50,7 +51,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	created int64 // unix seconds, for /v1/models
 	store   *responses.Store
-	apiKey  [sha256.Size]byte // sha256 of cfg.APIKey, compared in constant time
+	keys    []apiKey // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
 	// fingerprint is system_fingerprint: a hash of the version and the
 	// served model, the same on every frontend of one deployment.
 	fingerprint string
@@ -69,7 +70,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix(),
 		metrics: metrics.New(cfg.ServedModelName, eng.Engines), store: responses.NewStore(cfg.StoredResponses),
-		apiKey: sha256.Sum256([]byte(cfg.APIKey))}
+		keys: newKeys(allKeys(cfg))}
 	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
 	s.fingerprint = "fp_" + hex.EncodeToString(fp[:5])
 	e := s.e
@@ -106,6 +107,18 @@ func (s *Server) ObserveRouting(policy, outcome string) { s.metrics.ObserveRouti
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.e }
 
+// allKeys is every accepted key: APIKey, then APIKeys, without blanks or
+// repeats.
+func allKeys(cfg Config) []string {
+	var keys []string
+	for _, k := range append([]string{cfg.APIKey}, cfg.APIKeys...) {
+		if k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // openPaths stay reachable without the API key: probes, Prometheus and
 // the version.
 var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true, "/version": true}
@@ -117,14 +130,15 @@ var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if s.cfg.APIKey == "" || openPaths[r.URL.Path] || r.Method == http.MethodOptions {
+		if len(s.keys) == 0 || openPaths[r.URL.Path] || r.Method == http.MethodOptions {
 			return next(c)
 		}
 		got, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")
-		sum := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(sum[:], s.apiKey[:]) != 1 {
+		tenant, known := match(s.keys, sha256.Sum256([]byte(got)))
+		if !ok || !known {
 			return writeError(c, openai.Unauthorized("Invalid or missing API key: send it as 'Authorization: Bearer <key>'."))
 		}
+		c.Set(ctxTenantKey, tenant)
 		return next(c)
 	}
 }

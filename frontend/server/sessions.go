@@ -51,7 +51,7 @@ func (s *Server) getSession(c echo.Context) error {
 	if oe != nil {
 		return writeError(c, oe)
 	}
-	infos, err := s.eng.Session(c.Request().Context(), id)
+	infos, err := s.eng.Session(c.Request().Context(), scopeSession(tenantOf(c), id))
 	if err != nil {
 		return writeError(c, engineError(err))
 	}
@@ -83,7 +83,7 @@ func (s *Server) deleteSession(c echo.Context) error {
 	if oe != nil {
 		return writeError(c, oe)
 	}
-	known, err := s.eng.EndSession(c.Request().Context(), id)
+	known, err := s.eng.EndSession(c.Request().Context(), scopeSession(tenantOf(c), id))
 	if err != nil {
 		return writeError(c, engineError(err))
 	}
