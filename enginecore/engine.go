@@ -213,7 +213,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 	for _, o := range outs {
 		r := o.Req
 		eo := wire.EngineCoreOutput{
-			RequestID:       r.ID,
+			RequestID:       r.WireID,
 			NewTokenIDs:     o.NewTokens,
 			NewLogprobs:     o.Logprobs,
 			NumCachedTokens: r.NumCachedTokens(),
@@ -224,7 +224,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 		if o.Finished {
 			eo.FinishReason = r.FinishReason
 			eo.StopReason = r.StopReason
-			finished[r.Client] = append(finished[r.Client], r.ID)
+			finished[r.Client] = append(finished[r.Client], r.WireID)
 			e.run.Forget(r.ID)
 			e.sessionFinished(r.SessionID, t)
 		}

@@ -2,6 +2,7 @@ package enginecore
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/sched"
@@ -77,11 +78,12 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 		return fail("%v", err)
 	}
 	req := sched.NewRequest(r, client, e.eos)
+	req.ID = requestKey(client, r.RequestID) // each frontend's ids are its own
 	if err := e.sched.Add(req); err != nil {
 		return fail("%v", err)
 	}
 	if req.SessionID != "" {
-		e.sessions.add(req.SessionID, req.ID, req.NumPromptTokens(), unixSeconds(now))
+		e.sessions.add(req.SessionID, req.WireID, req.NumPromptTokens(), unixSeconds(now))
 		e.noteSession(req.SessionID)
 	}
 	return nil
@@ -123,7 +125,7 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 		reqs := []any{}
 		e.sched.Requests(func(r *sched.Request) {
 			if r.Client == client {
-				reqs = append(reqs, map[string]any{"request_id": r.ID, "session_id": r.SessionID})
+				reqs = append(reqs, map[string]any{"request_id": r.WireID, "session_id": r.SessionID})
 			}
 		})
 		v = reqs
@@ -165,16 +167,18 @@ func stringArg(args []any) (string, bool) {
 	return s, ok
 }
 
-// own keeps the ids of requests that client sent: a frontend aborts only
-// its own (another's ABORT for them is ignored and logged).
+// own maps the request ids client names to the engine's keys: each
+// frontend's ids are a namespace of its own, so another frontend's
+// ABORT never reaches its requests (nor can it squat their ids).
 func (e *Engine) own(client string, ids []string) []string {
-	mine := ids[:0:0]
-	for _, id := range ids {
-		if r := e.sched.Get(id); r != nil && r.Client != client {
-			e.log.Warn("ignoring ABORT of another frontend's request", "request_id", id, "from", e.clients.name(client))
-			continue
-		}
-		mine = append(mine, id)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = requestKey(client, id)
 	}
-	return mine
+	return keys
+}
+
+// requestKey is the engine-wide key of request id from client.
+func requestKey(client, id string) string {
+	return strconv.Itoa(len(client)) + ":" + client + id
 }

@@ -2,7 +2,11 @@ package enginecore_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,5 +210,153 @@ func TestIdentityCannotBeTakenOver(t *testing.T) {
 	}
 	if v := thief.next(300 * time.Millisecond); v != nil {
 		t.Fatalf("the thief received %T", v)
+	}
+}
+
+// hostileDuration is how long TestRandomPeerDoesNotHurtAFrontend runs:
+// TANDEM_HOSTILE_DURATION (a Go duration; make soak sets 5m), else 3 s.
+func hostileDuration(t *testing.T) time.Duration {
+	if v := os.Getenv("TANDEM_HOSTILE_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("TANDEM_HOSTILE_DURATION=%q: %v", v, err)
+		}
+		return d
+	}
+	return 3 * time.Second
+}
+
+// TestRandomPeerDoesNotHurtAFrontend: while a second ZeroMQ peer sends
+// the engine random messages (random bytes, well-formed messages of every
+// type with random fields, ABORTs and utilities naming the frontend's
+// request ids, HELLOs under fresh identities), a real frontend's streams
+// all finish with every token: none lost, none cut short.
+func TestRandomPeerDoesNotHurtAFrontend(t *testing.T) {
+	ep := startEngine(t, 256)
+	victim := dial(t, ep)
+	d := hostileDuration(t)
+	stop := make(chan struct{})
+	var sent atomic.Int64
+	go func() {
+		r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+		peers := []*zmq.Conn{}
+		defer func() {
+			for _, p := range peers {
+				p.Close()
+			}
+		}()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if len(peers) == 0 || r.IntN(500) == 0 { // now and then a fresh identity (at most 8 at once)
+				c, err := zmq.DialDealer(ep)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(peers) == 8 {
+					k := r.IntN(8)
+					peers[k].Close()
+					peers[k] = c
+				} else {
+					peers = append(peers, c)
+				}
+			}
+			p := peers[r.IntN(len(peers))]
+			if err := p.Send(randomMessage(r)); err == nil {
+				sent.Add(1)
+			}
+			if r.IntN(50) == 0 {
+				drainPeer(p)
+			}
+		}
+	}()
+	deadline := time.Now().Add(d)
+	streams, tokens := 0, 0
+	for i := 0; time.Now().Before(deadline); i++ {
+		want := 8 + i%24
+		g, err := victim.Generate(context.Background(), []int32{int32(5 + i%50), 6, 7, 8}, greedy(want), fmt.Sprintf("victim-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks, reason := drain(t, g)
+		if reason != wire.FinishLength || len(toks) != want {
+			t.Fatalf("stream %d: %d tokens, finish %v; want %d, length", i, len(toks), reason, want)
+		}
+		streams, tokens = streams+1, tokens+len(toks)
+	}
+	close(stop)
+	t.Logf("%d hostile messages; %d frontend streams, %d tokens, none lost", sent.Load(), streams, tokens)
+	if sent.Load() == 0 || streams == 0 {
+		t.Fatal("nothing was exercised")
+	}
+}
+
+// victimIDs are request ids the hostile peer aims at.
+var victimIDs = []string{"victim-0", "victim-1", "victim-2", "victim-3"}
+
+// randomMessage is one hostile message: raw bytes, or a message of a
+// random type with random (often invalid) fields.
+func randomMessage(r *rand.Rand) [][]byte {
+	if r.IntN(4) == 0 {
+		frames := make([][]byte, 1+r.IntN(3))
+		for i := range frames {
+			frames[i] = make([]byte, r.IntN(64))
+			for j := range frames[i] {
+				frames[i][j] = byte(r.Uint32())
+			}
+		}
+		return frames
+	}
+	var typ wire.MsgType
+	var payload any
+	switch r.IntN(6) {
+	case 0:
+		typ, payload = wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion + r.IntN(2) - r.IntN(2), FrontendID: "rogue"}
+	case 1:
+		typ, payload = wire.MsgAbort, &wire.Abort{RequestIDs: []string{victimIDs[r.IntN(len(victimIDs))], fmt.Sprint("victim-", r.IntN(1000))}}
+	case 2:
+		methods := []string{"list_requests", "get_stats", "end_session", "get_session", "get_sessions", "nope"}
+		typ, payload = wire.MsgUtility, &wire.Utility{CallID: r.Uint64(), Method: methods[r.IntN(len(methods))], Args: []any{fmt.Sprint("s", r.IntN(5))}}
+	case 3:
+		typ, payload = wire.MsgHeartbeat, &wire.Heartbeat{Timestamp: r.Float64()}
+	default:
+		sp := wire.DefaultSamplingParams()
+		sp.Temperature, sp.TopP, sp.TopK = r.Float64()*3-0.5, r.Float64()*1.2, r.IntN(10)-2
+		sp.MaxTokens, sp.MinTokens = r.IntN(40)-2, r.IntN(5)
+		sp.StopTokenIDs = []int32{int32(r.IntN(400) - 20)}
+		if r.IntN(3) == 0 {
+			n := r.IntN(30) - 3
+			sp.Logprobs = &n
+		}
+		prompt := make([]int32, r.IntN(80))
+		for i := range prompt {
+			prompt[i] = int32(r.IntN(400) - 10)
+		}
+		id := fmt.Sprint("rogue-", r.IntN(100))
+		if r.IntN(4) == 0 {
+			id = victimIDs[r.IntN(len(victimIDs))] // a duplicate of the victim's id
+		}
+		typ, payload = wire.MsgAdd, &wire.EngineCoreRequest{RequestID: id, PromptTokenIDs: prompt, SamplingParams: sp, SessionID: fmt.Sprint("s", r.IntN(5))}
+	}
+	frames, err := wire.Encode(typ, payload)
+	if err != nil {
+		return [][]byte{{byte(typ)}}
+	}
+	return frames
+}
+
+// drainPeer discards what the engine sent a hostile peer, so its queue
+// does not grow.
+func drainPeer(c *zmq.Conn) {
+	for {
+		select {
+		case <-c.Recv():
+		default:
+			return
+		}
 	}
 }

@@ -4,7 +4,10 @@
 # clients for SOAK_DURATION, SIGKILLing an engine every SOAK_KILL_EVERY (0 = never).
 # The report goes to .cache/soak/report.{md,json}; with SOAK_UPDATE_DOCS=1 it also
 # replaces the section between <!-- soak:begin --> and <!-- soak:end --> in
-# docs/reliability.md. Exits non-zero when the report lists a failure.
+# docs/reliability.md. Then the hostile phase: a raw ZeroMQ peer sends an engine core
+# random messages for SOAK_HOSTILE_DURATION (default 5m; 0 skips it) while a real
+# frontend's streams must all finish with every token
+# (enginecore TestRandomPeerDoesNotHurtAFrontend). Exits non-zero when either fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,5 +43,11 @@ if n != 1:
 open(sys.argv[2], "w").write(new)
 PY
   echo "soak: updated docs/reliability.md"
+fi
+hostile=${SOAK_HOSTILE_DURATION:-5m}
+if [[ "$hostile" != 0 ]]; then
+  echo "== soak: hostile peer for $hostile against an engine core serving a frontend"
+  TANDEM_HOSTILE_DURATION="$hostile" go test -count=1 -timeout 0 -run '^TestRandomPeerDoesNotHurtAFrontend$' -v ./enginecore/ \
+    2>&1 | grep -E 'hostile|^(---|ok|FAIL|PASS)' || status=1
 fi
 exit $status

@@ -19,6 +19,7 @@ const (
 // Request is the engine's record of one request.
 type Request struct {
 	ID           string // internal id, unique in the engine
+	WireID       string // the id its frontend gave (the engine scopes ID by frontend)
 	ExternalID   string // the user-visible id
 	SessionID    string // "" = none
 	CacheSalt    string // "" = none
@@ -46,6 +47,7 @@ type Request struct {
 func NewRequest(r *wire.EngineCoreRequest, client string, eos []int32) *Request {
 	req := &Request{
 		ID:          r.RequestID,
+		WireID:      r.RequestID,
 		ExternalID:  r.ExternalReqID,
 		SessionID:   r.SessionID,
 		CacheSalt:   r.CacheSalt,

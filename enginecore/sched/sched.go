@@ -52,7 +52,7 @@ func New(cfg Config, kv *kvcache.Manager) *Scheduler {
 // prompt that does not fit max_model_len, or one the KV pool can never hold.
 func (s *Scheduler) Add(r *Request) error {
 	if _, dup := s.byID[r.ID]; dup {
-		return fmt.Errorf("%w: duplicate request id %q", ErrRejected, r.ID)
+		return fmt.Errorf("%w: duplicate request id %q", ErrRejected, r.WireID)
 	}
 	if r.numPrompt == 0 {
 		return fmt.Errorf("%w: empty prompt", ErrRejected)
