@@ -147,7 +147,7 @@ func (c *Core) input(ctx context.Context, router Conn, in chan<- inMsg) {
 }
 
 // loop is vLLM's busy loop: (1) wait for a message while there is no work,
-// (2) handle every message waiting, (3) publish events and drop silent
+// (2) handle the messages waiting, (3) publish events and drop silent
 // frontends, (4) step once if there is work, then publish what it cached.
 func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
 	check := time.NewTicker(c.cfg.HeartbeatInterval / 2)
@@ -163,14 +163,10 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
 			case <-check.C:
 			}
 		}
-	drain: // (2)
-		for {
-			select {
-			case m := <-in:
-				c.handle(m)
-			default:
-				break drain
-			}
+		// (2) handle the messages queued now, not those that keep coming:
+		// a peer flooding the socket must not starve the step.
+		for n := len(in); n > 0; n-- {
+			c.handle(<-in)
 		}
 		c.publish(time.Now()) // (3)
 		if time.Since(lastCheck) >= c.cfg.HeartbeatInterval/2 {
