@@ -69,6 +69,29 @@ func (p *rawPeer) next(d time.Duration) any {
 	}
 }
 
+// keepAlive sends heartbeats every hbInterval until the test ends, as a
+// live frontend does (the engine expires a peer silent for hbTimeout).
+func (p *rawPeer) keepAlive() {
+	frames, err := wire.Encode(wire.MsgHeartbeat, &wire.Heartbeat{Timestamp: 1})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	p.t.Cleanup(func() { close(done) })
+	go func() {
+		t := time.NewTicker(hbInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = p.conn.Send(append([][]byte(nil), frames...))
+			}
+		}
+	}()
+}
+
 func (p *rawPeer) hello(name string) {
 	p.t.Helper()
 	p.send(wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: name})
@@ -115,6 +138,7 @@ func TestForeignAbortIsIgnored(t *testing.T) {
 	rogue.send(wire.MsgAbort, &wire.Abort{RequestIDs: []string{"victim-req"}}) // no HELLO
 	other := dialRaw(t, ep)
 	other.hello("other-frontend")
+	other.keepAlive()
 	other.send(wire.MsgAbort, &wire.Abort{RequestIDs: []string{"victim-req"}})
 
 	toks, reason := drain(t, g)
@@ -185,6 +209,7 @@ func TestIdentityCannotBeTakenOver(t *testing.T) {
 	ep := startEngine(t, 256)
 	victim := dialRaw(t, ep, zmq.WithIdentity("frontend-identity"))
 	victim.hello("victim")
+	victim.keepAlive()
 	sp := greedy(150)
 	victim.send(wire.MsgAdd, &wire.EngineCoreRequest{RequestID: "v1", PromptTokenIDs: []int32{5, 6, 7, 8}, SamplingParams: sp})
 	if _, ok := victim.next(5 * time.Second).(*wire.EngineCoreOutputs); !ok {
