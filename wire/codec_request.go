@@ -136,6 +136,13 @@ var spFields = []spField{
 			p.EOSTokenID = &n
 			return err
 		}},
+	{"structured_outputs",
+		func(p *SamplingParams) bool { return p.StructuredOutputs == nil },
+		func(e *enc, p *SamplingParams) { p.StructuredOutputs.encode(e) },
+		func(d *dec, p *SamplingParams) error {
+			p.StructuredOutputs = &StructuredOutputs{}
+			return p.StructuredOutputs.decode(d)
+		}},
 	{"logit_bias",
 		func(p *SamplingParams) bool { return len(p.LogitBias) == 0 },
 		func(e *enc, p *SamplingParams) { e.logitBias(p.LogitBias) },

@@ -69,7 +69,23 @@ func TestDecodeTolerance(t *testing.T) {
 				"structured_outputs": map[string]any{"json": map[string]any{"type": "object"}},
 				"temperature":        0.5,
 			}},
-			want: withSP(func(p *wire.SamplingParams) { p.Temperature = 0.5 }),
+			// structured_outputs is vLLM's dataclass; its json a dict here.
+			want: withSP(func(p *wire.SamplingParams) {
+				p.Temperature = 0.5
+				p.StructuredOutputs = &wire.StructuredOutputs{JSON: `{"type":"object"}`}
+			}),
+		},
+		{
+			name: "structured outputs: vLLM's full dataclass map, unknown keys skipped",
+			typ:  wire.MsgAdd,
+			payload: []any{"r", nil, map[string]any{"structured_outputs": map[string]any{
+				"json": nil, "regex": nil, "choice": []any{"yes", "no"}, "grammar": nil, "json_object": nil,
+				"disable_any_whitespace": true, "disable_additional_properties": false, "whitespace_pattern": nil,
+				"structural_tag": nil, "_backend": "guidance", "_backend_was_auto": true, "future": []any{1},
+			}}},
+			want: withSP(func(p *wire.SamplingParams) {
+				p.StructuredOutputs = &wire.StructuredOutputs{Choice: []string{"yes", "no"}, DisableAnyWhitespace: true}
+			}),
 		},
 		{
 			name: "sampling params: ints where floats are expected, float32",

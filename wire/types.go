@@ -57,9 +57,26 @@ type SamplingParams struct {
 	MinTokens         int               // "min_tokens", default 0
 	Logprobs          *int              // "logprobs", default nil (= none); number of top logprobs per sampled token
 	PromptLogprobs    *int              // "prompt_logprobs", default nil
-	LogitBias         map[int32]float64 // "logit_bias", default nil
+	StructuredOutputs *StructuredOutputs // "structured_outputs", default nil (= unconstrained)
+	LogitBias         map[int32]float64  // "logit_bias", default nil
 	EOSTokenID        *int32            // "_eos_token_id", default nil (= the engine model's EOS)
 	ExtraArgs         map[string]any    // "extra_args", default nil (from vllm_xargs)
+}
+
+// StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and
+// so a map with every key: the constraint on a request's output. At most
+// one of JSON, Regex, Choice, Grammar, JSONObject and StructuralTag is set
+// (the engine refuses more).
+type StructuredOutputs struct {
+	JSON                        string   // "json": a JSON Schema as JSON text (vLLM may send it as a map; it decodes to its JSON text)
+	Regex                       string   // "regex"
+	Choice                      []string // "choice"
+	Grammar                     string   // "grammar": Lark (LLGuidance's dialect)
+	JSONObject                  bool     // "json_object": any JSON object
+	DisableAnyWhitespace        bool     // "disable_any_whitespace"
+	DisableAdditionalProperties bool     // "disable_additional_properties"
+	WhitespacePattern           string   // "whitespace_pattern"
+	StructuralTag               string   // "structural_tag"
 }
 
 // DefaultSamplingParams returns the parameters every omitted key stands for.

@@ -4,62 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tandem-llm/tandem/wire/gguf"
 )
-
-// byteRunes maps each byte to its printable character in byte-level
-// vocabularies (GPT-2's bytes_to_unicode): printable Latin-1 bytes stand for
-// themselves, the other 68 are shifted to U+0100 and up in byte order.
-var byteRunes, runeBytes = func() (br [256]rune, rb [256 + 68]int16) {
-	for r := range rb {
-		rb[r] = -1
-	}
-	n := rune(0)
-	for b := range 256 {
-		if ('!' <= b && b <= '~') || (0xA1 <= b && b <= 0xAC) || (0xAE <= b && b <= 0xFF) {
-			br[b] = rune(b)
-		} else {
-			br[b] = 256 + n
-			n++
-		}
-		rb[br[b]] = int16(b)
-	}
-	return br, rb
-}()
-
-// appendByteLevel appends the bytes the characters of a byte-level token
-// stand for; ok is false (and dst unchanged) when a character is outside the
-// mapping.
-func appendByteLevel(dst []byte, text string) (_ []byte, ok bool) {
-	n := len(dst)
-	for _, r := range text {
-		if r < 0 || int(r) >= len(runeBytes) || runeBytes[r] < 0 {
-			return dst[:n], false
-		}
-		dst = append(dst, byte(runeBytes[r]))
-	}
-	return dst, true
-}
-
-// byteToken parses a byte token's text, <0xNN>.
-func byteToken(text string) (byte, bool) {
-	if len(text) != 6 || !strings.HasPrefix(text, "<0x") || text[5] != '>' {
-		return 0, false
-	}
-	var b byte
-	for _, c := range []byte(text[3:5]) {
-		switch {
-		case '0' <= c && c <= '9':
-			b = b<<4 | (c - '0')
-		case 'A' <= c && c <= 'F':
-			b = b<<4 | (c - 'A' + 10)
-		case 'a' <= c && c <= 'f':
-			b = b<<4 | (c - 'a' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return b, true
-}
 
 // eogTexts are the texts of tokens that end generation, recognised by text
 // as llama.cpp does (special_eog_ids).
@@ -81,7 +28,7 @@ func (t *BPE) finish(merges [][2]string, added []addedToken, extraStops []int32)
 	}
 	for id, text := range t.texts {
 		if t.kinds[id] == kindNormal && t.style == styleSentencePiece {
-			if _, ok := byteToken(text); ok {
+			if _, ok := gguf.ByteToken(text); ok {
 				t.kinds[id] = kindByte
 			}
 		}
@@ -97,7 +44,7 @@ func (t *BPE) finish(merges [][2]string, added []addedToken, extraStops []int32)
 		var id int32
 		var ok bool
 		if t.style == styleByteLevel {
-			id, ok = t.ids[string(byteRunes[b])]
+			id, ok = t.ids[string(gguf.ByteRunes[b])]
 		} else if id, ok = t.ids[fmt.Sprintf("<0x%02X>", b)]; !ok && b < 0x80 {
 			id, ok = t.ids[string(rune(b))]
 		}
@@ -134,7 +81,7 @@ func (t *BPE) buildPieces() {
 		switch t.kinds[id] {
 		case kindUnused:
 		case kindByte:
-			if b, ok := byteToken(text); ok {
+			if b, ok := gguf.ByteToken(text); ok {
 				data = append(data, b)
 			} else {
 				data = append(data, text...)
@@ -142,7 +89,7 @@ func (t *BPE) buildPieces() {
 		case kindNormal:
 			ok := true
 			if t.style == styleByteLevel {
-				if data, ok = appendByteLevel(data, text); !ok {
+				if data, ok = gguf.AppendByteLevel(data, text); !ok {
 					data = append(data, text...) // HF ByteLevel keeps such a token's text
 				}
 			} else {
