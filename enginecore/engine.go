@@ -15,7 +15,9 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/kvcache"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/enginecore/sched"
+	"github.com/tandem-llm/tandem/enginecore/structured"
 	"github.com/tandem-llm/tandem/wire"
+	"github.com/tandem-llm/tandem/wire/gguf"
 )
 
 // Config is one engine core's settings.
@@ -33,8 +35,11 @@ type Config struct {
 	ReportInterval      time.Duration // how often to publish load reports; default 100 ms
 	HeartbeatTimeout    time.Duration // a frontend silent this long is gone
 	MaxSessionRecords   int           // session records kept at most (LRU); default 16384
-	Version             string
-	Logger              *slog.Logger
+	// Vocab is what each token id stands for, for structured outputs
+	// (enginecore/structured); nil: requests with a constraint are refused.
+	Vocab   *gguf.Vocab
+	Version string
+	Logger  *slog.Logger
 }
 
 // Engine is the engine core's logic as a state machine (etcd-raft's
@@ -59,6 +64,10 @@ type Engine struct {
 	pid      int
 	eos      []int32
 	clock    time.Time // the time of the call being handled: the KV manager's clock
+
+	vocab       *structured.Vocab      // nil: no structured outputs
+	constraints map[string]*constraint // by request key
+	failed      map[string]error       // requests whose matcher failed this step
 
 	// publishing: KV and session events are built (there is a PUB socket);
 	// events is its endpoint, for get_events_endpoint ("" when unnamed).
@@ -121,6 +130,14 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		pid:      os.Getpid(),
 		eos:      be.Model().EOSTokenIDs,
 	}
+	e.constraints, e.failed = map[string]*constraint{}, map[string]error{}
+	if v := cfg.Vocab; v != nil {
+		sv, err := structured.NewVocab(v.Pieces, v.Special, e.eos)
+		if err != nil {
+			return nil, fmt.Errorf("enginecore: %w", err)
+		}
+		e.vocab = sv
+	}
 	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching,
 		EnableEvents: cfg.EnablePrefixCaching, ReportGoneSessions: true, Now: func() time.Time { return e.clock }})
 	if err != nil {
@@ -145,11 +162,13 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	if len(b.Items) == 0 {
 		return nil, nil
 	}
+	e.constrain(b)
 	res, err := e.run.Execute(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: step %d: %w", ErrFatal, b.StepCounter, err)
 	}
-	return e.outputs(now, e.sched.Update(b, res)), nil
+	e.advance(b, res)
+	return append(e.outputs(now, e.sched.Update(b, res)), e.failConstrained(now)...), nil
 }
 
 // PublishTo makes Publish build KV and session events, for subscribers of
@@ -226,6 +245,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			eo.StopReason = r.StopReason
 			finished[r.Client] = append(finished[r.Client], r.WireID)
 			e.run.Forget(r.ID)
+			e.dropConstraint(r.ID)
 			e.sessionFinished(r.SessionID, t)
 		}
 		if _, ok := byClient[r.Client]; !ok {
@@ -255,6 +275,7 @@ func (e *Engine) outputsFor(now time.Time, client string, outs []wire.EngineCore
 func (e *Engine) abort(now time.Time, ids []string) {
 	for _, r := range e.sched.Abort(ids...) {
 		e.run.Forget(r.ID)
+		e.dropConstraint(r.ID)
 		e.sessionFinished(r.SessionID, unixSeconds(now))
 	}
 	e.tidySessions()

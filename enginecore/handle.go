@@ -79,8 +79,18 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	}
 	req := sched.NewRequest(r, client, e.eos)
 	req.ID = requestKey(client, r.RequestID) // each frontend's ids are its own
-	if err := e.sched.Add(req); err != nil {
+	c, err := e.compile(r.SamplingParams.StructuredOutputs)
+	if err != nil {
 		return fail("%v", err)
+	}
+	if err := e.sched.Add(req); err != nil {
+		if c != nil {
+			c.m.Close()
+		}
+		return fail("%v", err)
+	}
+	if c != nil {
+		e.constraints[req.ID] = c
 	}
 	if req.SessionID != "" {
 		e.sessions.add(req.SessionID, req.WireID, req.NumPromptTokens(), unixSeconds(now))

@@ -13,6 +13,7 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/wire/gguf"
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
 
@@ -106,7 +107,7 @@ func runEngine(ctx context.Context, args []string) error {
 	if _, _, err := parseDevice(f.device); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	be, info, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, f.cpuPrecision, log)
+	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, f.cpuPrecision, log)
 	if err != nil {
 		return err
 	}
@@ -130,6 +131,7 @@ func runEngine(ctx context.Context, args []string) error {
 		NumBlocks:           numBlocks,
 		MaxNumSeqs:          f.maxNumSeqs,
 		MaxSessionRecords:   f.maxSessionRecords,
+		Vocab:               vocab,
 		MaxNumBatchedTokens: f.maxNumBatchedTokens,
 		EnablePrefixCaching: f.enablePrefixCaching,
 		HeartbeatInterval:   f.heartbeatInterval,
@@ -167,30 +169,32 @@ func runEngine(ctx context.Context, args []string) error {
 
 // loadBackend builds the backend for --device (see newBackend) over
 // --model: the dummy model, a GGUF file or a Hugging Face directory. The
-// returned backend's Close also releases the model file.
-func loadBackend(name, device string, maxModelLen, threads int, prec cpu.Precision, log *slog.Logger) (runner.Backend, runner.ModelInfo, error) {
+// returned backend's Close also releases the model file. The vocabulary
+// (for constrained decoding) is nil when the model does not give it.
+func loadBackend(name, device string, maxModelLen, threads int, prec cpu.Precision, log *slog.Logger) (runner.Backend, runner.ModelInfo, *gguf.Vocab, error) {
 	start := time.Now()
 	if name != "dummy" {
 		log.Info("loading model", "path", name)
 	}
-	cfg, w, release, err := loader.Weights(name, maxModelLen)
+	served, err := loader.Open(name, maxModelLen)
 	if err != nil {
-		return nil, runner.ModelInfo{}, fmt.Errorf("engine: %w", err)
+		return nil, runner.ModelInfo{}, nil, fmt.Errorf("engine: %w", err)
 	}
+	cfg, w, release := served.Config, served.Weights, served.Release
 	be, err := newBackend(device, cfg, w, threads, prec)
 	if err != nil {
 		if release != nil {
 			_ = release()
 		}
-		return nil, runner.ModelInfo{}, fmt.Errorf("engine: %w", err)
+		return nil, runner.ModelInfo{}, nil, fmt.Errorf("engine: %w", err)
 	}
 	info := be.Model()
 	log.Info("model loaded", "model", name, "arch", info.Arch, "layers", info.NumLayers, "vocab", info.VocabSize,
 		"context", info.MaxContextLen, "took", time.Since(start).Round(time.Millisecond))
 	if release == nil {
-		return be, info, nil
+		return be, info, served.Vocab, nil
 	}
-	return closer{Backend: be, release: release}, info, nil
+	return closer{Backend: be, release: release}, info, served.Vocab, nil
 }
 
 // closer closes the backend, then the model file it reads from.

@@ -27,6 +27,9 @@ type Item struct {
 	// forbids StopTokenIDs (EOS and stop_token_ids) when sampling.
 	MaskStop     bool
 	StopTokenIDs []int32
+	// Allowed, when set, is a structured-output constraint's mask: the
+	// runner samples only tokens t with bit t%32 of Allowed[t/32] set.
+	Allowed []uint32
 }
 
 // Result is the runner's answer, one entry per Item (valid where Sample).

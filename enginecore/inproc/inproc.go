@@ -51,11 +51,12 @@ type Engine struct {
 func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg = withDefaults(cfg)
 	log := cfg.Logger
-	mcfg, w, release, err := loader.Weights(cfg.Model, cfg.MaxModelLen)
+	served, err := loader.Open(cfg.Model, cfg.MaxModelLen)
 	if err != nil {
 		return nil, fmt.Errorf("inproc: %w", err)
 	}
-	be, err := cpu.New(mcfg, w, cfg.Threads)
+	release := served.Release
+	be, err := cpu.New(served.Config, served.Weights, cfg.Threads)
 	if err != nil {
 		if release != nil {
 			_ = release()
@@ -88,6 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		MaxNumSeqs:          cfg.MaxNumSeqs,
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
 		EnablePrefixCaching: !cfg.DisablePrefixCaching,
+		Vocab:               served.Vocab,
 		Version:             "inproc",
 		Logger:              log,
 	}, be)

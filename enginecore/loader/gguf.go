@@ -57,7 +57,8 @@ func loadGGUF(path string) (m *Model, err error) {
 	if err := checkTensors(&cfg, tensors); err != nil {
 		return nil, err
 	}
-	return &Model{Config: cfg, Tensors: tensors, Source: path, Close: f.Close}, nil
+	vocab, _ := f.Metadata.Vocab() // nil for a tokenizer it does not read: structured outputs are then unavailable
+	return &Model{Config: cfg, Tensors: tensors, Source: path, Close: f.Close, Vocab: vocab}, nil
 }
 
 // ggufConfig reads the hyper-parameters of a supported architecture.

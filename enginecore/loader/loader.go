@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/wire/gguf"
 )
 
 // ErrUnsupported reports a model Tandem cannot run: an unknown
@@ -52,6 +53,9 @@ type Model struct {
 
 	Source string       // the path loaded
 	Close  func() error // unmaps the files; call once the tensors are no longer used
+	// Vocab is what each token id stands for, from a GGUF's tokenizer;
+	// nil for a Hugging Face directory.
+	Vocab *gguf.Vocab
 }
 
 // supported lists the architectures by GGUF name.
@@ -233,23 +237,38 @@ func appendUnique(ids []int32, more ...int32) []int32 {
 	return ids
 }
 
-// Weights loads what an engine serves: the dummy model (random weights,
+// Served is what an engine serves, loaded.
+type Served struct {
+	Config  model.Config
+	Weights *model.Weights
+	// Vocab is what each token id stands for (constrained decoding needs
+	// it); nil when the checkpoint does not say (a Hugging Face directory
+	// for now).
+	Vocab   *gguf.Vocab
+	Release func() error // unmaps the checkpoint; nil for the dummy model
+}
+
+// Open loads what an engine serves: the dummy model (random weights,
 // maxContextLen tokens of context; 0 for its default) when name is
-// "dummy", else the checkpoint at name turned into weights. release
-// unmaps the checkpoint (nil for the dummy); call it once the backend
-// built over the weights is closed.
-func Weights(name string, maxContextLen int) (cfg model.Config, w *model.Weights, release func() error, err error) {
+// "dummy", else the checkpoint at name turned into weights. Call Release
+// once the backend built over the weights is closed.
+func Open(name string, maxContextLen int) (*Served, error) {
 	if name == "dummy" {
-		cfg, w = model.Dummy(maxContextLen)
-		return cfg, w, nil, nil
+		cfg, w := model.Dummy(maxContextLen)
+		v := &gguf.Vocab{Pieces: make([][]byte, model.DummyVocabSize), Special: make([]bool, model.DummyVocabSize)}
+		for id := range v.Pieces {
+			v.Pieces[id], v.Special[id] = []byte(model.DummyTokenName(int32(id))), id >= 256
+		}
+		return &Served{Config: cfg, Weights: w, Vocab: v}, nil
 	}
 	m, err := Load(name)
 	if err != nil {
-		return model.Config{}, nil, nil, err
+		return nil, err
 	}
-	if w, err = model.FromTensors(m.Config, m.Tensors); err != nil {
+	w, err := model.FromTensors(m.Config, m.Tensors)
+	if err != nil {
 		_ = m.Close()
-		return model.Config{}, nil, nil, fmt.Errorf("loader: %s: %w", name, err)
+		return nil, fmt.Errorf("loader: %s: %w", name, err)
 	}
-	return m.Config, w, m.Close, nil
+	return &Served{Config: m.Config, Weights: w, Vocab: m.Vocab, Release: m.Close}, nil
 }

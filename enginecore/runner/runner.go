@@ -110,6 +110,9 @@ func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
 			}
 		}
 	}
+	if it.Allowed != nil {
+		applyMask(lg, it.Allowed)
+	}
 	p := it.Params
 	sp := sample.Params{
 		Temperature:       p.Temperature,
@@ -122,6 +125,26 @@ func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
 		LogitBias:         p.LogitBias,
 	}
 	return s.Sample(lg, &sp, it.Tokens[:it.NumPrompt], it.Tokens[it.NumPrompt:])
+}
+
+// applyMask sets the logits of the tokens mask does not allow to -Inf
+// (bit t%32 of mask[t/32] set: token t allowed).
+func applyMask(lg []float32, mask []uint32) {
+	ninf := float32(math.Inf(-1))
+	for w, bits := range mask {
+		if bits == ^uint32(0) {
+			continue
+		}
+		base := w * 32
+		for b := range 32 {
+			if bits&(1<<b) == 0 && base+b < len(lg) {
+				lg[base+b] = ninf
+			}
+		}
+	}
+	for t := 32 * len(mask); t < len(lg); t++ {
+		lg[t] = ninf // past the mask: not in the matcher's vocabulary
+	}
 }
 
 // logprobs reports the sampled token and the top k alternatives.

@@ -34,6 +34,15 @@ type Params struct {
 	Stream            bool               `json:"stream,omitempty"`
 	StreamOptions     *StreamOptions     `json:"stream_options,omitempty"`
 	ResponseFormat    *ResponseFormat    `json:"response_format,omitempty"`
+	// vLLM's structured outputs: structured_outputs, and the guided_*
+	// fields it still accepts (docs/api.md; Constraint resolves them).
+	StructuredOutputs       *StructuredOutputsParam `json:"structured_outputs,omitempty"`
+	GuidedJSON              json.RawMessage         `json:"guided_json,omitempty"` // a schema object, or its JSON text as a string
+	GuidedRegex             string                  `json:"guided_regex,omitempty"`
+	GuidedChoice            []string                `json:"guided_choice,omitempty"`
+	GuidedGrammar           string                  `json:"guided_grammar,omitempty"`
+	GuidedWhitespacePattern string                  `json:"guided_whitespace_pattern,omitempty"`
+	GuidedDecodingBackend   string                  `json:"guided_decoding_backend,omitempty"` // accepted; LLGuidance serves every backend name
 	UseBeamSearch     bool               `json:"use_beam_search,omitempty"`
 	BestOf            *int               `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
 	LengthPenalty     *float64           `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
@@ -57,10 +66,38 @@ type StreamOptions struct {
 	ContinuousUsageStats bool `json:"continuous_usage_stats,omitempty"`
 }
 
-// ResponseFormat is response_format. Only type "text" is supported so far.
+// ResponseFormat is response_format: "text", "json_object", or
+// "json_schema" with json_schema {name, schema, strict, description}. The
+// Responses API's text.format flattens the json_schema object into it
+// (name, schema, strict at the top).
 type ResponseFormat struct {
 	Type       string          `json:"type"`
-	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
+	JSONSchema *JSONSchemaSpec `json:"json_schema,omitempty"`
+	// The Responses API's flat form of json_schema.
+	Name   string          `json:"name,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+	Strict *bool           `json:"strict,omitempty"`
+}
+
+// JSONSchemaSpec is response_format.json_schema.
+type JSONSchemaSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// StructuredOutputsParam is vLLM's structured_outputs request field.
+type StructuredOutputsParam struct {
+	JSON                        json.RawMessage `json:"json,omitempty"` // a schema object, or its JSON text
+	Regex                       string          `json:"regex,omitempty"`
+	Choice                      []string        `json:"choice,omitempty"`
+	Grammar                     string          `json:"grammar,omitempty"`
+	JSONObject                  bool            `json:"json_object,omitempty"`
+	DisableAnyWhitespace        bool            `json:"disable_any_whitespace,omitempty"`
+	DisableAdditionalProperties bool            `json:"disable_additional_properties,omitempty"`
+	WhitespacePattern           string          `json:"whitespace_pattern,omitempty"`
+	StructuralTag               json.RawMessage `json:"structural_tag,omitempty"`
 }
 
 // NumChoices returns n, default 1.

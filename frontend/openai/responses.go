@@ -183,12 +183,15 @@ func (r *ResponsesRequest) Validate() *Error {
 		return BadRequest("top_logprobs", "'top_logprobs' must be between 0 and %d, got %d.", MaxLogprobs, *r.TopLogprobs)
 	}
 	if r.Text != nil && r.Text.Format != nil {
-		switch t := r.Text.Format.Type; t {
-		case "", "text":
-		case "json_object", "json_schema":
-			return BadRequest("text.format", "'text.format' of type %q is not supported yet.", t)
-		default:
-			return BadRequest("text.format", "Unknown 'text.format' type %q.", t)
+		if r.ResponseFormat != nil {
+			return BadRequest("text.format", "Set 'text.format' or 'response_format', not both.")
+		}
+		// text.format is the Responses API's response_format (json_schema
+		// flattened into it); Params.Constraint reads it from there.
+		r.ResponseFormat = r.Text.Format
+		if _, e := r.Params.Constraint(); e != nil {
+			e.Param = ptrStr("text.format")
+			return e
 		}
 	}
 	if r.Background {

@@ -51,7 +51,9 @@ func TestValidateResponses(t *testing.T) {
 		{name: "max_output_tokens 0", body: `{"input":"x","max_output_tokens":0}`, wantParam: "max_output_tokens"},
 		{name: "n", body: `{"input":"x","n":2}`, wantParam: "n"},
 		{name: "top_logprobs", body: `{"input":"x","top_logprobs":21}`, wantParam: "top_logprobs"},
-		{name: "json_object", body: `{"input":"x","text":{"format":{"type":"json_object"}}}`, wantParam: "text.format"},
+		{name: "json_object", body: `{"input":"x","text":{"format":{"type":"json_object"}}}`},
+		{name: "json_schema flat", body: `{"input":"x","text":{"format":{"type":"json_schema","name":"p","schema":{"type":"object"},"strict":true}}}`},
+		{name: "json_schema without schema", body: `{"input":"x","text":{"format":{"type":"json_schema","name":"p"}}}`, wantParam: "text.format"},
 		{name: "truncation", body: `{"input":"x","truncation":"middle"}`, wantParam: "truncation"},
 		{name: "conversation", body: `{"input":"x","conversation":"conv_1"}`, wantParam: "conversation"},
 		{name: "shared field", body: `{"input":"x","top_p":2}`, wantParam: "top_p"},
@@ -121,7 +123,6 @@ func TestCheckUnsupported(t *testing.T) {
 		{name: "none", body: `{"prompt":"x"}`},
 		{name: "empty values are unset", body: `{"allowed_token_ids":[],"bad_words":null,"guided_json":{},"return_token_ids":false,"guided_regex":""}`},
 		{name: "allowed_token_ids", body: `{"allowed_token_ids":[1,2]}`, wantParam: "allowed_token_ids"},
-		{name: "structured_outputs", body: `{"structured_outputs":{"json":{}}}`, wantParam: "structured_outputs"},
 		{name: "return_token_ids", body: `{"return_token_ids":true}`, wantParam: "return_token_ids"},
 		{name: "not an object", body: `[1]`},
 	}

@@ -196,14 +196,8 @@ func (p *Params) validate() *Error {
 	if p.StreamOptions != nil && !p.Stream {
 		return BadRequest("stream_options", "'stream_options' can only be set when 'stream' is true.")
 	}
-	if f := p.ResponseFormat; f != nil {
-		switch f.Type {
-		case "", "text":
-		case "json_object", "json_schema", "structural_tag":
-			return BadRequest("response_format", "'response_format' of type %q is not supported yet.", f.Type)
-		default:
-			return BadRequest("response_format", "Unknown 'response_format' type %q.", f.Type)
-		}
+	if _, e := p.Constraint(); e != nil {
+		return e
 	}
 	if k := p.TruncatePromptTokens; k != nil && *k < 1 && *k != -1 {
 		return BadRequest("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or at least 1, got %d.", *k)
@@ -256,8 +250,7 @@ func validateToolChoice(raw json.RawMessage) *Error {
 // Ignoring them like unknown fields would silently change what the client
 // asked for, so a non-empty value is a 400 naming the field.
 var unsupportedFields = []string{
-	"allowed_token_ids", "bad_words", "structured_outputs", "guided_json", "guided_regex", "guided_choice",
-	"guided_grammar", "guided_decoding_backend", "prompt_embeds", "logprob_token_ids", "return_tokens_as_token_ids",
+	"allowed_token_ids", "bad_words", "prompt_embeds", "logprob_token_ids", "return_tokens_as_token_ids",
 	"return_token_ids", "kv_transfer_params", "mm_processor_kwargs", "documents", "thinking_token_budget",
 	"repetition_detection",
 }

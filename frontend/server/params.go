@@ -186,6 +186,11 @@ func samplingParams(p *openai.Params, maxTokens int, logprobs *int, eos []int32)
 		sp.ExtraArgs = p.VLLMXArgs
 	}
 	_ = eos
+	so, oe := p.Constraint()
+	if oe != nil {
+		return sp, oe
+	}
+	sp.StructuredOutputs = so
 	return sp, nil
 }
 

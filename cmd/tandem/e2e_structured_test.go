@@ -1,0 +1,27 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/tandem-llm/tandem/enginecore"
+)
+
+// TestDefaultModelStructuredOutputs serves the real default model and
+// runs scripts/sdktests/test_structured.py: the OpenAI Python SDK's
+// chat.completions.parse with 20 Pydantic models (nested objects, arrays,
+// enums, optional fields, unions), streaming and not, response_format
+// json_object, structured_outputs choice, guided_regex, and a 400 for a
+// schema the engine cannot compile.
+func TestDefaultModelStructuredOutputs(t *testing.T) {
+	model := defaultModel(t)
+	py := sdkPython(t)
+	port := freePort(t)
+	p := startProc(t, "serve", model, "--port", strconv.Itoa(port), "--max-model-len", "2048",
+		"--kv-cache-memory", "256Mi", "--threads", strconv.Itoa(runtime.NumCPU()))
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, p)
+	runSDKScript(t, py, "test_structured.py", base, enginecore.ServedName("", model))
+}

@@ -1,0 +1,269 @@
+package enginecore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tandem-llm/tandem/enginecore/batch"
+	"github.com/tandem-llm/tandem/enginecore/structured"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// Structured outputs: a request's structured_outputs is compiled at ADD
+// into a matcher (enginecore/structured); every step that samples it
+// fills the matcher's allowed-token mask into the batch item, which the
+// runner applies before sampling, and the sampled token then advances
+// the matcher. Once the constraint is complete only EOS is allowed, so
+// the request ends with finish_reason stop.
+
+// constraint is one request's matcher and its mask buffer.
+type constraint struct {
+	m    *structured.Matcher
+	mask []uint32 // [ceil(V/32)] bit t: token t allowed
+}
+
+// compile builds r's constraint; nil without structured_outputs.
+func (e *Engine) compile(so *wire.StructuredOutputs) (*constraint, error) {
+	if so == nil {
+		return nil, nil
+	}
+	c, err := constraintOf(so)
+	if err != nil {
+		return nil, err
+	}
+	if e.vocab == nil {
+		return nil, fmt.Errorf("structured outputs need the model's vocabulary, which %s does not give", e.cfg.Model)
+	}
+	m, err := e.vocab.Compile(c)
+	if err != nil {
+		return nil, err
+	}
+	return &constraint{m: m, mask: make([]uint32, e.vocab.MaskWords())}, nil
+}
+
+// constrain fills the masks of the constrained items that sample this
+// step. A matcher that fails fails its request (after the step).
+func (e *Engine) constrain(b *batch.Batch) {
+	for i := range b.Items {
+		it := &b.Items[i]
+		c := e.constraints[it.RequestID]
+		if c == nil || !it.Sample {
+			continue
+		}
+		if err := c.m.FillMask(c.mask); err != nil {
+			e.failed[it.RequestID] = err
+			it.Allowed = eosOnly(c.mask, e.eos)
+			continue
+		}
+		it.Allowed = c.mask
+		if c.m.Done() {
+			it.MaskStop = false // complete: EOS must be allowed, whatever min_tokens says
+		}
+	}
+}
+
+// advance moves each constrained item's matcher past its sampled token.
+func (e *Engine) advance(b *batch.Batch, res *batch.Result) {
+	for i := range b.Items {
+		it := &b.Items[i]
+		c := e.constraints[it.RequestID]
+		if c == nil || !it.Sample || e.failed[it.RequestID] != nil {
+			continue
+		}
+		if err := c.m.Accept(res.Sampled[i]); err != nil {
+			e.failed[it.RequestID] = err
+		}
+	}
+}
+
+// failConstrained ends the requests whose matcher failed this step with
+// an error output, and returns those outputs.
+func (e *Engine) failConstrained(now time.Time) []Out {
+	if len(e.failed) == 0 {
+		return nil
+	}
+	var outs []Out
+	for key, err := range e.failed {
+		delete(e.failed, key)
+		r := e.sched.Get(key)
+		if r == nil {
+			continue // it finished in this step anyway
+		}
+		e.log.Error("structured output matcher failed; ending the request", "request_id", r.WireID, "err", err)
+		client, id := r.Client, r.WireID
+		e.abort(now, []string{key})
+		outs = append(outs, e.outputsFor(now, client, []wire.EngineCoreOutput{{RequestID: id, FinishReason: wire.FinishError,
+			StopReason: "structured output: " + err.Error(), ErrorCode: wire.CodeInvalidRequest}}, []string{id}))
+	}
+	return outs
+}
+
+// dropConstraint frees a finished or aborted request's matcher.
+func (e *Engine) dropConstraint(key string) {
+	if c := e.constraints[key]; c != nil {
+		c.m.Close()
+		delete(e.constraints, key)
+	}
+}
+
+// eosOnly sets mask to allow only the EOS ids.
+func eosOnly(mask []uint32, eos []int32) []uint32 {
+	clear(mask)
+	for _, t := range eos {
+		if int(t)/32 < len(mask) {
+			mask[t/32] |= 1 << (t % 32)
+		}
+	}
+	return mask
+}
+
+// constraintOf picks the one constraint so sets, applying vLLM's JSON
+// options (disable_any_whitespace, whitespace_pattern,
+// disable_additional_properties) as LLGuidance's schema options.
+func constraintOf(so *wire.StructuredOutputs) (structured.Constraint, error) {
+	var set []structured.Constraint
+	if so.JSON != "" {
+		set = append(set, structured.Constraint{Kind: structured.JSONSchema, Data: so.JSON})
+	}
+	if so.JSONObject {
+		set = append(set, structured.Constraint{Kind: structured.JSONSchema, Data: `{"type":"object"}`})
+	}
+	if so.Regex != "" {
+		set = append(set, structured.Constraint{Kind: structured.Regex, Data: so.Regex})
+	}
+	if len(so.Choice) > 0 {
+		b, _ := json.Marshal(so.Choice)
+		set = append(set, structured.Constraint{Kind: structured.Choice, Data: string(b)})
+	}
+	if so.Grammar != "" {
+		set = append(set, structured.Constraint{Kind: structured.Grammar, Data: so.Grammar})
+	}
+	if so.StructuralTag != "" {
+		return structured.Constraint{}, fmt.Errorf("%w: structural_tag is not supported yet", structured.ErrInvalid)
+	}
+	switch len(set) {
+	case 0:
+		return structured.Constraint{}, fmt.Errorf("%w: structured_outputs sets no constraint (json, json_object, regex, choice or grammar)", structured.ErrInvalid)
+	case 1:
+	default:
+		return structured.Constraint{}, fmt.Errorf("%w: structured_outputs sets %d constraints; set exactly one of json, json_object, regex, choice, grammar", structured.ErrInvalid, len(set))
+	}
+	c := set[0]
+	if c.Kind == structured.JSONSchema {
+		data, err := jsonOptions(c.Data, so)
+		if err != nil {
+			return structured.Constraint{}, err
+		}
+		c.Data = data
+	}
+	return c, nil
+}
+
+// defaultWhitespace is the whitespace a JSON constraint allows between
+// tokens unless the request says otherwise: none, one space, or a newline
+// and up to 20 spaces or tabs of indentation, as llama.cpp's
+// json-schema-to-grammar allows. Unbounded whitespace lets a small model
+// spend its whole budget on blanks.
+const defaultWhitespace = `(?: |\n[ \t]{0,20})?`
+
+// jsonOptions adds LLGuidance's "x-guidance" options to a schema (unless it
+// has its own), and
+// additionalProperties: false to every object schema without one.
+func jsonOptions(schema string, so *wire.StructuredOutputs) (string, error) {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(schema))
+	dec.UseNumber() // numbers stay as written (bounds, enums, consts)
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("%w: the JSON schema is not valid JSON: %v", structured.ErrInvalid, err)
+	}
+	root, ok := v.(map[string]any)
+	if !ok {
+		return schema, nil // true/false schemas take no options
+	}
+	if so.DisableAdditionalProperties {
+		closeObjects(root, 0)
+	}
+	boundIntegers(root, 0)
+	opts := map[string]any{}
+	switch {
+	case so.DisableAnyWhitespace:
+		opts["whitespace_flexible"] = false
+	case so.WhitespacePattern != "":
+		opts["whitespace_pattern"] = so.WhitespacePattern
+	default:
+		opts["whitespace_pattern"] = defaultWhitespace
+	}
+	if _, set := root["x-guidance"]; !set {
+		root["x-guidance"] = opts
+	}
+	b, err := json.Marshal(root)
+	return string(b), err
+}
+
+// boundIntegers gives every integer schema without a bound the range of
+// 18 digits (±999,999,999,999,999,999, inside int64; LLGuidance builds no
+// regex for the whole int64 range): JSON integers are unbounded, and a
+// small model at temperature 0 can then write digits until max_tokens
+// ("1111…"); common consumers parse integers as 64 bits anyway.
+func boundIntegers(v any, depth int) {
+	if depth > 64 {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if isIntegerSchema(x["type"]) {
+			_, lo := x["minimum"]
+			_, xlo := x["exclusiveMinimum"]
+			if !lo && !xlo {
+				x["minimum"] = json.Number("-999999999999999999")
+			}
+			_, hi := x["maximum"]
+			_, xhi := x["exclusiveMaximum"]
+			if !hi && !xhi {
+				x["maximum"] = json.Number("999999999999999999")
+			}
+		}
+		for _, child := range x {
+			boundIntegers(child, depth+1)
+		}
+	case []any:
+		for _, child := range x {
+			boundIntegers(child, depth+1)
+		}
+	}
+}
+
+func isIntegerSchema(t any) bool {
+	if t == "integer" {
+		return true
+	}
+	if list, ok := t.([]any); ok {
+		return len(list) == 1 && list[0] == "integer"
+	}
+	return false
+}
+
+// closeObjects sets additionalProperties: false on every object schema
+// that leaves it unset, as vLLM's disable_additional_properties does.
+func closeObjects(v any, depth int) {
+	if depth > 64 {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if _, has := x["properties"]; has || x["type"] == "object" {
+			if _, set := x["additionalProperties"]; !set {
+				x["additionalProperties"] = false
+			}
+		}
+		for _, child := range x {
+			closeObjects(child, depth+1)
+		}
+	case []any:
+		for _, child := range x {
+			closeObjects(child, depth+1)
+		}
+	}
+}
