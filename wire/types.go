@@ -42,25 +42,25 @@ const (
 // value differs from the default (like vLLM's omit_defaults msgspec
 // struct). Unknown keys are ignored when decoding. Keys use vLLM's names.
 type SamplingParams struct {
-	N                 int               // "n", default 1
-	PresencePenalty   float64           // "presence_penalty", default 0
-	FrequencyPenalty  float64           // "frequency_penalty", default 0
-	RepetitionPenalty float64           // "repetition_penalty", default 1
-	Temperature       float64           // "temperature", default 1
-	TopP              float64           // "top_p", default 1
-	TopK              int               // "top_k", default 0 (= off)
-	MinP              float64           // "min_p", default 0
-	Seed              *int64            // "seed", default nil (= random)
-	StopTokenIDs      []int32           // "stop_token_ids", default empty
-	IgnoreEOS         bool              // "ignore_eos", default false
-	MaxTokens         int               // "max_tokens", default 16
-	MinTokens         int               // "min_tokens", default 0
-	Logprobs          *int              // "logprobs", default nil (= none); number of top logprobs per sampled token
-	PromptLogprobs    *int              // "prompt_logprobs", default nil
+	N                 int                // "n", default 1
+	PresencePenalty   float64            // "presence_penalty", default 0
+	FrequencyPenalty  float64            // "frequency_penalty", default 0
+	RepetitionPenalty float64            // "repetition_penalty", default 1
+	Temperature       float64            // "temperature", default 1
+	TopP              float64            // "top_p", default 1
+	TopK              int                // "top_k", default 0 (= off)
+	MinP              float64            // "min_p", default 0
+	Seed              *int64             // "seed", default nil (= random)
+	StopTokenIDs      []int32            // "stop_token_ids", default empty
+	IgnoreEOS         bool               // "ignore_eos", default false
+	MaxTokens         int                // "max_tokens", default 16
+	MinTokens         int                // "min_tokens", default 0
+	Logprobs          *int               // "logprobs", default nil (= none); number of top logprobs per sampled token
+	PromptLogprobs    *int               // "prompt_logprobs", default nil
 	StructuredOutputs *StructuredOutputs // "structured_outputs", default nil (= unconstrained)
 	LogitBias         map[int32]float64  // "logit_bias", default nil
-	EOSTokenID        *int32            // "_eos_token_id", default nil (= the engine model's EOS)
-	ExtraArgs         map[string]any    // "extra_args", default nil (from vllm_xargs)
+	EOSTokenID        *int32             // "_eos_token_id", default nil (= the engine model's EOS)
+	ExtraArgs         map[string]any     // "extra_args", default nil (from vllm_xargs)
 }
 
 // StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and

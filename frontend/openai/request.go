@@ -43,10 +43,10 @@ type Params struct {
 	GuidedGrammar           string                  `json:"guided_grammar,omitempty"`
 	GuidedWhitespacePattern string                  `json:"guided_whitespace_pattern,omitempty"`
 	GuidedDecodingBackend   string                  `json:"guided_decoding_backend,omitempty"` // accepted; LLGuidance serves every backend name
-	UseBeamSearch     bool               `json:"use_beam_search,omitempty"`
-	BestOf            *int               `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
-	LengthPenalty     *float64           `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
-	PromptLogprobs    *int               `json:"prompt_logprobs,omitempty"` // not supported yet
+	UseBeamSearch           bool                    `json:"use_beam_search,omitempty"`
+	BestOf                  *int                    `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
+	LengthPenalty           *float64                `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
+	PromptLogprobs          *int                    `json:"prompt_logprobs,omitempty"` // not supported yet
 	// TruncatePromptTokens keeps only the last k prompt tokens; -1 keeps
 	// the last max_model_len - 1.
 	TruncatePromptTokens *int  `json:"truncate_prompt_tokens,omitempty"`
