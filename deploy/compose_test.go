@@ -157,8 +157,8 @@ func TestDockerfiles(t *testing.T) {
 		runtimeFrom  string // prefix of the last FROM
 		buildMention []string
 	}{
-		{"Dockerfile", "golang:", "debian:bookworm-slim", []string{"libzmq3-dev", "pkg-config", "CGO_ENABLED=1", "go build", "./cmd/tandem"}},
-		{"Dockerfile.cuda", "golang:", "nvidia/cuda:${CUDA_VERSION}-runtime", []string{"libzmq3-dev", "CGO_ENABLED=1", "-tags cuda", "./cmd/tandem"}},
+		{"Dockerfile", "rust:", "debian:bookworm-slim", []string{"libzmq3-dev", "pkg-config", "scripts/llguidance.sh", "CGO_ENABLED=1", "go build", "./cmd/tandem"}},
+		{"Dockerfile.cuda", "golang:", "nvidia/cuda:${CUDA_VERSION}-runtime", []string{"libzmq3-dev", "scripts/llguidance.sh", "CGO_ENABLED=1", "-tags cuda", "./cmd/tandem"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
