@@ -13,8 +13,11 @@ import (
 // runs scripts/sdktests/test_structured.py: the OpenAI Python SDK's
 // chat.completions.parse with 20 Pydantic models (nested objects, arrays,
 // enums, optional fields, unions), streaming and not, response_format
-// json_object, structured_outputs choice, guided_regex, and a 400 for a
-// schema the engine cannot compile.
+// json_object, structured_outputs choice, guided_regex, a 400 for a
+// schema the engine cannot compile, and tools: tool_choice required with
+// three tools (every answer calls one, with arguments valid for its
+// schema), a named function, tool calls streamed, and a two-step loop
+// (call, tool result, answer).
 func TestDefaultModelStructuredOutputs(t *testing.T) {
 	model := defaultModel(t)
 	py := sdkPython(t)

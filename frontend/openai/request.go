@@ -157,9 +157,10 @@ type ChatCompletionRequest struct {
 	ChatTemplateKwargs   map[string]any `json:"chat_template_kwargs,omitempty"`
 	// ChatTemplate is a per-request template; refused (like vLLM without
 	// --trust-request-chat-template): the server's template is used.
-	ChatTemplate *string         `json:"chat_template,omitempty"`
-	Tools        json.RawMessage `json:"tools,omitempty"`       // passed to the chat template as tools
-	ToolChoice   json.RawMessage `json:"tool_choice,omitempty"` // "none" or "auto"; tool calls are not parsed
+	ChatTemplate      *string         `json:"chat_template,omitempty"`
+	Tools             json.RawMessage `json:"tools,omitempty"`       // passed to the chat template as tools
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"` // "none", "auto", "required" or a named function (ToolPlanOf)
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 }
 
 // MaxOutputTokens returns max_completion_tokens, else max_tokens; ok is false

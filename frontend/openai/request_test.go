@@ -289,7 +289,12 @@ func TestValidateChat(t *testing.T) {
 		{name: "prompt_logprobs", body: `{` + msgs + `,"prompt_logprobs":1}`, wantParam: "prompt_logprobs", wantMsg: "not supported yet"},
 		{name: "chat_template", body: `{` + msgs + `,"chat_template":"{{x}}"}`, wantParam: "chat_template"},
 		{name: "tool_choice auto", body: `{` + msgs + `,"tools":[],"tool_choice":"auto"}`},
-		{name: "tool_choice required", body: `{` + msgs + `,"tool_choice":"required"}`, wantParam: "tool_choice", wantMsg: "not supported yet"},
+		{name: "tool_choice required without tools", body: `{` + msgs + `,"tool_choice":"required"}`, wantParam: "tool_choice", wantMsg: "at least one tool"},
+		{name: "tool_choice required", body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],"tool_choice":"required"}`},
+		{name: "tool_choice named", body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],"tool_choice":{"type":"function","function":{"name":"get_weather"}}}`},
+		{name: "tool_choice names an unknown tool", body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],"tool_choice":{"type":"function","function":{"name":"nope"}}}`, wantParam: "tool_choice", wantMsg: "not in 'tools'"},
+		{name: "tool_choice with response_format", body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],"tool_choice":"required","response_format":{"type":"json_object"}}`, wantParam: "tool_choice", wantMsg: "both constrain"},
+		{name: "bad tools", body: `{` + msgs + `,"tools":[{"type":"function","function":{}}],"tool_choice":"auto"}`, wantParam: "tools[0]"},
 		{name: "continue and add_generation_prompt", body: `{` + msgs + `,"continue_final_message":true,"add_generation_prompt":true}`, wantParam: "continue_final_message"},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,9 @@ const (
 	FinishLength = "length" // max_tokens or the context length
 	FinishAbort  = "abort"
 	FinishError  = "error"
+	// FinishToolCalls: the answer is tool calls (tool_choice required or
+	// a named function).
+	FinishToolCalls = "tool_calls"
 )
 
 // Usage counts the tokens of a request.
@@ -148,8 +151,9 @@ type ChatChoice struct {
 
 // AssistantMessage is the generated message of a ChatChoice.
 type AssistantMessage struct {
-	Role    string `json:"role"` // "assistant"
-	Content string `json:"content"`
+	Role      string     `json:"role"`    // "assistant"
+	Content   *string    `json:"content"` // null when the message is tool calls
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChatCompletionChunk is one server-sent event of a streaming chat response.
@@ -176,8 +180,9 @@ type ChatChunkChoice struct {
 // ChatDelta is the new part of the message. The first chunk of a choice
 // carries Role "assistant" and Content "".
 type ChatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Completion is the non-streaming completions response.

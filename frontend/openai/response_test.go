@@ -26,7 +26,7 @@ func TestResponseJSON(t *testing.T) {
 			name: "chat completion",
 			v: openai.ChatCompletion{
 				ID: "chatcmpl-1", Object: openai.ObjectChatCompletion, Created: 1700000000, Model: "dummy",
-				Choices: []openai.ChatChoice{{Index: 0, Message: openai.AssistantMessage{Role: "assistant", Content: "hi"}, FinishReason: openai.FinishStop, StopReason: openai.StopString("###")}},
+				Choices: []openai.ChatChoice{{Index: 0, Message: openai.AssistantMessage{Role: "assistant", Content: ptr("hi")}, FinishReason: openai.FinishStop, StopReason: openai.StopString("###")}},
 				Usage:   usage,
 			},
 			want: `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"dummy","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":null,"finish_reason":"stop","stop_reason":"###"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}`,
@@ -71,7 +71,7 @@ func TestResponseJSON(t *testing.T) {
 		{
 			name: "chat logprobs",
 			v: openai.ChatChoice{
-				Message:      openai.AssistantMessage{Role: "assistant", Content: "é"},
+				Message:      openai.AssistantMessage{Role: "assistant", Content: ptr("é")},
 				FinishReason: openai.FinishLength,
 				Logprobs: &openai.ChatLogprobs{Content: []openai.ChatTokenLogprob{{
 					Token: "é", Logprob: -0.5, Bytes: openai.ByteValues("é"),
@@ -156,7 +156,7 @@ func TestLogprobMarshal(t *testing.T) {
 func TestOpenAIGoParses(t *testing.T) {
 	chat := openai.ChatCompletion{
 		ID: "chatcmpl-1", Object: openai.ObjectChatCompletion, Created: 5, Model: "dummy",
-		Choices: []openai.ChatChoice{{Message: openai.AssistantMessage{Role: "assistant", Content: "hi"}, FinishReason: openai.FinishStop}},
+		Choices: []openai.ChatChoice{{Message: openai.AssistantMessage{Role: "assistant", Content: ptr("hi")}, FinishReason: openai.FinishStop}},
 		Usage:   openai.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4, PromptTokensDetails: &openai.PromptTokensDetails{CachedTokens: 2}},
 	}
 	b, _ := json.Marshal(chat)
@@ -201,3 +201,5 @@ func TestOpenAIGoParses(t *testing.T) {
 		t.Errorf("openai-go read error %+v", gotErr.Error)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

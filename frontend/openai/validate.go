@@ -65,8 +65,14 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if r.ChatTemplate != nil {
 		return BadRequest("chat_template", "A per-request 'chat_template' is not accepted; the server's template is used (start it with --chat-template to change it).")
 	}
-	if e := validateToolChoice(r.ToolChoice); e != nil {
+	plan, e := r.ToolPlanOf()
+	if e != nil {
 		return e
+	}
+	if plan.Constraint != nil {
+		if so, _ := r.Params.Constraint(); so != nil {
+			return BadRequest("tool_choice", "'tool_choice' %s and a response format both constrain the output; set one.", r.ToolChoice)
+		}
 	}
 	if r.ContinueFinalMessage && r.AddGenerationPrompt != nil && *r.AddGenerationPrompt {
 		return BadRequest("continue_final_message", "Cannot set both 'continue_final_message' and 'add_generation_prompt' to true.")
@@ -233,8 +239,9 @@ func (p *Params) validateCandidates() *Error {
 	return nil
 }
 
-// validateToolChoice accepts "none" and "auto": tools are rendered into the
-// prompt, but tool calls are not parsed out of the output yet.
+// validateToolChoice accepts "none" and "auto" (the Responses API's
+// tools: rendered into the prompt; calls are not parsed out of its output
+// yet).
 func validateToolChoice(raw json.RawMessage) *Error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -243,7 +250,7 @@ func validateToolChoice(raw json.RawMessage) *Error {
 	if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
 		return nil
 	}
-	return BadRequest("tool_choice", "'tool_choice' %s is not supported yet: tool calls are not parsed from the output (\"none\" and \"auto\" are accepted).", raw)
+	return BadRequest("tool_choice", "'tool_choice' %s is not supported yet: the Responses API does not make tool calls yet (\"none\" and \"auto\" are accepted).", raw)
 }
 
 // unsupportedFields are vLLM request fields Tandem does not implement yet.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strings"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
@@ -36,6 +38,13 @@ func (s *Server) chat(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
+	tools, e := req.ToolPlanOf() // validated: no other constraint with a tool one
+	if e != nil {
+		return writeError(c, e)
+	}
+	if tools.Constraint != nil {
+		sp.StructuredOutputs = tools.Constraint
+	}
 	id := "chatcmpl-" + cm.baseID
 	g := &genRequest{
 		internalID:  id + "-" + randomHex(4),
@@ -62,7 +71,8 @@ func (s *Server) chat(c echo.Context) error {
 		echo = last.Content.Text
 	}
 	if req.Stream {
-		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo}
+		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo,
+			tools: tools, calls: map[int]*strings.Builder{}}
 		return s.stream(c, gens, src, st, req.IncludeUsage(), req.ContinuousUsage())
 	}
 	res, err := s.collect(c.Request().Context(), gens, src)
@@ -74,11 +84,15 @@ func (s *Server) chat(c echo.Context) error {
 	out := openai.ChatCompletion{ID: id, Object: openai.ObjectChatCompletion, Created: created, Model: s.cfg.ServedModelName,
 		Usage: usage, SystemFingerprint: s.fingerprint}
 	for i, r := range res {
+		content := echo + r.text.String()
 		ch := openai.ChatChoice{
 			Index:        i,
-			Message:      openai.AssistantMessage{Role: "assistant", Content: echo + r.text.String()},
+			Message:      openai.AssistantMessage{Role: "assistant", Content: &content},
 			FinishReason: r.finish,
 			StopReason:   r.stopReason,
+		}
+		if calls, ok := tools.ToolCalls(content, toolCallID); ok && r.finish == openai.FinishStop {
+			ch.Message.Content, ch.Message.ToolCalls, ch.FinishReason, ch.StopReason = nil, calls, openai.FinishToolCalls, openai.StopReason{}
 		}
 		if req.Logprobs {
 			ch.Logprobs = chatLogprobs(r.logprobs)
@@ -111,7 +125,14 @@ type chatStreamer struct {
 	fingerprint string
 	logprobs    bool
 	echo        string // content of the first delta of every choice
+	// tools: with a tool_choice that makes the answer calls, each choice's
+	// text is kept (calls) and sent as one tool_calls delta at its end.
+	tools openai.ToolPlan
+	calls map[int]*strings.Builder
 }
+
+// toolCallID is a new tool call id, as vLLM names them.
+func toolCallID() string { return "chatcmpl-tool-" + randomHex(16) }
 
 func (cs *chatStreamer) base() openai.ChatCompletionChunk {
 	return openai.ChatCompletionChunk{ID: cs.id, Object: openai.ObjectChatCompletionChunk, Created: cs.created, Model: cs.model, SystemFingerprint: cs.fingerprint}
@@ -126,6 +147,9 @@ func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 }
 
 func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
+	if cs.tools.Mode != openai.ToolsFree {
+		return cs.toolChunk(ev, u)
+	}
 	if ev.text == "" && ev.finish == "" && len(lps) == 0 {
 		return nil
 	}
@@ -152,5 +176,37 @@ func (cs *chatStreamer) usage(u openai.Usage) any {
 	ch := cs.base()
 	ch.Choices = []openai.ChatChunkChoice{}
 	ch.Usage = &u
+	return ch
+}
+
+// toolChunk keeps a tool-call answer's text until it ends, then sends its
+// calls as one delta with finish_reason tool_calls (or, cut short, the
+// text as content).
+func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
+	b := cs.calls[ev.index]
+	if b == nil {
+		b = &strings.Builder{}
+		cs.calls[ev.index] = b
+	}
+	b.WriteString(ev.text)
+	if ev.finish == "" {
+		return nil
+	}
+	ch := cs.base()
+	choice := openai.ChatChunkChoice{Index: ev.index}
+	f := ev.finish
+	if calls, ok := cs.tools.ToolCalls(b.String(), toolCallID); ok && ev.finish == openai.FinishStop {
+		for i := range calls {
+			calls[i].Index = &i
+		}
+		choice.Delta.ToolCalls, f = calls, openai.FinishToolCalls
+	} else {
+		t := b.String()
+		choice.Delta.Content = &t
+		choice.StopReason = stopReasonOf(ev.stopReason)
+	}
+	choice.FinishReason = &f
+	ch.Choices = []openai.ChatChunkChoice{choice}
+	ch.Usage = u
 	return ch
 }

@@ -262,6 +262,80 @@ def other_checks():
             return
         raise AssertionError("an uncompilable schema was accepted")
 
+    tools = [
+        {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city.",
+                                          "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
+                                                         "required": ["city", "unit"], "additionalProperties": False}}},
+        {"type": "function", "function": {"name": "add", "description": "Add two integers.",
+                                          "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                                                         "required": ["a", "b"], "additionalProperties": False}}},
+        {"type": "function", "function": {"name": "search", "description": "Search the web.",
+                                          "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 10}},
+                                                         "required": ["query"], "additionalProperties": False}}},
+    ]
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+
+    def valid_args(name, args):
+        schema = schemas[name]
+        assert set(schema["required"]) <= set(args) <= set(schema["properties"]), (name, args)
+        for k, v in args.items():
+            p = schema["properties"][k]
+            if p.get("type") == "integer":
+                assert isinstance(v, int) and p.get("minimum", v) <= v <= p.get("maximum", v), (k, v)
+            elif p.get("type") == "string":
+                assert isinstance(v, str), (k, v)
+            elif "enum" in p:
+                assert v in p["enum"], (k, v)
+
+    def required(prompt):
+        def fn():
+            r = with_retry(lambda kw: c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": prompt}],
+                                                                 tools=tools, tool_choice="required", **kw))
+            ch = r.choices[0]
+            assert ch.finish_reason == "tool_calls" and ch.message.tool_calls, (ch.finish_reason, ch.message)
+            for call in ch.message.tool_calls:
+                assert call.type == "function" and call.id, call
+                valid_args(call.function.name, json.loads(call.function.arguments))
+        return fn
+
+    def named():
+        r = with_retry(lambda kw: c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "What is 2 plus 3?"}],
+                                                             tools=tools, tool_choice={"type": "function", "function": {"name": "add"}}, **kw))
+        calls = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls" and len(calls) == 1 and calls[0].function.name == "add", r.choices[0]
+        valid_args("add", json.loads(calls[0].function.arguments))
+
+    def streamed():
+        stream = c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "Weather in Oslo?"}], tools=tools,
+                                           tool_choice="required", stream=True, **SAMPLING)
+        calls, finish = {}, None
+        for chunk in stream:
+            for ch in chunk.choices:
+                for tc in ch.delta.tool_calls or []:
+                    cur = calls.setdefault(tc.index, {"name": "", "arguments": ""})
+                    cur["name"] += tc.function.name or ""
+                    cur["arguments"] += tc.function.arguments or ""
+                finish = ch.finish_reason or finish
+        assert finish == "tool_calls" and calls, (finish, calls)
+        for cur in calls.values():
+            valid_args(cur["name"], json.loads(cur["arguments"]))
+
+    def tool_loop():
+        msgs = [{"role": "user", "content": "Use the add tool: what is 20 plus 22?"}]
+        r = with_retry(lambda kw: c.chat.completions.create(model=ARGS.model, messages=msgs, tools=tools,
+                                                             tool_choice={"type": "function", "function": {"name": "add"}}, **kw))
+        call = r.choices[0].message.tool_calls[0]
+        args = json.loads(call.function.arguments)
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [call.model_dump()]})
+        msgs.append({"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])})
+        final = c.chat.completions.create(model=ARGS.model, messages=msgs, tools=tools, max_tokens=40, temperature=0)
+        assert final.choices[0].message.content, final.choices[0]
+
+    for i, prompt in enumerate(["What is the weather in Paris in celsius?", "Add 2 and 40.", "Search the web for Go tutorials."]):
+        run(f"tool_choice required {i}", required(prompt))
+    run("tool_choice named", named)
+    run("tool calls streamed", streamed)
+    run("tool loop: call, result, answer", tool_loop)
     run("json_object", json_object)
     run("structured_outputs choice", choice)
     run("guided_regex", regex)
