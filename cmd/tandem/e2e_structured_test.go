@@ -17,7 +17,9 @@ import (
 // schema the engine cannot compile, and tools: tool_choice required with
 // three tools (every answer calls one, with arguments valid for its
 // schema), a named function, tool calls streamed, and a two-step loop
-// (call, tool result, answer).
+// (call, tool result, answer); then scripts/sdktests/test_langchain.py:
+// LangChain's ChatOpenAI.bind_tools in a call-result-answer loop, a named
+// tool, and with_structured_output.
 func TestDefaultModelStructuredOutputs(t *testing.T) {
 	model := defaultModel(t)
 	py := sdkPython(t)
@@ -26,5 +28,6 @@ func TestDefaultModelStructuredOutputs(t *testing.T) {
 		"--kv-cache-memory", "256Mi", "--threads", strconv.Itoa(runtime.NumCPU()))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
-	runSDKScript(t, py, "test_structured.py", base, enginecore.ServedName("", model))
+	t.Run("openai", func(t *testing.T) { runSDKScript(t, py, "test_structured.py", base, enginecore.ServedName("", model)) })
+	t.Run("langchain", func(t *testing.T) { runSDKScript(t, py, "test_langchain.py", base, enginecore.ServedName("", model)) })
 }

@@ -61,7 +61,9 @@ type ToolPlan struct {
 // constrained to a JSON array of {"name", "parameters"} objects, one
 // schema per tool (as vLLM does), at most one when parallel_tool_calls is
 // false; with a named function, to its parameters' schema. Either way the
-// arguments always parse and validate.
+// arguments always parse and validate, and an object in them takes only
+// the properties its schema names (additionalProperties false unless the
+// schema sets it: a function's arguments are its parameters).
 func (r *ChatCompletionRequest) ToolPlanOf() (ToolPlan, *Error) {
 	var tools []Tool
 	if len(bytes.TrimSpace(r.Tools)) > 0 && string(bytes.TrimSpace(r.Tools)) != "null" {
@@ -107,7 +109,7 @@ func (r *ChatCompletionRequest) ToolPlanOf() (ToolPlan, *Error) {
 			if e != nil {
 				return ToolPlan{}, e
 			}
-			return ToolPlan{Mode: ToolsNamed, Name: t.Function.Name, Constraint: &wire.StructuredOutputs{JSON: schema}}, nil
+			return ToolPlan{Mode: ToolsNamed, Name: t.Function.Name, Constraint: &wire.StructuredOutputs{JSON: schema, DisableAdditionalProperties: true}}, nil
 		}
 	}
 	return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' names function %q, which is not in 'tools'.", named.Function.Name)
@@ -146,7 +148,7 @@ func requiredSchema(tools []Tool, parallel bool) (*wire.StructuredOutputs, *Erro
 	if err != nil {
 		return nil, BadRequest("tools", "the tools' schemas do not combine: %v", err)
 	}
-	return &wire.StructuredOutputs{JSON: string(b)}, nil
+	return &wire.StructuredOutputs{JSON: string(b), DisableAdditionalProperties: true}, nil
 }
 
 // ToolCalls reads the calls out of an answer generated under plan

@@ -8,18 +8,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 version=${OPENAI_PY_VERSION:-3.51.0}
+# LangChain's OpenAI integration, for the tool-loop test (test_langchain.py).
+langchain=${LANGCHAIN_OPENAI_VERSION:-1.7.4}
 venv=.cache/sdktests-venv
 py=${PYTHON:-python3}
 if ! command -v "$py" >/dev/null 2>&1; then
   echo "sdktests: $py not found; the Python SDK tests will be skipped" >&2
   exit 0
 fi
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import openai, sys; sys.exit(openai.__version__ != '$version')" 2>/dev/null; then
-  echo "sdktests: openai $version ready in $venv"
+ready() {
+  "$venv/bin/python" -c "import openai, sys, importlib.metadata as m; sys.exit(openai.__version__ != '$version' or m.version('langchain-openai') != '$langchain')" 2>/dev/null
+}
+if [ -x "$venv/bin/python" ] && ready; then
+  echo "sdktests: openai $version and langchain-openai $langchain ready in $venv"
   exit 0
 fi
-echo "sdktests: installing openai==$version into $venv…"
+echo "sdktests: installing openai==$version and langchain-openai==$langchain into $venv…"
 mkdir -p .cache
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version"
-echo "sdktests: openai $version ready in $venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version" "langchain-openai==$langchain"
+echo "sdktests: openai $version and langchain-openai $langchain ready in $venv"
