@@ -26,9 +26,6 @@ func (cs *clients) ready(id string) bool {
 	return ok
 }
 
-// name is the FrontendID id gave in its HELLO.
-func (cs *clients) name(id string) string { return cs.byID[id] }
-
 // drop forgets id, returning its name and whether it was ready.
 func (cs *clients) drop(id string) (string, bool) {
 	name, ok := cs.byID[id]
