@@ -5,11 +5,20 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // DefaultRecvBuffer is the capacity of a Conn's Recv channel unless WithRecvBuffer says
 // otherwise.
 const DefaultRecvBuffer = 1024 // messages
+
+// ZMTP-level heartbeats of ROUTER sockets (libzmq PING/PONG), under the
+// application's own: they only detect dead connections.
+const (
+	routerHeartbeat        = 2 * time.Second
+	routerHeartbeatTimeout = 10 * time.Second
+	routerMaxMessage       = 32 << 20 // bytes per message part
+)
 
 // Option configures a Conn at construction.
 type Option func(*config)

@@ -367,14 +367,6 @@ func newSocket(ctx *zmq4.Context, t zmq4.Type, hwm int) (*zmq4.Socket, error) {
 	return s, nil
 }
 
-// ZMTP-level heartbeats of ROUTER sockets (libzmq PING/PONG), under the
-// application's own: they only detect dead connections.
-const (
-	routerHeartbeat        = 2 * time.Second
-	routerHeartbeatTimeout = 10 * time.Second
-	routerMaxMessage       = 32 << 20 // bytes per message part
-)
-
 // configure sets the options that depend on the socket kind.
 func configure(s *zmq4.Socket, spec socketSpec) error {
 	switch spec.kind {
