@@ -66,6 +66,7 @@ type Engine struct {
 	clock    time.Time // the time of the call being handled: the KV manager's clock
 
 	vocab       *structured.Vocab      // nil: no structured outputs
+	compiled    *structured.Cache      // recently compiled constraints (of vocab)
 	constraints map[string]*constraint // by request key
 	failed      map[string]error       // requests whose matcher failed this step
 
@@ -136,7 +137,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("enginecore: %w", err)
 		}
-		e.vocab = sv
+		e.vocab, e.compiled = sv, structured.NewCache(sv, compiledConstraints)
 	}
 	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching,
 		EnableEvents: cfg.EnablePrefixCaching, ReportGoneSessions: true, Now: func() time.Time { return e.clock }})

@@ -145,6 +145,15 @@ func (v *Vocab) Compile(c Constraint) (*Matcher, error) {
 	return mt, nil
 }
 
+// Clone returns an independent copy of m in its current state (a
+// compiled constraint reused for another request costs a copy, not a
+// compile).
+func (m *Matcher) Clone() *Matcher {
+	c := &Matcher{m: C.llg_clone_matcher(m.m), words: m.words, eos: m.eos}
+	runtime.SetFinalizer(c, (*Matcher).Close)
+	return c
+}
+
 // FillMask writes the tokens allowed next into mask (MaskWords words; bit
 // t%32 of word t/32 set: token t allowed). Once the constraint is
 // complete only the EOS ids are allowed.

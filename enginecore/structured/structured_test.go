@@ -10,7 +10,7 @@ import (
 
 // byteVocab is 256 one-byte tokens, a few longer ones, and two specials
 // (EOS 300 and a chat marker 301) whose text no constraint may spell.
-func byteVocab(t *testing.T) (*structured.Vocab, []string) {
+func byteVocab(t testing.TB) (*structured.Vocab, []string) {
 	t.Helper()
 	texts := make([]string, 0, 302)
 	for b := range 256 {
@@ -196,5 +196,45 @@ func TestCompileErrors(t *testing.T) {
 		if !errors.Is(err, structured.ErrInvalid) || strings.TrimSpace(strings.TrimPrefix(err.Error(), structured.ErrInvalid.Error()+":")) == "" {
 			t.Errorf("%v %q: error %v, want ErrInvalid with a message", c.Kind, c.Data, err)
 		}
+	}
+}
+
+// TestCache: a constraint compiled before is reused as a copy, which
+// behaves as a new compile and is independent of other copies; the
+// cache keeps at most its size.
+func TestCache(t *testing.T) {
+	v, _ := byteVocab(t)
+	cache := structured.NewCache(v, 2)
+	regex := structured.Constraint{Kind: structured.Regex, Data: `ab+c`}
+	m1, hit, err := cache.Matcher(regex)
+	if err != nil || hit {
+		t.Fatalf("first: hit %v, %v", hit, err)
+	}
+	feed(t, v, m1, "abb") // advances m1 only
+	m2, hit, err := cache.Matcher(regex)
+	if err != nil || !hit {
+		t.Fatalf("second: hit %v, %v", hit, err)
+	}
+	if n := feed(t, v, m2, "abc"); n != 3 || !finish(t, v, m2) {
+		t.Fatalf("the cached copy is not at the start: %d bytes fed", n)
+	}
+	if n := feed(t, v, m1, "bc"); n != 2 || !finish(t, v, m1) {
+		t.Fatal("the first matcher lost its state")
+	}
+	for _, d := range []string{`x`, `y`} {
+		m, _, err := cache.Matcher(structured.Constraint{Kind: structured.Regex, Data: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+	}
+	if cache.Len() != 2 {
+		t.Fatalf("%d constraints kept, want 2", cache.Len())
+	}
+	if _, hit, _ := cache.Matcher(regex); hit {
+		t.Fatal("the least recently used constraint was not evicted")
+	}
+	if _, _, err := cache.Matcher(structured.Constraint{Kind: structured.Regex, Data: `(`}); err == nil || cache.Len() != 2 {
+		t.Fatalf("a failed compile: %v, %d kept", err, cache.Len())
 	}
 }
