@@ -52,6 +52,9 @@ func (e *Engine) compile(so *wire.StructuredOutputs) (*constraint, error) {
 // constrain fills the masks of the constrained items that sample this
 // step. A matcher that fails fails its request (after the step).
 func (e *Engine) constrain(b *batch.Batch) {
+	if len(e.constraints) == 0 {
+		return // the common step: nothing constrained, no per-item lookups
+	}
 	for i := range b.Items {
 		it := &b.Items[i]
 		c := e.constraints[it.RequestID]
@@ -72,6 +75,9 @@ func (e *Engine) constrain(b *batch.Batch) {
 
 // advance moves each constrained item's matcher past its sampled token.
 func (e *Engine) advance(b *batch.Batch, res *batch.Result) {
+	if len(e.constraints) == 0 {
+		return
+	}
 	for i := range b.Items {
 		it := &b.Items[i]
 		c := e.constraints[it.RequestID]

@@ -55,15 +55,9 @@ func (s *StructuredOutputs) decode(d *dec) error {
 			if v, err = d.any(); err != nil {
 				return true, err
 			}
-			if str, ok := v.(string); ok {
-				s.JSON = str
-				break
-			}
-			b, err := json.Marshal(v)
-			if err != nil {
+			if s.JSON, err = jsonText(v); err != nil {
 				return true, fmt.Errorf("%w: json schema: %v", ErrMalformed, err)
 			}
-			s.JSON = string(b)
 		case "regex":
 			s.Regex, err = d.str()
 		case "choice":
@@ -81,11 +75,7 @@ func (s *StructuredOutputs) decode(d *dec) error {
 		case "structural_tag":
 			var v any
 			if v, err = d.any(); err == nil {
-				if str, ok := v.(string); ok {
-					s.StructuralTag = str
-				} else if b, jerr := json.Marshal(v); jerr == nil {
-					s.StructuralTag = string(b)
-				}
+				s.StructuralTag, _ = jsonText(v) // unsupported by the engine anyway
 			}
 		}
 		return true, err
@@ -94,3 +84,13 @@ func (s *StructuredOutputs) decode(d *dec) error {
 
 var structuredKeys = map[string]bool{"json": true, "regex": true, "choice": true, "grammar": true, "json_object": true,
 	"disable_any_whitespace": true, "disable_additional_properties": true, "whitespace_pattern": true, "structural_tag": true}
+
+// jsonText is a decoded value that vLLM sends as a str or a dict: the str
+// itself, or the dict's JSON text.
+func jsonText(v any) (string, error) {
+	if str, ok := v.(string); ok {
+		return str, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
