@@ -5,19 +5,23 @@
 //
 // Two layers, as in etcd-raft's RawNode and Node:
 //
-//   - Engine (engine.go, handle.go, events.go) is the logic as a state
-//     machine: Handle(now, client, msg) and Step(ctx, now) return the
-//     messages for frontends as data, Publish(now) the PUB payloads,
-//     Drop(now, clients…) aborts silent frontends' requests, Load and
-//     Clients are its figures. It has no goroutines, channels, atomics,
+//   - Engine (engine.go, handle.go, events.go, compile.go) is the logic
+//     as a state machine: Handle(now, client, msg) and Step(ctx, now)
+//     return the messages for frontends as data, Publish(now) the PUB
+//     payloads, Drop(now, clients…) aborts silent frontends' requests,
+//     NextCompile hands out the constraints requests wait on and
+//     Compiled(now, result) takes them back, Load and Clients are its
+//     figures. It has no goroutines, channels, atomics,
 //     timers or sockets and never reads the clock, so testdata/engine's
 //     scripts drive it directly.
-//   - Core (proc.go) is the process shell, the only file with goroutines:
-//     an input goroutine (router.Recv → decode → liveness), the loop
-//     (Engine.Handle; Engine.Step while there is work; drop silent
-//     frontends; Engine.Publish) and an output goroutine (encode →
-//     router.Send; heartbeats and load reports on tickers; PUB payloads
-//     numbered per topic).
+//   - Core (proc.go, compilers.go) is the process shell, the only files
+//     with goroutines: an input goroutine (router.Recv → decode →
+//     liveness), the loop (Engine.Handle; compile results to
+//     Engine.Compiled; Engine.Step while there is work; drop silent
+//     frontends; Engine.Publish), one or two compile workers
+//     (CompileJob.Run, so a slow schema never stalls a step) and an
+//     output goroutine (encode → router.Send; heartbeats and load reports
+//     on tickers; PUB payloads numbered per topic).
 //
 // It knows nothing of HTTP and must not import frontend packages.
 //

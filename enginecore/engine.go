@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,7 +68,9 @@ type Engine struct {
 	clock    time.Time // the time of the call being handled: the KV manager's clock
 
 	vocab       *structured.Vocab      // nil: no structured outputs
+	compiler    Compiler               // what compile jobs run: vocab (or a test's)
 	compiled    *structured.Cache      // recently compiled constraints (of vocab)
+	holding     *holding               // requests waiting for their constraint to compile
 	constraints map[string]*constraint // by request key
 	failed      map[string]error       // requests whose matcher failed this step
 
@@ -131,13 +135,13 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		pid:      os.Getpid(),
 		eos:      be.Model().EOSTokenIDs,
 	}
-	e.constraints, e.failed = map[string]*constraint{}, map[string]error{}
+	e.constraints, e.failed, e.holding = map[string]*constraint{}, map[string]error{}, newHolding()
 	if v := cfg.Vocab; v != nil {
 		sv, err := structured.NewVocab(v.Pieces, v.Special, e.eos)
 		if err != nil {
 			return nil, fmt.Errorf("enginecore: %w", err)
 		}
-		e.vocab, e.compiled = sv, structured.NewCache(sv, compiledConstraints)
+		e.vocab, e.compiler, e.compiled = sv, sv, structured.NewCache(sv, compiledConstraints)
 	}
 	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching,
 		EnableEvents: cfg.EnablePrefixCaching, ReportGoneSessions: true, Now: func() time.Time { return e.clock }})
@@ -190,7 +194,7 @@ func (e *Engine) Drop(now time.Time, clients ...string) {
 	for _, id := range clients {
 		name, known := e.clients.drop(id)
 		var ids []string
-		e.sched.Requests(func(r *sched.Request) {
+		e.requests(func(r *sched.Request) {
 			if r.Client == id {
 				ids = append(ids, r.ID)
 			}
@@ -208,7 +212,7 @@ func (e *Engine) Load() wire.SchedulerStats {
 	kv := e.kv.Stats()
 	return wire.SchedulerStats{
 		NumRunningReqs:     e.sched.NumRunning(),
-		NumWaitingReqs:     e.sched.NumWaiting(),
+		NumWaitingReqs:     e.sched.NumWaiting() + e.NumCompiling(),
 		KVCacheUsage:       kv.Usage,
 		NumFreeBlocks:      kv.NumFreeBlocks,
 		NumTotalBlocks:     kv.NumBlocks,
@@ -274,12 +278,24 @@ func (e *Engine) outputsFor(now time.Time, client string, outs []wire.EngineCore
 }
 
 func (e *Engine) abort(now time.Time, ids []string) {
+	for _, id := range ids {
+		e.holding.release(id) // not in the scheduler yet: nothing else to free
+	}
 	for _, r := range e.sched.Abort(ids...) {
 		e.run.Forget(r.ID)
 		e.dropConstraint(r.ID)
 		e.sessionFinished(r.SessionID, unixSeconds(now))
 	}
 	e.tidySessions()
+}
+
+// requests calls f with every request the engine holds: the scheduler's
+// and those waiting for a compile.
+func (e *Engine) requests(f func(*sched.Request)) {
+	e.sched.Requests(f)
+	for _, key := range slices.Sorted(maps.Keys(e.holding.reqs)) {
+		f(e.holding.reqs[key].req)
+	}
 }
 
 // sessionFinished records that a request of session id left the engine.

@@ -3,6 +3,7 @@ package enginecore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/wire"
+	"github.com/tandem-llm/tandem/wire/gguf"
 )
 
 // countingBackend is a model whose greedy next token is the last input
@@ -67,9 +69,12 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 // engineHarness drives an Engine from a datadriven script, with a clock
 // that moves only when the script says:
 //
-//	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [max-sessions=N] [caching=false] [publish]
+//	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [max-sessions=N] [caching=false] [publish] [vocab]
 //	hello fe1 [version=N]              HELLO from frontend fe1 (its ZMQ identity)
-//	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0]
+//	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0] [regex=R]
+//	compile-start                      Engine.NextCompile: hand the next compile to a (pretend) worker
+//	compile-done [fail=msg]            run the oldest started compile (or fail it) and give it to Engine.Compiled
+//	compiling                          the holding area: requests waiting, compiles queued and started
 //	step [n=1]                         Engine.Step, n times
 //	run                                step until there is no work
 //	abort fe1 a b                      ABORT
@@ -79,11 +84,26 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 //	warm-up [n=64]                     Engine.WarmUp
 //	tick s=1.5                         advance the clock
 //	state                              load figures and frontends
+//
+// With vocab, token t < 64 stands for the byte '0'+t (1 and 2, BOS and
+// EOS, are special), so regex=5678 allows exactly the tokens 5 6 7 8.
 type engineHarness struct {
-	be  *countingBackend
-	e   *Engine
-	now time.Time
-	seq int
+	be      *countingBackend
+	e       *Engine
+	now     time.Time
+	seq     int
+	started []CompileJob // handed out by compile-start, not done yet
+}
+
+// countingVocab is the vocabulary of the counting model: token t is the
+// byte '0'+t; BOS (1) and EOS (2) are special.
+func countingVocab(n int) *gguf.Vocab {
+	v := &gguf.Vocab{Pieces: make([][]byte, n), Special: make([]bool, n)}
+	for t := range n {
+		v.Pieces[t] = []byte{byte('0' + t)}
+		v.Special[t] = t == 1 || t == testEOS
+	}
+	return v
 }
 
 func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
@@ -117,9 +137,13 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "init":
 		h.be = &countingBackend{vocab: 64}
 		h.now = time.Unix(1000, 0)
+		var vocab *gguf.Vocab
+		if slices.Contains(pos, "vocab") {
+			vocab = countingVocab(h.be.vocab)
+		}
 		e, err := NewEngine(Config{ServedModelName: "counting", MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4),
 			NumBlocks: num("blocks", 8), MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16),
-			EnablePrefixCaching: args["caching"] != "false", MaxSessionRecords: num("max-sessions", 0),
+			EnablePrefixCaching: args["caching"] != "false", MaxSessionRecords: num("max-sessions", 0), Vocab: vocab,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
 		if err != nil {
 			return "error: " + err.Error()
@@ -163,8 +187,31 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 				sp.StopTokenIDs = append(sp.StopTokenIDs, int32(v))
 			}
 		}
+		if re, ok := args["regex"]; ok {
+			sp.StructuredOutputs = &wire.StructuredOutputs{Regex: re}
+		}
 		return h.outs(h.e.Handle(h.now, arg(0), &wire.EngineCoreRequest{RequestID: args["id"], PromptTokenIDs: prompt,
 			SamplingParams: sp, SessionID: args["session"], CacheSalt: args["salt"], Priority: num("prio", 0)}))
+	case "compile-start":
+		j, ok := h.e.NextCompile()
+		if !ok {
+			return "nothing to compile"
+		}
+		h.started = append(h.started, j)
+		return fmt.Sprintf("compiling %s %q", j.Constraint.Kind, j.Constraint.Data)
+	case "compile-done":
+		if len(h.started) == 0 {
+			t.Fatalf("%s: no compile started", d.Pos)
+		}
+		j := h.started[0]
+		h.started = h.started[1:]
+		res := CompileResult{Constraint: j.Constraint, Err: errors.New(args["fail"])}
+		if _, fail := args["fail"]; !fail {
+			res = j.Run()
+		}
+		return h.outs(h.e.Compiled(h.now, res))
+	case "compiling":
+		return h.compiling()
 	case "step":
 		var b strings.Builder
 		for range num("n", 1) {
@@ -287,6 +334,28 @@ func (h *engineHarness) outs(outs []Out) string {
 		}
 	}
 	return b.String()
+}
+
+// compiling prints the holding area: who waits on which constraint.
+func (h *engineHarness) compiling() string {
+	hd := h.e.holding
+	if len(hd.reqs) == 0 && len(hd.pending) == 0 {
+		return "nothing compiling"
+	}
+	var lines []string
+	for c, p := range hd.pending {
+		var ids []string
+		for _, k := range p.waiters {
+			ids = append(ids, hd.reqs[k].req.WireID)
+		}
+		state := "queued"
+		if p.started {
+			state = "started"
+		}
+		lines = append(lines, fmt.Sprintf("%s %q %s, waiting: %v", c.Kind, c.Data, state, ids))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 func (h *engineHarness) state() string {

@@ -62,32 +62,63 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 }
 
 // add validates and queues a request; a bad one finishes at once with
-// FinishError and the reason in stop_reason.
+// FinishError and the reason in stop_reason. A request whose constraint
+// must be compiled first waits in the holding area (compile.go) and
+// reaches the scheduler, or its error, through Compiled.
 func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []Out {
-	failCode := func(code wire.ErrorCode, format string, args ...any) []Out {
-		msg := fmt.Sprintf(format, args...)
-		e.log.Warn("rejecting request", "request_id", r.RequestID, "reason", msg)
-		return []Out{e.outputsFor(now, client, []wire.EngineCoreOutput{{RequestID: r.RequestID, FinishReason: wire.FinishError,
-			StopReason: msg, ErrorCode: code}}, []string{r.RequestID})}
+	fail := func(format string, args ...any) []Out {
+		return []Out{e.reject(now, client, r.RequestID, wire.CodeInvalidRequest, fmt.Sprintf(format, args...))}
 	}
-	fail := func(format string, args ...any) []Out { return failCode(wire.CodeInvalidRequest, format, args...) }
 	if !e.clients.ready(client) {
-		return failCode(wire.CodeUnknownFrontend, "unknown frontend: send HELLO first")
+		return []Out{e.reject(now, client, r.RequestID, wire.CodeUnknownFrontend, "unknown frontend: send HELLO first")}
 	}
 	if err := validateRequest(r, int32(e.be.Model().VocabSize)); err != nil {
 		return fail("%v", err)
 	}
 	req := sched.NewRequest(r, client, e.eos)
 	req.ID = requestKey(client, r.RequestID) // each frontend's ids are its own
-	c, err := e.compile(r.SamplingParams.StructuredOutputs)
+	so := r.SamplingParams.StructuredOutputs
+	if so == nil {
+		return e.admitted(now, req, nil)
+	}
+	k, err := e.constraintFor(so)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if m, hit := e.compiled.Get(k); hit {
+		return e.admitted(now, req, e.newConstraint(m))
+	}
+	if e.holding.reqs[req.ID] != nil || e.sched.Get(req.ID) != nil {
+		return fail("%v: duplicate request id %q", sched.ErrRejected, r.RequestID)
+	}
+	e.holding.hold(req, k)
+	return nil
+}
+
+// admitted is admit's reply to an ADD: none, or the refusal.
+func (e *Engine) admitted(now time.Time, req *sched.Request, c *constraint) []Out {
+	if out, refused := e.admit(now, req, c); refused {
+		return []Out{out}
+	}
+	return nil
+}
+
+// admit hands req, with its constraint c (nil if none), to the scheduler;
+// refused says the scheduler would not take it, and out is the error
+// output to send.
+func (e *Engine) admit(now time.Time, req *sched.Request, c *constraint) (out Out, refused bool) {
+	if e.holding.reqs[req.ID] != nil {
+		if c != nil {
+			c.m.Close()
+		}
+		return e.reject(now, req.Client, req.WireID, wire.CodeInvalidRequest,
+			fmt.Sprintf("%v: duplicate request id %q", sched.ErrRejected, req.WireID)), true
 	}
 	if err := e.sched.Add(req); err != nil {
 		if c != nil {
 			c.m.Close()
 		}
-		return fail("%v", err)
+		return e.reject(now, req.Client, req.WireID, wire.CodeInvalidRequest, err.Error()), true
 	}
 	if c != nil {
 		e.constraints[req.ID] = c
@@ -96,7 +127,15 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 		e.sessions.add(req.SessionID, req.WireID, req.NumPromptTokens(), unixSeconds(now))
 		e.noteSession(req.SessionID)
 	}
-	return nil
+	return Out{}, false
+}
+
+// reject is the output that finishes request id of client with
+// FinishError, msg in stop_reason.
+func (e *Engine) reject(now time.Time, client, id string, code wire.ErrorCode, msg string) Out {
+	e.log.Warn("rejecting request", "request_id", id, "reason", msg)
+	return e.outputsFor(now, client, []wire.EngineCoreOutput{{RequestID: id, FinishReason: wire.FinishError,
+		StopReason: msg, ErrorCode: code}}, []string{id})
 }
 
 // utility answers a named call. Methods: get_session [id], end_session
@@ -133,7 +172,7 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 		v = &st
 	case "list_requests": // the caller's own: no other frontend's ids or identity
 		reqs := []any{}
-		e.sched.Requests(func(r *sched.Request) {
+		e.requests(func(r *sched.Request) {
 			if r.Client == client {
 				reqs = append(reqs, map[string]any{"request_id": r.WireID, "session_id": r.SessionID})
 			}

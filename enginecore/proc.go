@@ -17,8 +17,11 @@ import (
 // sockets:
 //
 //	input:  router.Recv → decode → liveness → in channel (heartbeats stop here)
-//	loop:   in → Engine.Handle; Engine.Step while there is work; drop silent
-//	        frontends; Engine.Publish → out and pub channels
+//	loop:   in → Engine.Handle; compile results → Engine.Compiled; queued
+//	        compiles → workers; Engine.Step while there is work; drop
+//	        silent frontends; Engine.Publish → out and pub channels
+//	compile workers (compilers.go): CompileJob.Run, off the loop, so a
+//	        slow schema never stalls a step
 //	output: out → encode → router.Send; heartbeats and load reports on
 //	        tickers (so they flow while a long step runs); PUB payloads,
 //	        numbered per topic
@@ -95,8 +98,9 @@ func (c *Core) Serve(ctx context.Context, router Conn, pub Publisher) error {
 	go func() { defer wg.Done(); c.input(ctx, router, in) }()
 	outDone := make(chan struct{})
 	go func() { defer wg.Done(); c.output(router, pub, outDone) }()
+	comp := startCompilers(numCompileWorkers())
 
-	err := c.loop(ctx, in)
+	err := c.loop(ctx, in, comp)
 	reason := "engine shutting down"
 	if err != nil {
 		reason = err.Error()
@@ -107,6 +111,7 @@ func (c *Core) Serve(ctx context.Context, router Conn, pub Publisher) error {
 	}
 	close(outDone)
 	cancel()
+	comp.stop()
 	wg.Wait()
 	return err
 }
@@ -146,10 +151,11 @@ func (c *Core) input(ctx context.Context, router Conn, in chan<- inMsg) {
 	}
 }
 
-// loop is vLLM's busy loop: (1) wait for a message while there is no work,
-// (2) handle the messages waiting, (3) publish events and drop silent
+// loop is vLLM's busy loop: (1) wait for a message or a compile while
+// there is no work, (2) handle the messages and compiles waiting and hand
+// queued compiles to idle workers, (3) publish events and drop silent
 // frontends, (4) step once if there is work, then publish what it cached.
-func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
+func (c *Core) loop(ctx context.Context, in <-chan inMsg, comp *compilers) error {
 	check := time.NewTicker(c.cfg.HeartbeatInterval / 2)
 	defer check.Stop()
 	lastCheck := time.Now()
@@ -160,6 +166,8 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
 				return nil
 			case m := <-in:
 				c.handle(m)
+			case r := <-comp.results:
+				c.compiled(comp, r)
 			case <-check.C:
 			}
 		}
@@ -168,6 +176,10 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg) error {
 		for n := len(in); n > 0; n-- {
 			c.handle(<-in)
 		}
+		for n := len(comp.results); n > 0; n-- {
+			c.compiled(comp, <-comp.results)
+		}
+		comp.dispatch(c.eng)
 		c.publish(time.Now()) // (3)
 		if time.Since(lastCheck) >= c.cfg.HeartbeatInterval/2 {
 			lastCheck = time.Now()
@@ -198,6 +210,13 @@ func (c *Core) handle(m inMsg) {
 	c.send(c.eng.Handle(time.Now(), m.client, m.payload))
 	_, hello := m.payload.(*wire.Hello)
 	c.snapshot(hello)
+}
+
+// compiled hands a worker's compile to the Engine.
+func (c *Core) compiled(comp *compilers, r CompileResult) {
+	comp.done()
+	c.send(c.eng.Compiled(time.Now(), r))
+	c.snapshot(false)
 }
 
 func (c *Core) send(outs []Out) {
