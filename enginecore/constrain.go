@@ -1,6 +1,7 @@
 package enginecore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,7 +35,7 @@ type constraint struct {
 // constraintFor is the constraint so asks for, checked against what the
 // engine can compile.
 func (e *Engine) constraintFor(so *wire.StructuredOutputs) (structured.Constraint, error) {
-	c, err := constraintOf(so)
+	c, err := ConstraintOf(so)
 	if err != nil {
 		return structured.Constraint{}, err
 	}
@@ -47,6 +48,26 @@ func (e *Engine) constraintFor(so *wire.StructuredOutputs) (structured.Constrain
 // newConstraint is a request's constraint over the fresh matcher m.
 func (e *Engine) newConstraint(m *structured.Matcher) *constraint {
 	return &constraint{m: m, mask: make([]uint32, e.vocab.MaskWords())}
+}
+
+// forward runs b's forward pass. When requests are constrained, their
+// masks are filled meanwhile on a goroutine, joined before forward
+// returns: a backend that leaves the CPU idle during Forward (a GPU)
+// pays no step time for them, and results do not depend on the timing.
+// The goroutine touches only the matchers, e.failed and the items'
+// sampling fields, none of which Forward reads (runner.Runner.Forward).
+func (e *Engine) forward(ctx context.Context, b *batch.Batch) error {
+	if len(e.constraints) == 0 {
+		return e.run.Forward(ctx, b)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.constrain(b)
+	}()
+	err := e.run.Forward(ctx, b)
+	<-done
+	return err
 }
 
 // constrain fills the masks of the constrained items that sample this
@@ -131,10 +152,12 @@ func eosOnly(mask []uint32, eos []int32) []uint32 {
 	return mask
 }
 
-// constraintOf picks the one constraint so sets, applying vLLM's JSON
-// options (disable_any_whitespace, whitespace_pattern,
-// disable_additional_properties) as LLGuidance's schema options.
-func constraintOf(so *wire.StructuredOutputs) (structured.Constraint, error) {
+// ConstraintOf is the constraint the engine compiles for so: the one
+// constraint so sets, with vLLM's JSON options (disable_any_whitespace,
+// whitespace_pattern, disable_additional_properties) as LLGuidance's
+// schema options and Tandem's JSON defaults (bounded whitespace and
+// integers). Benchmarks use it to measure the engine's own matchers.
+func ConstraintOf(so *wire.StructuredOutputs) (structured.Constraint, error) {
 	var set []structured.Constraint
 	if so.JSON != "" {
 		set = append(set, structured.Constraint{Kind: structured.JSONSchema, Data: so.JSON})

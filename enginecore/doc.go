@@ -11,9 +11,12 @@
 //     payloads, Drop(now, clients…) aborts silent frontends' requests,
 //     NextCompile hands out the constraints requests wait on and
 //     Compiled(now, result) takes them back, Load and Clients are its
-//     figures. It has no goroutines, channels, atomics,
-//     timers or sockets and never reads the clock, so testdata/engine's
-//     scripts drive it directly.
+//     figures. It has no goroutines, channels, atomics, timers or
+//     sockets and never reads the clock, so testdata/engine's scripts
+//     drive it directly. (One fork-join inside Step: structured-output
+//     masks are filled on a goroutine while the forward pass runs and
+//     joined before sampling; nothing outlives the call, and no result
+//     depends on the timing.)
 //   - Core (proc.go, compilers.go) is the process shell, the only files
 //     with goroutines: an input goroutine (router.Recv → decode →
 //     liveness), the loop (Engine.Handle; compile results to

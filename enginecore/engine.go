@@ -51,7 +51,9 @@ type Config struct {
 // channels, atomics, timers or sockets and never reads the clock: time
 // comes in as an argument, and what it would send comes back as data
 // (Out for a frontend, Pub for the PUB socket). One goroutine at a time
-// calls it; proc.go's Core is that goroutine.
+// calls it; proc.go's Core is that goroutine. (The one exception, inside
+// Step: structured-output masks are filled on a goroutine while the
+// forward pass runs, joined before sampling; see forward.)
 type Engine struct {
 	cfg      Config
 	log      *slog.Logger
@@ -167,11 +169,10 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	if len(b.Items) == 0 {
 		return nil, nil
 	}
-	e.constrain(b)
-	res, err := e.run.Execute(ctx, b)
-	if err != nil {
+	if err := e.forward(ctx, b); err != nil {
 		return nil, fmt.Errorf("%w: step %d: %w", ErrFatal, b.StepCounter, err)
 	}
+	res := e.run.Sample(b)
 	e.advance(b, res)
 	return append(e.outputs(now, e.sched.Update(b, res)), e.failConstrained(now)...), nil
 }

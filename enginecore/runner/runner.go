@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/tandem-llm/tandem/enginecore/batch"
 	"github.com/tandem-llm/tandem/enginecore/sample"
@@ -17,6 +18,7 @@ type Runner struct {
 	vocab     int // V
 	step      Step
 	logits    []float32 // [rows][V], grown as needed
+	rows      int       // rows of logits the last Forward wrote
 	raw       []float32 // [V] unmodified logits of the row being sampled
 	samplers  map[string]*sample.Sampler
 }
@@ -31,8 +33,20 @@ func New(be Backend, blockSize int) *Runner {
 func (r *Runner) Forget(id string) { delete(r.samplers, id) }
 
 // Execute runs one forward pass over b and samples a token for every item
-// whose chunk reaches the end of its tokens.
+// whose chunk reaches the end of its tokens: Forward, then Sample.
 func (r *Runner) Execute(ctx context.Context, b *batch.Batch) (*batch.Result, error) {
+	if err := r.Forward(ctx, b); err != nil {
+		return nil, err
+	}
+	return r.Sample(b), nil
+}
+
+// Forward runs b's forward pass and keeps the logits for Sample. Of b's
+// items it reads only what lays the tokens out (RequestID, Tokens,
+// NumPrompt, Start, Len, BlockTable, Sample), never the sampling fields
+// (Params, MaskStop, StopTokenIDs, Allowed): another goroutine may fill
+// those meanwhile, as the engine fills structured-output masks.
+func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 	st := &r.step
 	st.TokenIDs = st.TokenIDs[:0]
 	st.Positions = st.Positions[:0]
@@ -45,7 +59,7 @@ func (r *Runner) Execute(ctx context.Context, b *batch.Batch) (*batch.Result, er
 		for p := it.Start; p < it.Start+it.Len; p++ {
 			blk := p / r.blockSize
 			if blk >= len(it.BlockTable) {
-				return nil, fmt.Errorf("runner: request %s: position %d beyond its %d blocks", it.RequestID, p, len(it.BlockTable))
+				return fmt.Errorf("runner: request %s: position %d beyond its %d blocks", it.RequestID, p, len(it.BlockTable))
 			}
 			st.TokenIDs = append(st.TokenIDs, it.Tokens[p])
 			st.Positions = append(st.Positions, int32(p))
@@ -66,11 +80,18 @@ func (r *Runner) Execute(ctx context.Context, b *batch.Batch) (*batch.Result, er
 	if need := rows * r.vocab; cap(r.logits) < need {
 		r.logits = make([]float32, need)
 	}
-	logits := r.logits[:rows*r.vocab]
-	if err := r.be.Forward(ctx, st, logits); err != nil {
-		return nil, fmt.Errorf("runner: forward: %w", err)
+	r.rows = 0
+	if err := r.be.Forward(ctx, st, r.logits[:rows*r.vocab]); err != nil {
+		return fmt.Errorf("runner: forward: %w", err)
 	}
+	r.rows = rows
+	return nil
+}
 
+// Sample samples a token for every item of b that reached the end of its
+// tokens, from the logits of the last Forward, which must have been of b.
+func (r *Runner) Sample(b *batch.Batch) *batch.Result {
+	logits := r.logits[:r.rows*r.vocab]
 	res := &batch.Result{Sampled: make([]int32, len(b.Items))}
 	row := 0
 	for i := range b.Items {
@@ -94,7 +115,7 @@ func (r *Runner) Execute(ctx context.Context, b *batch.Batch) (*batch.Result, er
 			res.Logprobs[i] = logprobs(r.raw, res.Sampled[i], *lp)
 		}
 	}
-	return res, nil
+	return res
 }
 
 func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
@@ -127,23 +148,37 @@ func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
 	return s.Sample(lg, &sp, it.Tokens[:it.NumPrompt], it.Tokens[it.NumPrompt:])
 }
 
+// ninfs is a word's worth of -Inf logits.
+var ninfs = func() (v [32]float32) {
+	for i := range v {
+		v[i] = float32(math.Inf(-1))
+	}
+	return v
+}()
+
 // applyMask sets the logits of the tokens mask does not allow to -Inf
-// (bit t%32 of mask[t/32] set: token t allowed).
+// (bit t%32 of mask[t/32] set: token t allowed). A constraint's mask is
+// mostly empty words (a JSON mask allows a few hundred of 49,152 tokens),
+// filled 32 logits at a time; the others visit only their clear bits.
 func applyMask(lg []float32, mask []uint32) {
 	ninf := float32(math.Inf(-1))
-	for w, bits := range mask {
-		if bits == ^uint32(0) {
-			continue
-		}
-		base := w * 32
-		for b := range 32 {
-			if bits&(1<<b) == 0 && base+b < len(lg) {
-				lg[base+b] = ninf
+	n := min(len(mask), len(lg)/32) // words whose 32 logits all exist
+	for w, allowed := range mask[:n] {
+		switch allowed {
+		case ^uint32(0):
+		case 0:
+			copy(lg[w*32:w*32+32], ninfs[:]) // memmove: wide stores
+		default:
+			seg := lg[w*32 : w*32+32]
+			for clear := ^allowed; clear != 0; clear &= clear - 1 {
+				seg[bits.TrailingZeros32(clear)] = ninf
 			}
 		}
 	}
-	for t := 32 * len(mask); t < len(lg); t++ {
-		lg[t] = ninf // past the mask: not in the matcher's vocabulary
+	for t := 32 * n; t < len(lg); t++ { // a last partial word, and past the mask
+		if t/32 >= len(mask) || mask[t/32]>>(t%32)&1 == 0 {
+			lg[t] = ninf // past the mask: not in the matcher's vocabulary
+		}
 	}
 }
 
