@@ -28,10 +28,21 @@
 // GOEXPERIMENT=simd, or Tandem runs its pure-Go kernels (it warns; the
 // report names the kernels that ran, from kernels.Level).
 //
+// The structured phase (structured.go; --phase structured, or all) measures
+// what constrained decoding costs the engine: at each of
+// --structured-streams (1 and 64) the same prompts decode unconstrained and
+// with every stream constrained by one json_schema, the two taking turns
+// in every repetition; it reports both decode tok/s and their ratio, the
+// schema's compile time, and the mask time per row and per step, timed by
+// replaying the constrained streams' tokens through the engine's own
+// compiled constraint. It writes docs/benchmarks/structured-DATE.json and
+// the doc's structured section (between its tandembench:structured
+// markers).
+//
 // The model or the llama.cpp binary missing is an error wrapping
 // ErrMissing (exit status 1) unless --no-llama.
 //
-// It imports enginecore/{loader,model,cpu,cpu/kernels,runner,sched,kvcache}
+// It imports enginecore/{loader,model,cpu,cpu/kernels,runner,sched,kvcache,structured}
 // and wire; it must not import frontend/ (no tokenizer, no server).
 //
 // Usage:
@@ -39,4 +50,5 @@
 //	./scripts/oracle.sh && ./scripts/model.sh && ./scripts/llamabench/build.sh
 //	GOEXPERIMENT=simd go run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
 //	GOEXPERIMENT=simd go run ./cmd/tandembench --quick   # smoke test, output in a temp dir
+//	GOEXPERIMENT=simd go run ./cmd/tandembench --phase structured   # constrained decoding only
 package main

@@ -58,7 +58,19 @@ type options struct {
 	retryWait    time.Duration    // pause before a retry
 	sample       func() cpuSample // nil: sampleCPU (tests fake it)
 	replot       string           // a saved cpu-DATE.json to redraw instead of measuring
+	phase        string           // phaseAll, phaseCPU or phaseStructured
+	// The structured phase (structured.go): stream counts, threads, D.
+	structuredStreams []int
+	structuredThreads int
+	structuredGen     int
 }
+
+// Phases of a run.
+const (
+	phaseAll        = "all"
+	phaseCPU        = "cpu"        // Tandem vs llama.cpp: cpu-DATE.{json,png}
+	phaseStructured = "structured" // constrained vs unconstrained decode: structured-DATE.json
+)
 
 // sweepEntry is one thread count of the concurrency sweep.
 type sweepEntry struct {
@@ -92,6 +104,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
 	fs.DurationVar(&o.retryWait, "retry-wait", 15*time.Second, "pause before such a retry")
 	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json, measuring nothing")
+	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost) or all")
+	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
+	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
+	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: P=16 D=8, 1 rep, no retries, threads 1, sweep 1:1,2; output to a temp dir and no doc unless --out/--doc are given")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -104,16 +120,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.quick {
 		quick := map[string]func(){
-			"threads":              func() { *threads = "1" },
-			"prompt-tokens":        func() { o.prompt = 16 },
-			"gen-tokens":           func() { o.gen = 8 },
-			"sweep":                func() { *sweep = "1:1,2" },
-			"stream-prompt-tokens": func() { o.streamPrompt = 8 },
-			"stream-gen-tokens":    func() { o.streamGen = 8 },
-			"reps":                 func() { o.reps = 1 },
-			"retries":              func() { o.retries = 0 },
-			"out":                  func() { o.out = filepath.Join(os.TempDir(), "tandembench-quick") },
-			"doc":                  func() { o.doc = "" },
+			"threads":               func() { *threads = "1" },
+			"prompt-tokens":         func() { o.prompt = 16 },
+			"gen-tokens":            func() { o.gen = 8 },
+			"sweep":                 func() { *sweep = "1:1,2" },
+			"structured-streams":    func() { *structuredStreams = "1,4" },
+			"structured-gen-tokens": func() { o.structuredGen = 8 },
+			"stream-prompt-tokens":  func() { o.streamPrompt = 8 },
+			"stream-gen-tokens":     func() { o.streamGen = 8 },
+			"reps":                  func() { o.reps = 1 },
+			"retries":               func() { o.retries = 0 },
+			"out":                   func() { o.out = filepath.Join(os.TempDir(), "tandembench-quick") },
+			"doc":                   func() { o.doc = "" },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -128,8 +146,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.sweep, err = parseSweep(*sweep); err != nil {
 		return o, fmt.Errorf("--sweep: %w", err)
 	}
+	if o.structuredStreams, err = parseInts(*structuredStreams); err != nil {
+		return o, fmt.Errorf("--structured-streams: %w", err)
+	}
+	if o.structuredThreads <= 0 {
+		o.structuredThreads = slices.Max(append([]int{1}, o.threads...))
+	}
 	switch {
-	case o.prompt < 1 || o.gen < 1 || o.streamPrompt < 1 || o.streamGen < 1:
+	case o.phase != phaseAll && o.phase != phaseCPU && o.phase != phaseStructured:
+		return o, fmt.Errorf("--phase %q: want all, cpu or structured", o.phase)
+	case o.prompt < 1 || o.gen < 1 || o.streamPrompt < 1 || o.streamGen < 1 || o.structuredGen < 1:
 		return o, errors.New("prompt and gen token counts must be ≥ 1")
 	case o.reps < 1:
 		return o, errors.New("--reps must be ≥ 1")
@@ -217,6 +243,29 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := checkFile("model", o.model, "run scripts/model.sh, or pass --model"); err != nil {
 		return err
 	}
+	if o.phase != phaseStructured {
+		if err := runCPU(ctx, o, args, stderr); err != nil {
+			return err
+		}
+	}
+	if o.phase != phaseCPU && len(o.structuredStreams) > 0 {
+		return runStructured(ctx, o, stderr)
+	}
+	return nil
+}
+
+// structuredFlags are the flags that reproduce the structured phase.
+func (o options) structuredFlags() string {
+	streams := make([]string, len(o.structuredStreams))
+	for i, s := range o.structuredStreams {
+		streams[i] = strconv.Itoa(s)
+	}
+	return fmt.Sprintf("--structured-streams %s --structured-threads %d --structured-gen-tokens %d --stream-prompt-tokens %d --reps %d --seed %d",
+		strings.Join(streams, ","), o.structuredThreads, o.structuredGen, o.streamPrompt, o.reps, o.seed)
+}
+
+// runCPU is the CPU phase: Tandem and llama.cpp, every configuration.
+func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) error {
 	var llama *llamaBench
 	if !o.noLlama {
 		if err := checkFile("llama.cpp bench binary", o.llamaBin, "run scripts/oracle.sh && scripts/llamabench/build.sh, or pass --no-llama"); err != nil {
@@ -316,35 +365,43 @@ func measureThreads(ctx context.Context, o options, cfgs []Config, llama *llamaB
 // the CPU meanwhile, at most 1+o.retries times, and keeps the attempt
 // with the least interference.
 func attempts(ctx context.Context, o options, stderr io.Writer, what string, measure func() (Measure, error)) (Measure, error) {
+	m, other, n, err := retry(ctx, o, stderr, what, measure)
+	m.OtherCPU, m.Attempts = other, n
+	return m, err
+}
+
+// retry is attempts for any result: it returns the kept attempt's
+// result, the share of the CPU others used during it, and the number of
+// attempts.
+func retry[T any](ctx context.Context, o options, stderr io.Writer, what string, measure func() (T, error)) (best T, other float64, n int, err error) {
 	sample := o.sample
 	if sample == nil {
 		sample = sampleCPU
 	}
-	var best Measure
+	var zero T
 	for i := range 1 + o.retries {
 		if i > 0 {
-			fmt.Fprintf(stderr, "%s: other processes used %.0f%% of the CPU; retrying in %v\n", what, 100*best.OtherCPU, o.retryWait)
+			fmt.Fprintf(stderr, "%s: other processes used %.0f%% of the CPU; retrying in %v\n", what, 100*other, o.retryWait)
 			select {
 			case <-ctx.Done():
-				return Measure{}, ctx.Err()
+				return zero, 0, 0, ctx.Err()
 			case <-time.After(o.retryWait):
 			}
 		}
 		before := sample()
 		m, err := measure()
 		if err != nil {
-			return Measure{}, err
+			return zero, 0, 0, err
 		}
-		m.OtherCPU = otherCPU(before, sample(), runtime.NumCPU())
-		if i == 0 || m.OtherCPU < best.OtherCPU {
-			best = m
+		if x := otherCPU(before, sample(), runtime.NumCPU()); i == 0 || x < other {
+			best, other = m, x
 		}
-		best.Attempts = i + 1
-		if best.OtherCPU <= o.maxOther {
+		n = i + 1
+		if other <= o.maxOther {
 			break
 		}
 	}
-	return best, nil
+	return best, other, n, nil
 }
 
 // progressLine is one row as a log line.

@@ -559,7 +559,7 @@ func TestQuickSmoke(t *testing.T) {
 	}
 	doc := filepath.Join(dir, "benchmarks.md")
 	out := filepath.Join(dir, "benchmarks")
-	args := []string{"--quick", "--no-llama", "--model", model, "--out", out, "--doc", doc, "--date", "2001-02-03", "--sweep", "1:1,2 2:2"}
+	args := []string{"--quick", "--no-llama", "--phase", "cpu", "--model", model, "--out", out, "--doc", doc, "--date", "2001-02-03", "--sweep", "1:1,2 2:2"}
 	if err := run(context.Background(), args, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/wire"
+	"github.com/tandem-llm/tandem/wire/gguf"
 )
 
 // warmupDecodeSteps is how many decode steps a warm-up runs (as bench.c).
@@ -27,6 +28,7 @@ type tandem struct {
 	threads   int
 	blockSize int // B, tokens per KV block
 	numBlocks int
+	vocab     *gguf.Vocab  // the GGUF's vocabulary, for constrained runs (nil: none)
 	release   func() error // unmaps the model file
 }
 
@@ -49,7 +51,7 @@ func loadTandem(path string, threads, blockSize, numTokens int, prec cpu.Precisi
 	}
 	be.SetPrecision(prec)
 	numBlocks := (numTokens + blockSize - 1) / blockSize // each repetition's Engine allocates the pool
-	return &tandem{be: be, info: be.Model(), threads: threads, blockSize: blockSize, numBlocks: numBlocks, release: m.Close}, nil
+	return &tandem{be: be, info: be.Model(), threads: threads, blockSize: blockSize, numBlocks: numBlocks, vocab: m.Vocab, release: m.Close}, nil
 }
 
 // Close releases the backend and the model file.
@@ -67,39 +69,58 @@ func kvTokens(cfg Config, blockSize int) int {
 // measure runs cfg: a warm-up, then cfg.Reps measured repetitions, with
 // GOMAXPROCS set to the engine's thread count meanwhile.
 func (t *tandem) measure(ctx context.Context, cfg Config, prompts [][]int32) (Measure, error) {
+	ms, _, err := t.measureEach(ctx, cfg, prompts, []*wire.StructuredOutputs{nil})
+	return ms[0], err
+}
+
+// measureEach is measure for several variants of cfg, each stream
+// constrained by sos[i] in variant i (nil: none), taking turns: every
+// repetition runs each variant once, so that whatever else the machine
+// does meanwhile weighs on all of them alike. It also returns each
+// variant's last repetition (its compile time, every stream's output).
+func (t *tandem) measureEach(ctx context.Context, cfg Config, prompts [][]int32, sos []*wire.StructuredOutputs) ([]Measure, []onceResult, error) {
 	if cfg.Threads != t.threads {
-		return Measure{}, fmt.Errorf("tandem: config wants %d threads, engine has %d", cfg.Threads, t.threads)
+		return nil, nil, fmt.Errorf("tandem: config wants %d threads, engine has %d", cfg.Threads, t.threads)
 	}
 	if need := kvTokens(cfg, t.blockSize); need > t.numBlocks*t.blockSize {
-		return Measure{}, fmt.Errorf("tandem: %v needs %d KV tokens, the pool holds %d", cfg, need, t.numBlocks*t.blockSize)
+		return nil, nil, fmt.Errorf("tandem: %v needs %d KV tokens, the pool holds %d", cfg, need, t.numBlocks*t.blockSize)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(t.threads))
-	var m Measure
+	ms := make([]Measure, len(sos))
+	last := make([]onceResult, len(sos))
 	for rep := range cfg.Reps + 1 { // rep 0 is the warm-up
 		steps := cfg.GenTokens
 		if rep == 0 {
 			steps = min(steps, warmupDecodeSteps)
 		}
-		r, err := t.once(ctx, cfg, prompts, steps)
-		if err != nil {
-			return Measure{}, err
+		for i, so := range sos {
+			r, err := t.once(ctx, cfg, prompts, steps, so)
+			if err != nil {
+				return nil, nil, err
+			}
+			if rep == 0 {
+				continue
+			}
+			m := &ms[i]
+			m.PrefillTokS = append(m.PrefillTokS, float64(r.prefillTokens)/r.prefill.Seconds())
+			m.DecodeTokS = append(m.DecodeTokS, float64(r.decodeTokens)/r.decode.Seconds())
+			m.Tokens = r.tokens
+			last[i] = r
 		}
-		if rep == 0 {
-			continue
-		}
-		m.PrefillTokS = append(m.PrefillTokS, float64(r.prefillTokens)/r.prefill.Seconds())
-		m.DecodeTokS = append(m.DecodeTokS, float64(r.decodeTokens)/r.decode.Seconds())
-		m.Tokens = r.tokens
 	}
-	m.summarize()
-	return m, nil
+	for i := range ms {
+		ms[i].summarize()
+	}
+	return ms, last, nil
 }
 
 // onceResult is what one repetition measured.
 type onceResult struct {
 	prefill, decode             time.Duration
 	prefillTokens, decodeTokens int
-	tokens                      []int32 // stream 0's output
+	tokens                      []int32       // stream 0's output
+	compile                     time.Duration // constrained: compiling the constraint (once for all streams)
+	outputs                     [][]int32     // constrained: every stream's output
 }
 
 // once serves cfg.Streams requests (prompts[s], greedy, ignore_eos,
@@ -107,17 +128,27 @@ type onceResult struct {
 // through a fresh enginecore.Engine, the engine core the server runs,
 // one Step at a time, and times the steps. A step that brings a stream
 // its first token is its prefill; the token budget fits every prompt in
-// one step, so prefill and decode never share a step.
-func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decodeSteps int) (onceResult, error) {
+// one step, so prefill and decode never share a step. With so, every
+// stream is constrained by it (and EOS ends a stream only where so
+// allows it): the constraint is compiled once, before the first step, as
+// the engine's compile worker would.
+func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decodeSteps int, so *wire.StructuredOutputs) (onceResult, error) {
 	const client = "tandembench"
-	e, err := enginecore.NewEngine(enginecore.Config{
+	ecfg := enginecore.Config{
 		MaxModelLen:         cfg.PromptTokens + decodeSteps + 2,
 		BlockSize:           t.blockSize,
 		NumBlocks:           t.numBlocks,
 		MaxNumSeqs:          cfg.Streams,
 		MaxNumBatchedTokens: max(2048, cfg.Streams*cfg.PromptTokens),
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, t.be)
+	}
+	if so != nil {
+		if t.vocab == nil {
+			return onceResult{}, errors.New("tandem: the model's GGUF has no vocabulary Tandem reads: no structured outputs")
+		}
+		ecfg.Vocab = t.vocab
+	}
+	e, err := enginecore.NewEngine(ecfg, t.be)
 	if err != nil {
 		return onceResult{}, fmt.Errorf("tandem: %w", err)
 	}
@@ -125,17 +156,41 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 	e.Handle(now, client, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: client})
 	params := wire.DefaultSamplingParams()
 	params.Temperature = 0 // greedy
-	params.IgnoreEOS = true
+	params.IgnoreEOS = so == nil
 	params.MaxTokens = decodeSteps + 1
+	params.StructuredOutputs = so
 	promptLen := map[string]int{}
+	stream := map[string]int{}
+	refused := func(outs []enginecore.Out) error {
+		if len(outs) == 0 {
+			return nil
+		}
+		o := outs[0].Payload.(*wire.EngineCoreOutputs).Outputs[0]
+		return fmt.Errorf("tandem: %s refused: %v", o.RequestID, o.StopReason)
+	}
 	for i := range cfg.Streams {
 		id := fmt.Sprintf("bench-%d", i)
-		promptLen[id] = len(prompts[i])
-		if outs := e.Handle(now, client, &wire.EngineCoreRequest{RequestID: id, PromptTokenIDs: prompts[i], SamplingParams: params}); len(outs) > 0 {
-			return onceResult{}, fmt.Errorf("tandem: %s refused: %v", id, outs[0].Payload.(*wire.EngineCoreOutputs).Outputs[0].StopReason)
+		promptLen[id], stream[id] = len(prompts[i]), i
+		if err := refused(e.Handle(now, client, &wire.EngineCoreRequest{RequestID: id, PromptTokenIDs: prompts[i], SamplingParams: params})); err != nil {
+			return onceResult{}, err
 		}
 	}
 	var res onceResult
+	if so != nil {
+		res.outputs = make([][]int32, cfg.Streams)
+	}
+	for {
+		j, ok := e.NextCompile()
+		if !ok {
+			break
+		}
+		start := time.Now()
+		r := j.Run()
+		res.compile += time.Since(start)
+		if err := refused(e.Compiled(now, r)); err != nil {
+			return onceResult{}, err
+		}
+	}
 	started := map[string]bool{}
 	for e.HasWork() {
 		start := time.Now()
@@ -158,6 +213,13 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 				}
 				if eo.RequestID == "bench-0" {
 					res.tokens = append(res.tokens, eo.NewTokenIDs...)
+				}
+				if res.outputs != nil {
+					i := stream[eo.RequestID]
+					res.outputs[i] = append(res.outputs[i], eo.NewTokenIDs...)
+				}
+				if eo.FinishReason == wire.FinishError {
+					return onceResult{}, fmt.Errorf("tandem: %v: %s failed: %v", cfg, eo.RequestID, eo.StopReason)
 				}
 			}
 		}
