@@ -48,8 +48,9 @@ type Options struct {
 // Template is a parsed chat template. It is immutable and safe for
 // concurrent Render calls.
 type Template struct {
-	tpl  *exec.Template
-	opts Options
+	tpl    *exec.Template
+	opts   Options
+	source string
 }
 
 var _ tokenizer.Template = (*Template)(nil)
@@ -81,8 +82,12 @@ func New(source string, opts Options) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Template{tpl: tpl, opts: opts}, nil
+	return &Template{tpl: tpl, opts: opts, source: source}, nil
 }
+
+// Source returns the template's text as given to New (the server reads
+// from it which tool-call syntax the model writes).
+func (t *Template) Source() string { return t.source }
 
 // parse runs gonja's parser, which panics on some malformed input, and
 // turns its panics into errors.

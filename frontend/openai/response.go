@@ -23,8 +23,7 @@ const (
 	FinishLength = "length" // max_tokens or the context length
 	FinishAbort  = "abort"
 	FinishError  = "error"
-	// FinishToolCalls: the answer is tool calls (tool_choice required or
-	// a named function).
+	// FinishToolCalls: the answer ended (stop) with tool calls.
 	FinishToolCalls = "tool_calls"
 )
 
@@ -180,9 +179,25 @@ type ChatChunkChoice struct {
 // ChatDelta is the new part of the message. The first chunk of a choice
 // carries Role "assistant" and Content "".
 type ChatDelta struct {
-	Role      string     `json:"role,omitempty"`
-	Content   *string    `json:"content,omitempty"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// ToolCallDelta is a part of one call in a streamed delta, as OpenAI
+// streams them: the call's first carries its id, type and name with
+// arguments "", the later ones the next fragment of its arguments only.
+type ToolCallDelta struct {
+	Index    int               `json:"index"`
+	ID       string            `json:"id,omitempty"`
+	Type     string            `json:"type,omitempty"` // "function" in the first
+	Function FunctionCallDelta `json:"function"`
+}
+
+// FunctionCallDelta is the function part of a ToolCallDelta.
+type FunctionCallDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // Completion is the non-streaming completions response.

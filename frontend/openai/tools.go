@@ -23,10 +23,8 @@ type FunctionDef struct {
 	Strict      *bool           `json:"strict,omitempty"`
 }
 
-// ToolCall is one call in an assistant message (and, with Index, in a
-// streamed delta).
+// ToolCall is one call in an assistant message.
 type ToolCall struct {
-	Index    *int         `json:"index,omitempty"`
 	ID       string       `json:"id"`
 	Type     string       `json:"type"` // "function"
 	Function FunctionCall `json:"function"`
@@ -43,21 +41,25 @@ type FunctionCall struct {
 type ToolMode int
 
 const (
-	ToolsFree     ToolMode = iota // "none", "auto" or absent: text (tools only reach the chat template)
+	ToolsFree     ToolMode = iota // "none", or no tools: text (tools only reach the chat template)
+	ToolsAuto                     // "auto", or absent with tools: text, with calls read out of it in the model's syntax (package toolparse)
 	ToolsRequired                 // "required": one or more calls of the tools, arguments valid
 	ToolsNamed                    // {"type":"function","function":{"name":…}}: a call of that function
 )
 
 // ToolPlan is a chat request's resolved tool_choice: the mode, the named
-// function, and the constraint that makes the output a call (nil for
-// ToolsFree).
+// function, the declared tools' names, and the constraint that makes the
+// output a call (nil for ToolsFree and ToolsAuto).
 type ToolPlan struct {
 	Mode       ToolMode
-	Name       string // ToolsNamed
+	Name       string   // ToolsNamed
+	Names      []string // the tools' names, in order
 	Constraint *wire.StructuredOutputs
 }
 
-// ToolPlanOf resolves tools and tool_choice. With "required" the output is
+// ToolPlanOf resolves tools and tool_choice. "auto" (or no tool_choice,
+// with tools) leaves the output free; the server reads calls out of it.
+// With "required" the output is
 // constrained to a JSON array of {"name", "parameters"} objects, one
 // schema per tool (as vLLM does), at most one when parallel_tool_calls is
 // false; with a named function, to its parameters' schema. Either way the
@@ -76,21 +78,33 @@ func (r *ChatCompletionRequest) ToolPlanOf() (ToolPlan, *Error) {
 			return ToolPlan{}, BadRequest(fmt.Sprintf("tools[%d]", i), "'tools[%d]' must be a function with a name.", i)
 		}
 	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Function.Name
+	}
+	// Absent, tool_choice is "auto" with tools and "none" without, as
+	// OpenAI has it.
+	auto := ToolPlan{Names: names}
+	if len(tools) > 0 {
+		auto.Mode = ToolsAuto
+	}
 	raw := bytes.TrimSpace(r.ToolChoice)
 	if len(raw) == 0 || string(raw) == "null" {
-		return ToolPlan{}, nil
+		return auto, nil
 	}
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
 		switch mode {
-		case "none", "auto":
-			return ToolPlan{}, nil
+		case "none":
+			return ToolPlan{Names: names}, nil
+		case "auto":
+			return auto, nil
 		case "required":
 			if len(tools) == 0 {
 				return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' \"required\" needs at least one tool in 'tools'.")
 			}
 			so, e := requiredSchema(tools, r.ParallelToolCalls == nil || *r.ParallelToolCalls)
-			return ToolPlan{Mode: ToolsRequired, Constraint: so}, e
+			return ToolPlan{Mode: ToolsRequired, Names: names, Constraint: so}, e
 		}
 		return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function, got %q.", mode)
 	}
@@ -109,7 +123,7 @@ func (r *ChatCompletionRequest) ToolPlanOf() (ToolPlan, *Error) {
 			if e != nil {
 				return ToolPlan{}, e
 			}
-			return ToolPlan{Mode: ToolsNamed, Name: t.Function.Name, Constraint: &wire.StructuredOutputs{JSON: schema, DisableAdditionalProperties: true}}, nil
+			return ToolPlan{Mode: ToolsNamed, Name: t.Function.Name, Names: names, Constraint: &wire.StructuredOutputs{JSON: schema, DisableAdditionalProperties: true}}, nil
 		}
 	}
 	return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' names function %q, which is not in 'tools'.", named.Function.Name)

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
 
 // chat serves POST /v1/chat/completions.
@@ -45,6 +46,12 @@ func (s *Server) chat(c echo.Context) error {
 	if tools.Constraint != nil {
 		sp.StructuredOutputs = tools.Constraint
 	}
+	auto := s.autoTools(tools)
+	skipSpecial := req.SkipSpecial()
+	if auto != nil && auto.KeepSpecial && req.SkipSpecialTokens == nil {
+		skipSpecial = false // the calls' markers may be special tokens, as vLLM's parser sets
+	}
+	newID := s.toolIDs()
 	id := "chatcmpl-" + cm.baseID
 	g := &genRequest{
 		internalID:  id + "-" + randomHex(4),
@@ -59,7 +66,7 @@ func (s *Server) chat(c echo.Context) error {
 		rank:        cm.rank,
 		stops:       req.Stop,
 		includeStop: req.IncludeStopStr,
-		skipSpecial: req.SkipSpecial(),
+		skipSpecial: skipSpecial,
 	}
 	created := nowUnix()
 	gens := []*genRequest{g}
@@ -72,7 +79,7 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	if req.Stream {
 		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo,
-			tools: tools, calls: map[int]*strings.Builder{}}
+			tools: tools, calls: map[int]*strings.Builder{}, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID}
 		return s.stream(c, gens, src, st, req.IncludeUsage(), req.ContinuousUsage())
 	}
 	res, err := s.collect(c.Request().Context(), gens, src)
@@ -84,15 +91,18 @@ func (s *Server) chat(c echo.Context) error {
 	out := openai.ChatCompletion{ID: id, Object: openai.ObjectChatCompletion, Created: created, Model: s.cfg.ServedModelName,
 		Usage: usage, SystemFingerprint: s.fingerprint}
 	for i, r := range res {
-		content := echo + r.text.String()
+		text := r.text.String()
+		content := echo + text
 		ch := openai.ChatChoice{
 			Index:        i,
 			Message:      openai.AssistantMessage{Role: "assistant", Content: &content},
 			FinishReason: r.finish,
 			StopReason:   r.stopReason,
 		}
-		if calls, ok := tools.ToolCalls(content, toolCallID); ok && r.finish == openai.FinishStop {
+		if calls, ok := tools.ToolCalls(content, newID); ok && r.finish == openai.FinishStop {
 			ch.Message.Content, ch.Message.ToolCalls, ch.FinishReason, ch.StopReason = nil, calls, openai.FinishToolCalls, openai.StopReason{}
+		} else if auto != nil {
+			withToolCalls(&ch, auto, tools.Names, echo, text, newID)
 		}
 		if req.Logprobs {
 			ch.Logprobs = chatLogprobs(r.logprobs)
@@ -129,10 +139,13 @@ type chatStreamer struct {
 	// text is kept (calls) and sent as one tool_calls delta at its end.
 	tools openai.ToolPlan
 	calls map[int]*strings.Builder
+	// auto reads calls out of tool_choice "auto" answers (nil: none),
+	// with a parser per choice; called: the choice has sent a call.
+	auto    *toolparse.Format
+	parsers map[int]toolparse.Parser
+	called  map[int]bool
+	newID   func() string // call ids
 }
-
-// toolCallID is a new tool call id, as vLLM names them.
-func toolCallID() string { return "chatcmpl-tool-" + randomHex(16) }
 
 func (cs *chatStreamer) base() openai.ChatCompletionChunk {
 	return openai.ChatCompletionChunk{ID: cs.id, Object: openai.ObjectChatCompletionChunk, Created: cs.created, Model: cs.model, SystemFingerprint: cs.fingerprint}
@@ -147,7 +160,10 @@ func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 }
 
 func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
-	if cs.tools.Mode != openai.ToolsFree {
+	switch {
+	case cs.auto != nil:
+		return cs.autoChunk(ev, lps, u)
+	case cs.tools.Constraint != nil:
 		return cs.toolChunk(ev, u)
 	}
 	if ev.text == "" && ev.finish == "" && len(lps) == 0 {
@@ -176,37 +192,5 @@ func (cs *chatStreamer) usage(u openai.Usage) any {
 	ch := cs.base()
 	ch.Choices = []openai.ChatChunkChoice{}
 	ch.Usage = &u
-	return ch
-}
-
-// toolChunk keeps a tool-call answer's text until it ends, then sends its
-// calls as one delta with finish_reason tool_calls (or, cut short, the
-// text as content).
-func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
-	b := cs.calls[ev.index]
-	if b == nil {
-		b = &strings.Builder{}
-		cs.calls[ev.index] = b
-	}
-	b.WriteString(ev.text)
-	if ev.finish == "" {
-		return nil
-	}
-	ch := cs.base()
-	choice := openai.ChatChunkChoice{Index: ev.index}
-	f := ev.finish
-	if calls, ok := cs.tools.ToolCalls(b.String(), toolCallID); ok && ev.finish == openai.FinishStop {
-		for i := range calls {
-			calls[i].Index = &i
-		}
-		choice.Delta.ToolCalls, f = calls, openai.FinishToolCalls
-	} else {
-		t := b.String()
-		choice.Delta.Content = &t
-		choice.StopReason = stopReasonOf(ev.stopReason)
-	}
-	choice.FinishReason = &f
-	ch.Choices = []openai.ChatChunkChoice{choice}
-	ch.Usage = u
 	return ch
 }

@@ -85,9 +85,71 @@ func messageObjects(msgs []openai.ChatMessage) ([]chattemplate.Object, error) {
 				}
 			}
 		}
-		out[i] = obj
+		out[i] = templateToolCalls(obj)
 	}
 	return out, nil
+}
+
+// templateToolCalls gives an assistant message's tool calls their
+// arguments as objects, as vLLM passes them to chat templates
+// (transformers' templates print them with tojson): the JSON text a
+// client sends is parsed; arguments that are not an object's JSON, empty
+// or missing become {}. An empty list of calls is dropped, so templates
+// take the plain assistant path.
+func templateToolCalls(msg chattemplate.Object) chattemplate.Object {
+	if role, _ := msg.Get("role"); role != "assistant" {
+		return msg
+	}
+	for i, m := range msg {
+		if m.Key != "tool_calls" {
+			continue
+		}
+		calls, ok := m.Value.([]any)
+		if !ok {
+			return msg
+		}
+		if len(calls) == 0 {
+			return slices.Delete(slices.Clone(msg), i, i+1)
+		}
+		for _, c := range calls {
+			call, _ := c.(chattemplate.Object)
+			v, _ := call.Get("function")
+			if fn, ok := v.(chattemplate.Object); ok {
+				setArguments(call, fn)
+			}
+		}
+		return msg
+	}
+	return msg
+}
+
+// setArguments makes fn's arguments an object (fn is call's "function").
+func setArguments(call, fn chattemplate.Object) {
+	for j, m := range fn {
+		if m.Key == "arguments" {
+			fn[j].Value = argumentsObject(m.Value)
+			return
+		}
+	}
+	for j, m := range call { // no arguments: {}
+		if m.Key == "function" {
+			call[j].Value = append(fn, chattemplate.Member{Key: "arguments", Value: chattemplate.Object{}})
+		}
+	}
+}
+
+func argumentsObject(v any) chattemplate.Object {
+	switch a := v.(type) {
+	case chattemplate.Object:
+		return a
+	case string:
+		if parsed, err := chattemplate.ParseJSON([]byte(a)); err == nil {
+			if obj, ok := parsed.(chattemplate.Object); ok {
+				return obj
+			}
+		}
+	}
+	return chattemplate.Object{}
 }
 
 // trimFinalTurnEnd removes what the template appended after the last

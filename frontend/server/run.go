@@ -168,11 +168,15 @@ type streamer interface {
 	// first returns the event to send before any token (chat: role), or
 	// nil; usage is set with continuous_usage_stats.
 	first(index int, usage *openai.Usage) any
-	// chunk returns the event for one choice event, or nil to skip it.
+	// chunk returns the event for one choice event, chunks for several,
+	// or nil to skip it.
 	chunk(ev *choiceEvent, lps []tokenLogprob, usage *openai.Usage) any
 	// usage returns the final usage-only event.
 	usage(u openai.Usage) any
 }
+
+// chunks are the events a streamer sends for one choice event, in order.
+type chunks []any
 
 // stream runs gens and writes SSE events until every choice finished.
 // Failures after the first byte become an error event, then [DONE].
@@ -226,8 +230,13 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 			uu := usageOf(gens, res)
 			u = &uu
 		}
-		if chunk := st.chunk(&ev, s.decodeLogprobs(ev.logprobs), u); chunk != nil {
-			if err := out.send(chunk); err != nil {
+		chunk := st.chunk(&ev, s.decodeLogprobs(ev.logprobs), u)
+		many, ok := chunk.(chunks)
+		if !ok && chunk != nil {
+			many = chunks{chunk}
+		}
+		for _, c := range many {
+			if err := out.send(c); err != nil {
 				return nil
 			}
 		}

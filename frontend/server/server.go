@@ -21,6 +21,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/responses"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
+	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
 
 // Config is the server's settings.
@@ -39,6 +40,10 @@ type Config struct {
 	MaxWaitingRequests int
 	// StoredResponses bounds the Responses API store (zero = defaults).
 	StoredResponses responses.Limits
+	// ToolParser reads tool calls out of tool_choice "auto" answers, in
+	// the syntax the model writes them (--tool-call-parser); nil: those
+	// answers are text.
+	ToolParser *toolparse.Format
 }
 
 // Server is the frontend's HTTP API.
