@@ -242,7 +242,7 @@ func (d *dec) anyMap() (map[string]any, error) {
 
 var requestFields = []string{
 	"request_id", "prompt_token_ids", "sampling_params", "arrival_time", "cache_salt",
-	"data_parallel_rank", "priority", "external_req_id", "session_id",
+	"data_parallel_rank", "priority", "external_req_id", "session_id", "flow_id",
 }
 
 func (r *EngineCoreRequest) encode(e *enc) {
@@ -256,6 +256,7 @@ func (r *EngineCoreRequest) encode(e *enc) {
 	e.int(int64(r.Priority))
 	e.optStr(r.ExternalReqID)
 	e.optStr(r.SessionID)
+	e.optStr(r.FlowID)
 }
 
 func (r *EngineCoreRequest) decode(d *dec) error {
@@ -285,6 +286,8 @@ func (r *EngineCoreRequest) decode(d *dec) error {
 			r.ExternalReqID, err = d.str()
 		case 8:
 			r.SessionID, err = d.str()
+		case 9:
+			r.FlowID, err = d.str()
 		default:
 			err = d.skip()
 		}

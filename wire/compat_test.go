@@ -34,13 +34,13 @@ func TestDecodeTolerance(t *testing.T) {
 		{
 			name: "add with extra trailing fields",
 			typ:  wire.MsgAdd,
-			payload: []any{"r", []int{1, 2}, map[string]any{"max_tokens": 8}, 1.5, "salt", 0, 2, "ext-id", "sess",
+			payload: []any{"r", []int{1, 2}, map[string]any{"max_tokens": 8}, 1.5, "salt", 0, 2, "ext-id", "sess", "flow",
 				"future", []any{map[string]any{"deep": []any{1, ext}}}, ext, nil},
 			want: &wire.EngineCoreRequest{
 				RequestID: "r", PromptTokenIDs: []int32{1, 2},
 				SamplingParams: func() wire.SamplingParams { p := def; p.MaxTokens = 8; return p }(),
 				ArrivalTime:    1.5, CacheSalt: "salt", DataParallelRank: ptr(0), Priority: 2,
-				ExternalReqID: "ext-id", SessionID: "sess",
+				ExternalReqID: "ext-id", SessionID: "sess", FlowID: "flow",
 			},
 		},
 		{

@@ -95,6 +95,7 @@ func DefaultSamplingParams() SamplingParams {
 //	6 priority          int (lower runs earlier)
 //	7 external_req_id   str | nil   (the user-visible id)
 //	8 session_id        str | nil   ("" = none)
+//	9 flow_id           str | nil   (fairness group in the frontend; "" = its default)
 type EngineCoreRequest struct {
 	RequestID        string
 	PromptTokenIDs   []int32
@@ -105,6 +106,7 @@ type EngineCoreRequest struct {
 	Priority         int
 	ExternalReqID    string
 	SessionID        string
+	FlowID           string // fairness group within the frontend; "" = the frontend's default
 }
 
 // Logprobs holds, for each of P positions, the sampled token followed by

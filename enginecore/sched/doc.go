@@ -10,6 +10,13 @@
 // blocks are freed and it goes back to the front of the waiting queue, to
 // resume with its prefix re-used from the prefix cache where possible.
 //
+// Requests belong to flows (one per client request, see fair.go): the
+// budget, the running slots and the KV blocks are shared fairly between
+// flows, so one client's thousands of sequences cannot hold back another's
+// one. With a single flow the rule above is unchanged. Pace (pace.go)
+// sizes each step's budget to a target step time from the step times the
+// shell observes, so a step on a slow device stays short.
+//
 // The scheduler is a pure, deterministic state machine: no goroutines, no
 // clock, no logging. It must not import the runner or anything that does IO.
 //

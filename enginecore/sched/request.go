@@ -24,6 +24,7 @@ type Request struct {
 	SessionID    string // "" = none
 	CacheSalt    string // "" = none
 	Client       string // frontend identity the outputs go to
+	Flow         string // fairness group: Client + "\x00" + the ADD's flow_id
 	Priority     int    // lower runs earlier
 	ArrivalTime  float64
 	Params       wire.SamplingParams
@@ -52,6 +53,7 @@ func NewRequest(r *wire.EngineCoreRequest, client string, eos []int32) *Request 
 		SessionID:   r.SessionID,
 		CacheSalt:   r.CacheSalt,
 		Client:      client,
+		Flow:        client + "\x00" + r.FlowID,
 		Priority:    r.Priority,
 		ArrivalTime: r.ArrivalTime,
 		Params:      r.SamplingParams,

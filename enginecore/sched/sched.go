@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/batch"
 	"github.com/tandem-llm/tandem/enginecore/kvcache"
@@ -20,6 +21,12 @@ type Config struct {
 	MaxNumBatchedTokens int // tokens computed per step
 	MaxModelLen         int // prompt + output tokens per request
 	BlockSize           int // tokens per KV block
+	// LongPrefillTokenThreshold caps one request's tokens per step (vLLM's
+	// --long-prefill-token-threshold); 0 = no cap.
+	LongPrefillTokenThreshold int
+	// StepTarget is the step time Pace aims at; 0 = every step may use
+	// MaxNumBatchedTokens.
+	StepTarget time.Duration
 }
 
 // Output is one request's news from one step.
@@ -38,6 +45,10 @@ type Scheduler struct {
 	running []*Request // admission order
 	byID    map[string]*Request
 	nextSeq uint64
+	pace    Pace
+	flows   map[string]*flowState // flows with unfinished requests
+
+	numAdmissions uint64 // cumulative, for flowState.lastAdmit
 
 	numSteps       int64 // steps scheduled, cumulative
 	numPreemptions int64 // cumulative
@@ -45,7 +56,7 @@ type Scheduler struct {
 
 // New returns a scheduler allocating blocks from kv.
 func New(cfg Config, kv *kvcache.Manager) *Scheduler {
-	return &Scheduler{cfg: cfg, kv: kv, byID: map[string]*Request{}}
+	return &Scheduler{cfg: cfg, kv: kv, byID: map[string]*Request{}, flows: map[string]*flowState{}, pace: Pace{Target: cfg.StepTarget, Min: cfg.BlockSize}}
 }
 
 // Add queues a request. It fails for a duplicate id, an empty prompt, a
@@ -71,6 +82,7 @@ func (s *Scheduler) Add(r *Request) error {
 	r.seq = s.nextSeq
 	r.Status = StatusWaiting
 	s.byID[r.ID] = r
+	s.flowAdded(r)
 	s.insertWaiting(r)
 	if r.SessionID != "" {
 		// Keeps the session active (its cached blocks evicted last) while
@@ -115,6 +127,7 @@ func (s *Scheduler) finish(r *Request) {
 		s.kv.Release(r.SessionID)
 	}
 	delete(s.byID, r.ID)
+	s.flowFinished(r)
 	s.waiting = slices.DeleteFunc(s.waiting, func(x *Request) bool { return x == r })
 	s.running = slices.DeleteFunc(s.running, func(x *Request) bool { return x == r })
 }
@@ -130,6 +143,13 @@ func (s *Scheduler) HasWork() bool { return len(s.waiting)+len(s.running) > 0 }
 
 // NumPreemptions is the cumulative preemption count.
 func (s *Scheduler) NumPreemptions() int64 { return s.numPreemptions }
+
+// Observe tells the scheduler's Pace that a step of numTokens tokens took
+// d to execute.
+func (s *Scheduler) Observe(numTokens int, d time.Duration) { s.pace.Observe(numTokens, d) }
+
+// StepBudget is the token budget the next step gets.
+func (s *Scheduler) StepBudget() int { return s.pace.Budget(s.cfg.MaxNumBatchedTokens) }
 
 // NumSteps is the cumulative number of scheduled steps.
 func (s *Scheduler) NumSteps() int64 { return s.numSteps }
@@ -149,40 +169,54 @@ func (s *Scheduler) Requests(f func(*Request)) {
 
 // Schedule builds the next step. The batch is empty when there is nothing
 // to do or nothing fits.
+//
+// The step's budget (max_num_batched_tokens, or less under Pace) is shared
+// fairly between flows (see fair.go): while more than one flow has work,
+// each gets an equal quota first and the rest goes to whoever can use it.
+// With one flow this is vLLM's rule: running requests in admission order,
+// then waiting ones by (priority, arrival).
 func (s *Scheduler) Schedule() *batch.Batch {
 	b := &batch.Batch{}
-	budget := s.cfg.MaxNumBatchedTokens
-	var items []*Request
-	var lens []int
+	budget := s.pace.Budget(s.cfg.MaxNumBatchedTokens)
+	st := s.newStep(budget)
 
-	// Pass 1: running requests, in admission order.
-	for i := 0; i < len(s.running) && budget > 0; i++ {
-		r := s.running[i]
-		n := s.numNew(r, budget)
-		if n <= 0 {
+	// Pass 1: running requests, flow by flow, each flow up to its quota.
+	for _, p := range st.quotaPlan() {
+		r := p.r
+		if r.Status != StatusRunning { // preempted earlier in this pass
 			continue
 		}
 		scheduled := true
-		for !s.kv.Allocate(r.ID, r.numComputedTokens+n) {
-			victim := s.pickVictim(i)
+		for !s.kv.Allocate(r.ID, r.numComputedTokens+p.n) {
+			victim := s.pickVictim(st)
+			st.drop(victim)
 			s.preempt(victim)
-			b.NumPreempted++
+			st.counts[victim.Flow]--
+			st.kvPreempted++
 			if victim == r {
 				scheduled = false
-				i-- // the slice shifted under us
 				break
 			}
 		}
 		if scheduled {
-			items = append(items, r)
-			lens = append(lens, n)
-			budget -= n
+			st.take(r, p.n)
 		}
 	}
 
-	// Pass 2: waiting requests, unless this step had to preempt.
-	for b.NumPreempted == 0 && budget > 0 && len(s.waiting) > 0 && len(s.running) < s.cfg.MaxNumSeqs {
-		r := s.waiting[0]
+	// Pass 2: waiting requests. A step that had to preempt for KV admits
+	// only a request whose flow is starved (see fairVictim).
+	for st.budget > 0 && len(s.waiting) > 0 {
+		i := s.nextWaiting(st.counts)
+		r := s.waiting[i]
+		if st.kvPreempted > 0 && s.fairVictim(st, r) == nil {
+			break
+		}
+		if len(s.running) >= s.cfg.MaxNumSeqs {
+			if s.preemptForFairness(st, r) {
+				continue
+			}
+			break
+		}
 		if r.numComputedTokens == 0 {
 			cached := s.kv.Lookup(r.ID, r.tokens, r.CacheSalt, r.SessionID)
 			r.numComputedTokens = cached
@@ -190,30 +224,37 @@ func (s *Scheduler) Schedule() *batch.Batch {
 				r.numCachedTokens = cached
 			}
 		}
-		n := s.numNew(r, budget)
+		n := min(s.numNew(r), st.budget)
 		if n <= 0 || !s.kv.Allocate(r.ID, r.numComputedTokens+n) {
 			// Release the pinned prefix so other requests can use the blocks.
 			s.kv.Free(r.ID)
 			r.numComputedTokens = 0
+			if n > 0 && s.preemptForFairness(st, r) {
+				continue
+			}
 			break
 		}
-		s.waiting = s.waiting[1:]
+		s.waiting = slices.Delete(s.waiting, i, i+1)
 		r.Status = StatusRunning
 		r.admitted = true
 		s.running = append(s.running, r)
-		items = append(items, r)
-		lens = append(lens, n)
-		budget -= n
+		s.flowAdmitted(r)
+		st.counts[r.Flow]++
+		st.take(r, n)
 	}
 
-	if len(items) == 0 {
+	// Pass 3: what the quotas left, to whoever can use it.
+	st.spend(s)
+
+	b.NumPreempted = st.kvPreempted + st.fairPreempted
+	if len(st.items) == 0 {
 		return b
 	}
 	s.numSteps++
 	b.StepCounter = s.numSteps
-	b.Items = make([]batch.Item, len(items))
-	for i, r := range items {
-		n := lens[i]
+	b.Items = make([]batch.Item, len(st.items))
+	for i, it := range st.items {
+		r, n := it.r, it.n
 		b.Items[i] = batch.Item{
 			RequestID:    r.ID,
 			Tokens:       r.tokens,
@@ -239,23 +280,14 @@ func blockTable(ids []kvcache.BlockID) []int32 {
 	return out
 }
 
-// numNew is how many of r's uncomputed tokens fit this step.
-func (s *Scheduler) numNew(r *Request, budget int) int {
+// numNew is how many of r's uncomputed tokens it may compute in one step:
+// all of them, or long_prefill_token_threshold when that is set.
+func (s *Scheduler) numNew(r *Request) int {
 	n := len(r.tokens) - r.numComputedTokens
-	return min(n, budget)
-}
-
-// pickVictim chooses whom to preempt while serving running[i]: the request
-// with the largest (priority, seq) among those not yet served this step
-// (index ≥ i), which may be running[i] itself.
-func (s *Scheduler) pickVictim(i int) *Request {
-	v := s.running[i]
-	for _, r := range s.running[i+1:] {
-		if r.Priority > v.Priority || (r.Priority == v.Priority && r.seq > v.seq) {
-			v = r
-		}
+	if t := s.cfg.LongPrefillTokenThreshold; t > 0 {
+		n = min(n, t)
 	}
-	return v
+	return n
 }
 
 func (s *Scheduler) preempt(r *Request) {

@@ -17,7 +17,8 @@ import (
 // harness drives a scheduler from a datadriven script:
 //
 //	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [caching=false]
-//	add id=a prompt=10 [max=4] [min=0] [prio=0] [session=s] [salt=x] [prefix=p] [ignore-eos]
+//	init ... [long-prefill=0]
+//	add id=a prompt=10 [max=4] [min=0] [prio=0] [session=s] [salt=x] [prefix=p] [flow=f] [ignore-eos]
 //	step [eos=a,b]        schedule, "execute" (sample token 7, or EOS 2 for listed ids), update
 //	abort a b
 //	state
@@ -51,7 +52,8 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 			t.Fatal(err)
 		}
 		h.kv = kv
-		h.s = New(Config{MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16), MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4)}, kv)
+		h.s = New(Config{MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16), MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4),
+			LongPrefillTokenThreshold: num("long-prefill", 0)}, kv)
 		return "ok"
 	case "add":
 		n := num("prompt", 4)
@@ -73,7 +75,7 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		_, sp.IgnoreEOS = args["ignore-eos"]
 		r := NewRequest(&wire.EngineCoreRequest{
 			RequestID: args["id"], PromptTokenIDs: prompt, SamplingParams: sp,
-			Priority: num("prio", 0), SessionID: args["session"], CacheSalt: args["salt"],
+			Priority: num("prio", 0), SessionID: args["session"], CacheSalt: args["salt"], FlowID: args["flow"],
 		}, "client", []int32{eosToken})
 		if err := h.s.Add(r); err != nil {
 			return "error: " + err.Error()

@@ -1,0 +1,170 @@
+package sched
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tandem-llm/tandem/enginecore/batch"
+	"github.com/tandem-llm/tandem/enginecore/kvcache"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// TestFairnessProperties runs random mixes of flows, priorities, prompt
+// lengths and pool sizes to the end and checks, every step, the limits
+// (budget, slots, each request at most once) and, at the end, that every
+// request finished: fair preemption never livelocks.
+func TestFairnessProperties(t *testing.T) {
+	for seed := range uint64(200) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			blocks := 8 + rng.IntN(56)
+			cfg := Config{MaxNumSeqs: 1 + rng.IntN(6), MaxNumBatchedTokens: 4 + rng.IntN(60), MaxModelLen: 64, BlockSize: 4,
+				LongPrefillTokenThreshold: rng.IntN(3) * 8}
+			kv, err := kvcache.New(kvcache.Config{NumBlocks: blocks, BlockSize: 4, EnablePrefixCaching: rng.IntN(2) == 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := New(cfg, kv)
+			n := 1 + rng.IntN(30)
+			added := 0
+			for i := range n {
+				sp := wire.DefaultSamplingParams()
+				sp.MaxTokens, sp.IgnoreEOS = 1+rng.IntN(12), true
+				prompt := make([]int32, 1+rng.IntN(min(40, blocks*4-12)))
+				for j := range prompt {
+					prompt[j] = int32(10 + rng.IntN(5))
+				}
+				r := NewRequest(&wire.EngineCoreRequest{RequestID: fmt.Sprint("r", i), PromptTokenIDs: prompt, SamplingParams: sp,
+					Priority: rng.IntN(2), FlowID: fmt.Sprint("f", rng.IntN(4))}, "client", nil)
+				if s.Add(r) == nil {
+					added++
+				}
+			}
+			finished := 0
+			for steps := 0; s.HasWork(); steps++ {
+				if steps > 5000 {
+					t.Fatalf("not done after %d steps: %d running, %d waiting", steps, s.NumRunning(), s.NumWaiting())
+				}
+				b := s.Schedule()
+				if b.NumTokens > cfg.MaxNumBatchedTokens {
+					t.Fatalf("step %d: %d tokens > budget %d", steps, b.NumTokens, cfg.MaxNumBatchedTokens)
+				}
+				if s.NumRunning() > cfg.MaxNumSeqs {
+					t.Fatalf("step %d: %d running > %d", steps, s.NumRunning(), cfg.MaxNumSeqs)
+				}
+				seen := map[string]bool{}
+				for _, it := range b.Items {
+					if seen[it.RequestID] {
+						t.Fatalf("step %d: %s scheduled twice", steps, it.RequestID)
+					}
+					seen[it.RequestID] = true
+					if t0 := cfg.LongPrefillTokenThreshold; t0 > 0 && it.Len > t0 {
+						t.Fatalf("step %d: %s computes %d > threshold %d", steps, it.RequestID, it.Len, t0)
+					}
+				}
+				res := &batch.Result{Sampled: make([]int32, len(b.Items))}
+				for i := range res.Sampled {
+					res.Sampled[i] = 7
+				}
+				for _, o := range s.Update(b, res) {
+					if o.Finished {
+						finished++
+					}
+				}
+			}
+			if finished != added {
+				t.Fatalf("%d of %d requests finished", finished, added)
+			}
+			if len(s.flows) != 0 {
+				t.Fatalf("flow records left after every request finished: %v", s.flows)
+			}
+		})
+	}
+}
+
+// TestNewcomerRunsAtOnce: however many sequences one flow holds, a single
+// request of another flow computes its whole short prompt in its first
+// step and a token every step after.
+func TestNewcomerRunsAtOnce(t *testing.T) {
+	for _, flood := range []int{4, 64, 512} {
+		t.Run(fmt.Sprint(flood), func(t *testing.T) {
+			kv, err := kvcache.New(kvcache.Config{NumBlocks: 256, BlockSize: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := New(Config{MaxNumSeqs: 32, MaxNumBatchedTokens: 256, MaxModelLen: 4096, BlockSize: 16}, kv)
+			add := func(id, flow string, prompt, maxTokens int) {
+				sp := wire.DefaultSamplingParams()
+				sp.MaxTokens, sp.IgnoreEOS = maxTokens, true
+				toks := make([]int32, prompt)
+				for i := range toks {
+					toks[i] = int32(100 + len(id) + i)
+				}
+				toks[0] = int32(len(id)*1000 + len(flow))
+				if err := s.Add(NewRequest(&wire.EngineCoreRequest{RequestID: id, PromptTokenIDs: toks, SamplingParams: sp, FlowID: flow}, "c", nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range flood {
+				add(fmt.Sprint("flood-", i), "flood", 300, 1000)
+			}
+			run := func() map[string]int {
+				b := s.Schedule()
+				res := &batch.Result{Sampled: make([]int32, len(b.Items))}
+				got := map[string]int{}
+				for _, it := range b.Items {
+					if it.Sample {
+						got[it.RequestID]++
+					}
+				}
+				s.Update(b, res)
+				return got
+			}
+			for range 20 {
+				run()
+			}
+			add("probe", "probe", 40, 8)
+			for i := range 8 {
+				if got := run(); got["probe"] != 1 {
+					t.Fatalf("step %d after arrival: the probe sampled %d tokens, want 1", i, got["probe"])
+				}
+			}
+		})
+	}
+}
+
+func TestPaceBudget(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		steps [][2]int // tokens, ms
+		want  int
+	}{
+		{"off without target", nil, 2048},
+		{"no steps yet", nil, 2048},
+		// 10 ms + 3 ms/token: 500 ms fits (500−10)/3 = 163 tokens.
+		{"linear fit", [][2]int{{1, 13}, {64, 202}, {16, 58}, {128, 394}}, 163},
+		// One size only: 4 ms per token, overhead unknown.
+		{"ratio when one size", [][2]int{{100, 400}, {100, 400}}, 125},
+		// A GPU: 2,048 tokens in 20 ms.
+		{"fast device keeps the max", [][2]int{{2048, 20}, {1, 5}}, 2048},
+		// Slower than the target at one token: the minimum.
+		{"floor", [][2]int{{1, 900}, {2, 1800}}, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Pace{Target: 500 * ms, Min: 16}
+			if tc.name == "off without target" {
+				p.Target = 0
+				p.Observe(100, time.Second)
+			}
+			for _, s := range tc.steps {
+				p.Observe(s[0], time.Duration(s[1])*ms)
+			}
+			if got := p.Budget(2048); got != tc.want {
+				t.Fatalf("Budget = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
