@@ -32,6 +32,13 @@ type Config struct {
 	NumBlocks           int // KV blocks in the pool
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
+	// LongPrefillTokenThreshold caps one request's tokens per step (vLLM's
+	// --long-prefill-token-threshold); 0 = no cap.
+	LongPrefillTokenThreshold int
+	// StepTarget is the step time the token budget is paced to (see
+	// sched.Pace; the shell reports each step's time with StepTook);
+	// 0 = every step may compute MaxNumBatchedTokens.
+	StepTarget          time.Duration
 	EnablePrefixCaching bool
 	HeartbeatInterval   time.Duration // how often to send heartbeats
 	ReportInterval      time.Duration // how often to publish load reports; default 100 ms
@@ -68,6 +75,8 @@ type Engine struct {
 	pid      int
 	eos      []int32
 	clock    time.Time // the time of the call being handled: the KV manager's clock
+
+	lastStepTokens int // tokens the last Step computed, for StepTook
 
 	vocab       *structured.Vocab      // nil: no structured outputs
 	compiler    Compiler               // what compile jobs run: vocab (or a test's)
@@ -120,6 +129,9 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 	if cfg.BlockSize <= 0 || cfg.NumBlocks <= 0 {
 		return nil, fmt.Errorf("enginecore: block size %d and block count %d must be positive", cfg.BlockSize, cfg.NumBlocks)
 	}
+	if cfg.LongPrefillTokenThreshold < 0 || cfg.StepTarget < 0 {
+		return nil, fmt.Errorf("enginecore: long-prefill-token-threshold %d and target-step-time %v must not be negative", cfg.LongPrefillTokenThreshold, cfg.StepTarget)
+	}
 	if err := be.AllocateKV(cfg.NumBlocks, cfg.BlockSize); err != nil {
 		return nil, fmt.Errorf("enginecore: allocate KV cache: %w", err)
 	}
@@ -156,6 +168,9 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
 		MaxModelLen:         cfg.MaxModelLen,
 		BlockSize:           cfg.BlockSize,
+
+		LongPrefillTokenThreshold: cfg.LongPrefillTokenThreshold,
+		StepTarget:                cfg.StepTarget,
 	}, kv)
 	return e, nil
 }
@@ -166,6 +181,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	e.clock = now
 	defer e.tidySessions()
 	b := e.sched.Schedule()
+	e.lastStepTokens = b.NumTokens
 	if len(b.Items) == 0 {
 		return nil, nil
 	}
@@ -176,6 +192,9 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	e.advance(b, res)
 	return append(e.outputs(now, e.sched.Update(b, res)), e.failConstrained(now)...), nil
 }
+
+// StepTook tells the scheduler's pace how long the last Step took.
+func (e *Engine) StepTook(d time.Duration) { e.sched.Observe(e.lastStepTokens, d) }
 
 // PublishTo makes Publish build KV and session events, for subscribers of
 // endpoint (what get_events_endpoint answers; "" when unnamed).

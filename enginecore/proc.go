@@ -192,7 +192,9 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg, comp *compilers) error
 			return nil
 		}
 		if c.eng.HasWork() { // (4)
-			outs, err := c.eng.Step(ctx, time.Now())
+			start := time.Now()
+			outs, err := c.eng.Step(ctx, start)
+			c.eng.StepTook(time.Since(start))
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -372,6 +374,7 @@ func (c *Core) WarmUp(ctx context.Context, n int) (time.Duration, error) {
 	if err := c.eng.WarmUp(ctx, start, n); err != nil {
 		return 0, err
 	}
+	c.eng.StepTook(time.Since(start)) // the warm-up is one step: the pace's first sample
 	c.snapshot(true)
 	return time.Since(start), nil
 }

@@ -29,6 +29,8 @@ type engineFlags struct {
 	maxNumSeqs          int
 	maxSessionRecords   int
 	maxNumBatchedTokens int
+	longPrefill         int
+	targetStepTime      time.Duration
 	blockSize           int
 	kvCacheMemory       string
 	enablePrefixCaching bool
@@ -47,6 +49,8 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")
 	fs.IntVar(&f.maxSessionRecords, "max-session-records", 16384, "session records (GET /v1/sessions counters) kept at most, least recently active dropped first; a session with no request and no cached block has none")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 2048, "max `tokens` computed per engine step")
+	fs.IntVar(&f.longPrefill, "long-prefill-token-threshold", 0, "max `tokens` of one request computed per step (longer prompts take more steps); 0 = no cap")
+	fs.DurationVar(&f.targetStepTime, "target-step-time", 250*time.Millisecond, "`time` an engine step aims at: the step's token budget shrinks from max-num-batched-tokens to what the device computes in this time, so one client's long prompt or many sequences hold other streams' next token no longer; 0 = off")
 	fs.IntVar(&f.blockSize, "block-size", 16, "`tokens` per KV-cache block")
 	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in `bytes` (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
@@ -134,10 +138,13 @@ func runEngine(ctx context.Context, args []string) error {
 		Vocab:               vocab,
 		MaxNumBatchedTokens: f.maxNumBatchedTokens,
 		EnablePrefixCaching: f.enablePrefixCaching,
-		HeartbeatInterval:   f.heartbeatInterval,
-		HeartbeatTimeout:    f.heartbeatTimeout,
-		Version:             version,
-		Logger:              log,
+
+		LongPrefillTokenThreshold: f.longPrefill,
+		StepTarget:                f.targetStepTime,
+		HeartbeatInterval:         f.heartbeatInterval,
+		HeartbeatTimeout:          f.heartbeatTimeout,
+		Version:                   version,
+		Logger:                    log,
 	}, be)
 	if err != nil {
 		return err
