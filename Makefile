@@ -88,7 +88,7 @@ gpu-check-prepare: ## build .cache/devbin for gpu-check (here, with Go)
 gpu-check: ## on an NVIDIA GPU machine: kernel tests + benchmarks into $$OUT (docs/gpu.md)
 	./scripts/gpu-check.sh run
 
-soak: setup llguidance ## 1,000 streaming clients vs serve (2 dummy engines) with engine kills, then 5 min of a hostile ZeroMQ peer; SOAK_UPDATE_DOCS=1 updates docs/reliability.md
+soak: setup llguidance model ## 1,000 streaming clients vs serve (2 dummy engines) with engine kills, 5 min of a hostile ZeroMQ peer, then the heaviest body vs another client; SOAK_UPDATE_DOCS=1 updates docs/reliability.md
 	@./scripts/soak.sh
 
 fuzz-short:

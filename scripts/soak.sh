@@ -7,7 +7,10 @@
 # docs/reliability.md. Then the hostile phase: a raw ZeroMQ peer sends an engine core
 # random messages for SOAK_HOSTILE_DURATION (default 5m; 0 skips it) while a real
 # frontend's streams must all finish with every token
-# (enginecore TestRandomPeerDoesNotHurtAFrontend). Exits non-zero when either fails.
+# (enginecore TestRandomPeerDoesNotHurtAFrontend). Last the worst-body phase: the
+# heaviest body the limits allow against another client's chat on the real model, with
+# the 1 s stall bound asserted (cmd/tandem TestWorstBodyIsBoundedAndFair). Exits
+# non-zero when any fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,4 +53,8 @@ if [[ "$hostile" != 0 ]]; then
   TANDEM_HOSTILE_DURATION="$hostile" go test -count=1 -timeout 0 -run '^TestRandomPeerDoesNotHurtAFrontend$' -v ./enginecore/ \
     2>&1 | grep -E 'hostile|^(---|ok|FAIL|PASS)' || status=1
 fi
+echo "== soak: the heaviest body one client may send, against another client's chat (real default model)"
+TANDEM_WORST_BODY_STRICT=1 TANDEM_MODEL="${TANDEM_MODEL:-$PWD/models/SmolLM2-135M-Instruct.Q4_1.gguf}" \
+  go test -count=1 -timeout 20m -run '^TestWorstBodyIsBoundedAndFair$' -v ./cmd/tandem/ \
+  2>&1 | grep -E 'worstbody|^(---|ok|FAIL|PASS)' || status=1
 exit $status

@@ -358,15 +358,15 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 	default:
 		return typeError[Prompt](b)
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(b, &elems); err != nil {
-		return typeError[Prompt](b)
-	}
-	if len(elems) == 0 {
+	// The first element's first byte picks the form; each form's decoder
+	// checks the rest (no copy of the elements: prompts may be 16 MB).
+	inner := bytes.TrimLeft(b, " \t\r\n")[1:]
+	switch c := firstByte(inner); {
+	case c == ']':
+		if err := json.Unmarshal(b, new([]json.RawMessage)); err != nil {
+			return typeError[Prompt](b)
+		}
 		*p = Prompt{Kind: PromptTexts, Texts: []string{}}
-		return nil
-	}
-	switch c := firstByte(elems[0]); {
 	case c == '"':
 		var texts []string
 		if err := json.Unmarshal(b, &texts); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 )
@@ -266,12 +267,14 @@ var unsupportedFields = []string{
 // a vLLM feature Tandem does not have yet (null, false, "", [] and {} count
 // as unset).
 func CheckUnsupported(body []byte) *Error {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil {
+	// Only the named fields are decoded (a struct of them, not a map of
+	// every field): a 16 MB prompt is skipped, not copied.
+	v := reflect.New(unsupportedStruct)
+	if json.Unmarshal(body, v.Interface()) != nil {
 		return nil // Decode reports malformed bodies
 	}
-	for _, name := range unsupportedFields {
-		switch v := string(bytes.TrimSpace(fields[name])); v {
+	for i, name := range unsupportedFields {
+		switch raw := string(bytes.TrimSpace(v.Elem().Field(i).Bytes())); raw {
 		case "", "null", "false", `""`, "[]", "{}":
 		default:
 			return BadRequest(name, "'%s' is not supported yet.", name)
@@ -279,3 +282,13 @@ func CheckUnsupported(body []byte) *Error {
 	}
 	return nil
 }
+
+// unsupportedStruct has one json.RawMessage field per unsupportedFields
+// entry, tagged with its name.
+var unsupportedStruct = func() reflect.Type {
+	fields := make([]reflect.StructField, len(unsupportedFields))
+	for i, name := range unsupportedFields {
+		fields[i] = reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeFor[json.RawMessage](), Tag: reflect.StructTag(`json:"` + name + `"`)}
+	}
+	return reflect.StructOf(fields)
+}()

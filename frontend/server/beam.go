@@ -123,6 +123,7 @@ func (s *Server) expandBeams(ctx context.Context, g *genRequest, step, k int, se
 			Priority:         g.priority,
 			ExternalReqID:    g.externalID,
 			SessionID:        g.sessionID,
+			FlowID:           flowOf(ctx),
 		}
 		w := s.startWaiting()
 		st, err := s.eng.Submit(ctx, req)

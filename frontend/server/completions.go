@@ -35,7 +35,9 @@ func (s *Server) completions(c echo.Context) error {
 				return writeError(c, e)
 			}
 			prompts = append(prompts, ids)
-			texts = append(texts, s.tok.Decode(ids, false))
+			if req.Echo { // only echo needs the text: 2,048 prompts of token ids are ~13 MB of it
+				texts = append(texts, s.tok.Decode(ids, false))
+			}
 		}
 	}
 	id := "cmpl-" + cm.baseID

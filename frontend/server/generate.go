@@ -76,6 +76,7 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 		Priority:         g.priority,
 		ExternalReqID:    g.externalID,
 		SessionID:        g.sessionID,
+		FlowID:           flowOf(ctx),
 	}
 	parent.SamplingParams.N = g.n
 	for _, req := range engineclient.Children(parent) { // the Go client's parallel sampling

@@ -36,6 +36,41 @@ func (s *Server) admit() *openai.Error {
 	return nil
 }
 
+// DefaultMaxRequestOutputTokens is --max-request-output-tokens' default:
+// 2²⁰ tokens. A token the client gets k logprobs for counts 1 + k, about
+// what the frontend holds for it (~60 bytes each), so one request holds at
+// most ~64 MB for a non-streaming answer or a client that reads slowly.
+const DefaultMaxRequestOutputTokens = 1 << 20
+
+// checkOutput refuses a request whose sequences could generate more than
+// --max-request-output-tokens: max_tokens × (1 + logprobs), summed over
+// prompts × n (or best_of).
+func (s *Server) checkOutput(gens []*genRequest) *openai.Error {
+	limit := s.cfg.MaxRequestOutputTokens
+	if limit == 0 {
+		limit = DefaultMaxRequestOutputTokens
+	}
+	if limit < 0 {
+		return nil
+	}
+	total := 0
+	for _, g := range gens {
+		per := 1
+		if lp := g.params.Logprobs; lp != nil && *lp > 0 {
+			per += *lp
+		}
+		total += g.n * g.params.MaxTokens * per
+		if total > limit {
+			break
+		}
+	}
+	if total > limit {
+		return openai.BadRequest("max_tokens", "This request could generate more than %d tokens (the sum over its %d sequences of max_tokens × (1 + logprobs)); the limit is %d (--max-request-output-tokens). Lower max_tokens, n or logprobs, or send fewer prompts per request.",
+			limit, numChoices(gens), limit)
+	}
+	return nil
+}
+
 // waitingToken tracks one engine request in numWaiting until its first
 // token (or its end). done is idempotent.
 type waitingToken struct {

@@ -85,6 +85,9 @@ func numChoices(gens []*genRequest) int {
 // and a func that aborts all of them. It refuses with a 429 while the
 // waiting queue is full.
 func (s *Server) startAll(ctx context.Context, gens []*genRequest) (<-chan choiceEvent, func(), error) {
+	if e := s.checkOutput(gens); e != nil {
+		return nil, nil, e
+	}
 	if e := s.admit(); e != nil {
 		return nil, nil, e
 	}

@@ -38,6 +38,11 @@ type Config struct {
 	// MaxWaitingRequests answers 429 (with Retry-After) while this many
 	// requests or more are waiting for their first token; 0 = no limit.
 	MaxWaitingRequests int
+	// MaxRequestOutputTokens bounds what one request may generate, and so
+	// what the frontend may hold for it: the sum over its sequences of
+	// max_tokens × (1 + logprobs). 0 = DefaultMaxRequestOutputTokens,
+	// negative = no limit.
+	MaxRequestOutputTokens int
 	// StoredResponses bounds the Responses API store (zero = defaults).
 	StoredResponses responses.Limits
 	// ToolParser reads tool calls out of tool_choice "auto" answers, in
@@ -84,6 +89,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return randomHex(16) }}))
 	e.Use(s.accessLog)
+	e.Use(s.flow)
 	e.Use(middleware.BodyLimit(cfg.MaxRequestBody))
 	e.Use(s.auth)
 
