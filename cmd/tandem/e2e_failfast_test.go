@@ -87,6 +87,8 @@ func TestServeFailsFast(t *testing.T) {
 		{"unsupported tensor type", []string{q5}, engineFailed, `tensor "blk.0.ffn_up.weight" has type Q5_0, which is not supported`},
 		{"port in use", []string{"--model", "dummy", "--port", busyPort}, "tandem: serve: ", "listen tcp 127.0.0.1:" + busyPort + ": bind: address already in use"},
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},
+		{"unknown tool call parser", []string{"--model", "dummy", "--tool-call-parser", "qwen"}, "tandem: serve: ",
+			`--tool-call-parser: toolparse: unknown tool call parser "qwen" (valid: hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic)`},
 	}
 	if os.Geteuid() != 0 { // root reads any file
 		unreadable := filepath.Join(dir, "unreadable.gguf")

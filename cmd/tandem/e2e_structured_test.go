@@ -19,13 +19,15 @@ import (
 // schema), a named function, tool calls streamed, and a two-step loop
 // (call, tool result, answer); then scripts/sdktests/test_langchain.py:
 // LangChain's ChatOpenAI.bind_tools in a call-result-answer loop, a named
-// tool, and with_structured_output.
+// tool, and with_structured_output. The server reads hermes tool calls
+// (--tool-call-parser), so tool_choice auto answers' calls are checked
+// too (a regex makes the model write one).
 func TestDefaultModelStructuredOutputs(t *testing.T) {
 	model := defaultModel(t)
 	py := sdkPython(t)
 	port := freePort(t)
 	p := startProc(t, "serve", model, "--port", strconv.Itoa(port), "--max-model-len", "2048",
-		"--kv-cache-memory", "256Mi", "--threads", strconv.Itoa(runtime.NumCPU()))
+		"--kv-cache-memory", "256Mi", "--threads", strconv.Itoa(runtime.NumCPU()), "--tool-call-parser", "hermes")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
 	t.Run("openai", func(t *testing.T) { runSDKScript(t, py, "test_structured.py", base, enginecore.ServedName("", model)) })

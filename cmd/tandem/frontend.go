@@ -38,6 +38,7 @@ type frontendFlags struct {
 	maxConnections    int
 	tokenizer         string
 	chatTemplate      string
+	tools             toolFlags
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
 	log               logFlags
@@ -66,6 +67,7 @@ func frontendCommand(f *frontendFlags, curve *curveFlags) *cli.Command {
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: what the engines report)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model the engines serve)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	f.tools.register(fs)
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to engines")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "an engine silent this long is dead: its requests fail with 503")
@@ -85,6 +87,9 @@ func runFrontend(ctx context.Context, args []string) error {
 	}
 	if f.engines == "" {
 		return fmt.Errorf("frontend: --engines is required")
+	}
+	if err := f.tools.check(); err != nil {
+		return fmt.Errorf("frontend: %w", err)
 	}
 	log, err := stderrLogger(&f.log, "proc", "frontend", "pid", os.Getpid())
 	if err != nil {
@@ -156,6 +161,10 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	toolParser, err := f.tools.format(tok)
+	if err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
 	name := f.servedModelName
 	if name == "" {
 		name = info.ServedModelName
@@ -171,10 +180,12 @@ func runFrontend(ctx context.Context, args []string) error {
 		APIKeys:            keys,
 		Version:            version,
 		Logger:             log,
+		ToolParser:         toolParser,
 	}, server.ClientEngine(client), tok)
 	onRoute.set(srv.ObserveRouting)
 	handler.set(srv.Handler())
-	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen, "routing", policy)
+	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen, "routing", policy,
+		"tool_call_parser", toolParserName(toolParser))
 	notifyReady()
 	select {
 	case err := <-errc:

@@ -32,6 +32,7 @@ type runBatchFlags struct {
 	concurrency    int
 	tokenizer      string
 	chatTemplate   string
+	tools          toolFlags
 	maxRequestBody string
 }
 
@@ -53,6 +54,7 @@ func runBatchCommand(ef *engineFlags, f *runBatchFlags) *cli.Command {
 	fs.IntVar(&f.concurrency, "max-concurrency", 64, "batch `lines` in flight at once")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	f.tools.register(fs)
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body of one line, in `bytes`")
 	return c
 }
@@ -73,6 +75,9 @@ func runBatch(ctx context.Context, args []string) error {
 	}
 	if f.dp < 1 {
 		return errors.New("run-batch: --data-parallel-size must be ≥ 1")
+	}
+	if err := f.tools.check(); err != nil {
+		return fmt.Errorf("run-batch: %w", err)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -113,9 +118,13 @@ func runBatch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	toolParser, err := f.tools.format(tok)
+	if err != nil {
+		return fmt.Errorf("run-batch: %w", err)
+	}
 	srv := server.New(server.Config{
 		ServedModelName: info.ServedModelName, MaxModelLen: info.MaxModelLen, BlockSize: info.BlockSize,
-		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log,
+		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log, ToolParser: toolParser,
 	}, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {

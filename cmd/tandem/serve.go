@@ -36,6 +36,7 @@ func serveCommand(f *serveFlags) *cli.Command {
 	f.frontend.registerHTTP(fs)
 	fs.StringVar(&f.frontend.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
 	fs.StringVar(&f.frontend.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	f.frontend.tools.register(fs)
 	fs.IntVar(&f.dp, "data-parallel-size", 1, "engine cores to start (`K`); on CPU they split --threads")
 	fs.IntVar(&f.apiServers, "api-server-count", 1, "frontend processes to start (`M`), sharing the port with SO_REUSEPORT")
 	fs.StringVar(&f.runDir, "run-dir", "", "`directory` for the engines' IPC sockets (default: a new temporary directory)")
@@ -56,6 +57,9 @@ func runServe(ctx context.Context, args []string) error {
 	ef, ff, dp, apiServers := &sf.engine, &sf.frontend, &sf.dp, &sf.apiServers
 	if *dp < 1 || *apiServers < 1 {
 		return fmt.Errorf("serve: --data-parallel-size and --api-server-count must be ≥ 1")
+	}
+	if err := ff.tools.check(); err != nil { // before any engine loads a model
+		return fmt.Errorf("serve: %w", err)
 	}
 	ff.log = ef.log
 	log, err := stderrLogger(&ef.log, "proc", "serve")
@@ -138,7 +142,7 @@ var (
 		"block-size", "kv-cache-memory", "cpu-precision", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "api-key-file", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
-		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "routing", "max-waiting-requests", "max-connections"}
+		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "routing", "max-waiting-requests", "max-connections"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

@@ -331,11 +331,62 @@ def other_checks():
         final = c.chat.completions.create(model=ARGS.model, messages=msgs, tools=tools, max_tokens=40, temperature=0)
         assert final.choices[0].message.content, final.choices[0]
 
+    # tool_choice auto (and no tool_choice): the server reads the calls the
+    # model writes, in the hermes syntax (--tool-call-parser hermes). The
+    # 135M model does not write calls by itself, so a regex makes it.
+    call_text = r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris", "unit": "celsius"\}\}\n</tool_call>'
+    forced = dict(max_tokens=80, extra_body={"structured_outputs": {"regex": r"Let me check\.\n" + call_text}})
+    weather = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+    def check_call(ch):
+        assert ch.finish_reason == "tool_calls" and ch.message.content == "Let me check.", ch
+        call = ch.message.tool_calls[0]
+        assert len(ch.message.tool_calls) == 1 and call.id and call.type == "function" and call.function.name == "get_weather", call
+        assert call.function.arguments == '{"city":"Paris","unit":"celsius"}', call.function.arguments
+        return call
+
+    def auto_call():
+        check_call(c.chat.completions.create(model=ARGS.model, messages=weather, tools=tools, tool_choice="auto", **forced).choices[0])
+
+    def auto_streamed():
+        first, later, content = [], [], ""
+        for chunk in c.chat.completions.create(model=ARGS.model, messages=weather, tools=tools, stream=True, **forced):
+            for ch in chunk.choices:
+                content += ch.delta.content or ""
+                for tc in ch.delta.tool_calls or []:
+                    (first if tc.id else later).append(tc)
+        assert content == "Let me check.", content
+        assert len(first) == 1 and first[0].index == 0 and first[0].type == "function", first
+        assert first[0].function.name == "get_weather" and first[0].function.arguments == "", first
+        assert later and all(tc.index == 0 and tc.type is None and tc.function.name is None for tc in later), later
+        assert "".join(tc.function.arguments for tc in later) == '{"city":"Paris","unit":"celsius"}', later
+        with c.chat.completions.stream(model=ARGS.model, messages=weather, tools=tools, **forced) as s:
+            events = [e.type for e in s]
+            final = s.get_final_completion()
+        assert "tool_calls.function.arguments.done" in events, events
+        check_call(final.choices[0])
+
+    def auto_text():
+        r = c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "Say hello."}], tools=tools,
+                                      max_tokens=20, temperature=0)
+        assert r.choices[0].message.tool_calls is None and r.choices[0].message.content, r.choices[0]
+
+    def auto_loop():
+        call = check_call(c.chat.completions.create(model=ARGS.model, messages=weather, tools=tools, **forced).choices[0])
+        msgs = weather + [{"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                          {"role": "tool", "tool_call_id": call.id, "content": "18 degrees, cloudy"}]
+        final = c.chat.completions.create(model=ARGS.model, messages=msgs, tools=tools, max_tokens=40, temperature=0)
+        assert final.choices[0].message.content, final.choices[0]
+
     for i, prompt in enumerate(["What is the weather in Paris in celsius?", "Add 2 and 40.", "Search the web for Go tutorials."]):
         run(f"tool_choice required {i}", required(prompt))
     run("tool_choice named", named)
     run("tool calls streamed", streamed)
     run("tool loop: call, result, answer", tool_loop)
+    run("tool_choice auto: a call", auto_call)
+    run("tool_choice auto: streamed", auto_streamed)
+    run("tool_choice auto: text", auto_text)
+    run("tool_choice auto: call, result, answer", auto_loop)
     run("json_object", json_object)
     run("structured_outputs choice", choice)
     run("guided_regex", regex)
