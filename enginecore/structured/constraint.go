@@ -15,7 +15,7 @@ const (
 	JSONObject Kind = "json_object" // any JSON object; Data unused
 	Regex      Kind = "regex"       // Data: a regular expression (Rust regex syntax, anchored at both ends)
 	Choice     Kind = "choice"      // Data: a JSON array of strings; the output is one of them
-	Grammar    Kind = "grammar"     // Data: a grammar in LLGuidance's Lark syntax
+	Grammar    Kind = "grammar"     // Data: a grammar in LLGuidance's Lark syntax, or llama.cpp's GBNF (gbnf.go)
 )
 
 // Constraint is one request's structured-output constraint.
@@ -48,6 +48,10 @@ func (c Constraint) llg() (kind, data string, err error) {
 		}
 		return "lark", "start: " + strings.Join(alts, " | "), nil
 	case Grammar:
+		if isGBNF(c.Data) {
+			lark, err := GBNFToLark(c.Data)
+			return "lark", lark, err
+		}
 		return "lark", c.Data, nil
 	}
 	return "", "", fmt.Errorf("%w: unknown constraint kind %q", ErrInvalid, c.Kind)
