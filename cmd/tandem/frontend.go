@@ -35,6 +35,7 @@ type frontendFlags struct {
 	reusePort         bool
 	routing           string
 	maxWaiting        int
+	maxOutput         int
 	maxConnections    int
 	tokenizer         string
 	chatTemplate      string
@@ -52,6 +53,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "a `file` of accepted API keys, one per line (# comments); with two or more keys in all, each key is a tenant whose sessions, cache and stored responses are its own")
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body, in `bytes`")
 	fs.IntVar(&f.maxConnections, "max-connections", 4096, "HTTP `connections` open at once; one more is answered 503 and closed; 0 = no limit")
+	fs.IntVar(&f.maxOutput, "max-request-output-tokens", server.DefaultMaxRequestOutputTokens, "most `tokens` one request may generate: the sum over its prompts × n of max_tokens × (1 + logprobs); more is a 400; negative = no limit")
 	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many `requests` wait for a first token; 0 = no limit")
 	fs.StringVar(&f.routing, "routing", string(router.Session), "routing `policy`: session, prefix, least-loaded or round-robin (docs/routing.md)")
 }
@@ -181,6 +183,8 @@ func runFrontend(ctx context.Context, args []string) error {
 		Version:            version,
 		Logger:             log,
 		ToolParser:         toolParser,
+
+		MaxRequestOutputTokens: f.maxOutput,
 	}, server.ClientEngine(client), tok)
 	onRoute.set(srv.ObserveRouting)
 	handler.set(srv.Handler())
