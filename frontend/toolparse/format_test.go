@@ -3,6 +3,8 @@ package toolparse
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -262,6 +264,36 @@ func BenchmarkPush(b *testing.B) {
 					p.Finish()
 				}
 			})
+		}
+	}
+}
+
+// TestDetectRealTemplates reads llama.cpp's collection of real chat
+// templates ($TANDEM_LLAMA_CPP_SRC, skipped without it).
+func TestDetectRealTemplates(t *testing.T) {
+	dir := filepath.Join(os.Getenv("TANDEM_LLAMA_CPP_SRC"), "models/templates")
+	if _, err := os.Stat(dir); os.Getenv("TANDEM_LLAMA_CPP_SRC") == "" || err != nil {
+		t.Skip("no llama.cpp source ($TANDEM_LLAMA_CPP_SRC)")
+	}
+	want := map[string]string{
+		"Qwen-Qwen2.5-7B-Instruct": "hermes", "Qwen-Qwen3-0.6B": "hermes", "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": "hermes",
+		"ibm-granite-granite-4.0": "hermes", "meta-llama-Llama-3.1-8B-Instruct": "llama3_json", "meta-llama-Llama-3.2-3B-Instruct": "llama3_json",
+		"meta-llama-Llama-3.3-70B-Instruct": "llama3_json", "mistralai-Mistral-Nemo-Instruct-2407": "mistral",
+		"Mistral-Small-3.2-24B-Instruct-2506": "mistral", "unsloth-mistral-Devstral-Small-2507": "mistral",
+		"Qwen3-Coder": "", "GLM-4.6": "", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "", "deepseek-ai-DeepSeek-V3.1": "", "google-gemma-2-2b-it": "",
+	}
+	for name, w := range want {
+		src, err := os.ReadFile(filepath.Join(dir, name+".jinja"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		got := ""
+		if f, ok := Detect(string(src)); ok {
+			got = f.Name
+		}
+		if got != w {
+			t.Errorf("Detect(%s) = %q, want %q", name, got, w)
 		}
 	}
 }
