@@ -176,14 +176,14 @@ func ConstraintOf(so *wire.StructuredOutputs) (structured.Constraint, error) {
 		set = append(set, structured.Constraint{Kind: structured.Grammar, Data: so.Grammar})
 	}
 	if so.StructuralTag != "" {
-		return structured.Constraint{}, fmt.Errorf("%w: structural_tag is not supported yet", structured.ErrInvalid)
+		set = append(set, structured.Constraint{Kind: structured.StructuralTag, Data: so.StructuralTag})
 	}
 	switch len(set) {
 	case 0:
-		return structured.Constraint{}, fmt.Errorf("%w: structured_outputs sets no constraint (json, json_object, regex, choice or grammar)", structured.ErrInvalid)
+		return structured.Constraint{}, fmt.Errorf("%w: structured_outputs sets no constraint (json, json_object, regex, choice, grammar or structural_tag)", structured.ErrInvalid)
 	case 1:
 	default:
-		return structured.Constraint{}, fmt.Errorf("%w: structured_outputs sets %d constraints; set exactly one of json, json_object, regex, choice, grammar", structured.ErrInvalid, len(set))
+		return structured.Constraint{}, fmt.Errorf("%w: structured_outputs sets %d constraints; set exactly one of json, json_object, regex, choice, grammar, structural_tag", structured.ErrInvalid, len(set))
 	}
 	c := set[0]
 	if c.Kind == structured.JSONSchema {

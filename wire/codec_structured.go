@@ -75,7 +75,7 @@ func (s *StructuredOutputs) decode(d *dec) error {
 		case "structural_tag":
 			var v any
 			if v, err = d.any(); err == nil {
-				s.StructuralTag, _ = jsonText(v) // unsupported by the engine anyway
+				s.StructuralTag, _ = jsonText(v)
 			}
 		}
 		return true, err

@@ -16,6 +16,9 @@ const (
 	Regex      Kind = "regex"       // Data: a regular expression (Rust regex syntax, anchored at both ends)
 	Choice     Kind = "choice"      // Data: a JSON array of strings; the output is one of them
 	Grammar    Kind = "grammar"     // Data: a grammar in LLGuidance's Lark syntax, or llama.cpp's GBNF (gbnf.go)
+	// StructuralTag: Data is vLLM's structural_tag JSON: tool calls
+	// between triggers and ends inside free text (structtag.go).
+	StructuralTag Kind = "structural_tag"
 )
 
 // Constraint is one request's structured-output constraint.
@@ -53,6 +56,9 @@ func (c Constraint) llg() (kind, data string, err error) {
 			return "lark", lark, err
 		}
 		return "lark", c.Data, nil
+	case StructuralTag:
+		lark, err := structTagLark(c.Data)
+		return "lark", lark, err
 	}
 	return "", "", fmt.Errorf("%w: unknown constraint kind %q", ErrInvalid, c.Kind)
 }

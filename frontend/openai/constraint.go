@@ -34,7 +34,13 @@ func (p *Params) Constraint() (*wire.StructuredOutputs, *Error) {
 			}
 			add("response_format", &wire.StructuredOutputs{JSON: text})
 		case "structural_tag":
-			return nil, BadRequest("response_format", "'response_format' of type \"structural_tag\" is not supported yet.")
+			tag, _ := json.Marshal(struct {
+				Type       string          `json:"type"`
+				Structures json.RawMessage `json:"structures,omitempty"`
+				Triggers   json.RawMessage `json:"triggers,omitempty"`
+				Format     json.RawMessage `json:"format,omitempty"`
+			}{f.Type, f.Structures, f.Triggers, f.Format})
+			add("response_format", &wire.StructuredOutputs{StructuralTag: string(tag)})
 		default:
 			return nil, BadRequest("response_format", "Unknown 'response_format' type %q.", f.Type)
 		}
@@ -51,10 +57,14 @@ func (p *Params) Constraint() (*wire.StructuredOutputs, *Error) {
 			w.JSON = text
 		}
 		if isSet(so.StructuralTag) {
-			return nil, BadRequest("structured_outputs.structural_tag", "'structural_tag' is not supported yet.")
+			text, e := schemaText("structured_outputs.structural_tag", so.StructuralTag) // a JSON object, or a string of one
+			if e != nil {
+				return nil, e
+			}
+			w.StructuralTag = text
 		}
 		if n := countSet(w); n != 1 {
-			return nil, BadRequest("structured_outputs", "'structured_outputs' must set exactly one of json, regex, choice, grammar, json_object; it sets %d.", n)
+			return nil, BadRequest("structured_outputs", "'structured_outputs' must set exactly one of json, regex, choice, grammar, json_object, structural_tag; it sets %d.", n)
 		}
 		add("structured_outputs", w)
 	}
@@ -110,7 +120,7 @@ func isSet(raw json.RawMessage) bool {
 
 func countSet(so *wire.StructuredOutputs) int {
 	n := 0
-	for _, set := range []bool{so.JSON != "", so.Regex != "", len(so.Choice) > 0, so.Grammar != "", so.JSONObject} {
+	for _, set := range []bool{so.JSON != "", so.Regex != "", len(so.Choice) > 0, so.Grammar != "", so.JSONObject, so.StructuralTag != ""} {
 		if set {
 			n++
 		}

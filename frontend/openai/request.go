@@ -77,6 +77,11 @@ type ResponseFormat struct {
 	Name   string          `json:"name,omitempty"`
 	Schema json.RawMessage `json:"schema,omitempty"`
 	Strict *bool           `json:"strict,omitempty"`
+	// vLLM's structural_tag response format: tool calls between triggers
+	// inside free text (enginecore/structured's structtag.go).
+	Structures json.RawMessage `json:"structures,omitempty"`
+	Triggers   json.RawMessage `json:"triggers,omitempty"`
+	Format     json.RawMessage `json:"format,omitempty"`
 }
 
 // JSONSchemaSpec is response_format.json_schema.

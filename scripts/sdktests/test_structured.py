@@ -8,7 +8,7 @@ unions, literals, numbers with bounds), asks the server for an instance
 with `client.chat.completions.parse(response_format=Model)`, and the same
 with the SDK's streaming helper, and checks that what comes back
 validates (the SDK parses it into the model; a second validation runs on
-the raw text). Then response_format json_object, structured_outputs
+the raw text). Then response_format json_object and structural_tag, a GBNF grammar, structured_outputs
 choice and regex, and a schema the engine cannot compile (400).
 
 Prints one PASS/FAIL line per check and "N passed, M failed"; exits
@@ -175,16 +175,18 @@ RESULTS = []
 # A 135M model at temperature 0 repeats array items until max_tokens (the
 # constraint keeps every prefix valid, but a cut answer does not parse):
 # sample with a repetition penalty, as small-model clients do. An answer
-# cut by max_tokens is retried once with another seed (it is not invalid,
-# only unfinished); anything that finishes must validate.
+# cut by max_tokens is retried with other seeds, up to 4 in all (it is not
+# invalid, only unfinished); anything that finishes must validate.
 SAMPLING = dict(max_tokens=600, temperature=0.7, seed=5, extra_body={"repetition_penalty": 1.1})
 
 
-def with_retry(call):
-    try:
-        return call(SAMPLING)
-    except openai.LengthFinishReasonError:
-        return call(dict(SAMPLING, seed=SAMPLING["seed"] + 1))
+def with_retry(call, tries=4):
+    for i in range(tries):
+        try:
+            return call(dict(SAMPLING, seed=SAMPLING["seed"] + i))
+        except openai.LengthFinishReasonError:
+            if i == tries - 1:
+                raise
 
 
 def client():
@@ -238,8 +240,12 @@ def other_checks():
     c = client()
 
     def json_object():
-        r = c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "Describe Paris in JSON."}],
-                                      response_format={"type": "json_object"}, **SAMPLING)
+        for i in range(4):  # an answer cut by max_tokens is retried with another seed
+            r = c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "Describe Paris in JSON."}],
+                                          response_format={"type": "json_object"}, **dict(SAMPLING, seed=SAMPLING["seed"] + i))
+            if r.choices[0].finish_reason != "length":
+                break
+        assert r.choices[0].finish_reason == "stop", r.choices[0].finish_reason
         v = json.loads(r.choices[0].message.content)
         assert isinstance(v, dict), v
 
@@ -252,6 +258,32 @@ def other_checks():
         r = c.completions.create(model=ARGS.model, prompt="A phone number: ", max_tokens=30,
                                  extra_body={"guided_regex": r"\d{3}-\d{3}-\d{4}"})
         assert re.fullmatch(r"\d{3}-\d{3}-\d{4}", r.choices[0].text), r.choices[0].text
+
+    def gbnf():
+        # llama.cpp's grammar format, as vLLM's grammar field takes it
+        r = c.completions.create(model=ARGS.model, prompt="Two numbers added: ", max_tokens=30,
+                                 extra_body={"structured_outputs": {"grammar": 'root ::= num " + " num\nnum ::= [1-9] [0-9]{0,2}'}})
+        assert re.fullmatch(r"[1-9][0-9]{0,2} \+ [1-9][0-9]{0,2}", r.choices[0].text), r.choices[0].text
+
+    def structural_tag():
+        # free text, but every "<f=" opens a call: weather> {"city": …} </f>
+        tag = {"type": "structural_tag", "triggers": ["<f="],
+               "structures": [{"begin": "<f=weather>", "end": "</f>",
+                               "schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}]}
+        r = c.chat.completions.create(model=ARGS.model, max_tokens=60, response_format=tag,
+                                      messages=[{"role": "user", "content": "Write <f=weather>{\"city\": \"Paris\"}</f> to ask for the weather in Paris."}])
+        text = r.choices[0].message.content
+        for m in re.finditer(r"<f=", text):
+            rest = text[m.end():]
+            if not rest.startswith("weather>"):
+                assert r.choices[0].finish_reason == "length" and len(rest) < len("weather>"), text
+                continue
+            body, sep, _ = rest[len("weather>"):].partition("</f>")
+            if sep:
+                v = json.loads(body)
+                assert isinstance(v.get("city"), str) and set(v) == {"city"}, text
+            else:
+                assert r.choices[0].finish_reason == "length", text
 
     def bad_schema():
         try:
@@ -390,6 +422,8 @@ def other_checks():
     run("json_object", json_object)
     run("structured_outputs choice", choice)
     run("guided_regex", regex)
+    run("GBNF grammar", gbnf)
+    run("structural_tag", structural_tag)
     run("uncompilable schema is a 400", bad_schema)
 
 
