@@ -127,7 +127,7 @@ func schemaParams() wire.SamplingParams {
 func TestSlowCompileDoesNotStallOtherStreams(t *testing.T) {
 	c, h, _ := heldEngine(t)
 	ctx := context.Background()
-	free, err := c.Generate(ctx, []int32{5, 6, 7, 8}, greedy(100), "free")
+	free, err := c.Generate(ctx, []int32{5, 6, 7, 8}, greedy(500), "free")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +141,10 @@ func TestSlowCompileDoesNotStallOtherStreams(t *testing.T) {
 	for n < 20 { // 20 steps while the compile is held: the loop never waited for it
 		n += len(next(t, free).NewTokenIDs)
 	}
-	if st := stats(t, c); st.NumWaitingReqs != 1 || st.NumRunningReqs != 1 {
-		t.Errorf("while compiling: %d running, %d waiting; want 1 and 1 (the compiling request waits)", st.NumRunningReqs, st.NumWaitingReqs)
+	// The free stream may have run to its end by now (the engine does not
+	// wait for this reader), so only the waiting count is certain.
+	if st := stats(t, c); st.NumWaitingReqs != 1 || st.NumRunningReqs > 1 {
+		t.Errorf("while compiling: %d running, %d waiting; want at most 1 and 1 (the compiling request waits)", st.NumRunningReqs, st.NumWaitingReqs)
 	}
 	close(h.release)
 	toks, finish := drain(t, constrained)
@@ -156,7 +158,7 @@ func TestSlowCompileDoesNotStallOtherStreams(t *testing.T) {
 	if err := json.Unmarshal(text, &v); err != nil || v.N == nil || finish != wire.FinishStop {
 		t.Fatalf("constrained output %q (finish %v) does not validate: %v", text, finish, err)
 	}
-	if rest, finish := drain(t, free); finish != wire.FinishLength || 1+n+len(rest) != 100 {
+	if rest, finish := drain(t, free); finish != wire.FinishLength || 1+n+len(rest) != 500 {
 		t.Fatalf("free stream: %d tokens, finish %v", 1+n+len(rest), finish)
 	}
 }
