@@ -109,7 +109,8 @@ func loadHF(dir string) (m *Model, err error) {
 	if err := hfRopeFreqs(&hc, &cfg, tensors); err != nil {
 		return nil, err
 	}
-	return &Model{Config: cfg, Tensors: tensors, Source: dir, Close: set.Close}, nil
+	vocab, _ := hfVocab(dir, cfg.VocabSize) // nil without a tokenizer.json it reads: structured outputs are then unavailable
+	return &Model{Config: cfg, Tensors: tensors, Source: dir, Close: set.Close, Vocab: vocab}, nil
 }
 
 // hfModelConfig converts config.json to a Config, without what the tensors

@@ -53,8 +53,9 @@ type Model struct {
 
 	Source string       // the path loaded
 	Close  func() error // unmaps the files; call once the tensors are no longer used
-	// Vocab is what each token id stands for, from a GGUF's tokenizer;
-	// nil for a Hugging Face directory.
+	// Vocab is what each token id stands for, from a GGUF's tokenizer or
+	// a Hugging Face directory's tokenizer.json (hfvocab.go); nil for a
+	// tokenizer neither reads.
 	Vocab *gguf.Vocab
 }
 
