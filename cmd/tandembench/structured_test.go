@@ -58,6 +58,17 @@ func TestQuickStructured(t *testing.T) {
 	if diff := cmp.Diff([]int{1, 4}, streams); diff != "" {
 		t.Errorf("stream counts (-want +got):\n%s", diff)
 	}
+	if len(rep.Targets) != 1 || !strings.Contains(rep.Targets[0].Name, "1 row") {
+		t.Errorf("targets %+v, want the 1-row mask target only (no 64-stream row in --quick)", rep.Targets)
+	}
+	// --replot redraws the section from the JSON alone.
+	doc2 := filepath.Join(dir, "replot.md")
+	if err := run(context.Background(), []string{"--phase", "structured", "--replot", filepath.Join(out, "structured-2001-02-03.json"), "--out", out, "--doc", doc2}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if md2, err := os.ReadFile(doc2); err != nil || !strings.Contains(string(md2), "### Constrained decoding on the engine (2001-02-03)") {
+		t.Errorf("replot: %v\n%s", err, md2)
+	}
 	if rep.Compile.P50 <= 0 || !strings.Contains(rep.Constraint, "x-guidance") {
 		t.Errorf("compile %v µs, constraint %q", rep.Compile.P50, rep.Constraint)
 	}
