@@ -1,5 +1,10 @@
 package sched
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Fairness between flows. A flow is what one client asked for at once:
 // the Tandem frontend gives every HTTP request its own flow (all of its
 // prompts × n sequences), scoped by frontend; requests that name no flow
@@ -58,9 +63,9 @@ func (s *Scheduler) newStep(budget int) *step {
 	return st
 }
 
-// quotaPlan is pass 1's plan: running requests grouped by flow (flows in
-// the order of their first running request, requests in admission order),
-// each flow up to the quota.
+// quotaPlan is pass 1's plan: running requests grouped by flow (flows
+// served longest ago first, then in the order of their first running
+// request; requests in admission order), each flow up to the quota.
 func (st *step) quotaPlan() []planned {
 	s := st.s
 	var flows []string
@@ -71,6 +76,12 @@ func (st *step) quotaPlan() []planned {
 		}
 		byFlow[r.Flow] = append(byFlow[r.Flow], r)
 	}
+	// Flows served longest ago go first, so that when the budget is
+	// smaller than the flows (a paced step on a CPU), the ones left out of
+	// this step lead the next.
+	slices.SortStableFunc(flows, func(a, b string) int {
+		return cmp.Compare(s.flows[a].lastServed, s.flows[b].lastServed)
+	})
 	var plan []planned
 	left := st.budget
 	for _, f := range flows {
@@ -156,8 +167,9 @@ func (s *Scheduler) nextWaiting(counts map[string]int) int {
 
 // flowState is what the scheduler keeps of a flow while it has requests.
 type flowState struct {
-	live      int    // unfinished requests
-	lastAdmit uint64 // admissions counter at its latest admission; 0 = none yet
+	live       int    // unfinished requests
+	lastAdmit  uint64 // admissions counter at its latest admission; 0 = none yet
+	lastServed int64  // the last step that computed tokens of it; 0 = none yet
 }
 
 func (s *Scheduler) flowAdded(r *Request) {

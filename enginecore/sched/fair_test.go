@@ -168,3 +168,48 @@ func TestPaceBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestFlowsTakeTurnsUnderASmallBudget: with more flows than a step has
+// tokens (a paced step on a CPU), every flow's request still gets a token
+// every few steps; none waits for the earlier flows to finish.
+func TestFlowsTakeTurnsUnderASmallBudget(t *testing.T) {
+	kv, err := kvcache.New(kvcache.Config{NumBlocks: 64, BlockSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{MaxNumSeqs: 16, MaxNumBatchedTokens: 64, MaxModelLen: 256, BlockSize: 4}, kv)
+	const flows = 10
+	for i := range flows {
+		sp := wire.DefaultSamplingParams()
+		sp.MaxTokens, sp.IgnoreEOS = 100, true
+		if err := s.Add(NewRequest(&wire.EngineCoreRequest{RequestID: fmt.Sprint("r", i), PromptTokenIDs: []int32{int32(100 + i), 5, 6},
+			SamplingParams: sp, FlowID: fmt.Sprint("f", i)}, "c", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func() map[string]bool {
+		b := s.Schedule()
+		got := map[string]bool{}
+		for _, it := range b.Items {
+			got[it.RequestID] = it.Sample
+		}
+		s.Update(b, &batch.Result{Sampled: make([]int32, len(b.Items))})
+		return got
+	}
+	step() // every prompt (30 tokens) fits the first step
+	s.pace = Pace{Target: time.Second, Min: 1}
+	s.pace.Observe(1, 250*time.Millisecond) // 4 tokens a step from now on
+	last := map[string]int{}
+	for n := 1; n <= 12; n++ {
+		for id := range step() {
+			last[id] = n
+		}
+		if n >= 3 {
+			for i := range flows {
+				if id := fmt.Sprint("r", i); n-last[id] >= 3 {
+					t.Fatalf("step %d: %s has had no token since step %d", n, id, last[id])
+				}
+			}
+		}
+	}
+}

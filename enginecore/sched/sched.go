@@ -267,6 +267,7 @@ func (s *Scheduler) Schedule() *batch.Batch {
 			MaskStop:     r.numOutput() < r.Params.MinTokens,
 			StopTokenIDs: r.StopTokenIDs,
 		}
+		s.flows[r.Flow].lastServed = s.numSteps
 		b.NumTokens += n
 	}
 	return b
