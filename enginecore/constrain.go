@@ -51,22 +51,23 @@ func (e *Engine) newConstraint(m *structured.Matcher) *constraint {
 }
 
 // forward runs b's forward pass. When requests are constrained, their
-// masks are filled meanwhile on a goroutine, joined before forward
-// returns: a backend that leaves the CPU idle during Forward (a GPU)
-// pays no step time for them, and results do not depend on the timing.
-// The goroutine touches only the matchers, e.failed and the items'
-// sampling fields, none of which Forward reads (runner.Runner.Forward).
+// masks are filled meanwhile through e.overlap (the shell's goroutine,
+// joined before forward returns; without one, first and in line): a
+// backend that leaves the CPU idle during Forward (a GPU) pays no step
+// time for them, and results do not depend on the timing. The fill
+// touches only the matchers, e.failed and the items' sampling fields,
+// none of which Forward reads (runner.Runner.Forward).
 func (e *Engine) forward(ctx context.Context, b *batch.Batch) error {
 	if len(e.constraints) == 0 {
 		return e.run.Forward(ctx, b)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	if e.overlap == nil {
 		e.constrain(b)
-	}()
+		return e.run.Forward(ctx, b)
+	}
+	wait := e.overlap(func() { e.constrain(b) })
 	err := e.run.Forward(ctx, b)
-	<-done
+	wait()
 	return err
 }
 

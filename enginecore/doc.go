@@ -13,10 +13,11 @@
 //     Compiled(now, result) takes them back, Load and Clients are its
 //     figures. It has no goroutines, channels, atomics, timers or
 //     sockets and never reads the clock, so testdata/engine's scripts
-//     drive it directly. (One fork-join inside Step: structured-output
+//     drive it directly. (Core lends Step one fork-join: structured-output
 //     masks are filled on a goroutine while the forward pass runs and
 //     joined before sampling; nothing outlives the call, and no result
-//     depends on the timing.)
+//     depends on the timing. Driven without Core, Step fills them in
+//     line.)
 //   - Core (proc.go, compilers.go) is the process shell, the only files
 //     with goroutines: an input goroutine (router.Recv → decode →
 //     liveness), the loop (Engine.Handle; compile results to

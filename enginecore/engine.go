@@ -58,9 +58,9 @@ type Config struct {
 // channels, atomics, timers or sockets and never reads the clock: time
 // comes in as an argument, and what it would send comes back as data
 // (Out for a frontend, Pub for the PUB socket). One goroutine at a time
-// calls it; proc.go's Core is that goroutine. (The one exception, inside
-// Step: structured-output masks are filled on a goroutine while the
-// forward pass runs, joined before sampling; see forward.)
+// calls it; proc.go's Core is that goroutine. (Core also lends it a way
+// to fill structured-output masks on a goroutine while the forward pass
+// runs, joined before sampling; see forward.)
 type Engine struct {
 	cfg      Config
 	log      *slog.Logger
@@ -77,6 +77,11 @@ type Engine struct {
 	clock    time.Time // the time of the call being handled: the KV manager's clock
 
 	lastStepTokens int // tokens the last Step computed, for StepTook
+
+	// overlap, set by the shell, runs fn alongside the caller and returns
+	// the wait for it (forward fills masks with it during the forward
+	// pass); nil runs the fill in line, as the datadriven scripts do.
+	overlap func(fn func()) (wait func())
 
 	vocab       *structured.Vocab      // nil: no structured outputs
 	compiler    Compiler               // what compile jobs run: vocab (or a test's)

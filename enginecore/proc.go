@@ -79,8 +79,19 @@ func New(cfg Config, be runner.Backend) (*Core, error) {
 		out:  make(chan Out, 4096),
 		pubc: make(chan Pub, pubQueueLen),
 	}
+	eng.overlap = overlap
 	c.snapshot(true)
 	return c, nil
+}
+
+// overlap runs fn on a goroutine and returns the wait for it.
+func overlap(fn func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	return func() { <-done }
 }
 
 // Serve runs the engine until ctx ends (a clean shutdown: every frontend
