@@ -44,32 +44,35 @@ const (
 	ToolsFree     ToolMode = iota // "none", or no tools: text (tools only reach the chat template)
 	ToolsAuto                     // "auto", or absent with tools: text, with calls read out of it in the model's syntax (package toolparse)
 	ToolsRequired                 // "required": one or more calls of the tools, arguments valid
-	ToolsNamed                    // {"type":"function","function":{"name":…}}: a call of that function
+	ToolsNamed                    // {"type":"function","function":{"name":…}} (Responses: {"type":"function","name":…}): a call of that function
 )
 
-// ToolPlan is a chat request's resolved tool_choice: the mode, the named
-// function, the declared tools' names, and the constraint that makes the
-// output a call (nil for ToolsFree and ToolsAuto).
+// ToolPlan is a request's resolved tool_choice: the mode, the named
+// function, the declared tools' names, whether at most one call may be
+// made, and the constraint that makes the output a call (nil for
+// ToolsFree and ToolsAuto).
 type ToolPlan struct {
 	Mode       ToolMode
 	Name       string   // ToolsNamed
 	Names      []string // the tools' names, in order
+	OneCall    bool     // parallel_tool_calls false: the first call only
 	Constraint *wire.StructuredOutputs
 }
 
 // ToolPlanOf resolves tools and tool_choice. "auto" (or no tool_choice,
-// with tools) leaves the output free; the server reads calls out of it.
-// With "required" the output is
-// constrained to a JSON array of {"name", "parameters"} objects, one
-// schema per tool (as vLLM does), at most one when parallel_tool_calls is
-// false; with a named function, to its parameters' schema. Either way the
-// arguments always parse and validate, and an object in them takes only
-// the properties its schema names (additionalProperties false unless the
-// schema sets it: a function's arguments are its parameters).
+// with tools) leaves the output free; the server reads calls out of it
+// (the first only when parallel_tool_calls is false). With "required" the
+// output is constrained to a JSON array of {"name", "parameters"}
+// objects, one schema per tool (as vLLM does), at most one when
+// parallel_tool_calls is false; with a named function, to its parameters'
+// schema. Either way the arguments always parse and validate, and an
+// object in them takes only the properties its schema names
+// (additionalProperties false unless the schema sets it: a function's
+// arguments are its parameters).
 func (r *ChatCompletionRequest) ToolPlanOf() (ToolPlan, *Error) {
 	var tools []Tool
-	if len(bytes.TrimSpace(r.Tools)) > 0 && string(bytes.TrimSpace(r.Tools)) != "null" {
-		if err := json.Unmarshal(r.Tools, &tools); err != nil {
+	if raw := bytes.TrimSpace(r.Tools); len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &tools); err != nil {
 			return ToolPlan{}, BadRequest("tools", "'tools' must be a list of {\"type\": \"function\", \"function\": {…}} objects: %v", err)
 		}
 	}
@@ -78,35 +81,28 @@ func (r *ChatCompletionRequest) ToolPlanOf() (ToolPlan, *Error) {
 			return ToolPlan{}, BadRequest(fmt.Sprintf("tools[%d]", i), "'tools[%d]' must be a function with a name.", i)
 		}
 	}
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		names[i] = t.Function.Name
+	choice, e := chatToolChoice(r.ToolChoice)
+	if e != nil {
+		return ToolPlan{}, e
 	}
-	// Absent, tool_choice is "auto" with tools and "none" without, as
-	// OpenAI has it.
-	auto := ToolPlan{Names: names}
-	if len(tools) > 0 {
-		auto.Mode = ToolsAuto
-	}
-	raw := bytes.TrimSpace(r.ToolChoice)
+	return planTools(tools, choice, r.ParallelToolCalls)
+}
+
+// toolChoice is a decoded tool_choice.
+type toolChoice struct {
+	mode string // "none", "auto" or "required"; "" when absent or naming a function
+	name string // the function it names
+}
+
+// chatToolChoice decodes chat's tool_choice: a mode or
+// {"type": "function", "function": {"name": …}}.
+func chatToolChoice(raw json.RawMessage) (toolChoice, *Error) {
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return auto, nil
+		return toolChoice{}, nil
 	}
-	var mode string
-	if json.Unmarshal(raw, &mode) == nil {
-		switch mode {
-		case "none":
-			return ToolPlan{Names: names}, nil
-		case "auto":
-			return auto, nil
-		case "required":
-			if len(tools) == 0 {
-				return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' \"required\" needs at least one tool in 'tools'.")
-			}
-			so, e := requiredSchema(tools, r.ParallelToolCalls == nil || *r.ParallelToolCalls)
-			return ToolPlan{Mode: ToolsRequired, Names: names, Constraint: so}, e
-		}
-		return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function, got %q.", mode)
+	if choice, ok, e := toolMode(raw); ok {
+		return choice, e
 	}
 	var named struct {
 		Type     string `json:"type"`
@@ -115,18 +111,61 @@ func (r *ChatCompletionRequest) ToolPlanOf() (ToolPlan, *Error) {
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
-		return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}.")
+		return toolChoice{}, BadRequest("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}.")
 	}
-	for _, t := range tools {
-		if t.Function.Name == named.Function.Name {
-			schema, e := parametersSchema(t)
-			if e != nil {
-				return ToolPlan{}, e
+	return toolChoice{name: named.Function.Name}, nil
+}
+
+// toolMode decodes a tool_choice that is a string; ok is false when it is
+// not one.
+func toolMode(raw json.RawMessage) (choice toolChoice, ok bool, e *Error) {
+	var mode string
+	if json.Unmarshal(raw, &mode) != nil {
+		return toolChoice{}, false, nil
+	}
+	switch mode {
+	case "none", "auto", "required":
+		return toolChoice{mode: mode}, true, nil
+	}
+	return toolChoice{}, true, BadRequest("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function, got %q.", mode)
+}
+
+// planTools resolves a decoded tool_choice against the tools (see
+// ToolPlanOf). Absent, tool_choice is "auto" with tools and "none"
+// without, as OpenAI has it.
+func planTools(tools []Tool, choice toolChoice, parallel *bool) (ToolPlan, *Error) {
+	plan := ToolPlan{Names: make([]string, len(tools)), OneCall: parallel != nil && !*parallel}
+	for i, t := range tools {
+		plan.Names[i] = t.Function.Name
+	}
+	switch {
+	case choice.name != "":
+		for _, t := range tools {
+			if t.Function.Name == choice.name {
+				schema, e := parametersSchema(t)
+				if e != nil {
+					return ToolPlan{}, e
+				}
+				plan.Mode, plan.Name = ToolsNamed, t.Function.Name
+				plan.Constraint = &wire.StructuredOutputs{JSON: schema, DisableAdditionalProperties: true}
+				return plan, nil
 			}
-			return ToolPlan{Mode: ToolsNamed, Name: t.Function.Name, Names: names, Constraint: &wire.StructuredOutputs{JSON: schema, DisableAdditionalProperties: true}}, nil
 		}
+		return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' names function %q, which is not in 'tools'.", choice.name)
+	case choice.mode == "none":
+	case choice.mode == "required":
+		if len(tools) == 0 {
+			return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' \"required\" needs at least one tool in 'tools'.")
+		}
+		so, e := requiredSchema(tools, !plan.OneCall)
+		if e != nil {
+			return ToolPlan{}, e
+		}
+		plan.Mode, plan.Constraint = ToolsRequired, so
+	case len(tools) > 0:
+		plan.Mode = ToolsAuto
 	}
-	return ToolPlan{}, BadRequest("tool_choice", "'tool_choice' names function %q, which is not in 'tools'.", named.Function.Name)
+	return plan, nil
 }
 
 // parametersSchema is a tool's parameters schema as JSON text (an empty

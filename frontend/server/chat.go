@@ -102,7 +102,7 @@ func (s *Server) chat(c echo.Context) error {
 		if calls, ok := tools.ToolCalls(content, newID); ok && r.finish == openai.FinishStop {
 			ch.Message.Content, ch.Message.ToolCalls, ch.FinishReason, ch.StopReason = nil, calls, openai.FinishToolCalls, openai.StopReason{}
 		} else if auto != nil {
-			withToolCalls(&ch, auto, tools.Names, echo, text, newID)
+			withToolCalls(&ch, auto, tools, echo, text, newID)
 		}
 		if req.Logprobs {
 			ch.Logprobs = chatLogprobs(r.logprobs)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/rand"
+	"slices"
 	"strings"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
@@ -51,13 +52,17 @@ func apiToolCalls(calls []toolparse.Call, newID func() string) []openai.ToolCall
 }
 
 // withToolCalls makes a finished choice's message its calls read out of
-// its text (under tool_choice "auto"): content what is left (null when
-// nothing), finish_reason tool_calls when it stopped (a call cut by
-// max_tokens keeps "length"). It reports whether there were calls.
-func withToolCalls(ch *openai.ChatChoice, f *toolparse.Format, names []string, echo, text string, newID func() string) bool {
-	content, calls, ok := f.Extract(text, names)
+// its text (under tool_choice "auto"; the first only with
+// parallel_tool_calls false): content what is left (null when nothing),
+// finish_reason tool_calls when it stopped (a call cut by max_tokens keeps
+// "length"). It reports whether there were calls.
+func withToolCalls(ch *openai.ChatChoice, f *toolparse.Format, plan openai.ToolPlan, echo, text string, newID func() string) bool {
+	content, calls, ok := f.Extract(text, plan.Names)
 	if !ok {
 		return false
+	}
+	if plan.OneCall {
+		calls = calls[:1]
 	}
 	ch.Message.Content = nil
 	if c := echo + content; c != "" {
@@ -71,9 +76,10 @@ func withToolCalls(ch *openai.ChatChoice, f *toolparse.Format, names []string, e
 }
 
 // autoChunk streams a tool_choice "auto" answer through its choice's
-// parser: content and call deltas as the parser lets them go, each call
-// delta in a chunk of its own (the first with id, type and name), and
-// finish_reason tool_calls when the answer stopped after calls.
+// parser: content and call deltas as the parser lets them go (the first
+// call's only with parallel_tool_calls false), each call delta in a chunk
+// of its own (the first with id, type and name), and finish_reason
+// tool_calls when the answer stopped after calls.
 func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
 	p := cs.parsers[ev.index]
 	if p == nil {
@@ -83,6 +89,9 @@ func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai
 	d := p.Push(ev.text)
 	if ev.finish != "" {
 		d.Append(p.Finish())
+	}
+	if cs.tools.OneCall {
+		d.Calls = slices.DeleteFunc(d.Calls, func(c toolparse.CallDelta) bool { return c.Index > 0 }) // the first call only
 	}
 	var choices []openai.ChatChunkChoice
 	if d.Content != "" || len(d.Calls) == 0 && ev.finish == "" && len(lps) > 0 {

@@ -78,6 +78,9 @@ func TestAutoToolCalls(t *testing.T) {
 			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"rm\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null}`},
 		{"cut by max_tokens", "hermes", "", []string{"<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zü"}, wire.FinishLength,
 			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null}`},
+		{"parallel_tool_calls false: the first call", "hermes", `,"parallel_tool_calls":false`, hermesAnswer, wire.FinishStop,
+			`{"index":0,"message":{"role":"assistant","content":"Checking both.","tool_calls":[` +
+				`{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}`},
 		{"tool_choice none", "hermes", `,"tool_choice":"none"`, []string{"<tool_call>{\"name\": \"get_time\"}</tool_call>"}, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null}`},
 		{"no parser", "", "", []string{"<tool_call>{\"name\": \"get_time\"}</tool_call>"}, wire.FinishStop,
@@ -119,7 +122,12 @@ func eosIf(reason wire.FinishReason) []int32 {
 
 func post(t *testing.T, url, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	return postTo(t, url, "/v1/chat/completions", body)
+}
+
+func postTo(t *testing.T, url, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", "fixed")
 	resp, err := http.DefaultClient.Do(req)
@@ -192,6 +200,41 @@ func TestAutoToolCallsStream(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, calls); diff != "" || content.String() != "Checking both." || finish != "tool_calls" {
 		t.Errorf("content %q finish %q calls (-want +got):\n%s", content.String(), finish, diff)
+	}
+}
+
+// TestAutoToolCallsStreamOneCall: with parallel_tool_calls false a stream
+// sends the first call only, and still ends with tool_calls.
+func TestAutoToolCallsStreamOneCall(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, []int32{eosIMEnd}, hermesAnswer...)
+	}}
+	url := toolServer(t, f, "hermes", tokenizer.NewByte())
+	code, body := post(t, url, `{"messages":[{"role":"user","content":"Weather and time in Zürich?"}],`+toolsBody+`,"parallel_tool_calls":false,"stream":true,"max_tokens":100}`)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	var names []string
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ch openai.ChatCompletionChunk
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range ch.Choices[0].Delta.ToolCalls {
+			if tc.Index != 0 {
+				t.Fatalf("a second call: %s", data)
+			}
+			if tc.Function.Name != "" {
+				names = append(names, tc.Function.Name)
+			}
+		}
+	}
+	if !cmp.Equal(names, []string{"get_weather"}) || !strings.Contains(body, `"finish_reason":"tool_calls"`) {
+		t.Errorf("calls %v in %s", names, body)
 	}
 }
 
