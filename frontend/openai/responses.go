@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"fmt"
 )
 
 // Values of the "object" and "type" fields of the Responses API.
@@ -84,14 +83,20 @@ func (in ResponseInput) MarshalJSON() ([]byte, error) {
 	return json.Marshal(in.Items)
 }
 
-// ResponseInputItem is one input item. Only messages are supported (type
-// "message", or absent as in OpenAI's easy input message).
+// ResponseInputItem is one input item: a message (type "message", or
+// absent as in OpenAI's easy input message: Role, Content), a function
+// call the model made (ItemFunctionCall: CallID, Name, Arguments) or its
+// result (ItemFunctionCallOutput: CallID, Output).
 type ResponseInputItem struct {
-	Type    string          `json:"type,omitempty"`
-	Role    string          `json:"role"`
-	Content ResponseContent `json:"content"`
-	ID      string          `json:"id,omitempty"`
-	Status  string          `json:"status,omitempty"`
+	Type      string           `json:"type,omitempty"`
+	Role      string           `json:"role,omitempty"`
+	Content   ResponseContent  `json:"content"`
+	ID        string           `json:"id,omitempty"`
+	Status    string           `json:"status,omitempty"`
+	CallID    string           `json:"call_id,omitempty"`
+	Name      string           `json:"name,omitempty"`
+	Arguments string           `json:"arguments,omitempty"` // JSON text
+	Output    *ResponseContent `json:"output,omitempty"`    // a string or text parts
 }
 
 // ResponseContent is an input message's content: a string or a list of
@@ -158,16 +163,8 @@ func (r *ResponsesRequest) Validate() *Error {
 		return BadRequest("input", "'input' is required.")
 	}
 	for i, it := range r.Input.Items {
-		if it.Type != "" && it.Type != "message" {
-			return BadRequest(fmt.Sprintf("input[%d].type", i), "Input items of type %q are not supported yet; only messages are.", it.Type)
-		}
-		if !responseRoles[it.Role] {
-			return BadRequest(fmt.Sprintf("input[%d].role", i), "'input[%d].role' must be user, system, developer or assistant, got %q.", i, it.Role)
-		}
-		for j, p := range it.Content.Parts {
-			if !isTextPart(p.Type) {
-				return BadRequest(fmt.Sprintf("input[%d].content[%d].type", i, j), "Content part type %q is not supported; only text parts are.", p.Type)
-			}
+		if e := validateItem(i, it); e != nil {
+			return e
 		}
 	}
 	if e := r.Params.validate(); e != nil {
@@ -208,7 +205,7 @@ func (r *ResponsesRequest) Validate() *Error {
 	if maxOut, ok := r.MaxOutput(); ok && r.MinTokens > maxOut {
 		return BadRequest("min_tokens", "'min_tokens' must be less than or equal to 'max_output_tokens' (%d), got %d.", maxOut, r.MinTokens)
 	}
-	return validateToolChoice(r.ToolChoice)
+	return r.validateTools()
 }
 
 // Response is a Responses API response object.
@@ -273,22 +270,40 @@ type ResponseReasoning struct {
 	Summary *string `json:"summary"`
 }
 
-// ResponseOutputItem is one output item; only assistant messages are
-// produced.
+// ResponseOutputItem is one output item: an assistant message (Type
+// ItemMessage: Role, Content) or a function call (ItemFunctionCall:
+// CallID, Name, Arguments). Each type renders only its own fields.
 type ResponseOutputItem struct {
-	Type    string               `json:"type"` // "message"
-	ID      string               `json:"id"`   // msg_…
-	Status  string               `json:"status"`
-	Role    string               `json:"role"` // "assistant"
-	Content []ResponseOutputText `json:"content"`
+	Type      string               `json:"type"`
+	ID        string               `json:"id"` // msg_… or fc_…
+	Status    string               `json:"status"`
+	Role      string               `json:"role,omitempty"` // "assistant"
+	Content   []ResponseOutputText `json:"content,omitempty"`
+	CallID    string               `json:"call_id,omitempty"` // call_…: what a function_call_output answers
+	Name      string               `json:"name,omitempty"`
+	Arguments string               `json:"arguments,omitempty"` // JSON text
 }
 
-// MarshalJSON renders a nil Content as [].
+// MarshalJSON renders a message (with a nil Content as []) or a function
+// call, in OpenAI's field order.
 func (o ResponseOutputItem) MarshalJSON() ([]byte, error) {
-	type plain ResponseOutputItem
-	p := plain(o)
-	p.Content = nonNil(p.Content)
-	return json.Marshal(p)
+	if o.Type == ItemFunctionCall {
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+			Status    string `json:"status"`
+		}{o.Type, o.ID, o.CallID, o.Name, o.Arguments, o.Status})
+	}
+	return json.Marshal(struct {
+		Type    string               `json:"type"`
+		ID      string               `json:"id"`
+		Status  string               `json:"status"`
+		Role    string               `json:"role"`
+		Content []ResponseOutputText `json:"content"`
+	}{o.Type, o.ID, o.Status, o.Role, nonNil(o.Content)})
 }
 
 // ResponseOutputText is an output_text content part.
@@ -335,13 +350,16 @@ type ResponseDeleted struct {
 }
 
 // Streaming events of the Responses API, in the order they are sent:
-// response.created, response.in_progress, response.output_item.added,
-// response.content_part.added, response.output_text.delta…,
-// response.output_text.done, response.content_part.done,
+// response.created, response.in_progress, then for each output item in
+// turn response.output_item.added, its own events and
 // response.output_item.done, then response.completed (also when the
 // response's status is "incomplete", as vLLM sends it: the SDKs' stream
-// helpers finish on it). Every event carries a sequence number, counting from
-// 0, and is sent as `event: <type>` + `data: <json>`.
+// helpers finish on it). A message's own events are
+// response.content_part.added, response.output_text.delta…,
+// response.output_text.done and response.content_part.done; a function
+// call's, response.function_call_arguments.delta… and
+// response.function_call_arguments.done. Every event carries a sequence
+// number, counting from 0, and is sent as `event: <type>` + `data: <json>`.
 
 // ResponseLifecycleEvent is response.created, response.in_progress or
 // response.completed.

@@ -21,6 +21,12 @@ func TestResponsesInputForms(t *testing.T) {
 		{"typed parts", `[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"},{"type":"input_text","text":"y"}]}]`,
 			openai.ResponseInput{Items: []openai.ResponseInputItem{{Type: "message", Role: "assistant", Content: openai.ResponseContent{Text: "x\ny",
 				Parts: []openai.ResponseContentPart{{Type: "output_text", Text: "x"}, {Type: "input_text", Text: "y"}}}}}}},
+		{"function call and output", `[{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{\"a\":1}","status":"completed"},` +
+			`{"type":"function_call_output","call_id":"call_1","output":"ok"},{"type":"function_call_output","call_id":"call_1","output":[{"type":"input_text","text":"ok"}]}]`,
+			openai.ResponseInput{Items: []openai.ResponseInputItem{
+				{Type: "function_call", ID: "fc_1", CallID: "call_1", Name: "f", Arguments: `{"a":1}`, Status: "completed"},
+				{Type: "function_call_output", CallID: "call_1", Output: &openai.ResponseContent{Text: "ok"}},
+				{Type: "function_call_output", CallID: "call_1", Output: &openai.ResponseContent{Text: "ok", Parts: []openai.ResponseContentPart{{Type: "input_text", Text: "ok"}}}}}}},
 		{"empty list", `[]`, openai.ResponseInput{Items: []openai.ResponseInputItem{}}},
 		{"null", `null`, openai.ResponseInput{}},
 	}
@@ -57,6 +63,26 @@ func TestValidateResponses(t *testing.T) {
 		{name: "truncation", body: `{"input":"x","truncation":"middle"}`, wantParam: "truncation"},
 		{name: "conversation", body: `{"input":"x","conversation":"conv_1"}`, wantParam: "conversation"},
 		{name: "shared field", body: `{"input":"x","top_p":2}`, wantParam: "top_p"},
+		{name: "function call items", body: `{"input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},` +
+			`{"type":"function_call_output","call_id":"c","output":"y"}]}`},
+		{name: "call without call_id", body: `{"input":[{"type":"function_call","name":"f"}]}`, wantParam: "input[0].call_id"},
+		{name: "call without name", body: `{"input":[{"type":"function_call","call_id":"c"}]}`, wantParam: "input[0].name"},
+		{name: "output without call_id", body: `{"input":[{"type":"function_call_output","output":"y"}]}`, wantParam: "input[0].call_id"},
+		{name: "output missing", body: `{"input":[{"type":"function_call_output","call_id":"c"}]}`, wantParam: "input[0].output"},
+		{name: "image output", body: `{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"u"}]}]}`, wantParam: "input[0].output[0].type"},
+		{name: "function tools", body: `{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"},"strict":true}],"tool_choice":"required","parallel_tool_calls":false}`},
+		{name: "named function", body: `{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`},
+		{name: "web_search tool", body: `{"input":"x","tools":[{"type":"function","name":"f"},{"type":"web_search"}]}`, wantParam: "tools[1].type"},
+		{name: "mcp tool", body: `{"input":"x","tools":[{"type":"mcp","server_label":"s"}]}`, wantParam: "tools[0].type"},
+		{name: "chat's nested tool", body: `{"input":"x","tools":[{"type":"function","function":{"name":"f"}}]}`, wantParam: "tools[0].name"},
+		{name: "tools not a list", body: `{"input":"x","tools":{"type":"function"}}`, wantParam: "tools"},
+		{name: "chat's named choice", body: `{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","function":{"name":"f"}}}`, wantParam: "tool_choice"},
+		{name: "allowed_tools choice", body: `{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}}`, wantParam: "tool_choice"},
+		{name: "unknown mode", body: `{"input":"x","tool_choice":"any"}`, wantParam: "tool_choice"},
+		{name: "required without tools", body: `{"input":"x","tool_choice":"required"}`, wantParam: "tool_choice"},
+		{name: "named, not a tool", body: `{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}}`, wantParam: "tool_choice"},
+		{name: "required and text.format", body: `{"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":"required","text":{"format":{"type":"json_object"}}}`, wantParam: "tool_choice"},
+		{name: "auto and text.format", body: `{"input":"x","tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_object"}}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +115,59 @@ func TestResponsesObjectJSON(t *testing.T) {
 		`"truncation":"","usage":null,"user":null,"metadata":{}}`
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestResponsesToolPlan(t *testing.T) {
+	tests := []struct {
+		name, fields string
+		want         openai.ToolPlan
+		schema       string // the constraint's JSON schema; "" for none
+	}{
+		{"no tools", `"tool_choice":"auto"`, openai.ToolPlan{Names: []string{}}, ""},
+		{"tools: auto", `"tools":[{"type":"function","name":"f"},{"type":"function","name":"g"}]`,
+			openai.ToolPlan{Mode: openai.ToolsAuto, Names: []string{"f", "g"}}, ""},
+		{"auto, one call", `"tools":[{"type":"function","name":"f"}],"parallel_tool_calls":false`,
+			openai.ToolPlan{Mode: openai.ToolsAuto, Names: []string{"f"}, OneCall: true}, ""},
+		{"none", `"tools":[{"type":"function","name":"f"}],"tool_choice":"none"`, openai.ToolPlan{Names: []string{"f"}}, ""},
+		{"required, one call", `"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}],"tool_choice":"required","parallel_tool_calls":false`,
+			openai.ToolPlan{Mode: openai.ToolsRequired, Names: []string{"f"}, OneCall: true},
+			`{"items":{"anyOf":[{"type":"object","properties":{"name":{"const":"f"},"parameters":{"type":"object","properties":{"a":{"type":"integer"}}}},"required":["name","parameters"],"additionalProperties":false}]},"maxItems":1,"minItems":1,"type":"array"}`},
+		{"named", `"tools":[{"type":"function","name":"f"},{"type":"function","name":"g","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"g"}`,
+			openai.ToolPlan{Mode: openai.ToolsNamed, Name: "g", Names: []string{"f", "g"}}, `{"type":"object"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var req openai.ResponsesRequest
+			if e := openai.Decode([]byte(`{"input":"x",`+tc.fields+`}`), &req); e != nil {
+				t.Fatal(e)
+			}
+			plan, e := req.ToolPlanOf()
+			if e != nil {
+				t.Fatal(e)
+			}
+			schema := ""
+			if plan.Constraint != nil {
+				schema = plan.Constraint.JSON
+			}
+			plan.Constraint = nil
+			if diff := cmp.Diff(tc.want, plan); diff != "" || schema != tc.schema {
+				t.Errorf("schema %s, want %s; plan (-want +got):\n%s", schema, tc.schema, diff)
+			}
+		})
+	}
+	var req openai.ResponsesRequest
+	_ = openai.Decode([]byte(`{"input":"x","tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true}]}`), &req)
+	tools, _ := req.FunctionTools()
+	if b, _ := json.Marshal(tools); string(b) != `[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"},"strict":true}}]` {
+		t.Errorf("chat form of the tools: %s", b)
+	}
+}
+
+func TestResponsesFunctionCallJSON(t *testing.T) {
+	b, err := json.Marshal(openai.ResponseOutputItem{Type: openai.ItemFunctionCall, ID: "fc_1", Status: "in_progress", CallID: "call_1", Name: "f"})
+	if want := `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"","status":"in_progress"}`; err != nil || string(b) != want {
+		t.Errorf("%v: %s, want %s", err, b, want)
 	}
 }
 
@@ -141,6 +220,8 @@ func FuzzDecodeResponses(f *testing.F) {
 		`{"input":"hi"}`, `{"input":[{"role":"user","content":"a"}]}`,
 		`{"input":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]}],"previous_response_id":"resp_1"}`,
 		`{"input":5}`, `{"input":[{"content":{}}]}`, `{"input":[1]}`, `{"text":{"format":{"type":"json_schema"}}}`,
+		`{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"y"}]}],` +
+			`"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`,
 	} {
 		f.Add([]byte(s))
 	}

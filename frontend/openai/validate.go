@@ -240,20 +240,6 @@ func (p *Params) validateCandidates() *Error {
 	return nil
 }
 
-// validateToolChoice accepts "none" and "auto" (the Responses API's
-// tools: rendered into the prompt; calls are not parsed out of its output
-// yet).
-func validateToolChoice(raw json.RawMessage) *Error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil && (s == "none" || s == "auto") {
-		return nil
-	}
-	return BadRequest("tool_choice", "'tool_choice' %s is not supported yet: the Responses API does not make tool calls yet (\"none\" and \"auto\" are accepted).", raw)
-}
-
 // unsupportedFields are vLLM request fields Tandem does not implement yet.
 // Ignoring them like unknown fields would silently change what the client
 // asked for, so a non-empty value is a 400 naming the field.

@@ -11,6 +11,20 @@ import (
 type Message struct {
 	Role    string
 	Content string
+	// ToolCalls are an assistant turn's function calls (function_call
+	// items), in order; ID is the call_id.
+	ToolCalls []openai.ToolCall
+	// ToolCallID is the call a "tool" turn (a function_call_output) answers.
+	ToolCallID string
+}
+
+// numBytes is the text m holds, bytes.
+func (m Message) numBytes() int {
+	n := len(m.Content) + len(m.ToolCallID)
+	for _, c := range m.ToolCalls {
+		n += len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)
+	}
+	return n
 }
 
 // Entry is one stored response.
@@ -71,7 +85,7 @@ func (s *Store) Put(e Entry, numNew int) {
 	numNew = min(max(numNew, 0), len(e.Messages))
 	e.NumBytes = 0
 	for _, m := range e.Messages[len(e.Messages)-numNew:] {
-		e.NumBytes += len(m.Content)
+		e.NumBytes += m.numBytes()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

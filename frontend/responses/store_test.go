@@ -102,6 +102,20 @@ func TestStoreGetReturnsEntry(t *testing.T) {
 	}
 }
 
+// TestStoreCountsCalls: a turn's calls and a result's call id count
+// towards MaxBytes like text.
+func TestStoreCountsCalls(t *testing.T) {
+	s := responses.NewStore(responses.Limits{})
+	e := responses.Entry{Response: openai.Response{ID: "a"}, Messages: []responses.Message{
+		{Role: "assistant", Content: "ok", ToolCalls: []openai.ToolCall{{ID: "call_1", Type: "function", Function: openai.FunctionCall{Name: "f", Arguments: "{}"}}}},
+		{Role: "tool", Content: "42", ToolCallID: "call_1"},
+	}}
+	s.Put(e, 2)
+	if got, _ := s.Get("a"); got.NumBytes != 2+6+1+2+2+6 {
+		t.Errorf("NumBytes %d", got.NumBytes)
+	}
+}
+
 func TestStoreConcurrent(t *testing.T) {
 	s := responses.NewStore(responses.Limits{MaxEntries: 8})
 	var wg sync.WaitGroup

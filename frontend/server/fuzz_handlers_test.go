@@ -36,6 +36,8 @@ func FuzzHandlers(f *testing.F) {
 		`{"model":"dummy","prompt":"x","session_id":"s\u0000","use_beam_search":true,"n":2}`,
 		`{"model":"dummy","prompt":"x","truncate_prompt_tokens":-1,"max_tokens":0}`,
 		`{"model":"dummy","prompt":"x","vllm_xargs":{"session_id":["a"]},"cache_salt":""}`,
+		`{"model":"dummy","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},` +
+			`{"type":"function_call_output","call_id":"c","output":"y"}],"tools":[{"type":"function","name":"f"}],"tool_choice":"required","stream":true}`,
 		`{"messages":null}`, `[]`, `null`, `"x"`, `{"prompt":{}}`, ``,
 	}
 	for i, s := range seeds {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -8,31 +9,41 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/responses"
+	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
 
 // responseCall is one POST /v1/responses in flight: what the handler and
 // the streaming writer share.
 type responseCall struct {
-	resp     openai.Response     // the response object, filled as it completes
-	msgID    string              // msg_… id of the output message
-	history  []responses.Message // the stored conversation it continues
-	input    []responses.Message // this request's input messages
-	store    bool
-	logprobs bool   // output_text carries logprobs (top_logprobs set)
-	owner    string // the caller's tenant, stored with the response
+	resp      openai.Response     // the response object, filled as it completes
+	baseID    string              // the request's id: resp_<baseID>, msg_<baseID>, fc_<baseID>_<n>
+	history   []responses.Message // the stored conversation it continues
+	input     []responses.Message // this request's input messages
+	store     bool
+	logprobs  bool   // output_text carries logprobs (top_logprobs set)
+	owner     string // the caller's tenant, stored with the response
+	plan      openai.ToolPlan
+	auto      *toolparse.Format // reads calls out of tool_choice "auto" answers; nil: none
+	newCallID func() string     // call_… ids of function_call items
 }
 
 // createResponse serves POST /v1/responses: the input (with the stored
 // conversation of previous_response_id, and instructions as a system
 // message) is rendered with the chat template and generated like a chat
-// completion with one choice.
+// completion with one choice, tools and tool_choice as in chat; the answer
+// becomes message and function_call items (outputItems).
 func (s *Server) createResponse(c echo.Context) error {
 	var req openai.ResponsesRequest
 	cm, e := s.begin(c, &req, &req.Params)
 	if e != nil {
 		return writeError(c, e)
 	}
-	call := &responseCall{store: req.Stored(), input: inputMessages(&req), msgID: "msg_" + cm.baseID, owner: tenantOf(c)}
+	plan, e := req.ToolPlanOf() // validated
+	if e != nil {
+		return writeError(c, e)
+	}
+	call := &responseCall{store: req.Stored(), input: inputMessages(&req), baseID: cm.baseID, owner: tenantOf(c),
+		plan: plan, auto: s.autoTools(plan), newCallID: s.responseCallIDs()}
 	if id := req.PreviousResponseID; id != "" {
 		prev, ok := s.store.Get(id)
 		if !ok || prev.Owner != tenantOf(c) {
@@ -42,12 +53,15 @@ func (s *Server) createResponse(c echo.Context) error {
 		}
 		call.history = prev.Messages
 	}
-	chat := &openai.ChatCompletionRequest{Tools: req.Tools}
+	chat := &openai.ChatCompletionRequest{}
+	if tools, _ := req.FunctionTools(); len(tools) > 0 {
+		chat.Tools, _ = json.Marshal(tools) // chat's form, as the template expects
+	}
 	if req.Instructions != "" {
 		chat.Messages = append(chat.Messages, openai.ChatMessage{Role: "system", Content: openai.Content{Text: req.Instructions}})
 	}
 	for _, m := range append(append([]responses.Message(nil), call.history...), call.input...) {
-		chat.Messages = append(chat.Messages, openai.ChatMessage{Role: m.Role, Content: openai.Content{Text: m.Content}})
+		chat.Messages = append(chat.Messages, chatMessage(m))
 	}
 	if len(chat.Messages) == 0 {
 		return writeError(c, openai.BadRequest("input", "'input' is empty and there are no instructions or previous messages."))
@@ -72,6 +86,13 @@ func (s *Server) createResponse(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
+	if plan.Constraint != nil {
+		sp.StructuredOutputs = plan.Constraint
+	}
+	skipSpecial := req.SkipSpecial()
+	if call.auto != nil && call.auto.KeepSpecial && req.SkipSpecialTokens == nil {
+		skipSpecial = false // the calls' markers may be special tokens, as for chat
+	}
 	id := "resp_" + cm.baseID
 	g := &genRequest{
 		internalID:  id + "-" + randomHex(4),
@@ -86,7 +107,7 @@ func (s *Server) createResponse(c echo.Context) error {
 		rank:        cm.rank,
 		stops:       req.Stop,
 		includeStop: req.IncludeStopStr,
-		skipSpecial: req.SkipSpecial(),
+		skipSpecial: skipSpecial,
 	}
 	call.resp = s.newResponse(&req, id)
 	gens := []*genRequest{g}
@@ -97,25 +118,78 @@ func (s *Server) createResponse(c echo.Context) error {
 	if err != nil {
 		return respondCollected(c, nil, err)
 	}
-	s.finishResponse(call, res[0], usageOf(gens, res))
+	out := call.newOutput(nil)
+	var lps []openai.ChatTokenLogprob
+	if call.logprobs {
+		lps = chatTokenLogprobs(res[0].logprobs)
+	}
+	out.text(res[0].text.String(), lps)
+	s.finishResponse(call, out.end(res[0].finish), res[0].finish, usageOf(gens, res))
 	return c.JSON(http.StatusOK, call.resp)
 }
 
-// inputMessages turns the request's input into conversation messages; the
-// developer role is rendered as system, which every template knows.
+// inputMessages turns the request's input into conversation turns: the
+// developer role is rendered as system, which every template knows; a
+// function_call item joins the assistant turn before it (the text and
+// calls of one answer are one turn, as in chat), or starts one; a
+// function_call_output is a "tool" turn.
 func inputMessages(req *openai.ResponsesRequest) []responses.Message {
 	if req.Input.Text != nil {
 		return []responses.Message{{Role: "user", Content: *req.Input.Text}}
 	}
-	out := make([]responses.Message, len(req.Input.Items))
-	for i, it := range req.Input.Items {
-		role := it.Role
-		if role == "developer" {
-			role = "system"
+	out := make([]responses.Message, 0, len(req.Input.Items))
+	for _, it := range req.Input.Items {
+		switch it.Type {
+		case openai.ItemFunctionCall:
+			tc := openai.ToolCall{ID: it.CallID, Type: "function", Function: openai.FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+			if n := len(out); n > 0 && out[n-1].Role == "assistant" {
+				out[n-1].ToolCalls = append(out[n-1].ToolCalls, tc)
+				continue
+			}
+			out = append(out, responses.Message{Role: "assistant", ToolCalls: []openai.ToolCall{tc}})
+		case openai.ItemFunctionCallOutput:
+			out = append(out, responses.Message{Role: "tool", Content: it.Output.Text, ToolCallID: it.CallID})
+		default:
+			role := it.Role
+			if role == "developer" {
+				role = "system"
+			}
+			out = append(out, responses.Message{Role: role, Content: it.Content.Text})
 		}
-		out[i] = responses.Message{Role: role, Content: it.Content.Text}
 	}
 	return out
+}
+
+// chatMessage is a conversation turn as a chat message. A turn with calls
+// or a call's result carries them as chat's tool_calls (content null when
+// there is no text) and tool_call_id, for the template, as vLLM passes
+// them.
+func chatMessage(m responses.Message) openai.ChatMessage {
+	msg := openai.ChatMessage{Role: m.Role, Content: openai.Content{Text: m.Content}}
+	if len(m.ToolCalls) == 0 && m.ToolCallID == "" {
+		return msg
+	}
+	raw := struct {
+		Role       string            `json:"role"`
+		Content    *string           `json:"content"`
+		ToolCalls  []openai.ToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string            `json:"tool_call_id,omitempty"`
+	}{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		raw.Content = &m.Content
+	}
+	msg.Raw, _ = json.Marshal(raw)
+	return msg
+}
+
+// responseCallIDs returns the call id maker of function_call items:
+// call_<24 hex digits>, or the 9-character ids of a format whose
+// templates take only those.
+func (s *Server) responseCallIDs() func() string {
+	if f := s.cfg.ToolParser; f != nil && f.ShortIDs {
+		return shortToolCallID
+	}
+	return func() string { return "call_" + randomHex(12) }
 }
 
 // newResponse is the in-progress response object of req.
@@ -153,27 +227,14 @@ func (s *Server) newResponse(req *openai.ResponsesRequest, id string) openai.Res
 	return r
 }
 
-// outputItem is the response's output message with text so far.
-func (call *responseCall) outputItem(text string, lps []openai.ChatTokenLogprob, status string) openai.ResponseOutputItem {
-	return openai.ResponseOutputItem{Type: "message", ID: call.msgID, Status: status, Role: "assistant",
-		Content: []openai.ResponseOutputText{{Type: "output_text", Text: text, Logprobs: lps}}}
-}
-
-// finishResponse completes call.resp with the finished choice r and
-// stores it when asked.
-func (s *Server) finishResponse(call *responseCall, r *choiceResult, u openai.Usage) {
-	text := r.text.String()
-	var lps []openai.ChatTokenLogprob
-	if call.logprobs {
-		lps = chatTokenLogprobs(r.logprobs)
-	}
-	status := openai.ResponseStatusCompleted
-	if r.finish == openai.FinishLength {
-		status = openai.ResponseStatusIncomplete
+// finishResponse completes call.resp with its output items, the answer's
+// finish reason and usage, and stores it when asked.
+func (s *Server) finishResponse(call *responseCall, items []openai.ResponseOutputItem, finish string, u openai.Usage) {
+	call.resp.Status = responseStatus(finish)
+	if call.resp.Status == openai.ResponseStatusIncomplete {
 		call.resp.IncompleteDetails = &openai.IncompleteDetails{Reason: "max_output_tokens"}
 	}
-	call.resp.Status = status
-	call.resp.Output = []openai.ResponseOutputItem{call.outputItem(text, lps, status)}
+	call.resp.Output = items
 	cached := 0
 	if u.PromptTokensDetails != nil {
 		cached = u.PromptTokensDetails.CachedTokens
@@ -183,7 +244,7 @@ func (s *Server) finishResponse(call *responseCall, r *choiceResult, u openai.Us
 		OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 	}
 	if call.store {
-		msgs := append(append(append([]responses.Message(nil), call.history...), call.input...), responses.Message{Role: "assistant", Content: text})
+		msgs := append(append(append([]responses.Message(nil), call.history...), call.input...), assistantTurn(items))
 		s.store.Put(responses.Entry{Response: call.resp, Messages: msgs, Owner: call.owner}, len(call.input)+1)
 	}
 }
