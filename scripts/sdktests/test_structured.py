@@ -9,7 +9,9 @@ with `client.chat.completions.parse(response_format=Model)`, and the same
 with the SDK's streaming helper, and checks that what comes back
 validates (the SDK parses it into the model; a second validation runs on
 the raw text). Then response_format json_object and structural_tag, a GBNF grammar, structured_outputs
-choice and regex, and a schema the engine cannot compile (400).
+choice and regex, a schema the engine cannot compile (400), and function
+tools through the Responses API (required, auto, streamed, a call →
+function_call_output → answer loop).
 
 Prints one PASS/FAIL line per check and "N passed, M failed"; exits
 non-zero on any failure. cmd/tandem/e2e_structured_test.go runs it.
@@ -367,7 +369,9 @@ def other_checks():
     # model writes, in the hermes syntax (--tool-call-parser hermes). The
     # 135M model does not write calls by itself, so a regex makes it.
     call_text = r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris", "unit": "celsius"\}\}\n</tool_call>'
-    forced = dict(max_tokens=80, extra_body={"structured_outputs": {"regex": r"Let me check\.\n" + call_text}})
+    # Greedy, and room to spare: sampled, the forced text takes 60 to 70
+    # tokens (the constraint allows many tokenizations of it).
+    forced = dict(max_tokens=200, temperature=0, extra_body={"structured_outputs": {"regex": r"Let me check\.\n" + call_text}})
     weather = [{"role": "user", "content": "What is the weather in Paris?"}]
 
     def check_call(ch):
@@ -425,6 +429,71 @@ def other_checks():
     run("GBNF grammar", gbnf)
     run("structural_tag", structural_tag)
     run("uncompilable schema is a 400", bad_schema)
+    responses_checks(c, tools, valid_args, forced)
+
+
+def responses_checks(c, tools, valid_args, forced):
+    """Function tools through the Responses API, read with the SDK's types."""
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
+
+    flat = [{"type": "function", **t["function"]} for t in tools]  # the Responses API's form
+
+    def required(prompt):
+        def fn():
+            for i in range(4):  # a cut answer is text with status incomplete: another seed
+                r = c.responses.create(model=ARGS.model, input=prompt, tools=flat, tool_choice="required", max_output_tokens=600, temperature=0.7,
+                                       extra_body={"repetition_penalty": 1.1, "seed": SAMPLING["seed"] + i})
+                if r.status == "completed":
+                    break
+            assert r.status == "completed", r
+            assert r.output and all(isinstance(it, ResponseFunctionToolCall) for it in r.output), r.output
+            for call in r.output:
+                assert call.id.startswith("fc_") and call.call_id.startswith("call_") and call.status == "completed", call
+                valid_args(call.name, json.loads(call.arguments))
+        return fn
+
+    weather = "What is the weather in Paris?"
+    forced = dict(max_output_tokens=forced["max_tokens"], temperature=forced["temperature"], extra_body=forced["extra_body"])
+
+    def check(r):
+        kinds = [ResponseOutputMessage, ResponseFunctionToolCall]  # the stream helper's are subclasses
+        assert r.status == "completed" and len(r.output) == 2 and all(map(isinstance, r.output, kinds)), r.output
+        assert r.output_text == "Let me check.", r.output_text
+        call = r.output[1]
+        assert call.name == "get_weather" and call.arguments == '{"city":"Paris","unit":"celsius"}' and call.call_id, call
+        return r
+
+    def auto():
+        check(c.responses.create(model=ARGS.model, input=weather, tools=flat, **forced))
+
+    def streamed():
+        with c.responses.stream(model=ARGS.model, input=weather, tools=flat, **forced) as s:
+            events = [e for e in s]
+            final = s.get_final_response()
+        types = [e.type for e in events]
+        for t in ["response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.done",
+                  "response.output_item.done", "response.completed"]:
+            assert t in types, (t, types)
+        assert [e.sequence_number for e in events] == list(range(len(events))), types
+        args = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+        assert args == '{"city":"Paris","unit":"celsius"}', args
+        check(final)
+
+    def loop():
+        r = check(c.responses.create(model=ARGS.model, input=weather, tools=flat, **forced))
+        result = {"type": "function_call_output", "call_id": r.output[1].call_id, "output": "18 degrees, cloudy"}
+        final = c.responses.create(model=ARGS.model, previous_response_id=r.id, input=[result], tools=flat, max_output_tokens=40, temperature=0)
+        assert final.output_text and not [it for it in final.output if it.type == "function_call"], final.output
+        # The same conversation resent as items, without previous_response_id.
+        items = [{"role": "user", "content": weather}] + [it.model_dump(exclude_none=True) for it in r.output] + [result]
+        again = c.responses.create(model=ARGS.model, input=items, tools=flat, max_output_tokens=40, temperature=0)
+        assert again.output_text == final.output_text, (again.output_text, final.output_text)
+
+    for i, prompt in enumerate(["What is the weather in Paris in celsius?", "Add 2 and 40."]):
+        run(f"responses: tool_choice required {i}", required(prompt))
+    run("responses: tool_choice auto, a call", auto)
+    run("responses: a call streamed", streamed)
+    run("responses: call, function_call_output, answer", loop)
 
 
 def main():
