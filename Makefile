@@ -97,12 +97,14 @@ fuzz-short:
 fuzz: ## run every fuzzer for 5 minutes
 	@$(TEST_ENV) ./scripts/fuzz.sh 5m
 
-bench: setup llguidance oracle model ## Tandem vs llama.cpp, constrained decoding's cost, MaskBench's held-out schemas → docs/benchmarks/ and docs/benchmarks.md
+bench: setup llguidance oracle model ## Tandem vs llama.cpp, constrained decoding's cost, MaskBench's held-out schemas, MaskBench vs llama.cpp's grammars → docs/benchmarks/ and docs/benchmarks.md
 	./scripts/llamabench/build.sh
 	$(GO) run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
 	@echo "== MaskBench on the schemas make test never sees (all but every 16th)"
 	$(TEST_ENV) TANDEM_MASKBENCH_HELD_OUT=1 TANDEM_MASKBENCH_JSON=$(CURDIR)/docs/benchmarks/maskbench-held-out.json \
 		$(GO) test -count=1 -timeout 60m -run 'TestMaskBench$$' -v ./enginecore/structured/
+	@echo "== MaskBench side by side: llama.cpp's grammar engine vs LLGuidance (every 16th case)"
+	$(TEST_ENV) GO=$(GO) ./scripts/maskbench_llama/run.sh docs/benchmarks/maskbench-llamacpp.json
 
 lint: vet ## gofmt + go vet
 
