@@ -199,6 +199,11 @@ def main():
         with open(args.llguidance) as f:
             llg = json.load(f)
     fig = aggregate(results)
+    # Which schemas went wrong, to read the causes off the cases' meta.features.
+    fig["invalidating_schemas"] = sorted(c["name"] for c, r in zip(cases, results)
+                                         if r["compiled"] and any(a and not v for v, a in r["tests"]))
+    fig["refusing_schemas"] = sorted(c["name"] for c, r in zip(cases, results)
+                                     if r["compiled"] and any(v and not a for v, a in r["tests"]))
     convert_us = [r["convert_us"] for r in results if "convert_us" in r]
     fig.update({
         "date": datetime.date.today().isoformat(),
@@ -207,7 +212,7 @@ def main():
         "matcher": "llama.cpp grammar sampler (llama_sampler_init_grammar; node-llama-cpp's prebuilt CPU libraries), "
                    "schemas converted by llama.cpp's examples/json_schema_to_grammar.py",
         "compile_note": "compile_us is llama_sampler_init_grammar (GBNF parse) only; the Python converter's time is converter_us",
-        "converter_us": {p: pct(convert_us, q) for p, q in (("p50", 0.5), ("p99", 0.99))},
+        "converter_us": {p: round(pct(convert_us, q), 1) for p, q in (("p50", 0.5), ("p99", 0.99))},
         "failures": failures,
         "wall_s": round(time.time() - start),
     })
