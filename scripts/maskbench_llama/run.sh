@@ -5,9 +5,9 @@
 # the cases make test runs) and TestMaskBenchExport writes those cases'
 # token ids; run.py forces the same ids through llama.cpp's grammar
 # sampler (grammar.c) and writes both columns to the file named by $1
-# (default docs/benchmarks/maskbench-llamacpp.json). llama.cpp's sampler
-# checks every one of the 49,152 tokens at each step, as llama-server
-# does, so the every-16th run takes about 8 minutes on 2 cores. Run
+# (default docs/benchmarks/maskbench-llamacpp.json). Each step masks all
+# 49,152 tokens through llama.cpp's sampler (MaskBench's full mask), so
+# the every-16th run takes about 8 minutes on 2 cores. Run
 # scripts/oracle.sh, scripts/model.sh and scripts/llguidance.sh first
 # (make bench does).
 set -euo pipefail
