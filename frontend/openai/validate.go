@@ -70,6 +70,9 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if e != nil {
 		return e
 	}
+	if plan.Constraint != nil && r.UseBeamSearch {
+		return beamWithConstraint()
+	}
 	if plan.Constraint != nil {
 		if so, _ := r.Params.Constraint(); so != nil {
 			return BadRequest("tool_choice", "'tool_choice' %s and a response format both constrain the output; set one.", r.ToolChoice)
@@ -203,8 +206,12 @@ func (p *Params) validate() *Error {
 	if p.StreamOptions != nil && !p.Stream {
 		return BadRequest("stream_options", "'stream_options' can only be set when 'stream' is true.")
 	}
-	if _, e := p.Constraint(); e != nil {
+	so, e := p.Constraint()
+	if e != nil {
 		return e
+	}
+	if so != nil && p.UseBeamSearch {
+		return beamWithConstraint()
 	}
 	if k := p.TruncatePromptTokens; k != nil && *k < 1 && *k != -1 {
 		return BadRequest("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or at least 1, got %d.", *k)
@@ -213,6 +220,14 @@ func (p *Params) validate() *Error {
 		return BadRequest("prompt_logprobs", "'prompt_logprobs' is not supported yet.")
 	}
 	return p.validateCandidates()
+}
+
+// beamWithConstraint refuses beam search under a structured-output or
+// tool constraint: the beams are expanded by sub-requests whose top
+// logprobs come from the unconstrained distribution, so the answer would
+// not be constrained. A 400 instead of a silent unconstrained answer.
+func beamWithConstraint() *Error {
+	return BadRequest("use_beam_search", "'use_beam_search' cannot be combined with a structured-output constraint (response_format, structured_outputs, guided_*) or a tool_choice that forces calls yet.")
 }
 
 // validateCandidates checks best_of, use_beam_search and length_penalty.
