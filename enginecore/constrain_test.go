@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -148,5 +149,57 @@ func TestStructuredOutputsRefused(t *testing.T) {
 		if finish != wire.FinishError || !strings.Contains(msg, tt.want) {
 			t.Errorf("%+v: finish %v %q, want an error containing %q", tt.so, finish, msg, tt.want)
 		}
+	}
+}
+
+// TestConstraintPrefixAndMaskedLogprobs: with _tandem_constraint_prefix
+// the constraint first takes the prompt's last tokens (a beam's answer so
+// far) and the next token continues it; with _tandem_masked_logprobs the
+// top logprobs rank only tokens the constraint allows. A prefix the
+// constraint refuses is a per-request error.
+func TestConstraintPrefixAndMaskedLogprobs(t *testing.T) {
+	c := constrainedEngine(t)
+	run := func(id string, prompt []int32, p wire.SamplingParams) engineclient.Output {
+		t.Helper()
+		g, err := c.Generate(context.Background(), prompt, p, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for {
+			o, err := g.Next(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			if o.FinishReason != wire.FinishNone {
+				return o
+			}
+		}
+	}
+	p := wire.DefaultSamplingParams()
+	k := 20
+	p.Temperature, p.MaxTokens, p.Logprobs, p.MaskedLogprobs = 0, 1, &k, true
+	p.StructuredOutputs = &wire.StructuredOutputs{Regex: "abc[xy]z"}
+	p.ConstraintPrefix = 3
+	// The prompt ends with the answer so far, "abc": the next token must be x or y.
+	out := run("prefix", []int32{5, 6, 'a', 'b', 'c'}, p)
+	if len(out.NewTokenIDs) != 1 || (out.NewTokenIDs[0] != 'x' && out.NewTokenIDs[0] != 'y') {
+		t.Fatalf("after the prefix abc the token is %v (finish %v %v), want x or y", out.NewTokenIDs, out.FinishReason, out.StopReason)
+	}
+	finite := 0
+	for j, lp := range out.NewLogprobs.Logprobs[0] {
+		if id := out.NewLogprobs.TokenIDs[0][j]; !math.IsInf(lp, -1) {
+			finite++
+			if id != 'x' && id != 'y' {
+				t.Fatalf("masked logprobs rank token %d (%g), which the constraint refuses", id, lp)
+			}
+		}
+	}
+	if finite == 0 {
+		t.Fatal("no finite logprob")
+	}
+	if out := run("refused", []int32{5, 6, 'a', 'q', 'c'}, p); out.FinishReason != wire.FinishError {
+		t.Fatalf("a prefix the constraint refuses: finish %v, want an error", out.FinishReason)
 	}
 }

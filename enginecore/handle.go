@@ -114,6 +114,18 @@ func (e *Engine) admit(now time.Time, req *sched.Request, c *constraint) (out Ou
 		return e.reject(now, req.Client, req.WireID, wire.CodeInvalidRequest,
 			fmt.Sprintf("%v: duplicate request id %q", sched.ErrRejected, req.WireID)), true
 	}
+	if c != nil && req.Params.ConstraintPrefix > 0 {
+		// The prompt's last tokens are an answer so far (a beam): the
+		// constraint takes them first, as if generated.
+		n := req.NumPromptTokens()
+		for i, tok := range req.PromptTokenIDs()[n-req.Params.ConstraintPrefix:] {
+			if err := c.m.Accept(tok); err != nil {
+				c.m.Close()
+				return e.reject(now, req.Client, req.WireID, wire.CodeInvalidRequest,
+					fmt.Sprintf("the constraint refuses token %d of the answer so far (_tandem_constraint_prefix): %v", i, err)), true
+			}
+		}
+	}
 	if err := e.sched.Add(req); err != nil {
 		if c != nil {
 			c.m.Close()

@@ -70,6 +70,10 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32) error {
 		return fmt.Errorf("%d logit_bias entries: at most %d", len(p.LogitBias), maxLogitBiasTerms)
 	case p.EOSTokenID != nil && *p.EOSTokenID < 0:
 		return fmt.Errorf("_eos_token_id %d is negative", *p.EOSTokenID)
+	case p.ConstraintPrefix < 0 || p.ConstraintPrefix >= len(r.PromptTokenIDs):
+		return fmt.Errorf("_tandem_constraint_prefix %d: want [0, %d), fewer than the prompt's tokens", p.ConstraintPrefix, len(r.PromptTokenIDs))
+	case p.ConstraintPrefix > 0 && p.StructuredOutputs == nil:
+		return fmt.Errorf("_tandem_constraint_prefix needs structured_outputs")
 	}
 	for _, t := range p.StopTokenIDs {
 		if t < 0 {

@@ -136,6 +136,14 @@ var spFields = []spField{
 			p.EOSTokenID = &n
 			return err
 		}},
+	{"_tandem_constraint_prefix",
+		func(p *SamplingParams) bool { return p.ConstraintPrefix == 0 },
+		func(e *enc, p *SamplingParams) { e.int(int64(p.ConstraintPrefix)) },
+		func(d *dec, p *SamplingParams) (err error) { p.ConstraintPrefix, err = d.int(); return err }},
+	{"_tandem_masked_logprobs",
+		func(p *SamplingParams) bool { return !p.MaskedLogprobs },
+		func(e *enc, p *SamplingParams) { e.bool(true) },
+		func(d *dec, p *SamplingParams) (err error) { p.MaskedLogprobs, err = d.bool(); return err }},
 	{"structured_outputs",
 		func(p *SamplingParams) bool { return p.StructuredOutputs == nil },
 		func(e *enc, p *SamplingParams) { p.StructuredOutputs.encode(e) },

@@ -60,7 +60,15 @@ type SamplingParams struct {
 	StructuredOutputs *StructuredOutputs // "structured_outputs", default nil (= unconstrained)
 	LogitBias         map[int32]float64  // "logit_bias", default nil
 	EOSTokenID        *int32             // "_eos_token_id", default nil (= the engine model's EOS)
-	ExtraArgs         map[string]any     // "extra_args", default nil (from vllm_xargs)
+	// ConstraintPrefix ("_tandem_constraint_prefix", default 0): the
+	// constraint first accepts the prompt's last ConstraintPrefix tokens,
+	// as if generated (a beam search expansion continues a beam's answer).
+	ConstraintPrefix int
+	// MaskedLogprobs ("_tandem_masked_logprobs", default false): logprobs
+	// are of the distribution after the constraint's mask, not the raw one
+	// (a beam search expansion ranks only allowed tokens).
+	MaskedLogprobs bool
+	ExtraArgs      map[string]any // "extra_args", default nil (from vllm_xargs)
 }
 
 // StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and

@@ -104,7 +104,11 @@ func (r *Runner) Sample(b *batch.Batch) *batch.Result {
 		lp := it.Params.Logprobs
 		if lp != nil {
 			// Logprobs are of the raw model distribution (vLLM's default),
-			// so keep a copy before sampling modifies the logits.
+			// so keep a copy before sampling modifies the logits; with
+			// MaskedLogprobs, of the distribution the constraint allows.
+			if it.Params.MaskedLogprobs && it.Allowed != nil {
+				applyMask(lg, it.Allowed)
+			}
 			r.raw = append(r.raw[:0], lg...)
 		}
 		res.Sampled[i] = r.sample(it, lg)

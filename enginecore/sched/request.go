@@ -74,6 +74,9 @@ func NewRequest(r *wire.EngineCoreRequest, client string, eos []int32) *Request 
 // NumPromptTokens is the prompt length.
 func (r *Request) NumPromptTokens() int { return r.numPrompt }
 
+// PromptTokenIDs are the prompt's tokens (read-only).
+func (r *Request) PromptTokenIDs() []int32 { return r.tokens[:r.numPrompt] }
+
 // OutputTokenIDs are the tokens generated so far (read-only).
 func (r *Request) OutputTokenIDs() []int32 { return r.tokens[r.numPrompt:] }
 
