@@ -206,12 +206,8 @@ func (p *Params) validate() *Error {
 	if p.StreamOptions != nil && !p.Stream {
 		return BadRequest("stream_options", "'stream_options' can only be set when 'stream' is true.")
 	}
-	so, e := p.Constraint()
-	if e != nil {
+	if _, e := p.Constraint(); e != nil {
 		return e
-	}
-	if so != nil && p.UseBeamSearch {
-		return beamWithConstraint()
 	}
 	if k := p.TruncatePromptTokens; k != nil && *k < 1 && *k != -1 {
 		return BadRequest("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or at least 1, got %d.", *k)
@@ -222,12 +218,10 @@ func (p *Params) validate() *Error {
 	return p.validateCandidates()
 }
 
-// beamWithConstraint refuses beam search under a structured-output or
-// tool constraint: the beams are expanded by sub-requests whose top
-// logprobs come from the unconstrained distribution, so the answer would
-// not be constrained. A 400 instead of a silent unconstrained answer.
+// beamWithConstraint refuses beam search with a tool_choice that forces
+// calls: beam answers do not go through the tool-call reading.
 func beamWithConstraint() *Error {
-	return BadRequest("use_beam_search", "'use_beam_search' cannot be combined with a structured-output constraint (response_format, structured_outputs, guided_*) or a tool_choice that forces calls yet.")
+	return BadRequest("use_beam_search", "'use_beam_search' cannot be combined with a tool_choice that forces calls.")
 }
 
 // validateCandidates checks best_of, use_beam_search and length_penalty.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -104,6 +105,11 @@ func (s *Server) expandBeams(ctx context.Context, g *genRequest, step, k int, se
 	defer cancel()
 	sp := wire.DefaultSamplingParams()
 	sp.MaxTokens, sp.Temperature, sp.Logprobs, sp.IgnoreEOS = 1, 0, &k, true
+	// Under a constraint each expansion continues its beam's answer (the
+	// constraint takes the beam's tokens first) and ranks only the tokens
+	// the constraint allows next.
+	so := g.params.StructuredOutputs
+	sp.StructuredOutputs, sp.MaskedLogprobs = so, so != nil
 	streams := make([]Stream, 0, len(seqs))
 	waits := make([]*waitingToken, 0, len(seqs))
 	defer func() {
@@ -113,6 +119,10 @@ func (s *Server) expandBeams(ctx context.Context, g *genRequest, step, k int, se
 		}
 	}()
 	for i, seq := range seqs {
+		sp := sp
+		if so != nil {
+			sp.ConstraintPrefix = len(seq) - len(g.prompt)
+		}
 		req := &wire.EngineCoreRequest{
 			RequestID:        fmt.Sprintf("%s-%d-beam-%d", g.internalID, step, i),
 			PromptTokenIDs:   seq,
@@ -160,7 +170,8 @@ func nextCandidates(ctx context.Context, st Stream, k int) ([]beam.Candidate, er
 			return nil, fmt.Errorf("%w: %s", errEngineRejected, msg)
 		}
 		if lp := out.NewLogprobs; cands == nil && lp != nil && len(lp.TokenIDs) > 0 {
-			cands = beam.Top(lp.TokenIDs[0], lp.Logprobs[0], k)
+			// A constraint's masked logprobs give disallowed tokens -Inf.
+			cands = slices.DeleteFunc(beam.Top(lp.TokenIDs[0], lp.Logprobs[0], k), func(c beam.Candidate) bool { return math.IsInf(c.Logprob, -1) })
 		}
 		if out.FinishReason != wire.FinishNone {
 			break

@@ -3,11 +3,13 @@ package server
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -201,5 +203,62 @@ func TestBeamSearchChatStream(t *testing.T) {
 	}
 	if finished != 2 || withLogprobs != 2 {
 		t.Fatalf("%d finished choices, %d with logprobs, want 2 and 2:\n%s", finished, withLogprobs, body)
+	}
+}
+
+// TestBeamSearchUnderAConstraint: each expansion carries the request's
+// constraint, asks for masked logprobs and names how many of its prompt's
+// last tokens are the beam's answer so far, so the engine can continue
+// the constraint there. The toy engine plays the constraint "no token
+// 'a'" through the masked logprobs (-Inf), and every returned beam keeps
+// to it.
+func TestBeamSearchUnderAConstraint(t *testing.T) {
+	const prompt = "xy"
+	var mu sync.Mutex
+	bad := ""
+	promptLen := -1 // tokens of the prompt: the first expansion's sequence
+	f := &fakeEngine{script: func(req *wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		sp := req.SamplingParams
+		mu.Lock()
+		defer mu.Unlock()
+		if promptLen < 0 {
+			promptLen = len(req.PromptTokenIDs)
+		}
+		switch {
+		case sp.StructuredOutputs == nil || sp.StructuredOutputs.Regex != "[bc]*":
+			bad = "no constraint on an expansion"
+		case !sp.MaskedLogprobs:
+			bad = "unmasked logprobs"
+		case sp.ConstraintPrefix != len(req.PromptTokenIDs)-promptLen:
+			bad = fmt.Sprintf("constraint prefix %d for a %d-token sequence", sp.ConstraintPrefix, len(req.PromptTokenIDs))
+		}
+		outs := toyEngine(req)
+		lp := outs[0].NewLogprobs
+		for j, id := range lp.TokenIDs[0] {
+			if id == 'a' {
+				lp.Logprobs[0][j] = math.Inf(-1)
+			}
+		}
+		return outs
+	}}
+	ts := newTestServer(t, f, "")
+	code, body := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"`+prompt+`","max_tokens":3,"n":3,"use_beam_search":true,"guided_regex":"[bc]*"}`, nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	var resp struct{ Choices []struct{ Text string } }
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 3 {
+		t.Fatalf("%d choices, want 3", len(resp.Choices))
+	}
+	for _, c := range resp.Choices {
+		if strings.Contains(c.Text, "a") {
+			t.Fatalf("beam %q holds a token the constraint masked", c.Text)
+		}
 	}
 }

@@ -287,6 +287,18 @@ def other_checks():
             else:
                 assert r.choices[0].finish_reason == "length", text
 
+    def beam_search():
+        # beam search under a constraint: every beam keeps to it
+        r = c.completions.create(model=ARGS.model, prompt="A phone number: ", max_tokens=20, n=2,
+                                 extra_body={"use_beam_search": True, "structured_outputs": {"regex": r"\d{3}-\d{4}"}})
+        assert len(r.choices) == 2, r.choices
+        for ch in r.choices:
+            assert re.fullmatch(r"\d{3}-\d{4}", ch.text) and ch.finish_reason == "stop", (ch.text, ch.finish_reason)
+        r = c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "Is water wet? yes or no"}], max_tokens=5, n=2,
+                                      extra_body={"use_beam_search": True, "structured_outputs": {"choice": ["yes", "no", "maybe"]}})
+        for ch in r.choices:
+            assert ch.message.content in ("yes", "no", "maybe"), ch.message.content
+
     def bad_schema():
         try:
             c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "x"}], max_tokens=5,
@@ -428,6 +440,7 @@ def other_checks():
     run("guided_regex", regex)
     run("GBNF grammar", gbnf)
     run("structural_tag", structural_tag)
+    run("beam search under a constraint", beam_search)
     run("uncompilable schema is a 400", bad_schema)
     responses_checks(c, tools, valid_args, forced)
 
