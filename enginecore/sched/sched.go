@@ -148,9 +148,6 @@ func (s *Scheduler) NumPreemptions() int64 { return s.numPreemptions }
 // d to execute.
 func (s *Scheduler) Observe(numTokens int, d time.Duration) { s.pace.Observe(numTokens, d) }
 
-// StepBudget is the token budget the next step gets.
-func (s *Scheduler) StepBudget() int { return s.pace.Budget(s.cfg.MaxNumBatchedTokens) }
-
 // NumSteps is the cumulative number of scheduled steps.
 func (s *Scheduler) NumSteps() int64 { return s.numSteps }
 

@@ -76,30 +76,7 @@ func TestGBNFGrammars(t *testing.T) {
 				}
 				gbnf = string(raw)
 			}
-			c := structured.Constraint{Kind: structured.Grammar, Data: gbnf}
-			for _, s := range tc.valid {
-				m, err := v.Compile(c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := feed(t, v, m, s); n != len(s) {
-					t.Fatalf("valid %q refused at byte %d", s, n)
-				}
-				if !m.Accepting() {
-					t.Fatalf("valid %q: not complete at its end", s)
-				}
-				m.Close()
-			}
-			for _, s := range tc.bad {
-				m, err := v.Compile(c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := feed(t, v, m, s); n == len(s) && m.Accepting() {
-					t.Fatalf("invalid %q accepted", s)
-				}
-				m.Close()
-			}
+			checkStrings(t, v, structured.Constraint{Kind: structured.Grammar, Data: gbnf}, tc.valid, tc.bad, false)
 		})
 	}
 	t.Run("lark stays lark", func(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
@@ -23,23 +21,11 @@ func TestMaskBenchExport(t *testing.T) {
 	if path == "" || model == "" {
 		t.Skip("TANDEM_MASKBENCH_EXPORT or TANDEM_MODEL is not set (scripts/maskbench_llama/run.sh sets them)")
 	}
-	cases := maskbenchCases(t)
-	every := 16
-	if v := os.Getenv("TANDEM_MASKBENCH_EVERY"); v != "" {
-		every, _ = strconv.Atoi(v)
-		every = max(every, 1)
-	}
-	heldOut := os.Getenv("TANDEM_MASKBENCH_HELD_OUT") == "1"
+	selected, _ := maskbenchSelection(t)
 	tok, err := tokenizer.Load(model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, 0, len(cases))
-	for n := range cases {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-
 	type instance struct {
 		Valid bool  `json:"valid"`
 		IDs   []int `json:"ids"`
@@ -57,14 +43,8 @@ func TestMaskBenchExport(t *testing.T) {
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
 	numSchemas := 0
-	for i, name := range names {
-		if (i%every == 0) == heldOut {
-			continue
-		}
-		var c mbCase
-		if err := json.Unmarshal(cases[name], &c); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	for _, sc := range selected {
+		name, c := sc.name, sc.c
 		l := line{Name: name, Schema: c.Schema, EOS: int(tok.EOS()[0]), Tests: []instance{}}
 		for _, tc := range c.Tests {
 			text, good := instanceText(tc.Data)

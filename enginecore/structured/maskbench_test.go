@@ -76,6 +76,46 @@ func maskbenchCases(t *testing.T) map[string][]byte {
 	return cases
 }
 
+// mbSelected is one MaskBench case a run uses, decoded.
+type mbSelected struct {
+	name string
+	c    mbCase
+}
+
+// maskbenchSelection is the cases a run uses, in name order: every
+// TANDEM_MASKBENCH_EVERY-th (default 16, what make test runs), or with
+// TANDEM_MASKBENCH_HELD_OUT=1 all the others; split says which.
+func maskbenchSelection(t *testing.T) (selected []mbSelected, split string) {
+	t.Helper()
+	cases := maskbenchCases(t)
+	every := 16
+	if v := os.Getenv("TANDEM_MASKBENCH_EVERY"); v != "" {
+		every, _ = strconv.Atoi(v)
+		every = max(every, 1)
+	}
+	heldOut := os.Getenv("TANDEM_MASKBENCH_HELD_OUT") == "1"
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for i, name := range names {
+		if (i%every == 0) == heldOut {
+			continue
+		}
+		var c mbCase
+		if err := json.Unmarshal(cases[name], &c); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		selected = append(selected, mbSelected{name, c})
+	}
+	split = fmt.Sprintf("every %d of %d cases", every, len(cases))
+	if heldOut {
+		split = fmt.Sprintf("held out: all but every %d of %d cases", every, len(cases))
+	}
+	return selected, split
+}
+
 // instanceText is an instance as JSON text: numbers as written, no HTML
 // escaping.
 func instanceText(raw json.RawMessage) (string, bool) {
@@ -91,13 +131,7 @@ func TestMaskBench(t *testing.T) {
 	if model == "" {
 		t.Skip("TANDEM_MODEL is not set (make test sets it after make model fetches SmolLM2-135M-Instruct)")
 	}
-	cases := maskbenchCases(t)
-	every := 16
-	if v := os.Getenv("TANDEM_MASKBENCH_EVERY"); v != "" {
-		every, _ = strconv.Atoi(v)
-		every = max(every, 1)
-	}
-	heldOut := os.Getenv("TANDEM_MASKBENCH_HELD_OUT") == "1"
+	selected, split := maskbenchSelection(t)
 	tok, err := tokenizer.Load(model)
 	if err != nil {
 		t.Fatal(err)
@@ -118,24 +152,13 @@ func TestMaskBench(t *testing.T) {
 	defer v.Close()
 	eos := tok.EOS()[0]
 
-	names := make([]string, 0, len(cases))
-	for n := range cases {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var (
 		schemas, passed, compileErrs, validationErrs, invalidationErrs int
 		compileTimes, maskTimes                                        []time.Duration
 	)
 	mask := make([]uint32, v.MaskWords())
-	for i, name := range names {
-		if (i%every == 0) == heldOut {
-			continue
-		}
-		var c mbCase
-		if err := json.Unmarshal(cases[name], &c); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	for _, sc := range selected {
+		name, c := sc.name, sc.c
 		schemas++
 		start := time.Now()
 		m, err := v.Compile(structured.Constraint{Kind: structured.JSONSchema, Data: string(c.Schema)})
@@ -193,10 +216,6 @@ func TestMaskBench(t *testing.T) {
 		return d[min(len(d)-1, int(p*float64(len(d))))]
 	}
 	share := float64(passed) / float64(max(schemas, 1))
-	split := fmt.Sprintf("every %d of %d cases", every, len(cases))
-	if heldOut {
-		split = fmt.Sprintf("held out: all but every %d of %d cases", every, len(cases))
-	}
 	t.Logf("MaskBench (%s): %d schemas, %d passed (%.1f%%), %d compile errors, %d validation errors, %d invalidation errors; "+
 		"compile p50 %v p99 %v; mask p50 %v p99 %v p99.9 %v over %d masks",
 		split, schemas, passed, 100*share, compileErrs, validationErrs, invalidationErrs,

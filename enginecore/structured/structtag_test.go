@@ -31,26 +31,7 @@ func TestStructuralTag(t *testing.T) {
 		`<f=time>{"tz":"PST"}</f>`,
 		"text <|py|>x",
 	}
-	for _, s := range valid {
-		m, err := v.Compile(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := feed(t, v, m, s); n != len(s) || !m.Accepting() {
-			t.Fatalf("valid %q: refused at byte %d (accepting %v)", s, n, m.Accepting())
-		}
-		m.Close()
-	}
-	for _, s := range bad {
-		m, err := v.Compile(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := feed(t, v, m, s); n == len(s) && m.Accepting() {
-			t.Fatalf("invalid %q accepted", s)
-		}
-		m.Close()
-	}
+	checkStrings(t, v, c, valid, bad, false)
 	for _, tc := range []struct{ data, want string }{
 		{`{"structures": [{"begin": "<x>", "schema": {}, "end": ""}], "triggers": ["<f="]}`, "none of the triggers"},
 		{`{"structures": [], "triggers": ["<f="]}`, "needs"},

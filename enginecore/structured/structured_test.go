@@ -96,31 +96,37 @@ func TestConstraints(t *testing.T) {
 			[]string{`(1)`, `(12,3,45)`}, []string{`()`, `(1,)`, `1`}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, s := range tt.valid {
-				m, err := v.Compile(tt.c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := feed(t, v, m, s); n != len(s) {
-					t.Fatalf("valid %q refused at byte %d", s, n)
-				}
-				if !m.Accepting() || !finish(t, v, m) {
-					t.Fatalf("valid %q: not complete at its end", s)
-				}
-				m.Close()
-			}
-			for _, s := range tt.bad {
-				m, err := v.Compile(tt.c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := feed(t, v, m, s); n == len(s) && m.Accepting() {
-					t.Fatalf("invalid %q accepted", s)
-				}
-				m.Close()
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkStrings(t, v, tt.c, tt.valid, tt.bad, true) })
+	}
+}
+
+// checkStrings forces each valid string through a fresh matcher of c (every
+// byte allowed, complete at its end, and with eos also ending on EOS) and
+// each bad one (refused at some byte, or not complete at its end).
+func checkStrings(t *testing.T, v *structured.Vocab, c structured.Constraint, valid, bad []string, eos bool) {
+	t.Helper()
+	for _, s := range valid {
+		m, err := v.Compile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := feed(t, v, m, s); n != len(s) {
+			t.Fatalf("valid %q refused at byte %d", s, n)
+		}
+		if !m.Accepting() || eos && !finish(t, v, m) {
+			t.Fatalf("valid %q: not complete at its end", s)
+		}
+		m.Close()
+	}
+	for _, s := range bad {
+		m, err := v.Compile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := feed(t, v, m, s); n == len(s) && m.Accepting() {
+			t.Fatalf("invalid %q accepted", s)
+		}
+		m.Close()
 	}
 }
 
