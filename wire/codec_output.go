@@ -87,7 +87,7 @@ func (d *dec) float64Rows() ([][]float64, error) {
 }
 
 var outputFields = []string{
-	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens", "error_code",
+	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens", "error_code", "events",
 }
 
 func (o *EngineCoreOutput) encode(e *enc) {
@@ -103,6 +103,14 @@ func (o *EngineCoreOutput) encode(e *enc) {
 	e.stopReason(o.StopReason)
 	e.int(int64(o.NumCachedTokens))
 	e.int(int64(o.ErrorCode))
+	if o.Events == nil {
+		e.null()
+	} else {
+		e.arrayLen(len(o.Events))
+		for _, ev := range o.Events {
+			ev.encode(e)
+		}
+	}
 }
 
 func (o *EngineCoreOutput) decode(d *dec) error {
@@ -134,6 +142,8 @@ func (o *EngineCoreOutput) decode(d *dec) error {
 			var code int
 			code, err = d.int()
 			o.ErrorCode = ErrorCode(code)
+		case 7:
+			o.Events, err = list(d, d.event)
 		default:
 			err = d.skip()
 		}
@@ -142,6 +152,36 @@ func (o *EngineCoreOutput) decode(d *dec) error {
 		}
 	}
 	return nil
+}
+
+var eventKeys = []string{"type", "timestamp"}
+
+func (ev EngineCoreEvent) encode(e *enc) {
+	e.mapLen(len(eventKeys))
+	e.str(eventKeys[0])
+	e.int(int64(ev.Type))
+	e.str(eventKeys[1])
+	e.float(ev.Timestamp)
+}
+
+// event reads an EngineCoreEvent map; unknown keys are skipped, and an
+// event type this package does not know is kept as its number.
+func (d *dec) event() (EngineCoreEvent, error) {
+	var ev EngineCoreEvent
+	err := d.fieldMap("EngineCoreEvent", func(key string) (known bool, err error) {
+		switch key {
+		case "type":
+			var t int
+			t, err = d.int()
+			ev.Type = EngineCoreEventType(t)
+		case "timestamp":
+			ev.Timestamp, err = d.float64()
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	return ev, err
 }
 
 // Finished reports whether this is the request's last output.

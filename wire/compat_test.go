@@ -130,6 +130,18 @@ func TestDecodeTolerance(t *testing.T) {
 			want:    &wire.EngineCoreOutputs{EngineIndex: 3, Outputs: []wire.EngineCoreOutput{{RequestID: "a", NewTokenIDs: []int32{9}}}},
 		},
 		{
+			name: "outputs: vLLM's EngineCoreEvent maps at index 7 (unknown keys and types kept)",
+			typ:  wire.MsgOutputs,
+			payload: []any{0, []any{[]any{"a", []int{5}, nil, nil, nil, 0, 0, []any{
+				map[string]any{"type": 1, "timestamp": 10.5},
+				map[string]any{"timestamp": 11, "type": 2, "note": "x"},
+				map[string]any{"type": 9, "timestamp": 12.25},
+			}}}},
+			want: &wire.EngineCoreOutputs{Outputs: []wire.EngineCoreOutput{{RequestID: "a", NewTokenIDs: []int32{5}, Events: []wire.EngineCoreEvent{
+				{Type: wire.EventQueued, Timestamp: 10.5}, {Type: wire.EventScheduled, Timestamp: 11}, {Type: 9, Timestamp: 12.25},
+			}}}},
+		},
+		{
 			name: "outputs: vLLM-style extra fields, finish and stop reasons",
 			typ:  wire.MsgOutputs,
 			payload: []any{0, []any{

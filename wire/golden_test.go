@@ -44,7 +44,7 @@ func goldenCases(t testing.TB) []goldenCase {
 			msgType(wire.MsgReady), sampleReady()},
 		{"ready_refused", "READY refusing a HELLO of another protocol version",
 			msgType(wire.MsgReady), &wire.Ready{ProtocolVersion: wire.ProtocolVersion, Error: "protocol version 2 not supported (engine speaks 1)", EngineID: "e-5f2c", PID: 4242}},
-		{"outputs", "OUTPUTS: one running output, one finished (stop, stop_reason 2, logprobs), scheduler stats",
+		{"outputs", "OUTPUTS: one running output (queued and scheduled events), one finished (stop, stop_reason 2, logprobs), scheduler stats",
 			msgType(wire.MsgOutputs), sampleOutputs()},
 		{"utility_result", "UTILITY_RESULT: call id and a SessionInfo map as result",
 			msgType(wire.MsgUtilityResult), sampleUtilityResult(t)},

@@ -135,6 +135,7 @@ type Logprobs struct {
 //	4 stop_reason       int | str | nil
 //	5 num_cached_tokens int (prompt tokens served from the prefix cache)
 //	6 error_code        int (with finish_reason error: why, an ErrorCode)
+//	7 events            [EngineCoreEvent] | nil (what happened to the request since its last output)
 type EngineCoreOutput struct {
 	RequestID       string
 	NewTokenIDs     []int32
@@ -143,6 +144,26 @@ type EngineCoreOutput struct {
 	StopReason      any // nil, int64 (stop token id) or string
 	NumCachedTokens int
 	ErrorCode       ErrorCode
+	Events          []EngineCoreEvent
+}
+
+// EngineCoreEventType is what happened to a request in the engine, with
+// vLLM's values (EngineCoreEventType in vllm/v1/engine/__init__.py).
+type EngineCoreEventType int
+
+const (
+	EventQueued    EngineCoreEventType = 1 // the engine took the request into its waiting queue
+	EventScheduled EngineCoreEventType = 2 // a step scheduled it (first time, or again after a preemption)
+	EventPreempted EngineCoreEventType = 3 // its KV blocks were taken back; it waits to be recomputed
+)
+
+// EngineCoreEvent is one timestamped event, a map like vLLM's
+// EngineCoreEvent: {"type": int, "timestamp": float}. The timestamp is on
+// the engine's clock, the clock of EngineCoreOutputs.Timestamp (unix
+// seconds), so a frontend subtracts the two without comparing clocks.
+type EngineCoreEvent struct {
+	Type      EngineCoreEventType
+	Timestamp float64
 }
 
 // ErrorCode says why the engine finished a request with FinishError, so a
@@ -174,7 +195,7 @@ type SchedulerStats struct {
 //	0 engine_index      int
 //	1 outputs           [EngineCoreOutput]
 //	2 scheduler_stats   SchedulerStats map | nil
-//	3 timestamp         float64 (unix seconds)
+//	3 timestamp         float64 (unix seconds, when the step's outputs were ready)
 //	4 finished_requests [str] | nil
 type EngineCoreOutputs struct {
 	EngineIndex      int

@@ -76,7 +76,9 @@ func sampleOutputs() *wire.EngineCoreOutputs {
 	return &wire.EngineCoreOutputs{
 		EngineIndex: 1,
 		Outputs: []wire.EngineCoreOutput{
-			{RequestID: "a-1", NewTokenIDs: []int32{450}},
+			{RequestID: "a-1", NewTokenIDs: []int32{450}, Events: []wire.EngineCoreEvent{
+				{Type: wire.EventQueued, Timestamp: 1754000000.5}, {Type: wire.EventScheduled, Timestamp: 1754000001},
+			}},
 			{
 				RequestID:   "b-2",
 				NewTokenIDs: []int32{29889, 2},
