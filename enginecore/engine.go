@@ -69,6 +69,7 @@ type Engine struct {
 	kv       *kvcache.Manager
 	sched    *sched.Scheduler
 	sessions *sessions
+	life     *lifecycles // each request's events for its next output
 	clients  *clients
 	ev       *eventState
 	engineID string
@@ -148,6 +149,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		be:       be,
 		run:      runner.New(be, cfg.BlockSize),
 		sessions: newSessions(cfg.MaxSessionRecords),
+		life:     newLifecycles(),
 		clients:  newClients(),
 		ev:       newEventState(),
 		engineID: hex.EncodeToString(idb[:]),
@@ -190,6 +192,7 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	if len(b.Items) == 0 {
 		return nil, nil
 	}
+	e.life.scheduled(e.sched, b, unixSeconds(now))
 	if err := e.forward(ctx, b); err != nil {
 		return nil, fmt.Errorf("%w: step %d: %w", ErrFatal, b.StepCounter, err)
 	}
@@ -266,6 +269,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			NewTokenIDs:     o.NewTokens,
 			NewLogprobs:     o.Logprobs,
 			NumCachedTokens: r.NumCachedTokens(),
+			Events:          e.life.take(r.ID),
 		}
 		if r.SessionID != "" {
 			e.sessions.generated(r.SessionID, len(o.NewTokens), t)
@@ -275,6 +279,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			eo.StopReason = r.StopReason
 			finished[r.Client] = append(finished[r.Client], r.WireID)
 			e.run.Forget(r.ID)
+			e.life.forget(r.ID)
 			e.dropConstraint(r.ID)
 			e.sessionFinished(r.SessionID, t)
 		}
@@ -308,6 +313,7 @@ func (e *Engine) abort(now time.Time, ids []string) {
 	}
 	for _, r := range e.sched.Abort(ids...) {
 		e.run.Forget(r.ID)
+		e.life.forget(r.ID)
 		e.dropConstraint(r.ID)
 		e.sessionFinished(r.SessionID, unixSeconds(now))
 	}

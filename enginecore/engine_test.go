@@ -93,6 +93,7 @@ type engineHarness struct {
 	now     time.Time
 	seq     int
 	started []CompileJob // handed out by compile-start, not done yet
+	events  bool         // init … events: print each output's request events
 }
 
 // countingVocab is the vocabulary of the counting model: token t is the
@@ -151,7 +152,7 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		if slices.Contains(pos, "publish") {
 			e.PublishTo("tcp://engine:5556")
 		}
-		h.e = e
+		h.e, h.events = e, slices.Contains(pos, "events")
 		return "ok"
 	case "hello":
 		return h.outs(h.e.Handle(h.now, arg(0), &wire.Hello{ProtocolVersion: num("version", wire.ProtocolVersion), FrontendID: arg(0) + "-id"}))
@@ -314,6 +315,15 @@ func (h *engineHarness) outs(outs []Out) string {
 				if eo.NumCachedTokens > 0 {
 					fmt.Fprintf(&b, " cached=%d", eo.NumCachedTokens)
 				}
+				if h.events && len(eo.Events) > 0 {
+					b.WriteString(" events=")
+					for i, ev := range eo.Events {
+						if i > 0 {
+							b.WriteString(",")
+						}
+						fmt.Fprintf(&b, "%s@%g", eventNames[ev.Type], ev.Timestamp-1000)
+					}
+				}
 				b.WriteString("\n")
 			}
 		case *wire.UtilityResult:
@@ -335,6 +345,8 @@ func (h *engineHarness) outs(outs []Out) string {
 	}
 	return b.String()
 }
+
+var eventNames = map[wire.EngineCoreEventType]string{wire.EventQueued: "queued", wire.EventScheduled: "scheduled", wire.EventPreempted: "preempted"}
 
 // compiling prints the holding area: who waits on which constraint.
 func (h *engineHarness) compiling() string {

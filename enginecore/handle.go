@@ -132,6 +132,7 @@ func (e *Engine) admit(now time.Time, req *sched.Request, c *constraint) (out Ou
 		}
 		return e.reject(now, req.Client, req.WireID, wire.CodeInvalidRequest, err.Error()), true
 	}
+	e.life.queued(req.ID, unixSeconds(now))
 	if c != nil {
 		e.constraints[req.ID] = c
 	}

@@ -205,7 +205,9 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg, comp *compilers) error
 		if c.eng.HasWork() { // (4)
 			start := time.Now()
 			outs, err := c.eng.Step(ctx, start)
-			c.eng.StepTook(time.Since(start))
+			took := time.Since(start)
+			c.eng.StepTook(took)
+			Stamp(outs, start.Add(took))
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
