@@ -25,6 +25,19 @@ var avx2Asm = true
 // cpuF16C reports whether the CPU converts float16 (VCVTPH2PS).
 func cpuF16C() bool
 
+// kquantBytes reports a Q6_K or Q5_K matrix (float32 scales, see Pack).
+func (m *Matrix) kquantBytes() bool {
+	return m.fam == famByte && m.sc.h == nil && (m.nsub == 2) != m.hasMin
+}
+
+// asm256 reports whether m's matmuls have AVX2 assembly kernels: 4-bit
+// matrices (float16 scales need F16C), Q8_0, Q6_K and Q5_K.
+func (m *Matrix) asm256() bool {
+	f16 := m.sc.h != nil
+	return avx2Asm && m.nb > 0 && (m.fam == famNib && (!f16 || hasF16C) ||
+		m.fam == famByte && m.nsub == 1 && !m.hasMin && f16 && hasF16C || m.kquantBytes())
+}
+
 // mulGroupsAVX2 mirrors mulGroupsSIMD at 256 bits: 4-bit matrices (either
 // scale width) and Q8_0 go through the assembly kernels (avx2_amd64.s),
 // four tokens at a time and then one; the rest through archsimd.
@@ -38,8 +51,8 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
 		blockBytes = byteBlockBytes
 	}
 	f16 := m.sc.h != nil
-	asm := avx2Asm && nb > 0 && (m.fam == famNib && (!f16 || hasF16C) ||
-		m.fam == famByte && m.nsub == 1 && !m.hasMin && f16 && hasF16C)
+	kq := m.kquantBytes()
+	asm := m.asm256()
 	for g := g0; g < g1; g++ {
 		var qs []byte
 		var sc scales
@@ -58,9 +71,16 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
 					}
 				}
 			} else {
-				xa, xm, xd := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb]
+				xa, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 				for half := range 2 {
-					byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4, half)
+					switch {
+					case !kq:
+						byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4, half)
+					case m.hasMin:
+						byteGroup4Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, &res4, half)
+					default:
+						byteGroup4Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, &res4, half)
+					}
 				}
 			}
 			for k := range 4 {
@@ -80,6 +100,13 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
 				}
 			case m.fam == famNib:
 				nibGroup256(qs, sc, a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
+			case asm && kq:
+				xa, xm, xd, xs := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+				if m.hasMin {
+					byteGroup1Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], &xs[0], nb, &res)
+				} else {
+					byteGroup1Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], &xs[0], nb, &res)
+				}
 			case asm: // Q8_0
 				xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
 				byteGroup1Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
@@ -114,6 +141,21 @@ func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *flo
 
 //go:noescape
 func byteGroup1Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
+
+// byteGroup*Q6AVX2 and byteGroup*Q5AVX2: Q6_K and Q5_K, float32 scales sc
+// [nb][nsub][16] (then M [nb][16] for Q5_K), xs [4][nb] (unread for Q6_K).
+
+//go:noescape
+func byteGroup4Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func byteGroup4Q5AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func byteGroup1Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func byteGroup1Q5AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 
 // load8 loads scales [i, i+8) as float32 (see load16).
 func (s scales) load8(i int) archsimd.Float32x8 {

@@ -243,6 +243,209 @@ done: \
 	VMOVDQU (off*16+32)(SI), Y9 \
 	BPROD(Y9, Y10, Y11, sb)
 
+// The K-quant byte kernels: Q6_K (two scales per 32-block, one per 16
+// elements) and Q5_K (one scale and one offset per 32), float32 scales
+// laid out per block as D[nsub][16] then M[16] (Q5_K). Per row, as
+// byteGroup256 computes it:
+//
+//	Q6_K: acc += float(Σ chunks 0–3)·(D₀·xd), then float(Σ 4–7)·(D₁·xd)
+//	Q5_K: acc += float(Σ chunks 0–7)·(D·xd), then acc += M·xs
+//
+// Registers as in byteGroup4Q8AVX2, plus R13 xs of token 0.
+
+// BZERO4 clears the four tokens' int32 sums.
+#define BZERO4 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7
+
+// BSCALE4 scales the four tokens' sums with the 8 float32 scales at
+// off(DI).
+#define BSCALE4(off) \
+	VMOVUPS off(DI), Y13 \
+	MOVQ R12, AX \
+	BSCALE(Y4, Y0) \
+	ADDQ BX, AX \
+	BSCALE(Y5, Y1) \
+	ADDQ BX, AX \
+	BSCALE(Y6, Y2) \
+	ADDQ BX, AX \
+	BSCALE(Y7, Y3)
+
+// BMIN4 adds M·xs for the four tokens, M the 8 float32 offsets at
+// off(DI).
+#define BMIN4(off) \
+	VMOVUPS off(DI), Y13 \
+	MOVQ R13, AX \
+	VBROADCASTSS (AX), Y14 \
+	VFMADD231PS Y14, Y13, Y0 \
+	ADDQ BX, AX \
+	VBROADCASTSS (AX), Y14 \
+	VFMADD231PS Y14, Y13, Y1 \
+	ADDQ BX, AX \
+	VBROADCASTSS (AX), Y14 \
+	VFMADD231PS Y14, Y13, Y2 \
+	ADDQ BX, AX \
+	VBROADCASTSS (AX), Y14 \
+	VFMADD231PS Y14, Y13, Y3
+
+#define BLOCK4Q6 \
+	BZERO4 \
+	BCHUNK4(0) \
+	BCHUNK4(4) \
+	BCHUNK4(8) \
+	BCHUNK4(12) \
+	BSCALE4(0) \
+	BZERO4 \
+	BCHUNK4(16) \
+	BCHUNK4(20) \
+	BCHUNK4(24) \
+	BCHUNK4(28) \
+	BSCALE4(64)
+
+#define BLOCK4Q5 \
+	BZERO4 \
+	BCHUNK4(0) \
+	BCHUNK4(4) \
+	BCHUNK4(8) \
+	BCHUNK4(12) \
+	BCHUNK4(16) \
+	BCHUNK4(20) \
+	BCHUNK4(24) \
+	BCHUNK4(28) \
+	BSCALE4(0) \
+	BMIN4(64)
+
+// BYTE4K is the body of the four-token K-quant byte kernels (qs *byte,
+// sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int,
+// res *[4][16]float32, half int): 128 scale bytes per block, 32 per half.
+#define BYTE4K(BLOCK) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xa+16(FP), R8 \
+	MOVQ xm+24(FP), DX \
+	SUBQ R8, DX \
+	MOVQ in+32(FP), AX \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	MOVQ xd+40(FP), R12 \
+	MOVQ xs+48(FP), R13 \
+	MOVQ nb+56(FP), CX \
+	MOVQ half+72(FP), AX \
+	SHLQ $5, AX \
+	ADDQ AX, DI \
+	ADDQ AX, SI \
+	MOVQ CX, BX \
+	SHLQ $2, BX \
+	VMOVDQU ones16<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	TESTQ CX, CX \
+	JZ done \
+block: \
+	BLOCK \
+	ADDQ $512, SI \
+	ADDQ $128, DI \
+	ADDQ $32, R8 \
+	ADDQ $32, R9 \
+	ADDQ $32, R10 \
+	ADDQ $32, R11 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+done: \
+	MOVQ res+64(FP), AX \
+	MOVQ half+72(FP), R14 \
+	SHLQ $5, R14 \
+	ADDQ R14, AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 64(AX) \
+	VMOVUPS Y2, 128(AX) \
+	VMOVUPS Y3, 192(AX) \
+	VZEROUPPER \
+	RET
+
+// BSCALE1 scales the one-token sums sa (rows 0–7) and sb (rows 8–15)
+// with the float32 scales at off(DI) and off+32(DI); xd at (R12).
+#define BSCALE1(sa, sb, off) \
+	MOVQ R12, AX \
+	VMOVUPS off(DI), Y13 \
+	BSCALE(sa, Y0) \
+	VMOVUPS (off+32)(DI), Y13 \
+	BSCALE(sb, Y1)
+
+#define BLOCK1Q6 \
+	BCHUNK1(0, Y4, Y6) \
+	BCHUNK1(4, Y4, Y6) \
+	BCHUNK1(8, Y4, Y6) \
+	BCHUNK1(12, Y4, Y6) \
+	BCHUNK1(16, Y5, Y7) \
+	BCHUNK1(20, Y5, Y7) \
+	BCHUNK1(24, Y5, Y7) \
+	BCHUNK1(28, Y5, Y7) \
+	BSCALE1(Y4, Y6, 0) \
+	BSCALE1(Y5, Y7, 64)
+
+#define BLOCK1Q5 \
+	BCHUNK1(0, Y4, Y6) \
+	BCHUNK1(4, Y4, Y6) \
+	BCHUNK1(8, Y4, Y6) \
+	BCHUNK1(12, Y4, Y6) \
+	BCHUNK1(16, Y5, Y7) \
+	BCHUNK1(20, Y5, Y7) \
+	BCHUNK1(24, Y5, Y7) \
+	BCHUNK1(28, Y5, Y7) \
+	VPADDD Y5, Y4, Y4 \
+	VPADDD Y7, Y6, Y6 \
+	BSCALE1(Y4, Y6, 0) \
+	VBROADCASTSS (R13), Y14 \
+	VMOVUPS 64(DI), Y13 \
+	VFMADD231PS Y14, Y13, Y0 \
+	VMOVUPS 96(DI), Y13 \
+	VFMADD231PS Y14, Y13, Y1
+
+// BYTE1K is the body of the one-token K-quant byte kernels (qs *byte,
+// sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int,
+// res *[16]float32); registers as in byteGroup1Q8AVX2, R13 xs.
+#define BYTE1K(BLOCK) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xa+16(FP), R8 \
+	MOVQ xm+24(FP), DX \
+	SUBQ R8, DX \
+	MOVQ xd+32(FP), R12 \
+	MOVQ xs+40(FP), R13 \
+	MOVQ nb+48(FP), CX \
+	VMOVDQU ones16<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	TESTQ CX, CX \
+	JZ done \
+block: \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	BLOCK \
+	ADDQ $512, SI \
+	ADDQ $128, DI \
+	ADDQ $32, R8 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+done: \
+	MOVQ res+56(FP), AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 32(AX) \
+	VZEROUPPER \
+	RET
+
 // func cpuF16C() bool: CPUID leaf 1, ECX bit 29.
 TEXT ·cpuF16C(SB), NOSPLIT, $0-1
 	MOVL $1, AX
@@ -396,3 +599,19 @@ done1:
 	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
+
+// func byteGroup4Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+TEXT ·byteGroup4Q6AVX2(SB), NOSPLIT, $0-80
+	BYTE4K(BLOCK4Q6)
+
+// func byteGroup4Q5AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+TEXT ·byteGroup4Q5AVX2(SB), NOSPLIT, $0-80
+	BYTE4K(BLOCK4Q5)
+
+// func byteGroup1Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·byteGroup1Q6AVX2(SB), NOSPLIT, $0-64
+	BYTE1K(BLOCK1Q6)
+
+// func byteGroup1Q5AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·byteGroup1Q5AVX2(SB), NOSPLIT, $0-64
+	BYTE1K(BLOCK1Q5)

@@ -5,6 +5,7 @@ package kernels
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
@@ -13,7 +14,8 @@ import (
 // TestAVX2AssemblySameBits: the AVX2 assembly kernels give the bits of
 // the archsimd AVX2 kernels they replace, for every token count around
 // the four-token step (residual rows of precise tokens included) and
-// both scale widths (float16: Q4_0, Q4_1, Q8_0; float32: Q4_K).
+// both scale widths (float16: Q4_0, Q4_1, Q8_0; float32: Q4_K, Q5_K,
+// Q6_K).
 func TestAVX2AssemblySameBits(t *testing.T) {
 	if detectLevel() < levelAVX2 {
 		t.Skip("this CPU has no AVX2+FMA")
@@ -24,7 +26,7 @@ func TestAVX2AssemblySameBits(t *testing.T) {
 	saved := level
 	defer func() { level, avx2Asm = saved, true }()
 	level = levelAVX2
-	for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q4_K, model.Q8_0} {
+	for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q4_K, model.Q8_0, model.Q5_K, model.Q6_K} {
 		for _, numTok := range []int{1, 3, 4, 5, 9} {
 			for _, precise := range []bool{false, true} {
 				in, out := 512, 40
@@ -52,6 +54,35 @@ func TestAVX2AssemblySameBits(t *testing.T) {
 						t.Fatalf("assembly differs from archsimd:\n got %v\nwant %v", got[:8], want[:8])
 					}
 				})
+			}
+		}
+	}
+}
+
+// TestDispatchPicksAssembly: at every SIMD level this CPU has, every
+// quantized type runs in assembly — AVX-512's own where it exists, else
+// AVX2's (10–40× the archsimd kernels) — so no type a GGUF commonly
+// holds falls back to a slow path.
+func TestDispatchPicksAssembly(t *testing.T) {
+	saved := level
+	defer func() { level = saved }()
+	want512 := map[model.DType]string{model.Q4_0: "avx512-asm", model.Q4_1: "avx512-asm", model.Q8_0: "avx512-asm"}
+	for l := detectLevel(); l >= levelAVX2; l-- {
+		level = l
+		for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
+			if !hasF16C && (typ == model.Q4_0 || typ == model.Q4_1 || typ == model.Q8_0) {
+				continue // float16 scales need F16C at the AVX2 level
+			}
+			m, err := Pack(randTensor(t, typ, 32, 512, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := m.Kernel()
+			if w, ok := want512[typ]; ok && l == levelAVX512 && got != w {
+				t.Errorf("level %v, %v: Kernel() = %q, want %q", l, typ, got, w)
+			}
+			if !strings.HasSuffix(got, "-asm") {
+				t.Errorf("level %v, %v: Kernel() = %q, want an assembly kernel", l, typ, got)
 			}
 		}
 	}

@@ -17,6 +17,11 @@ func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
 	m.mulGroupsGo(out, a, g0, g1)
 }
 
+// Kernel names the kernels MulGroups runs for m on this CPU and build:
+// "avx512-asm" or "avx2-asm" (Go assembly), else the level whose
+// archsimd or Go kernels run ("avx512", "avx2", "go").
+func (m *Matrix) Kernel() string { return m.kernel() }
+
 // rows is how many rows of a the kernels multiply: the tokens, plus the
 // residual rows of precise tokens for a quantized m (a float m reads X).
 func (m *Matrix) rows(a *Activations) int {

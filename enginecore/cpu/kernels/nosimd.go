@@ -10,6 +10,8 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	m.mulGroupsGo(out, a, g0, g1)
 }
 
+func (m *Matrix) kernel() string { return "go" }
+
 func quantizeBlockSIMD(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32) {
 	quantizeBlock(x, q, qa, qm, d, s)
 }

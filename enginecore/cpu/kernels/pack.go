@@ -202,7 +202,9 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 			}
 		}
 	}
-	m.sc.compress()
+	if m.fam == famNib || m.nsub == 1 && !m.hasMin {
+		m.sc.compress() // Q6_K and Q5_K keep float32: their kernels read that
+	}
 	return m, nil
 }
 

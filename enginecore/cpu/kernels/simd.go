@@ -22,8 +22,30 @@ func detectLevel() simdLevel {
 	return levelGo
 }
 
+// asm512 reports whether m's matmuls have AVX-512 assembly kernels:
+// float16-scaled 4-bit matrices and Q8_0 (one scale per 32, no offsets).
+func (m *Matrix) asm512() bool {
+	return m.sc.h != nil && m.nb > 0 && (m.fam == famNib || m.fam == famByte && m.nsub == 1 && !m.hasMin)
+}
+
+// kernel names the kernels mulGroupsSIMD runs for m. An AVX-512 CPU runs
+// the AVX2 assembly for the types that have no AVX-512 assembly (Q4_K
+// with float32 scales, Q6_K, Q5_K): at half the width it is still 10–40×
+// the archsimd kernels, whose registers Go 1.26 spills.
+func (m *Matrix) kernel() string {
+	switch {
+	case level == levelGo || m.fam == famF32:
+		return level.String()
+	case level == levelAVX512 && m.asm512():
+		return "avx512-asm"
+	case m.asm256():
+		return "avx2-asm"
+	}
+	return level.String()
+}
+
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
-	if level == levelAVX2 {
+	if level == levelAVX2 || m.fam != famF32 && !m.asm512() && m.asm256() {
 		m.mulGroupsAVX2(out, a, g0, g1)
 		return
 	}
@@ -38,7 +60,7 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	// Float16-scaled 4-bit matrices and Q8_0 (one scale per 32, no
 	// offsets) have assembly kernels; they read sc.h and trust the bounds
 	// checked by the slicing here.
-	asm := m.sc.h != nil && nb > 0 && (m.fam == famNib || m.fam == famByte && m.nsub == 1 && !m.hasMin)
+	asm := m.asm512()
 	for g := g0; g < g1; g++ {
 		var qs []byte
 		var sc scales
