@@ -16,12 +16,14 @@
 // the CPU: AVX-512 and AVX2+FMA via simd/archsimd, in files built with
 // `//go:build goexperiment.simd && amd64` (so GOEXPERIMENT=simd is needed
 // to get them), and pure Go (plain `go build`, other CPUs, and VMs whose
-// hypervisor hides the AVX state from Go). The 4-bit and Q8_0 kernels,
-// which carry decode, batched decode and prefill, are Go assembly at both
-// SIMD levels (nib4_amd64.s and byte_amd64.s for AVX-512, avx2_amd64.s
-// for AVX2, one and four tokens at a time), because Go 1.26 spills the
-// archsimd versions' registers: at AVX2 those ran at under 1 GMAC/s per
-// thread, the assembly at 30–50. Tests run every level the
+// hypervisor hides the AVX state from Go). The quantized kernels, which
+// carry decode, batched decode and prefill, are Go assembly, one and four
+// tokens at a time, because Go 1.26 spills the archsimd versions'
+// registers: at AVX2 those ran at under 1 GMAC/s per thread, the assembly
+// at 30–50. AVX-512 (nib4_amd64.s, byte_amd64.s) has float16-scaled
+// 4-bit and Q8_0; AVX2 (avx2_amd64.s) has every quantized type (4-bit,
+// Q8_0, Q6_K, Q5_K), and an AVX-512 CPU runs it for the types its own
+// assembly lacks ([Matrix.Kernel] names the kernel). Tests run every level the
 // machine has against the same float64 product of the dequantized
 // weights, and check that work splits and batch composition never change
 // a result's bits.
