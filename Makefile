@@ -97,7 +97,8 @@ fuzz-short:
 fuzz: ## run every fuzzer for 5 minutes
 	@$(TEST_ENV) ./scripts/fuzz.sh 5m
 
-bench: setup llguidance oracle model ## Tandem vs llama.cpp, constrained decoding's cost, MaskBench's held-out schemas, MaskBench vs llama.cpp's grammars → docs/benchmarks/ and docs/benchmarks.md
+bench: setup llguidance oracle model ## Tandem vs llama.cpp (prebuilt and built here), constrained decoding's cost, MaskBench's held-out schemas, MaskBench vs llama.cpp's grammars → docs/benchmarks/ and docs/benchmarks.md
+	./scripts/llamabench/native.sh
 	./scripts/llamabench/build.sh
 	$(GO) run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
 	@echo "== MaskBench on the schemas make test never sees (all but every 16th)"

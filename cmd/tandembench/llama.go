@@ -20,6 +20,8 @@ var ErrMissing = errors.New("tandembench: missing input")
 // llamaOutput is bench.c's JSON object (the fields we read).
 type llamaOutput struct {
 	Engine      string    `json:"engine"`
+	Build       string    `json:"build"`
+	BackendDir  string    `json:"backend_dir"`
 	Threads     int       `json:"threads"`
 	Streams     int       `json:"streams"`
 	Prompt      int       `json:"prompt_tokens"`
@@ -32,11 +34,13 @@ type llamaOutput struct {
 	Tokens      []int32   `json:"tokens"`
 	CPUVariant  string    `json:"cpu_variant"`
 	SystemInfo  string    `json:"system_info"`
+	WeightBufs  []string  `json:"weight_buffers"`
 }
 
-// llamaBench runs the llama.cpp bench binary.
+// llamaBench runs one llama.cpp bench binary.
 type llamaBench struct {
-	bin    string // path to .cache/llamabench
+	name   string // the column: "llama.cpp prebuilt" or "llama.cpp native"
+	bin    string // path to .cache/llamabench or .cache/llamabench-native
 	model  string
 	kvType string // f16 or f32
 	ubatch int
@@ -65,9 +69,17 @@ func (l *llamaBench) measure(ctx context.Context, cfg Config, prompts [][]int32)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return Measure{}, Setup{}, fmt.Errorf("llama.cpp: %s %s: %w: %s", l.bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return Measure{}, Setup{}, fmt.Errorf("%s: %s %s: %w: %s", l.name, l.bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return parseLlama(stdout.Bytes(), cfg)
+}
+
+// probe runs bin once on a tiny configuration for its setup: which build
+// and CPU variant it runs, before anything is measured.
+func (l *llamaBench) probe(ctx context.Context) (Setup, error) {
+	cfg := Config{Kind: kindSingle, Threads: 1, Streams: 1, PromptTokens: 8, GenTokens: 1, Reps: 1}
+	_, s, err := l.measure(ctx, cfg, promptIDs(1, 1, cfg.PromptTokens, 100)) // ids < 100 suit any vocabulary
+	return s, err
 }
 
 // parseLlama decodes bench.c's output and checks it answers cfg.
@@ -86,7 +98,11 @@ func parseLlama(data []byte, cfg Config) (Measure, Setup, error) {
 	}
 	m := Measure{PrefillTokS: o.PrefillTokS, DecodeTokS: o.DecodeTokS, Tokens: o.Tokens}
 	m.summarize()
-	return m, Setup{KVType: o.KVType, FlashAttn: o.FlashAttn, UBatch: o.UBatch, CPUVariant: o.CPUVariant, SystemInfo: strings.TrimSpace(o.SystemInfo)}, nil
+	return m, Setup{
+		KVType: o.KVType, FlashAttn: o.FlashAttn, UBatch: o.UBatch,
+		Build: o.Build, BackendDir: o.BackendDir, CPUVariant: o.CPUVariant,
+		SystemInfo: strings.TrimSpace(o.SystemInfo), WeightBuffers: o.WeightBufs,
+	}, nil
 }
 
 // checkFile fails with ErrMissing and hint when path does not exist.

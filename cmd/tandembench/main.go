@@ -35,7 +35,8 @@ func main() {
 // options are the command's flags.
 type options struct {
 	model        string
-	llamaBin     string
+	llamaBin     string // bench.c on the prebuilt libraries
+	nativeBin    string // bench.c on the native build; "" = none
 	noLlama      bool
 	out          string // directory for cpu-DATE.{json,png}
 	doc          string // markdown file to update; "" = none
@@ -83,7 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("tandembench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.model, "model", "models/SmolLM2-135M-Instruct.Q4_1.gguf", "GGUF model both engines run (scripts/model.sh fetches the default)")
-	fs.StringVar(&o.llamaBin, "llamabench", ".cache/llamabench", "llama.cpp bench binary (scripts/llamabench/build.sh builds it)")
+	fs.StringVar(&o.llamaBin, "llamabench", ".cache/llamabench", "llama.cpp bench binary on node-llama-cpp's prebuilt libraries (scripts/llamabench/build.sh builds it)")
+	fs.StringVar(&o.nativeBin, "llamabench-native", ".cache/llamabench-native", `llama.cpp bench binary on llama.cpp built for this machine (scripts/llamabench/native.sh, then build.sh; "" = none)`)
 	fs.BoolVar(&o.noLlama, "no-llama", false, "measure Tandem only (no ratios, no llama.cpp targets)")
 	fs.StringVar(&o.out, "out", "docs/benchmarks", "directory for cpu-DATE.json and cpu-DATE.png")
 	fs.StringVar(&o.doc, "doc", "docs/benchmarks.md", `markdown file to add the dated section to ("" = none)`)
@@ -272,27 +274,11 @@ func (o options) structuredFlags() string {
 		strings.Join(streams, ","), o.structuredThreads, o.structuredGen, o.streamPrompt, o.reps, o.seed)
 }
 
-// runCPU is the CPU phase: Tandem and llama.cpp, every configuration.
+// runCPU is the CPU phase: Tandem and llama.cpp (prebuilt, and native
+// where built), every configuration.
 func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) error {
-	var llama *llamaBench
-	if !o.noLlama {
-		if err := checkFile("llama.cpp bench binary", o.llamaBin, "run scripts/oracle.sh && scripts/llamabench/build.sh, or pass --no-llama"); err != nil {
-			return err
-		}
-		tmp, err := os.MkdirTemp("", "tandembench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		llama = &llamaBench{bin: o.llamaBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp}
-	}
-	if kernels.Level() == "go" {
-		fmt.Fprintln(stderr, "tandembench: warning: Tandem runs its pure-Go kernels ("+kernelsInUse()+"); build with GOEXPERIMENT=simd for the SIMD ones")
-	}
-	if busy(loadAvg()) {
-		fmt.Fprintf(stderr, "tandembench: warning: the machine is busy (load average %s); the numbers will be unreliable\n", loadAvg())
-	}
 	start := time.Now()
+	flags := cpuFlags()
 	rep := &Report{
 		Date:        o.date,
 		Started:     start.Format(time.RFC3339),
@@ -304,20 +290,57 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 		MaxOtherCPU: o.maxOther,
 		Command:     strings.TrimSpace(goExperimentEnv() + " go run ./cmd/tandembench " + strings.Join(args, " ")),
 	}
+	var llamas []*llamaBench // prebuilt first, then native
+	if !o.noLlama {
+		if err := checkFile("llama.cpp bench binary", o.llamaBin, "run scripts/oracle.sh && scripts/llamabench/build.sh, or pass --no-llama"); err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp("", "tandembench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		llamas = append(llamas, &llamaBench{name: "llama.cpp prebuilt", bin: o.llamaBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp})
+		if why := nativeMissing(o.nativeBin); why != "" {
+			rep.NativeMissing = why
+			fmt.Fprintln(stderr, "tandembench: WARNING: no native llama.cpp column: "+why+"; the targets use the prebuilt libraries")
+		} else {
+			llamas = append(llamas, &llamaBench{name: "llama.cpp native", bin: o.nativeBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp})
+		}
+		for i, l := range llamas {
+			s, err := l.probe(ctx)
+			if err != nil {
+				return err
+			}
+			s.UBatch = l.ubatch // the probe's batch is smaller; n_ubatch is at most the batch
+			if i == 0 {
+				if err := checkVariant(&s, flags); err != nil {
+					return fmt.Errorf("%w\nggml's scores on this CPU (%s --variant-scores):\n%s", err, l.bin, variantScores(ctx, l.bin))
+				}
+				rep.Llama = &s
+			} else {
+				rep.Native = &s
+			}
+			fmt.Fprintf(stderr, "%s: %s; CPU variant %s; %s\n", l.name, s.Build, orUnknown(s.CPUVariant), s.SystemInfo)
+		}
+	}
+	if kernels.Level() == "go" {
+		fmt.Fprintln(stderr, "tandembench: warning: Tandem runs its pure-Go kernels ("+kernelsInUse()+"); build with GOEXPERIMENT=simd for the SIMD ones")
+	}
+	if busy(loadAvg()) {
+		fmt.Fprintf(stderr, "tandembench: warning: the machine is busy (load average %s); the numbers will be unreliable\n", loadAvg())
+	}
 	cfgs := o.configs()
 	for i := 0; i < len(cfgs); {
 		j := i
 		for j < len(cfgs) && cfgs[j].Threads == cfgs[i].Threads {
 			j++
 		}
-		rows, setup, err := measureThreads(ctx, o, cfgs[i:j], llama, stderr)
+		rows, err := measureThreads(ctx, o, cfgs[i:j], llamas, stderr)
 		if err != nil {
 			return err
 		}
 		rep.Rows = append(rep.Rows, rows...)
-		if setup != nil {
-			rep.Llama = setup
-		}
 		i = j
 	}
 	rep.Targets = targets(rep.Rows)
@@ -327,8 +350,9 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 }
 
 // measureThreads loads Tandem once for cfgs (all of one thread count) and
-// measures every config on both engines, Tandem first.
-func measureThreads(ctx context.Context, o options, cfgs []Config, llama *llamaBench, stderr io.Writer) ([]Row, *Setup, error) {
+// measures every config on every engine, Tandem first, then llamas in
+// order (the prebuilt libraries, then the native build).
+func measureThreads(ctx context.Context, o options, cfgs []Config, llamas []*llamaBench, stderr io.Writer) ([]Row, error) {
 	threads := cfgs[0].Threads
 	kv := 0
 	for _, c := range cfgs {
@@ -337,36 +361,52 @@ func measureThreads(ctx context.Context, o options, cfgs []Config, llama *llamaB
 	t0 := time.Now()
 	eng, err := loadTandem(o.model, threads, o.blockSize, kv, o.precision)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer eng.Close()
 	fmt.Fprintf(stderr, "tandem: loaded %s with %d thread(s) in %v\n", o.model, threads, time.Since(t0).Round(time.Millisecond))
 	var rows []Row
-	var setup *Setup
 	for _, c := range cfgs {
 		prompts := promptIDs(o.seed, c.Streams, c.PromptTokens, eng.info.VocabSize)
 		r := Row{Config: c}
 		r.Tandem, err = attempts(ctx, o, stderr, "tandem "+c.String(), func() (Measure, error) { return eng.measure(ctx, c, prompts) })
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if llama != nil {
-			var s Setup
-			m, err := attempts(ctx, o, stderr, "llama.cpp "+c.String(), func() (Measure, error) {
-				m, st, err := llama.measure(ctx, c, prompts)
-				s = st
+		for i, l := range llamas {
+			m, err := attempts(ctx, o, stderr, l.name+" "+c.String(), func() (Measure, error) {
+				m, _, err := l.measure(ctx, c, prompts)
 				return m, err
 			})
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			r.Llama, setup = &m, &s
+			if i == 0 {
+				r.Llama = &m
+			} else {
+				r.Native = &m
+			}
 		}
 		r.compare()
 		fmt.Fprintln(stderr, progressLine(r))
 		rows = append(rows, r)
 	}
-	return rows, setup, nil
+	return rows, nil
+}
+
+// nativeMissing says why the native llama.cpp column cannot run: "" when
+// bin exists, else the reason build.sh left in bin.unavailable.
+func nativeMissing(bin string) string {
+	if bin == "" {
+		return "--llamabench-native is empty"
+	}
+	if _, err := os.Stat(bin); err == nil {
+		return ""
+	}
+	if why, err := os.ReadFile(bin + ".unavailable"); err == nil && len(strings.TrimSpace(string(why))) > 0 {
+		return strings.TrimSpace(string(why))
+	}
+	return bin + " not found (run scripts/llamabench/native.sh && scripts/llamabench/build.sh)"
 }
 
 // attempts runs measure until other processes used at most o.maxOther of
@@ -417,7 +457,10 @@ func progressLine(r Row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-7s t=%d S=%-2d P=%d D=%d  tandem prefill %7.1f decode %7.1f tok/s", r.Kind, r.Threads, r.Streams, r.PromptTokens, r.GenTokens, r.Tandem.Prefill, r.Tandem.Decode)
 	if r.Llama != nil {
-		fmt.Fprintf(&b, " | llama.cpp prefill %7.1f decode %7.1f tok/s | ratio prefill %s decode %s", r.Llama.Prefill, r.Llama.Decode, fmtRatio(r.PrefillRatio), fmtRatio(r.DecodeRatio))
+		fmt.Fprintf(&b, " | llama.cpp prebuilt prefill %7.1f decode %7.1f tok/s | ratio prefill %s decode %s", r.Llama.Prefill, r.Llama.Decode, fmtRatio(r.PrefillRatio), fmtRatio(r.DecodeRatio))
+	}
+	if r.Native != nil {
+		fmt.Fprintf(&b, " | native prefill %7.1f decode %7.1f tok/s | ratio prefill %s decode %s", r.Native.Prefill, r.Native.Decode, fmtRatio(r.NativePrefillRatio), fmtRatio(r.NativeDecodeRatio))
 	}
 	fmt.Fprintf(&b, " | others' CPU %.0f%%", 100*r.otherCPU())
 	return b.String()
@@ -494,9 +537,9 @@ func goExperimentEnv() string {
 	return ""
 }
 
-// machine reads the CPU model and counts.
+// machine reads the CPU model, its kernel ISA flags and counts.
 func machine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), LoadAvgStart: loadAvg()}
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), LoadAvgStart: loadAvg(), ISAFlags: presentKernelFlags(cpuFlags())}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.SplitSeq(string(data), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {

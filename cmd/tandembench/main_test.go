@@ -111,6 +111,14 @@ func row(kind string, threads, streams int, tandemPrefill, tandemDecode, llamaPr
 	return r
 }
 
+// withNative adds a native llama.cpp measure to r from medians.
+func withNative(r Row, prefill, decode float64) Row {
+	r.Native = &Measure{PrefillTokS: []float64{prefill}, DecodeTokS: []float64{decode}}
+	r.Native.summarize()
+	r.compare()
+	return r
+}
+
 func TestTargets(t *testing.T) {
 	tests := []struct {
 		name string
@@ -121,10 +129,21 @@ func TestTargets(t *testing.T) {
 			name: "single stream, met and not met",
 			rows: []Row{row(kindSingle, 1, 1, 60, 90, 100, 100), row(kindSingle, 2, 1, 40, 70, 100, 100)},
 			want: []Target{
-				{Name: "single-stream decode vs llama.cpp, 1 thread(s)", Want: "≥ 0.80×", Value: 0.9, Met: true},
-				{Name: "single-stream prefill vs llama.cpp, 1 thread(s)", Want: "≥ 0.50×", Value: 0.6, Met: true},
-				{Name: "single-stream decode vs llama.cpp, 2 thread(s)", Want: "≥ 0.80×", Value: 0.7, Met: false},
-				{Name: "single-stream prefill vs llama.cpp, 2 thread(s)", Want: "≥ 0.50×", Value: 0.4, Met: false},
+				{Name: "single-stream decode vs llama.cpp prebuilt, 1 thread(s)", Want: "≥ 0.80×", Value: 0.9, Met: true},
+				{Name: "single-stream prefill vs llama.cpp prebuilt, 1 thread(s)", Want: "≥ 0.50×", Value: 0.6, Met: true},
+				{Name: "single-stream decode vs llama.cpp prebuilt, 2 thread(s)", Want: "≥ 0.80×", Value: 0.7, Met: false},
+				{Name: "single-stream prefill vs llama.cpp prebuilt, 2 thread(s)", Want: "≥ 0.50×", Value: 0.4, Met: false},
+			},
+		},
+		{
+			// Met against the prebuilt libraries, not against the native build.
+			name: "the native build is the baseline where it ran",
+			rows: []Row{withNative(row(kindSingle, 1, 1, 60, 90, 100, 100), 200, 120), withNative(row(kindStreams, 1, 1, 1, 50, 1, 60), 1, 60), withNative(row(kindStreams, 1, 16, 1, 150, 1, 120), 1, 160)},
+			want: []Target{
+				{Name: "single-stream decode vs llama.cpp native, 1 thread(s)", Want: "≥ 0.80×", Value: 0.75, Met: false},
+				{Name: "single-stream prefill vs llama.cpp native, 1 thread(s)", Want: "≥ 0.50×", Value: 0.3, Met: false},
+				{Name: "decode at 16 streams vs our single stream, 1 thread(s)", Want: "≥ 2.00×", Value: 3, Met: true},
+				{Name: "decode at 16 streams vs llama.cpp native, 1 thread(s)", Want: "> 1.00×", Value: 0.9375, Met: false},
 			},
 		},
 		{
@@ -132,7 +151,7 @@ func TestTargets(t *testing.T) {
 			rows: []Row{row(kindStreams, 2, 1, 1, 50, 1, 60), row(kindStreams, 2, 4, 1, 80, 1, 90), row(kindStreams, 2, 16, 1, 150, 1, 120)},
 			want: []Target{
 				{Name: "decode at 16 streams vs our single stream, 2 thread(s)", Want: "≥ 2.00×", Value: 3, Met: true},
-				{Name: "decode at 16 streams vs llama.cpp, 2 thread(s)", Want: "> 1.00×", Value: 1.25, Met: true},
+				{Name: "decode at 16 streams vs llama.cpp prebuilt, 2 thread(s)", Want: "> 1.00×", Value: 1.25, Met: true},
 			},
 		},
 		{
@@ -262,9 +281,10 @@ func TestConfigs(t *testing.T) {
 
 func TestParseLlama(t *testing.T) {
 	cfg := Config{Kind: kindSingle, Threads: 2, Streams: 1, PromptTokens: 8, GenTokens: 4, Reps: 3}
-	good := `{"engine": "llama.cpp", "threads": 2, "streams": 1, "prompt_tokens": 8, "gen_tokens": 4, "kv_type": "f16",
+	good := `{"engine": "llama.cpp", "build": "prebuilt: x", "backend_dir": "/bins", "threads": 2, "streams": 1, "prompt_tokens": 8, "gen_tokens": 4, "kv_type": "f16",
 		"flash_attn": false, "n_ubatch": 8, "prefill_tok_s": [10, 30, 20], "decode_tok_s": [5, 4, 6],
-		"tokens": [1, 2, 3, 4, 5], "cpu_variant": "libggml-cpu-zen4.so", "system_info": "CPU : AVX2 = 1 | "}`
+		"tokens": [1, 2, 3, 4, 5], "cpu_variant": "libggml-cpu-zen4.so", "system_info": "CPU : AVX2 = 1 | ",
+		"weight_buffers": ["CPU_REPACK", "CPU_Mapped"]}`
 	tests := []struct {
 		name    string
 		in      string
@@ -291,7 +311,11 @@ func TestParseLlama(t *testing.T) {
 			if diff := cmp.Diff(tt.want, m); diff != "" {
 				t.Errorf("measure (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(Setup{KVType: "f16", UBatch: 8, CPUVariant: "libggml-cpu-zen4.so", SystemInfo: "CPU : AVX2 = 1 |"}, s); diff != "" {
+			want := Setup{
+				KVType: "f16", UBatch: 8, Build: "prebuilt: x", BackendDir: "/bins", CPUVariant: "libggml-cpu-zen4.so",
+				SystemInfo: "CPU : AVX2 = 1 |", WeightBuffers: []string{"CPU_REPACK", "CPU_Mapped"},
+			}
+			if diff := cmp.Diff(want, s); diff != "" {
 				t.Errorf("setup (-want +got):\n%s", diff)
 			}
 		})
@@ -475,7 +499,7 @@ func TestRenderSection(t *testing.T) {
 		"1 row(s) marked ⚠ were measured while other processes used more than 10% of the CPU",
 		"| 1 | 200.0 | 250.0 | 0.80× | 90.0 | 100.0 | 0.90× | 0/0 | 0% |",
 		"| 2 | 16 | 300.0 | 250.0 | 1.20× | 3.75× | 400.0 | 500.0 | 30% ⚠ |",
-		"| single-stream prefill vs llama.cpp, 2 thread(s) | ≥ 0.50× | 0.75× | yes |",
+		"| single-stream prefill vs llama.cpp prebuilt, 2 thread(s) | ≥ 0.50× | 0.75× | yes |",
 		"| decode at 16 streams vs our single stream, 2 thread(s) | ≥ 2.00× | 3.75× | yes |",
 		"![tok/s per configuration, Tandem and llama.cpp](benchmarks/cpu-2001-02-03.png)",
 		"Rerun: `make bench` (or `go run ./cmd/tandembench --out x`).",
@@ -484,6 +508,41 @@ func TestRenderSection(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestRenderSectionNative: with a native build, both llama.cpp columns,
+// each build's kernels, and targets against the native one; without it,
+// the reason.
+func TestRenderSectionNative(t *testing.T) {
+	rep := sampleReport()
+	rep.Machine.ISAFlags = []string{"avx2", "fma"}
+	rep.Llama.CPUVariant, rep.Llama.BestVariant, rep.Llama.SystemInfo = "libggml-cpu-haswell.so", "libggml-cpu-haswell.so", "CPU : AVX2 = 1 | REPACK = 1 |"
+	rep.Native = &Setup{KVType: "f16", UBatch: 512, SystemInfo: "CPU : AVX2 = 1 | OPENMP = 1 |", WeightBuffers: []string{"CPU_Mapped"}}
+	for i := range rep.Rows {
+		rep.Rows[i] = withNative(rep.Rows[i], 500, 200)
+	}
+	rep.Targets = targets(rep.Rows)
+	s := renderSection(rep, "benchmarks")
+	for _, want := range []string{
+		"- ISA flags for the kernels (/proc/cpuinfo): `avx2 fma`.",
+		"- llama.cpp prebuilt: node-llama-cpp's prebuilt CPU libraries through the C API (scripts/llamabench); CPU variant `libggml-cpu-haswell.so`, checked to be the best prebuilt variant for this CPU; system info `CPU : AVX2 = 1 | REPACK = 1`.",
+		"- llama.cpp native: the same llama.cpp source built on this machine with GGML_NATIVE (scripts/llamabench/native.sh), CPU backend linked in; system info `CPU : AVX2 = 1 | OPENMP = 1`, weights in CPU_Mapped.",
+		"the targets use the native build",
+		"| threads | prefill Tandem | prefill llama.cpp prebuilt | ratio | prefill llama.cpp native | ratio | decode Tandem | decode llama.cpp prebuilt | ratio | decode llama.cpp native | ratio | greedy agree (prebuilt, native) | others' CPU |",
+		"| 1 | 200.0 | 250.0 | 0.80× | 500.0 | 0.40× | 90.0 | 100.0 | 0.90× | 200.0 | 0.45× | 0/0, 0/0 | 0% |",
+		"| 2 | 16 | 300.0 | 250.0 | 1.20× | 200.0 | 1.50× | 3.75× | 400.0 | 500.0 | 500.0 | 0% |",
+		"| single-stream prefill vs llama.cpp native, 1 thread(s) | ≥ 0.50× | 0.40× | no |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("section lacks %q:\n%s", want, s)
+		}
+	}
+
+	rep = sampleReport()
+	rep.NativeMissing = "cmake not found"
+	if s := renderSection(rep, "benchmarks"); !strings.Contains(s, "**llama.cpp native: not built (cmake not found); the ratios and targets are against the prebuilt libraries only.**") {
+		t.Errorf("section does not say why the native column is missing:\n%s", s)
 	}
 }
 

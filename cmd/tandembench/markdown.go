@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -84,43 +85,98 @@ func renderSection(rep *Report, assets string) string {
 	}
 	p("- Machine: %s, %d logical cores, %s; load average %s at the start, %s at the end.\n",
 		orUnknown(rep.Machine.CPU), rep.Machine.Cores, rep.Machine.Go, orUnknown(rep.Machine.LoadAvgStart), orUnknown(rep.Machine.LoadAvgEnd))
-	p("- Model: `%s`, the same GGUF for both engines.\n", rep.Model)
+	if len(rep.Machine.ISAFlags) > 0 {
+		p("- ISA flags for the kernels (/proc/cpuinfo): `%s`.\n", strings.Join(rep.Machine.ISAFlags, " "))
+	}
+	p("- Model: `%s`, the same GGUF for every engine.\n", rep.Model)
 	p("- Prompts: %s. No tokenizer is involved.\n", rep.Prompts)
 	p("- Tandem: in-process (loader → model.FromTensors → cpu.New; scheduler, KV manager and runner driven step by step as the engine core does), "+
 		"%s kernels, `--cpu-precision %s` (prompt tokens at ~15-bit activations unless fast), KV cache %s, block size %d, prefix caching off, greedy, ignore_eos; GOMAXPROCS = threads.\n", orUnknown(rep.Tandem.Kernels), orUnknown(rep.Tandem.Precision), rep.Tandem.KVType, rep.Tandem.BlockSize)
 	if l := rep.Llama; l != nil {
-		p("- llama.cpp: prebuilt CPU libraries from node-llama-cpp through the C API (scripts/llamabench), CPU variant `%s`, flash attention %s, KV cache %s, n_ubatch %d; "+
+		best := ""
+		if l.BestVariant != "" {
+			best = ", checked to be the best prebuilt variant for this CPU"
+		}
+		p("- llama.cpp prebuilt: %s through the C API (scripts/llamabench); CPU variant `%s`%s; %s.\n",
+			orDefault(l.Build, "node-llama-cpp's prebuilt CPU libraries"), orUnknown(l.CPUVariant), best, llamaKernels(l))
+		switch n := rep.Native; {
+		case n != nil:
+			p("- llama.cpp native: %s, CPU backend linked in; %s.\n",
+				orDefault(n.Build, "the same llama.cpp source built on this machine with GGML_NATIVE (scripts/llamabench/native.sh)"), llamaKernels(n))
+		case rep.NativeMissing != "":
+			p("- **llama.cpp native: not built (%s); the ratios and targets are against the prebuilt libraries only.**\n", rep.NativeMissing)
+		}
+		p("- Both llama.cpp columns: flash attention %s, KV cache %s, n_ubatch %d; "+
 			"prefill is one llama_decode of all prompts, each decode step one llama_decode with one token per stream (own seq id), greedy argmax.\n",
-			orUnknown(l.CPUVariant), onOff(l.FlashAttn), l.KVType, l.UBatch)
+			onOff(l.FlashAttn), l.KVType, l.UBatch)
 	} else {
 		p("- llama.cpp: not run (`--no-llama`).\n")
 	}
-	p("- Each number is the median of the repetitions after one warm-up; prefill tok/s = S·P / prefill time, decode tok/s = S·D / decode time (aggregate over streams). Ratios are Tandem / llama.cpp. "+
-		"\"Others' CPU\" is the share of the machine's CPU time other processes used during the row's measurements (the worse engine's; a measurement above %.0f%% is retried).\n\n", 100*rep.MaxOtherCPU)
+	p("- Each number is the median of the repetitions after one warm-up; prefill tok/s = S·P / prefill time, decode tok/s = S·D / decode time (aggregate over streams). Ratios are Tandem / llama.cpp, per column; the targets use %s. "+
+		"\"Others' CPU\" is the share of the machine's CPU time other processes used during the row's measurements (the worst engine's; a measurement above %.0f%% is retried).\n\n", baselineWords(rep), 100*rep.MaxOtherCPU)
 
+	cols := llamaColumns(rep)
 	if rows := rowsOf(rep.Rows, kindSingle); len(rows) > 0 {
 		p("### Single stream (P = %d, D = %d, %d reps)\n\n", rows[0].PromptTokens, rows[0].GenTokens, rows[0].Reps)
-		p("| threads | prefill Tandem | prefill llama.cpp | ratio | decode Tandem | decode llama.cpp | ratio | greedy agree | others' CPU |\n")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		head, rule := []string{"threads", "prefill Tandem"}, []string{"---:", "---:"}
+		for _, c := range cols {
+			head, rule = append(head, "prefill "+c.name, "ratio"), append(rule, "---:", "---:")
+		}
+		head, rule = append(head, "decode Tandem"), append(rule, "---:")
+		for _, c := range cols {
+			head, rule = append(head, "decode "+c.name, "ratio"), append(rule, "---:", "---:")
+		}
+		agreeHead := "greedy agree"
+		if len(cols) > 1 {
+			agreeHead += " (prebuilt, native)"
+		}
+		head, rule = append(head, agreeHead, "others' CPU"), append(rule, "---:", "---:")
+		p("| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(rule, "|"))
 		for _, r := range rows {
-			p("| %d | %.1f | %s | %s | %.1f | %s | %s | %s | %s |\n", r.Threads,
-				r.Tandem.Prefill, llamaNum(r.Llama, true), fmtRatio(r.PrefillRatio),
-				r.Tandem.Decode, llamaNum(r.Llama, false), fmtRatio(r.DecodeRatio), agree(r), others(r, rep.MaxOtherCPU))
+			cells := []string{fmt.Sprint(r.Threads), fmt.Sprintf("%.1f", r.Tandem.Prefill)}
+			for _, c := range cols {
+				m, pre, _, _ := c.of(r)
+				cells = append(cells, llamaNum(m, true), fmtRatio(pre))
+			}
+			cells = append(cells, fmt.Sprintf("%.1f", r.Tandem.Decode))
+			for _, c := range cols {
+				m, _, dec, _ := c.of(r)
+				cells = append(cells, llamaNum(m, false), fmtRatio(dec))
+			}
+			cells = append(cells, agreeAll(r, cols), others(r, rep.MaxOtherCPU))
+			p("| %s |\n", strings.Join(cells, " | "))
 		}
 		p("\n")
 	}
 	if rows := rowsOf(rep.Rows, kindStreams); len(rows) > 0 {
 		p("### Concurrent streams (P = %d, D = %d per stream, %d reps), aggregate decode tok/s\n\n", rows[0].PromptTokens, rows[0].GenTokens, rows[0].Reps)
-		p("| threads | streams | Tandem | llama.cpp | ratio | Tandem vs own 1 stream | prefill Tandem | prefill llama.cpp | others' CPU |\n")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		head, rule := []string{"threads", "streams", "Tandem"}, []string{"---:", "---:", "---:"}
+		for _, c := range cols {
+			head, rule = append(head, c.name, "ratio"), append(rule, "---:", "---:")
+		}
+		head, rule = append(head, "Tandem vs own 1 stream", "prefill Tandem"), append(rule, "---:", "---:")
+		for _, c := range cols {
+			head, rule = append(head, "prefill "+c.name), append(rule, "---:")
+		}
+		head, rule = append(head, "others' CPU"), append(rule, "---:")
+		p("| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(rule, "|"))
 		for _, r := range rows {
 			scale := "—"
 			if one := findRow(rep.Rows, kindStreams, r.Threads, 1); one != nil && one.Tandem.Decode > 0 {
 				scale = fmt.Sprintf("%.2f×", r.Tandem.Decode/one.Tandem.Decode)
 			}
-			p("| %d | %d | %.1f | %s | %s | %s | %.1f | %s | %s |\n", r.Threads, r.Streams,
-				r.Tandem.Decode, llamaNum(r.Llama, false), fmtRatio(r.DecodeRatio), scale,
-				r.Tandem.Prefill, llamaNum(r.Llama, true), others(r, rep.MaxOtherCPU))
+			cells := []string{fmt.Sprint(r.Threads), fmt.Sprint(r.Streams), fmt.Sprintf("%.1f", r.Tandem.Decode)}
+			for _, c := range cols {
+				m, _, dec, _ := c.of(r)
+				cells = append(cells, llamaNum(m, false), fmtRatio(dec))
+			}
+			cells = append(cells, scale, fmt.Sprintf("%.1f", r.Tandem.Prefill))
+			for _, c := range cols {
+				m, _, _, _ := c.of(r)
+				cells = append(cells, llamaNum(m, true))
+			}
+			cells = append(cells, others(r, rep.MaxOtherCPU))
+			p("| %s |\n", strings.Join(cells, " | "))
 		}
 		p("\n")
 	}
@@ -133,7 +189,7 @@ func renderSection(rep *Report, assets string) string {
 	}
 	file := "cpu-" + rep.Date
 	p("![tok/s per configuration, Tandem and llama.cpp](%s/%s.png)\n\n", assets, file)
-	p("Raw numbers (every repetition, greedy tokens, llama.cpp system info): [%s.json](%s/%s.json). Run took %.0f s.\n\n", file, assets, file, rep.Seconds)
+	p("Raw numbers (every repetition, greedy tokens, each llama.cpp build and system info): [%s.json](%s/%s.json). Run took %.0f s.\n\n", file, assets, file, rep.Seconds)
 	p("Rerun: `make bench` (or `%s`).\n", rep.Command)
 	p(endMarker+"\n", rep.Date)
 	return b.String()
@@ -180,11 +236,67 @@ func llamaNum(m *Measure, prefill bool) string {
 	}
 }
 
-func agree(r Row) string {
-	if r.GreedyAgree == nil {
+// llamaColumn is one llama.cpp column of the tables.
+type llamaColumn struct {
+	name string
+	// of is the row's measure and Tandem's ratios to it (nil when not run).
+	of func(r Row) (m *Measure, prefill, decode *float64, agree *int)
+}
+
+// llamaColumns are the llama.cpp columns rep has: the prebuilt libraries,
+// then the native build.
+func llamaColumns(rep *Report) []llamaColumn {
+	var out []llamaColumn
+	if rep.Llama != nil || slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Llama != nil }) {
+		out = append(out, llamaColumn{"llama.cpp prebuilt", func(r Row) (*Measure, *float64, *float64, *int) {
+			return r.Llama, r.PrefillRatio, r.DecodeRatio, r.GreedyAgree
+		}})
+	}
+	if rep.Native != nil || slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Native != nil }) {
+		out = append(out, llamaColumn{"llama.cpp native", func(r Row) (*Measure, *float64, *float64, *int) {
+			return r.Native, r.NativePrefillRatio, r.NativeDecodeRatio, r.NativeGreedyAgree
+		}})
+	}
+	return out
+}
+
+// baselineWords names the llama.cpp column the targets use.
+func baselineWords(rep *Report) string {
+	switch {
+	case rep.Native != nil:
+		return "the native build"
+	case rep.Llama != nil:
+		return "the prebuilt libraries"
+	default:
+		return "no llama.cpp column"
+	}
+}
+
+// llamaKernels describes the ggml CPU backend a llama.cpp column ran: its
+// system info and the buffer types that held the weights.
+func llamaKernels(s *Setup) string {
+	out := fmt.Sprintf("system info `%s`", orUnknown(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s.SystemInfo), "|"))))
+	if len(s.WeightBuffers) > 0 {
+		out += ", weights in " + strings.Join(s.WeightBuffers, " + ")
+	}
+	return out
+}
+
+// agreeAll is the greedy agreement with each llama.cpp column, comma-separated.
+func agreeAll(r Row, cols []llamaColumn) string {
+	var out []string
+	for _, c := range cols {
+		m, _, _, n := c.of(r)
+		if m == nil || n == nil {
+			out = append(out, "—")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d/%d", *n, min(len(r.Tandem.Tokens), len(m.Tokens))))
+	}
+	if len(out) == 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%d/%d", *r.GreedyAgree, min(len(r.Tandem.Tokens), len(r.Llama.Tokens)))
+	return strings.Join(out, ", ")
 }
 
 func fmtRatio(v *float64) string {
@@ -208,9 +320,11 @@ func onOff(b bool) string {
 	return "off"
 }
 
-func orUnknown(s string) string {
+func orUnknown(s string) string { return orDefault(s, "unknown") }
+
+func orDefault(s, def string) string {
 	if s == "" {
-		return "unknown"
+		return def
 	}
 	return s
 }

@@ -31,27 +31,58 @@ const (
 
 var (
 	colTandem = color.RGBA{0x1f, 0x77, 0xb4, 0xff} // blue
-	colLlama  = color.RGBA{0xff, 0x7f, 0x0e, 0xff} // orange
+	colLlama  = color.RGBA{0xff, 0x7f, 0x0e, 0xff} // orange: prebuilt
+	colNative = color.RGBA{0x2c, 0xa0, 0x2c, 0xff} // green: native build
 	colAxis   = color.RGBA{0x33, 0x33, 0x33, 0xff}
 	colGrid   = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 	colText   = color.Black
 	colBusy   = color.RGBA{0xcc, 0x00, 0x00, 0xff} // notes of rows measured on a busy machine
 )
 
-// barGroup is one configuration: Tandem's bar and llama.cpp's (when run).
+// barGroup is one configuration: Tandem's bar, then one per llama.cpp
+// column that ran.
 type barGroup struct {
-	label    string
-	tandem   float64 // tok/s
-	llama    float64 // tok/s
-	hasLlama bool
-	note     string // under the label, e.g. the ratio
-	busy     bool   // measured while other processes used the CPU (see Row.otherCPU)
+	label string
+	bars  []bar
+	note  string // under the label, e.g. the ratio
+	busy  bool   // measured while other processes used the CPU (see Row.otherCPU)
+}
+
+// bar is one engine's value in a group.
+type bar struct {
+	v float64 // tok/s
+	c color.Color
 }
 
 // panel is one chart with its own y scale.
 type panel struct {
 	title  string
 	groups []barGroup
+}
+
+// groupOf is r's bars for prefill or decode, with the targets' ratio as
+// the note.
+func groupOf(r Row, label string, prefill bool, limit float64) barGroup {
+	pick := func(m *Measure) float64 {
+		if prefill {
+			return m.Prefill
+		}
+		return m.Decode
+	}
+	g := barGroup{label: label, bars: []bar{{pick(&r.Tandem), colTandem}}, busy: r.otherCPU() > limit}
+	if r.Llama != nil {
+		g.bars = append(g.bars, bar{pick(r.Llama), colLlama})
+	}
+	if r.Native != nil {
+		g.bars = append(g.bars, bar{pick(r.Native), colNative})
+	}
+	pre, dec := r.baseline()
+	if prefill {
+		g.note = asciiRatio(pre)
+	} else {
+		g.note = asciiRatio(dec)
+	}
+	return g
 }
 
 // panels turns rep into charts: single-stream prefill and decode, and the
@@ -62,19 +93,11 @@ func panels(rep *Report) []panel {
 		p := panel{title: fmt.Sprintf("single stream tok/s (P=%d, D=%d)", rows[0].PromptTokens, rows[0].GenTokens)}
 		for _, prefill := range []bool{true, false} {
 			for _, r := range rows {
-				g := barGroup{tandem: r.Tandem.Decode, note: asciiRatio(r.DecodeRatio), busy: r.otherCPU() > rep.MaxOtherCPU}
-				g.label = fmt.Sprintf("decode %dt", r.Threads)
+				label := fmt.Sprintf("decode %dt", r.Threads)
 				if prefill {
-					g = barGroup{label: fmt.Sprintf("prefill %dt", r.Threads), tandem: r.Tandem.Prefill, note: asciiRatio(r.PrefillRatio), busy: g.busy}
+					label = fmt.Sprintf("prefill %dt", r.Threads)
 				}
-				if r.Llama != nil {
-					g.hasLlama = true
-					g.llama = r.Llama.Decode
-					if prefill {
-						g.llama = r.Llama.Prefill
-					}
-				}
-				p.groups = append(p.groups, g)
+				p.groups = append(p.groups, groupOf(r, label, prefill, rep.MaxOtherCPU))
 			}
 		}
 		out = append(out, p)
@@ -82,32 +105,45 @@ func panels(rep *Report) []panel {
 	if rows := rowsOf(rep.Rows, kindStreams); len(rows) > 0 {
 		p := panel{title: fmt.Sprintf("aggregate decode tok/s vs streams (P=%d, D=%d per stream)", rows[0].PromptTokens, rows[0].GenTokens)}
 		for _, r := range rows {
-			g := barGroup{label: fmt.Sprintf("%dt x%d", r.Threads, r.Streams), tandem: r.Tandem.Decode, note: asciiRatio(r.DecodeRatio), busy: r.otherCPU() > rep.MaxOtherCPU}
-			if r.Llama != nil {
-				g.hasLlama, g.llama = true, r.Llama.Decode
-			}
-			p.groups = append(p.groups, g)
+			p.groups = append(p.groups, groupOf(r, fmt.Sprintf("%dt x%d", r.Threads, r.Streams), false, rep.MaxOtherCPU))
 		}
 		out = append(out, p)
 	}
 	return out
 }
 
-// writePlot draws rep as grouped bars (Tandem blue, llama.cpp orange) with
-// the ratio Tandem/llama.cpp under each group ("busy" in red when other
+// writePlot draws rep as grouped bars (Tandem blue, llama.cpp prebuilt
+// orange, llama.cpp native green) with the targets' ratio Tandem/llama.cpp
+// under each group (native where it ran; "busy" in red when other
 // processes disturbed the measurement), and encodes a PNG.
 func writePlot(w io.Writer, rep *Report) error {
 	img := image.NewRGBA(image.Rect(0, 0, plotW, plotH))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	title := fmt.Sprintf("Tandem vs llama.cpp, %s, %s", filepath.Base(rep.Model), rep.Date)
 	text(img, plotMargin, plotMargin+lineH, title, colText)
-	sub := fmt.Sprintf("%s, %d cores; median of reps; ratio = Tandem / llama.cpp", orUnknown(rep.Machine.CPU), rep.Machine.Cores)
+	against := "llama.cpp prebuilt"
+	if rep.Native != nil {
+		against = "llama.cpp native"
+	}
+	sub := fmt.Sprintf("%s, %d cores; median of reps; ratio = Tandem / %s", orUnknown(rep.Machine.CPU), rep.Machine.Cores, against)
 	text(img, plotMargin, plotMargin+2*lineH+2, sub, colAxis)
-	lx := plotW - plotMargin - 220
-	fill(img, image.Rect(lx, plotMargin+4, lx+12, plotMargin+16), colTandem)
-	text(img, lx+18, plotMargin+lineH, "Tandem", colText)
-	fill(img, image.Rect(lx+90, plotMargin+4, lx+102, plotMargin+16), colLlama)
-	text(img, lx+108, plotMargin+lineH, "llama.cpp", colText)
+	type entry struct {
+		name string
+		c    color.Color
+	}
+	legend := []entry{{"Tandem", colTandem}}
+	if rep.Llama != nil {
+		legend = append(legend, entry{"llama.cpp prebuilt", colLlama})
+	}
+	if rep.Native != nil {
+		legend = append(legend, entry{"llama.cpp native", colNative})
+	}
+	lx := plotW - plotMargin
+	for i := len(legend) - 1; i >= 0; i-- {
+		lx -= 18 + width(legend[i].name) + 16
+		fill(img, image.Rect(lx, plotMargin+4, lx+12, plotMargin+16), legend[i].c)
+		text(img, lx+18, plotMargin+lineH, legend[i].name, colText)
+	}
 
 	ps := panels(rep)
 	if len(ps) > 0 {
@@ -134,7 +170,9 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p panel) {
 	plot := image.Rect(r.Min.X+axisLeft, r.Min.Y+panelTitleH+lineH, r.Max.X, r.Max.Y-axisBottom)
 	top := 0.0
 	for _, g := range p.groups {
-		top = max(top, g.tandem, g.llama)
+		for _, b := range g.bars {
+			top = max(top, b.v)
+		}
 	}
 	step := niceStep(top / 5)
 	top = math.Ceil(top/step) * step
@@ -153,29 +191,17 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p panel) {
 		return
 	}
 	slot := plot.Dx() / n
-	barW := max(4, slot*3/10)
 	for i, g := range p.groups {
 		cx := plot.Min.X + i*slot + slot/2
-		bars := []struct {
-			v   float64
-			c   color.Color
-			x0  int
-			has bool
-		}{
-			{g.tandem, colTandem, cx - barW - 1, true},
-			{g.llama, colLlama, cx + 1, g.hasLlama},
-		}
-		if !g.hasLlama {
-			bars[0].x0 = cx - barW/2
-		}
-		for _, b := range bars {
-			if !b.has {
-				continue
-			}
+		// The bars of a group fill 60% of its slot, 2 px apart.
+		barW := max(4, (slot*6/10)/max(2, len(g.bars))-2)
+		x0 := cx - (len(g.bars)*(barW+2)-2)/2
+		for j, b := range g.bars {
+			bx := x0 + j*(barW+2)
 			yy := y(b.v)
-			fill(img, image.Rect(b.x0, yy, b.x0+barW, plot.Max.Y), b.c)
+			fill(img, image.Rect(bx, yy, bx+barW, plot.Max.Y), b.c)
 			lbl := fmt.Sprintf("%.0f", b.v)
-			text(img, b.x0+barW/2-width(lbl)/2, yy-3, lbl, colText)
+			text(img, bx+barW/2-width(lbl)/2, yy-3, lbl, colText)
 		}
 		text(img, cx-width(g.label)/2, plot.Max.Y+lineH+2, g.label, colText)
 		note, c := g.note, color.Color(colAxis)

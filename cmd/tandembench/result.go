@@ -46,41 +46,63 @@ func (m *Measure) summarize() {
 	m.Decode = median(m.DecodeTokS)
 }
 
-// Row is one Config with both engines' numbers.
+// Row is one Config with every engine's numbers: Tandem, llama.cpp's
+// prebuilt libraries and llama.cpp built for this machine.
 type Row struct {
 	Config
 	Tandem Measure  `json:"tandem"`
-	Llama  *Measure `json:"llama_cpp,omitempty"` // nil: llama.cpp not run (--no-llama)
-	// Ratios are tandem/llama.cpp of the medians; nil without llama.cpp.
+	Llama  *Measure `json:"llama_cpp,omitempty"`        // prebuilt; nil: not run (--no-llama)
+	Native *Measure `json:"llama_cpp_native,omitempty"` // native build; nil: not run or not built
+	// Ratios are Tandem / prebuilt llama.cpp of the medians; nil without it.
 	PrefillRatio *float64 `json:"prefill_ratio,omitempty"`
 	DecodeRatio  *float64 `json:"decode_ratio,omitempty"`
-	// GreedyAgree is how many leading greedy tokens of stream 0 the two
-	// engines share (a sanity check that both computed the same thing).
+	// GreedyAgree is how many leading greedy tokens of stream 0 Tandem and
+	// prebuilt llama.cpp share (a sanity check that both computed the same
+	// thing).
 	GreedyAgree *int `json:"greedy_agree,omitempty"`
+	// The same against the native build.
+	NativePrefillRatio *float64 `json:"native_prefill_ratio,omitempty"`
+	NativeDecodeRatio  *float64 `json:"native_decode_ratio,omitempty"`
+	NativeGreedyAgree  *int     `json:"native_greedy_agree,omitempty"`
 }
 
-// otherCPU is the larger interference of the row's two measures.
+// otherCPU is the largest interference of the row's measures.
 func (r *Row) otherCPU() float64 {
 	v := r.Tandem.OtherCPU
-	if r.Llama != nil {
-		v = max(v, r.Llama.OtherCPU)
+	for _, m := range []*Measure{r.Llama, r.Native} {
+		if m != nil {
+			v = max(v, m.OtherCPU)
+		}
 	}
 	return v
 }
 
-// compare fills the ratios and GreedyAgree from the two measures.
+// compare fills the ratios and greedy agreements from the measures.
 func (r *Row) compare() {
-	r.PrefillRatio, r.DecodeRatio, r.GreedyAgree = nil, nil, nil
-	if r.Llama == nil {
-		return
+	r.PrefillRatio, r.DecodeRatio, r.GreedyAgree = versus(&r.Tandem, r.Llama)
+	r.NativePrefillRatio, r.NativeDecodeRatio, r.NativeGreedyAgree = versus(&r.Tandem, r.Native)
+}
+
+// baseline is the llama.cpp column the targets use: the native build where
+// it ran, else the prebuilt libraries (nil ratios when neither ran).
+func (r *Row) baseline() (prefill, decode *float64) {
+	if r.Native != nil {
+		return r.NativePrefillRatio, r.NativeDecodeRatio
 	}
-	r.PrefillRatio = ratio(r.Tandem.Prefill, r.Llama.Prefill)
-	r.DecodeRatio = ratio(r.Tandem.Decode, r.Llama.Decode)
+	return r.PrefillRatio, r.DecodeRatio
+}
+
+// versus is Tandem's prefill and decode ratios to llama and the number of
+// leading greedy tokens they share; all nil when llama is.
+func versus(tandem, llama *Measure) (prefill, decode *float64, agree *int) {
+	if llama == nil {
+		return nil, nil, nil
+	}
 	n := 0
-	for n < len(r.Tandem.Tokens) && n < len(r.Llama.Tokens) && r.Tandem.Tokens[n] == r.Llama.Tokens[n] {
+	for n < len(tandem.Tokens) && n < len(llama.Tokens) && tandem.Tokens[n] == llama.Tokens[n] {
 		n++
 	}
-	r.GreedyAgree = &n
+	return ratio(tandem.Prefill, llama.Prefill), ratio(tandem.Decode, llama.Decode), &n
 }
 
 // ratio is a/b, nil when b is not positive.
@@ -125,26 +147,28 @@ const (
 // targets evaluates the acceptance targets on rows: per thread count, the
 // single-stream ratios against llama.cpp, and at 16 streams our scaling
 // over our own single stream (same sweep P and D) and the ratio against
-// llama.cpp (ahead = > 1). Targets whose inputs were not measured are
-// left out.
+// llama.cpp (ahead = > 1). llama.cpp is the native build where it ran,
+// else the prebuilt libraries (Row.baseline; the name says which).
+// Targets whose inputs were not measured are left out.
 func targets(rows []Row) []Target {
 	var out []Target
 	for _, r := range rows {
 		if r.Kind != kindSingle {
 			continue
 		}
-		if r.DecodeRatio != nil {
+		prefill, decode := r.baseline()
+		if decode != nil {
 			out = append(out, Target{
-				Name:  fmt.Sprintf("single-stream decode vs llama.cpp, %d thread(s)", r.Threads),
+				Name:  fmt.Sprintf("single-stream decode vs %s, %d thread(s)", baselineName(r), r.Threads),
 				Want:  fmt.Sprintf("≥ %.2f×", wantDecodeVsLlama),
-				Value: *r.DecodeRatio, Met: *r.DecodeRatio >= wantDecodeVsLlama,
+				Value: *decode, Met: *decode >= wantDecodeVsLlama,
 			})
 		}
-		if r.PrefillRatio != nil {
+		if prefill != nil {
 			out = append(out, Target{
-				Name:  fmt.Sprintf("single-stream prefill vs llama.cpp, %d thread(s)", r.Threads),
+				Name:  fmt.Sprintf("single-stream prefill vs %s, %d thread(s)", baselineName(r), r.Threads),
 				Want:  fmt.Sprintf("≥ %.2f×", wantPrefillVsLlama),
-				Value: *r.PrefillRatio, Met: *r.PrefillRatio >= wantPrefillVsLlama,
+				Value: *prefill, Met: *prefill >= wantPrefillVsLlama,
 			})
 		}
 	}
@@ -160,15 +184,23 @@ func targets(rows []Row) []Target {
 				Value: v, Met: v >= wantScaling,
 			})
 		}
-		if r.DecodeRatio != nil {
+		if _, decode := r.baseline(); decode != nil {
 			out = append(out, Target{
-				Name:  fmt.Sprintf("decode at %d streams vs llama.cpp, %d thread(s)", targetStreams, r.Threads),
+				Name:  fmt.Sprintf("decode at %d streams vs %s, %d thread(s)", targetStreams, baselineName(r), r.Threads),
 				Want:  "> 1.00×",
-				Value: *r.DecodeRatio, Met: *r.DecodeRatio > 1,
+				Value: *decode, Met: *decode > 1,
 			})
 		}
 	}
 	return out
+}
+
+// baselineName names the llama.cpp column Row.baseline uses.
+func baselineName(r Row) string {
+	if r.Native != nil {
+		return "llama.cpp native"
+	}
+	return "llama.cpp prebuilt"
 }
 
 // findRow returns the row of kind at threads and streams, or nil.
@@ -183,18 +215,22 @@ func findRow(rows []Row, kind string, threads, streams int) *Row {
 
 // Report is everything one run writes to cpu-DATE.json.
 type Report struct {
-	Date    string   `json:"date"` // YYYY-MM-DD
-	Started string   `json:"started"`
-	Seconds float64  `json:"seconds"` // wall time of the whole run
-	Machine Machine  `json:"machine"`
-	Model   string   `json:"model"`
-	Prompts string   `json:"prompts"` // how the prompt ids were made
-	Tandem  Setup    `json:"tandem"`
-	Llama   *Setup   `json:"llama_cpp,omitempty"`
-	Rows    []Row    `json:"rows"`
-	Targets []Target `json:"targets"`
-	Quick   bool     `json:"quick,omitempty"`
-	Command string   `json:"command"`
+	Date    string  `json:"date"` // YYYY-MM-DD
+	Started string  `json:"started"`
+	Seconds float64 `json:"seconds"` // wall time of the whole run
+	Machine Machine `json:"machine"`
+	Model   string  `json:"model"`
+	Prompts string  `json:"prompts"` // how the prompt ids were made
+	Tandem  Setup   `json:"tandem"`
+	Llama   *Setup  `json:"llama_cpp,omitempty"`        // the prebuilt libraries
+	Native  *Setup  `json:"llama_cpp_native,omitempty"` // llama.cpp built for this machine
+	// NativeMissing says why the native column is absent when llama.cpp
+	// ran without it (scripts/llamabench/native.sh could not build it).
+	NativeMissing string   `json:"llama_cpp_native_missing,omitempty"`
+	Rows          []Row    `json:"rows"`
+	Targets       []Target `json:"targets"`
+	Quick         bool     `json:"quick,omitempty"`
+	Command       string   `json:"command"`
 	// MaxOtherCPU is the interference above which a measure was retried
 	// and, if it stayed above, flagged.
 	MaxOtherCPU float64 `json:"max_other_cpu"`
@@ -202,21 +238,29 @@ type Report struct {
 
 // Machine describes where the run happened.
 type Machine struct {
-	CPU          string `json:"cpu"`   // model name from /proc/cpuinfo
-	Cores        int    `json:"cores"` // logical CPUs
-	Go           string `json:"go"`
-	LoadAvgStart string `json:"loadavg_start"` // /proc/loadavg before the run
-	LoadAvgEnd   string `json:"loadavg_end"`
+	CPU          string   `json:"cpu"`                 // model name from /proc/cpuinfo
+	ISAFlags     []string `json:"isa_flags,omitempty"` // the kernelFlags /proc/cpuinfo lists
+	Cores        int      `json:"cores"`               // logical CPUs
+	Go           string   `json:"go"`
+	LoadAvgStart string   `json:"loadavg_start"` // /proc/loadavg before the run
+	LoadAvgEnd   string   `json:"loadavg_end"`
 }
 
 // Setup is one engine's settings.
 type Setup struct {
-	Kernels    string `json:"kernels,omitempty"`   // Tandem: which matmul kernels ran
-	Precision  string `json:"precision,omitempty"` // Tandem: --cpu-precision (cpu.Precision)
-	KVType     string `json:"kv_type"`
-	FlashAttn  bool   `json:"flash_attn"`
-	BlockSize  int    `json:"block_size,omitempty"`
-	UBatch     int    `json:"n_ubatch,omitempty"`
-	CPUVariant string `json:"cpu_variant,omitempty"`
-	SystemInfo string `json:"system_info,omitempty"`
+	Kernels   string `json:"kernels,omitempty"`   // Tandem: which matmul kernels ran
+	Precision string `json:"precision,omitempty"` // Tandem: --cpu-precision (cpu.Precision)
+	KVType    string `json:"kv_type"`
+	FlashAttn bool   `json:"flash_attn"`
+	BlockSize int    `json:"block_size,omitempty"`
+	UBatch    int    `json:"n_ubatch,omitempty"`
+	// llama.cpp: how bench.c was built and the ggml CPU backend it ran.
+	Build       string `json:"build,omitempty"`
+	BackendDir  string `json:"backend_dir,omitempty"`  // prebuilt variant libraries; "" = CPU backend linked in
+	CPUVariant  string `json:"cpu_variant,omitempty"`  // the variant library ggml loaded
+	BestVariant string `json:"best_variant,omitempty"` // the best one for this CPU (checkVariant)
+	SystemInfo  string `json:"system_info,omitempty"`  // llama_print_system_info
+	// WeightBuffers are the buffer types holding the weights (CPU_REPACK
+	// or AMX mean those kernels ran).
+	WeightBuffers []string `json:"weight_buffers,omitempty"`
 }

@@ -1,11 +1,15 @@
 // bench.c — llama.cpp's side of `make bench`: prefill and decode tokens/s of
-// one GGUF through llama.cpp's C API (the prebuilt CPU libraries that
-// node-llama-cpp ships), with the same prompt token ids, thread count and
-// stream count that cmd/tandembench gives Tandem. Our own code; it links
-// against llama.cpp, it contains none of it.
+// one GGUF through llama.cpp's C API, with the same prompt token ids, thread
+// count and stream count that cmd/tandembench gives Tandem. Our own code; it
+// links against llama.cpp, it contains none of it. build.sh compiles it
+// twice: against the prebuilt CPU libraries that node-llama-cpp ships
+// (LLAMABENCH_BACKEND_DIR names their directory) and against llama.cpp
+// built for this machine by native.sh (LLAMABENCH_BACKEND_DIR "": the CPU
+// backend is linked in). LLAMABENCH_BUILD describes the build.
 //
-// One run: load the CPU backends (ggml_backend_load_all_from_path, which
-// picks the best CPU variant library for this machine), load the model,
+// One run: load the CPU backends (prebuilt: ggml_backend_load_all_from_path,
+// which picks the best-scoring CPU variant library for this machine), load
+// the model,
 // make a context for S sequences, then reps+1 times (the first is a
 // warm-up, not reported):
 //   - clear the KV cache;
@@ -23,12 +27,21 @@
 // with splitmix64 from --seed as 100 + x mod 29900, the same rule
 // cmd/tandembench uses.
 //
-// Output: one JSON object on stdout. Logs go to stderr (errors only unless
-// --verbose).
+// Output: one JSON object on stdout, with the CPU variant loaded, llama.cpp's
+// system info (the ggml CPU features compiled in) and the buffer types that
+// hold the weights (CPU_REPACK, AMX: the kernels that ran). Logs go to
+// stderr (errors only unless --verbose).
+//
+// --variant-scores instead lists each CPU variant library in the backend
+// directory with the score ggml gives it on this CPU (0: unusable), or why
+// it does not load — ggml skips such a library silently.
 //
 // Build: scripts/llamabench/build.sh → .cache/llamabench
 // Usage: .cache/llamabench --model M.gguf --threads 2 --prompt-tokens 128
 //          --gen-tokens 64 --streams 1 --reps 3 [--prompt-file ids.txt]
+//        .cache/llamabench --variant-scores
+#include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -56,8 +69,13 @@ typedef struct {
     bool verbose;
 } options;
 
+#ifndef LLAMABENCH_BUILD
+#define LLAMABENCH_BUILD "unknown"
+#endif
+
 static bool verbose_log;
 static char cpu_variant[512];
+static char weight_buffers[512]; // JSON array items: "CPU_Mapped", "CPU_REPACK", ...
 
 static void on_log(enum ggml_log_level level, const char *text, void *user) {
     (void)user;
@@ -69,6 +87,15 @@ static void on_log(enum ggml_log_level level, const char *text, void *user) {
         char *nl = strchr(cpu_variant, '\n');
         if (nl) *nl = 0;
     }
+    // llama.cpp logs "load_tensors:   CPU_REPACK model buffer size = ..." per
+    // buffer type holding weights.
+    const char *size = strstr(text, " model buffer size");
+    if (size && strstr(text, "load_tensors:")) {
+        const char *name = size;
+        while (name > text && name[-1] != ' ') name--;
+        size_t n = strlen(weight_buffers);
+        snprintf(weight_buffers + n, sizeof weight_buffers - n, "%s\"%.*s\"", n ? ", " : "", (int)(size - name), name);
+    }
     if (verbose_log || level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
 }
 
@@ -76,7 +103,36 @@ static void usage(void) {
     fprintf(stderr,
             "usage: llamabench --model FILE.gguf [--threads N] [--prompt-tokens P] [--gen-tokens D]\n"
             "                  [--streams S] [--reps R] [--prompt-file IDS] [--seed N] [--kv-type f16|f32]\n"
-            "                  [--ubatch N] [--backend-dir DIR] [--verbose]\n");
+            "                  [--ubatch N] [--backend-dir DIR] [--verbose]\n"
+            "       llamabench --variant-scores [--backend-dir DIR]\n");
+}
+
+// variant_scores prints "NAME SCORE" (or "NAME error: WHY") for every
+// libggml-cpu-*.so in dir, loading each as ggml_backend_load_best does.
+static int variant_scores(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "llamabench: open %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    const char *prefix = "libggml-cpu-";
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, prefix, strlen(prefix)) || n < 3 || strcmp(e->d_name + n - 3, ".so")) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            printf("%s error: %s\n", e->d_name, dlerror());
+            continue;
+        }
+        int (*score)(void) = (int (*)(void))dlsym(h, "ggml_backend_score");
+        if (score) printf("%s %d\n", e->d_name, score());
+        else printf("%s error: no ggml_backend_score\n", e->d_name);
+        dlclose(h);
+    }
+    closedir(d);
+    return 0;
 }
 
 static int parse_int(const char *flag, const char *v, int lo) {
@@ -163,9 +219,11 @@ int main(int argc, char **argv) {
         .ubatch = 512, .seed = 1, .kv_type = "f16",
         .backend_dir = LLAMABENCH_BACKEND_DIR,
     };
+    bool scores = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--verbose")) { o.verbose = true; continue; }
+        if (!strcmp(a, "--variant-scores")) { scores = true; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
         if (i + 1 >= argc) { fprintf(stderr, "llamabench: %s needs a value\n", a); usage(); return 2; }
         const char *v = argv[++i];
@@ -182,6 +240,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) o.seed = (uint64_t)parse_int(a, v, 0);
         else { fprintf(stderr, "llamabench: unknown flag %s\n", a); usage(); return 2; }
     }
+    if (scores) {
+        if (!o.backend_dir[0]) { fprintf(stderr, "llamabench: built against one CPU backend; no variants to score\n"); return 2; }
+        return variant_scores(o.backend_dir);
+    }
     if (!o.model) { fprintf(stderr, "llamabench: --model is required\n"); usage(); return 2; }
     enum ggml_type kv;
     if (!strcmp(o.kv_type, "f16")) kv = GGML_TYPE_F16;
@@ -195,7 +257,8 @@ int main(int argc, char **argv) {
 
     verbose_log = o.verbose;
     llama_log_set(on_log, NULL);
-    ggml_backend_load_all_from_path(o.backend_dir);
+    if (o.backend_dir[0]) ggml_backend_load_all_from_path(o.backend_dir);
+    else snprintf(cpu_variant, sizeof cpu_variant, "libggml-cpu.so (linked in)");
     if (ggml_backend_dev_count() == 0) {
         fprintf(stderr, "llamabench: no ggml backend could be loaded from %s (--backend-dir)\n", o.backend_dir);
         return 1;
@@ -268,7 +331,11 @@ int main(int argc, char **argv) {
         }
     }
 
-    printf("{\n  \"engine\": \"llama.cpp\",\n  \"model\": ");
+    printf("{\n  \"engine\": \"llama.cpp\",\n  \"build\": ");
+    print_json_string(LLAMABENCH_BUILD);
+    printf(",\n  \"backend_dir\": ");
+    print_json_string(o.backend_dir);
+    printf(",\n  \"model\": ");
     print_json_string(o.model);
     printf(",\n  \"threads\": %d,\n  \"streams\": %d,\n  \"prompt_tokens\": %d,\n  \"gen_tokens\": %d,\n", o.threads, S, P, D);
     printf("  \"reps\": %d,\n  \"kv_type\": \"%s\",\n  \"flash_attn\": false,\n  \"n_batch\": %d,\n  \"n_ubatch\": %u,\n  \"n_ctx\": %u,\n",
@@ -281,7 +348,7 @@ int main(int argc, char **argv) {
     print_json_string(cpu_variant);
     printf(",\n  \"system_info\": ");
     print_json_string(llama_print_system_info());
-    printf("\n}\n");
+    printf(",\n  \"weight_buffers\": [%s]\n}\n", weight_buffers);
 
     llama_batch_free(batch);
     llama_free(ctx);

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Compiles scripts/llamabench/bench.c (our own code) against llama.cpp's
-# prebuilt CPU libraries from node-llama-cpp (scripts/oracle/node_modules)
-# and the headers of the llama.cpp source bundle extracted by
-# scripts/oracle.sh (.cache/llama.cpp), into .cache/llamabench. Nothing of
-# llama.cpp is copied or committed; the binary finds the libraries through
-# its rpath. Run scripts/oracle.sh first.
+# Compiles scripts/llamabench/bench.c (our own code) twice, with the headers
+# of the llama.cpp source bundle extracted by scripts/oracle.sh
+# (.cache/llama.cpp):
+#   .cache/llamabench         against llama.cpp's prebuilt CPU libraries from
+#                             node-llama-cpp (scripts/oracle/node_modules);
+#   .cache/llamabench-native  against llama.cpp built for this machine by
+#                             scripts/llamabench/native.sh (.cache/llama-native).
+# Nothing of llama.cpp is copied or committed; the binaries find the
+# libraries through their rpath. Run scripts/oracle.sh first. When the
+# native build is unavailable, .cache/llamabench-native.unavailable says why
+# (tandembench puts it in the report) and only the prebuilt binary is built.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bins=$PWD/scripts/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+pkg=$PWD/scripts/oracle/node_modules/@node-llama-cpp/linux-x64
+bins=$pkg/bins/linux-x64
 src=$PWD/.cache/llama.cpp
+native=$PWD/.cache/llama-native/build/bin
 out=.cache/llamabench
 if [ ! -d "$bins" ] || [ ! -f "$src/include/llama.h" ]; then
   echo "llamabench: llama.cpp libraries or headers missing ($bins, $src/include); run scripts/oracle.sh" >&2
@@ -21,14 +28,39 @@ if [ -z "$llama" ] || [ -z "$ggml" ] || [ ! -f "$bins/libggml-base.so" ]; then
   echo "llamabench: libllama.v*.so, libggml.v*.so or libggml-base.so not found in $bins" >&2
   exit 1
 fi
-if [ -x "$out" ] && [ "$out" -nt scripts/llamabench/bench.c ] && [ "$out" -nt "$bins/$llama" ]; then
-  echo "llamabench: $out up to date"
-  exit 0
+version=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pkg/package.json" | head -n1)
+release=$(sed -n 's/.*"release": *"\([^"]*\)".*/\1/p' "$PWD/scripts/oracle/node_modules/node-llama-cpp/llama/binariesGithubRelease.json" 2>/dev/null | head -n1)
+commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+flags=(-O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -I"$src/include" -I"$src/ggml/include")
+
+# compile OUT BACKEND_DIR BUILD LIBDIR LIB... builds OUT unless it is newer
+# than bench.c, this script and the first library.
+compile() {
+  local bin=$1 dir=$2 build=$3 libdir=$4
+  shift 4
+  if [ -x "$bin" ] && [ "$bin" -nt scripts/llamabench/bench.c ] && [ "$bin" -nt "$0" ] && [ "$bin" -nt "$libdir/$1" ]; then
+    echo "llamabench: $bin up to date"
+    return
+  fi
+  local libs=()
+  for l in "$@"; do libs+=(-l:"$l"); done
+  mkdir -p .cache
+  gcc "${flags[@]}" -DLLAMABENCH_BACKEND_DIR="\"$dir\"" -DLLAMABENCH_BUILD="\"$build\"" \
+    -o "$bin" scripts/llamabench/bench.c -L"$libdir" "${libs[@]}" -ldl -Wl,-rpath,"$libdir"
+  echo "llamabench: built $bin ($*)"
+}
+
+compile "$out" "$bins" "node-llama-cpp $version's prebuilt CPU libraries (llama.cpp release $release, commit $commit; GGML_CPU_ALL_VARIANTS, GGML_BACKEND_DL)" \
+  "$bins" "$llama" "$ggml" libggml-base.so
+
+rm -f "$out-native.unavailable"
+if [ -f "$native/libllama.so" ] && [ -f "$native/libggml.so" ]; then
+  cc=$(c++ --version | head -n1)
+  compile "$out-native" "" "llama.cpp commit $commit built on this machine by scripts/llamabench/native.sh (GGML_NATIVE=ON, i.e. -march=native; $cc)" \
+    "$native" libllama.so libggml.so libggml-base.so
+else
+  rm -f "$out-native"
+  why=$(cat .cache/llama-native/unavailable 2>/dev/null || echo "no native build in $native (run scripts/llamabench/native.sh)")
+  echo "$why" >"$out-native.unavailable"
+  echo "llamabench: WARNING: no native llama.cpp column: $why" >&2
 fi
-mkdir -p .cache
-gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
-  -DLLAMABENCH_BACKEND_DIR="\"$bins\"" \
-  -I"$src/include" -I"$src/ggml/include" \
-  -o "$out" scripts/llamabench/bench.c \
-  -L"$bins" -l:"$llama" -l:"$ggml" -l:libggml-base.so -Wl,-rpath,"$bins"
-echo "llamabench: built $out ($llama, $ggml)"

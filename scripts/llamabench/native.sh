@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds llama.cpp for this machine, the second llama.cpp column of
+# `make bench`: the source bundle node-llama-cpp ships (.cache/llama.cpp,
+# extracted by scripts/oracle.sh; the same release as its prebuilt
+# libraries) compiled by CMake with the options node-llama-cpp's `source
+# build` passes for a build on the host (GGML_NATIVE=ON, i.e.
+# -march=native; no curl, no HTTP, no ccache; OpenMP left at llama.cpp's
+# default), into .cache/llama-native. Offline; nothing is committed.
+#
+# Why not `npx node-llama-cpp source build` itself: it also compiles the
+# Node addon, for which cmake-js downloads Node's headers from nodejs.org,
+# and it writes into node_modules. The libraries it would build are these.
+#
+# Cached: rebuilt only when the source, the options, the compiler or the
+# CPU's flags change (-march=native depends on the CPU). If it cannot build
+# (no cmake or C++ compiler, or the build fails), it writes the reason to
+# .cache/llama-native/unavailable and exits 0; build.sh and tandembench
+# then measure the prebuilt column only and say so in the report.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+src=$PWD/.cache/llama.cpp
+out=$PWD/.cache/llama-native
+build=$out/build
+why=$out/unavailable
+mkdir -p "$out"
+
+unavailable() {
+  echo "llama-native: not built: $1" >&2
+  echo "$1" >"$why"
+  exit 0
+}
+
+if [ ! -f "$src/CMakeLists.txt" ]; then
+  unavailable "llama.cpp source $src missing (run scripts/oracle.sh)"
+fi
+for tool in cmake c++ cc; do
+  command -v "$tool" >/dev/null 2>&1 || unavailable "$tool not found"
+done
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+
+options=(
+  -DCMAKE_BUILD_TYPE=Release
+  -DBUILD_SHARED_LIBS=ON
+  -DGGML_NATIVE=ON
+  -DGGML_BUILD_NUMBER=1
+  -DGGML_METAL=OFF
+  -DGGML_CCACHE=OFF
+  -DLLAMA_CURL=OFF
+  -DLLAMA_HTTPLIB=OFF
+  -DLLAMA_BUILD_BORINGSSL=OFF
+  -DLLAMA_OPENSSL=OFF
+  -DLLAMA_BUILD_COMMON=OFF
+  -DLLAMA_BUILD_TESTS=OFF
+  -DLLAMA_BUILD_TOOLS=OFF
+  -DLLAMA_BUILD_EXAMPLES=OFF
+  -DLLAMA_BUILD_SERVER=OFF
+  -DLLAMA_BUILD_APP=OFF
+)
+commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+cpuflags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+key=$(printf '%s\n' "$commit" "${options[*]}" "$(c++ --version | head -n1)" "$cpuflags" | sha256sum | cut -c1-16)
+if [ -f "$build/bin/libllama.so" ] && [ "$(cat "$out/key" 2>/dev/null)" = "$key" ]; then
+  echo "llama-native: $build/bin up to date"
+  exit 0
+fi
+
+rm -f "$why" "$out/key"
+log=$out/build.log
+echo "llama-native: building llama.cpp ${commit:0:12} with GGML_NATIVE=ON into $build (once; 5–15 minutes on 2 cores, log $log)"
+if ! cmake -S "$src" -B "$build" "${generator[@]}" "${options[@]}" >"$log" 2>&1; then
+  tail -n 20 "$log" >&2
+  unavailable "cmake configure failed (see $log)"
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+# nice: other work on this machine (benchmarks) keeps its cores first.
+nice -n 10 cmake --build "$build" --target llama -j "$jobs" >>"$log" 2>&1 &
+pid=$!
+while kill -0 "$pid" 2>/dev/null; do
+  sleep 20
+  step=$(grep -oE '^\[ *[0-9]+(/[0-9]+|%)\]' "$log" | tail -n1 || true)
+  echo "llama-native: building ${step:-…}"
+done
+rc=0
+wait "$pid" || rc=$?
+if [ "$rc" != 0 ] || [ ! -f "$build/bin/libllama.so" ]; then
+  tail -n 20 "$log" >&2
+  unavailable "build failed with status $rc (see $log)"
+fi
+echo "$key" >"$out/key"
+echo "llama-native: built $(cd "$build/bin" && ls lib*.so | tr '\n' ' ')"
