@@ -183,14 +183,15 @@ func checkDatasource(t *testing.T, title string, ds *datasource, vars map[string
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	engines := func() []engineclient.EngineState {
-		return []engineclient.EngineState{{Index: 0, Ready: true, Stats: wire.SchedulerStats{NumRunningReqs: 1}}}
+		return []engineclient.EngineState{{Index: 0, Ready: true, Info: wire.Ready{BlockSize: 16, NumBlocks: 8}, Stats: wire.SchedulerStats{NumRunningReqs: 1}}}
 	}
-	m := metrics.New("m", engines)
-	m.ObserveFirstToken(0)
-	m.ObserveInterToken(0)
-	m.ObserveFinish(0, 1, 1, "stop")
+	m := metrics.New(metrics.Config{ModelName: "m", ShowHiddenMetricsForVersion: "0.11", Engines: engines})
+	m.ObserveFirstToken(0, 0, 1, 0)
+	m.ObserveInterToken(0, 0)
+	m.ObserveFinish(metrics.Finished{Reason: "stop", NumPrompt: 1, NumGenerated: 1})
 	m.ObserveSession("header", 1, 1)
 	m.ObserveRouting("session", "hit")
+	m.ObserveHTTP("POST", "/v1/completions", 200, 0, 0, 0)
 	fams, err := scrapeFamilies(m)
 	if err != nil {
 		t.Fatal(err)

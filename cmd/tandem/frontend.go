@@ -18,6 +18,7 @@ import (
 	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/llm"
+	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/frontend/server"
@@ -37,6 +38,7 @@ type frontendFlags struct {
 	maxWaiting        int
 	maxOutput         int
 	maxConnections    int
+	showHidden        string // --show-hidden-metrics-for-version
 	tokenizer         string
 	chatTemplate      string
 	tools             toolFlags
@@ -56,6 +58,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxOutput, "max-request-output-tokens", server.DefaultMaxRequestOutputTokens, "most `tokens` one request may generate: the sum over its prompts × n of max_tokens × (1 + logprobs); more is a 400; negative = no limit")
 	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many `requests` wait for a first token; 0 = no limit")
 	fs.StringVar(&f.routing, "routing", string(router.Session), "routing `policy`: session, prefix, least-loaded or round-robin (docs/routing.md)")
+	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "also export the deprecated metric names vLLM `version` X.Y could still export (vllm:gpu_cache_usage_perc, …; docs/metrics.md)")
 }
 
 // frontendCommand is `tandem frontend`'s command line.
@@ -91,6 +94,9 @@ func runFrontend(ctx context.Context, args []string) error {
 		return fmt.Errorf("frontend: --engines is required")
 	}
 	if err := f.tools.check(); err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
+	if err := metrics.CheckHiddenVersion(f.showHidden); err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
 	log, err := stderrLogger(&f.log, "proc", "frontend", "pid", os.Getpid())
@@ -184,7 +190,8 @@ func runFrontend(ctx context.Context, args []string) error {
 		Logger:             log,
 		ToolParser:         toolParser,
 
-		MaxRequestOutputTokens: f.maxOutput,
+		MaxRequestOutputTokens:      f.maxOutput,
+		ShowHiddenMetricsForVersion: f.showHidden,
 	}, server.ClientEngine(client), tok)
 	onRoute.set(srv.ObserveRouting)
 	handler.set(srv.Handler())

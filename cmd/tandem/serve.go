@@ -142,7 +142,8 @@ var (
 		"long-prefill-token-threshold", "target-step-time", "block-size", "kv-cache-memory", "cpu-precision", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "api-key-file", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
-		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "routing", "max-waiting-requests", "max-connections", "max-request-output-tokens"}
+		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "routing", "max-waiting-requests", "max-connections", "max-request-output-tokens",
+		"show-hidden-metrics-for-version"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

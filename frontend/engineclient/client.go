@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/router"
@@ -122,6 +123,8 @@ type Client struct {
 	cfg    Config
 	log    *slog.Logger
 	router *router.Router
+
+	onIteration atomic.Pointer[func(engine, tokens int)] // OnIteration's; nil = none
 
 	mu       sync.Mutex // mu guards the fields below
 	slots    []*slot

@@ -120,6 +120,7 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 		c.report(i, st.NumWaitingReqs, st.NumRunningReqs, st.NumTotalBlocks-st.NumFreeBlocks)
 		c.mu.Unlock()
 	}
+	tokens := 0 // computed in this step for this frontend: prefills completed + tokens generated
 	for _, out := range o.Outputs {
 		c.mu.Lock()
 		s, ok := c.streams[out.RequestID]
@@ -144,7 +145,13 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 			c.retryOrFail(s, i, errUnknownFrontend)
 			continue
 		}
-		if s.push(out) {
+		if n := len(out.NewTokenIDs); n > 0 {
+			tokens += n
+			if s.Timing().NumGenerated == 0 {
+				tokens += len(s.req.PromptTokenIDs) - min(out.NumCachedTokens, len(s.req.PromptTokenIDs))
+			}
+		}
+		if s.push(out, o.Timestamp) {
 			c.mu.Lock()
 			if c.streams[out.RequestID] == s {
 				delete(c.streams, out.RequestID)
@@ -152,6 +159,9 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 			}
 			c.mu.Unlock()
 		}
+	}
+	if fn := c.onIteration.Load(); fn != nil && tokens > 0 {
+		(*fn)(i, tokens)
 	}
 }
 

@@ -30,6 +30,7 @@ type Stream struct {
 	outputs int       // outputs received so far
 	placed  time.Time // when it was last sent to an engine
 	active  time.Time // when it was placed or got its last output
+	timing  Timing    // the engine's events and token timestamps
 	notify  chan struct{}
 }
 
@@ -89,14 +90,15 @@ func (s *Stream) Next(ctx context.Context) (wire.EngineCoreOutput, error) {
 	}
 }
 
-// push queues an output (reader goroutine). It reports whether the stream
-// is now finished.
-func (s *Stream) push(o wire.EngineCoreOutput) bool {
+// push queues an output of an OUTPUTS stamped ts (reader goroutine). It
+// reports whether the stream is now finished.
+func (s *Stream) push(o wire.EngineCoreOutput, ts float64) bool {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
 		return true
 	}
+	s.timing.observe(&o, ts)
 	s.pending = append(s.pending, o)
 	s.outputs++
 	s.active = time.Now()

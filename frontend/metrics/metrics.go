@@ -3,7 +3,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
-	"time"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -12,145 +12,166 @@ import (
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 )
 
-// Metrics holds the frontend's collectors.
-type Metrics struct {
-	reg *prometheus.Registry
-
-	ttft       prometheus.Histogram   // seconds from arrival to the first token
-	itl        prometheus.Histogram   // seconds between tokens of one request
-	e2e        prometheus.Histogram   // seconds from arrival to the finish
-	promptLen  prometheus.Histogram   // tokens per request
-	genLen     prometheus.Histogram   // tokens per request
-	promptToks prometheus.Counter     // tokens, cumulative
-	genToks    prometheus.Counter     // tokens, cumulative
-	success    *prometheus.CounterVec // finished requests by finished_reason
-	sessionReq *prometheus.CounterVec // requests by session_id source
-	sessionHit prometheus.Counter     // prompt tokens of session requests served from cache
-	sessionQry prometheus.Counter     // prompt tokens of session requests
-	routing    *prometheus.CounterVec // routing decisions by policy and outcome
+// Config is what the registry is built from.
+type Config struct {
+	ModelName string // the model_name label
+	// MaxModelLen caps the token-count histograms' buckets, as vLLM's
+	// max_model_len does; 0 = 131072.
+	MaxModelLen int
+	// ShowHiddenMetricsForVersion brings back the deprecated names vLLM
+	// hid and later removed (vLLM's --show-hidden-metrics-for-version):
+	// each name vLLM could still export in that version ("0.11"); ""
+	// shows none. Validate it with CheckHiddenVersion.
+	ShowHiddenMetricsForVersion string
+	// Engines is read at scrape time: each engine's latest scheduler
+	// stats and READY.
+	Engines func() []engineclient.EngineState
 }
 
+// Metrics holds the frontend's collectors. Every vllm: series carries
+// model_name and engine (the serving engine's index), as vLLM's do.
+type Metrics struct {
+	reg    *prometheus.Registry
+	cfg    Config
+	hidden hiddenSet
+
+	// Request series, observed by this frontend, by engine.
+	ttft, itl, tpot, e2e                 *prometheus.HistogramVec // seconds
+	queue, inference, prefill, decode    *prometheus.HistogramVec // seconds, on the engine's clock
+	promptLen, genLen, maxGen, maxTokens *prometheus.HistogramVec // tokens
+	prefillKV                            *prometheus.HistogramVec // prompt tokens computed (not cached)
+	paramsN, numPreempt, iterTokens      *prometheus.HistogramVec
+	promptToks, genToks, cachedToks      *prometheus.CounterVec // tokens
+	promptBySource, success              *prometheus.CounterVec
+	admission                            *prometheus.CounterVec   // by reason, no engine (vLLM's)
+	oldTPOT                              *prometheus.HistogramVec // hidden vllm:time_per_output_token_seconds; nil unless shown
+	sessionReq, routing                  *prometheus.CounterVec
+	sessionHit, sessionQry               prometheus.Counter
+	http                                 *httpMetrics
+	qps                                  *qpsWindow // requests routed per engine, for vllm:current_qps
+	touched                              sync.Map   // engine label → struct{}: its series exist
+}
+
+// Label values vLLM creates up front for every engine, so a counter's
+// first increment is a visible change.
 var (
-	latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
-	tokenBuckets   = prometheus.ExponentialBuckets(1, 2, 18)
+	finishReasons = []string{"stop", "length", "abort", "error", "repetition"}
+	promptSources = []string{"local_compute", "local_cache_hit", "external_kv_transfer"}
 )
 
-// New registers every metric for model. engines is read at scrape time.
-func New(model string, engines func() []engineclient.EngineState) *Metrics {
+// New registers every metric.
+func New(cfg Config) *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	labels := prometheus.Labels{"model_name": model}
-	f := func(name, help string, buckets []float64) prometheus.Histogram {
-		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: labels})
+	model := prometheus.Labels{"model_name": cfg.ModelName}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: model}, []string{"engine"})
 		reg.MustRegister(h)
 		return h
 	}
-	c := func(name, help string) prometheus.Counter {
-		x := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels})
-		reg.MustRegister(x)
-		return x
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: model}, labels)
+		reg.MustRegister(c)
+		return c
 	}
-	cv := func(name, help string, l ...string) *prometheus.CounterVec {
-		x := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, l)
-		reg.MustRegister(x)
-		return x
-	}
+	tokens := requestTokensBuckets(cfg.MaxModelLen)
 	m := &Metrics{
-		reg:        reg,
-		ttft:       f("vllm:time_to_first_token_seconds", "Time to first token, seconds.", latencyBuckets),
-		itl:        f("vllm:inter_token_latency_seconds", "Time between consecutive tokens of a request, seconds.", latencyBuckets),
-		e2e:        f("vllm:e2e_request_latency_seconds", "End-to-end request latency, seconds.", latencyBuckets),
-		promptLen:  f("vllm:request_prompt_tokens", "Prompt tokens per request.", tokenBuckets),
-		genLen:     f("vllm:request_generation_tokens", "Generated tokens per request.", tokenBuckets),
-		promptToks: c("vllm:prompt_tokens_total", "Prompt tokens processed."),
-		genToks:    c("vllm:generation_tokens_total", "Tokens generated."),
-		success:    cv("vllm:request_success_total", "Finished requests by finish reason.", "finished_reason"),
-		sessionReq: cv("tandem:session_requests_total", "Requests by where their session_id came from (none, body, header, vllm_xargs).", "source"),
-		sessionHit: c("tandem:session_prefix_cache_hits_total", "Prompt tokens of requests with a session_id served from the prefix cache."),
-		sessionQry: c("tandem:session_prefix_cache_queries_total", "Prompt tokens of requests with a session_id."),
-		routing:    cv("tandem:routing_decisions_total", "Engine choices by routing policy and outcome.", "policy", "outcome"),
+		reg:    reg,
+		cfg:    cfg,
+		hidden: hiddenFor(cfg.ShowHiddenMetricsForVersion),
+
+		ttft:       hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
+		itl:        hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets),
+		tpot:       hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets),
+		e2e:        hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets),
+		queue:      hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets),
+		inference:  hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", requestLatencyBuckets),
+		prefill:    hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", requestLatencyBuckets),
+		decode:     hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", requestLatencyBuckets),
+		promptLen:  hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokens),
+		genLen:     hist("vllm:request_generation_tokens", "Number of generation tokens processed.", tokens),
+		maxGen:     hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", tokens),
+		maxTokens:  hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", tokens),
+		prefillKV:  hist("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", tokens),
+		paramsN:    hist("vllm:request_params_n", "Histogram of the n request parameter.", paramsNBuckets),
+		numPreempt: hist("vllm:request_num_preemptions", "Histogram of the number of times a request was preempted.", numPreemptionsBuckets),
+		iterTokens: hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokensBuckets),
+
+		promptToks:     counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", "engine"),
+		genToks:        counter("vllm:generation_tokens_total", "Number of generation tokens processed.", "engine"),
+		cachedToks:     counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).", "engine"),
+		promptBySource: counter("vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", "engine", "source"),
+		success:        counter("vllm:request_success_total", "Count of successfully processed requests.", "engine", "finished_reason"),
+		admission:      counter("vllm:admission_rejections_total", "Number of admission attempts rejected by a queue limit, by reason.", "reason"),
+
+		sessionReq: counter("tandem:session_requests_total", "Requests by where their session_id came from (none, body, header, vllm_xargs).", "source"),
+		routing:    counter("tandem:routing_decisions_total", "Engine choices by routing policy and outcome.", "policy", "outcome"),
+		qps:        newQPSWindow(qpsWindowSeconds),
 	}
-	reg.MustRegister(&engineCollector{model: model, engines: engines})
+	m.sessionHit = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem:session_prefix_cache_hits_total",
+		Help: "Prompt tokens of requests with a session_id served from the prefix cache.", ConstLabels: model})
+	m.sessionQry = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem:session_prefix_cache_queries_total",
+		Help: "Prompt tokens of requests with a session_id.", ConstLabels: model})
+	reg.MustRegister(m.sessionHit, m.sessionQry)
+	m.admission.WithLabelValues("max_num_queued_reqs")
+	if m.hidden.tpot {
+		m.oldTPOT = hist("vllm:time_per_output_token_seconds",
+			"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.", itlBuckets)
+	}
+	m.http = newHTTPMetrics(reg)
+	reg.MustRegister(&engineCollector{m: m}, &routerCollector{m: m})
 	return m
 }
 
 // Handler serves the Prometheus text exposition.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
-}
-
-// ObserveFirstToken records a request's time to first token.
-func (m *Metrics) ObserveFirstToken(d time.Duration) { m.ttft.Observe(d.Seconds()) }
-
-// ObserveInterToken records the gap between two tokens of a request.
-func (m *Metrics) ObserveInterToken(d time.Duration) { m.itl.Observe(d.Seconds()) }
-
-// ObserveFinish records a finished request (one choice).
-func (m *Metrics) ObserveFinish(e2e time.Duration, numPrompt, numGenerated int, reason string) {
-	m.e2e.Observe(e2e.Seconds())
-	m.promptLen.Observe(float64(numPrompt))
-	m.genLen.Observe(float64(numGenerated))
-	m.promptToks.Add(float64(numPrompt))
-	m.genToks.Add(float64(numGenerated))
-	m.success.WithLabelValues(reason).Inc()
-}
-
-// ObserveSession records a request's session_id source and, for requests
-// with a session, its prefix-cache outcome in tokens.
-func (m *Metrics) ObserveSession(source string, numPrompt, numCached int) {
-	m.sessionReq.WithLabelValues(source).Inc()
-	if source != "none" {
-		m.sessionQry.Add(float64(numPrompt))
-		m.sessionHit.Add(float64(numCached))
-	}
-}
-
-// ObserveRouting counts one routing decision.
-func (m *Metrics) ObserveRouting(policy, outcome string) {
-	m.routing.WithLabelValues(policy, outcome).Inc()
-}
-
-// engineCollector exports each engine's latest scheduler stats.
-type engineCollector struct {
-	model   string
-	engines func() []engineclient.EngineState
-}
-
-var (
-	labelNames  = []string{"model_name", "engine"}
-	descRunning = prometheus.NewDesc("vllm:num_requests_running", "Requests running on the engine.", labelNames, nil)
-	descWaiting = prometheus.NewDesc("vllm:num_requests_waiting", "Requests waiting on the engine.", labelNames, nil)
-	descKVUsage = prometheus.NewDesc("vllm:kv_cache_usage_perc", "KV-cache usage, 0 to 1.", labelNames, nil)
-	descQueries = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prefix-cache queries, tokens.", labelNames, nil)
-	descHits    = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prefix-cache hits, tokens.", labelNames, nil)
-	descPreempt = prometheus.NewDesc("vllm:num_preemptions_total", "Preemptions.", labelNames, nil)
-	descFree    = prometheus.NewDesc("tandem:kv_cache_free_blocks", "Free KV blocks.", labelNames, nil)
-	descUp      = prometheus.NewDesc("tandem:engine_up", "1 when the engine core is ready and its heartbeats flow.", labelNames, nil)
-	descSess    = prometheus.NewDesc("tandem:sessions_resident", "Sessions with KV blocks or requests on the engine.", labelNames, nil)
-)
-
-func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKVUsage, descQueries, descHits, descPreempt, descFree, descUp, descSess} {
-		ch <- d
-	}
-}
-
-func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, e := range c.engines() {
-		l := []string{c.model, strconv.Itoa(e.Index)}
-		st := e.Stats
-		up := 0.0
-		if e.Ready {
-			up = 1
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, e := range m.engines() {
+			m.touch(e.Index)
 		}
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, l...)
-		ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(st.NumRunningReqs), l...)
-		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(st.NumWaitingReqs), l...)
-		ch <- prometheus.MustNewConstMetric(descKVUsage, prometheus.GaugeValue, st.KVCacheUsage, l...)
-		ch <- prometheus.MustNewConstMetric(descFree, prometheus.GaugeValue, float64(st.NumFreeBlocks), l...)
-		ch <- prometheus.MustNewConstMetric(descQueries, prometheus.CounterValue, float64(st.PrefixCacheQueries), l...)
-		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.PrefixCacheHits), l...)
-		ch <- prometheus.MustNewConstMetric(descPreempt, prometheus.CounterValue, float64(st.NumPreemptions), l...)
-		ch <- prometheus.MustNewConstMetric(descSess, prometheus.GaugeValue, float64(st.NumSessions), l...)
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (m *Metrics) engines() []engineclient.EngineState {
+	if m.cfg.Engines == nil {
+		return nil
 	}
+	return m.cfg.Engines()
+}
+
+// touch creates engine's request series at zero, as vLLM creates every
+// engine's at start: a counter's first increment is then a change a
+// rate() sees.
+func (m *Metrics) touch(engine int) {
+	l := engineLabel(engine)
+	if _, done := m.touched.LoadOrStore(l, struct{}{}); done {
+		return
+	}
+	for _, h := range []*prometheus.HistogramVec{m.ttft, m.itl, m.tpot, m.e2e, m.queue, m.inference, m.prefill, m.decode,
+		m.promptLen, m.genLen, m.maxGen, m.maxTokens, m.prefillKV, m.paramsN, m.numPreempt, m.iterTokens} {
+		h.WithLabelValues(l)
+	}
+	if m.oldTPOT != nil {
+		m.oldTPOT.WithLabelValues(l)
+	}
+	for _, c := range []*prometheus.CounterVec{m.promptToks, m.genToks, m.cachedToks} {
+		c.WithLabelValues(l)
+	}
+	for _, s := range promptSources {
+		m.promptBySource.WithLabelValues(l, s)
+	}
+	for _, r := range finishReasons {
+		m.success.WithLabelValues(l, r)
+	}
+}
+
+// engineLabel is the engine label of engine index i; "" for none (a
+// beam search's results come from many engines).
+func engineLabel(i int) string {
+	if i < 0 {
+		return ""
+	}
+	return strconv.Itoa(i)
 }

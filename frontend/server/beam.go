@@ -12,6 +12,7 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/beam"
 	"github.com/tandem-llm/tandem/frontend/detok"
+	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/wire"
 )
 
@@ -79,7 +80,9 @@ func (s *Server) runBeam(ctx context.Context, g *genRequest, width int, lengthPe
 		if logprobs != nil {
 			ev.logprobs = beamLogprobs(b, *logprobs)
 		}
-		s.metrics.ObserveFinish(time.Since(start), len(g.prompt), len(ids), ev.finish)
+		// A beam's tokens come from many sub-requests, on any engine.
+		s.metrics.ObserveFinish(metrics.Finished{Engine: -1, Reason: ev.finish, E2E: time.Since(start),
+			NumPrompt: len(g.prompt), NumGenerated: len(ids), MaxTokens: g.params.MaxTokens})
 		send(ev)
 	}
 }

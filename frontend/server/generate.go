@@ -88,9 +88,11 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 			return nil, err
 		}
 		streams, waits = append(streams, st), append(waits, w)
+		s.metrics.ObserveRouted(engineOf(st))
 	}
+	ps := &parentStats{left: len(streams)}
 	for i, st := range streams {
-		go s.follow(ctx, g, g.firstIndex+i, st, waits[i], events)
+		go s.follow(ctx, g, g.firstIndex+i, st, waits[i], ps, events)
 	}
 	return cancel, nil
 }
@@ -98,7 +100,7 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 // follow reads one child's outputs until it finishes, detokenizing and
 // applying stop strings. A matched stop string aborts the child in the
 // engine (closing its stream).
-func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream, w *waitingToken, events chan<- choiceEvent) {
+func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream, w *waitingToken, ps *parentStats, events chan<- choiceEvent) {
 	defer st.Close()
 	defer w.finish()
 	seq := detok.NewSequence(s.tok, detok.SequenceConfig{Stops: g.stops, IncludeStop: g.includeStop, SkipSpecial: g.skipSpecial, MinTokens: g.params.MinTokens})
@@ -112,6 +114,7 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 	}
 	start := time.Now()
 	var last time.Time // when the previous token arrived
+	numCached := 0     // prompt tokens the engine's prefix cache served
 	for {
 		out, err := st.Next(ctx)
 		if err != nil {
@@ -126,14 +129,16 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, numCached: out.NumCachedTokens}
 		if len(out.NewTokenIDs) > 0 {
 			w.finish()
-			t := time.Now()
+			t, engine := time.Now(), engineOf(st)
+			s.metrics.ObserveTokens(engine, len(out.NewTokenIDs))
 			if last.IsZero() {
-				s.metrics.ObserveFirstToken(t.Sub(start))
+				numCached = out.NumCachedTokens
+				s.metrics.ObserveFirstToken(engine, t.Sub(start), len(g.prompt), numCached)
 				if index == g.firstIndex {
 					s.metrics.ObserveSession(g.source.String(), len(g.prompt), out.NumCachedTokens)
 				}
 			} else {
-				s.metrics.ObserveInterToken(t.Sub(last))
+				s.metrics.ObserveInterToken(engine, t.Sub(last))
 			}
 			last = t
 		}
@@ -152,7 +157,7 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 		}
 		ev.text = emit
 		if ev.finish != "" {
-			s.metrics.ObserveFinish(time.Since(start), len(g.prompt), seq.NumTokens(), ev.finish)
+			s.observeFinish(g, st, ps, start, seq.NumTokens(), numCached, ev.finish)
 		}
 		if !send(ev) || ev.finish != "" {
 			return

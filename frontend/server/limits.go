@@ -31,6 +31,7 @@ func (s *Server) admit() *openai.Error {
 		return nil
 	}
 	if n := s.numWaitingRequests(); n >= limit {
+		s.metrics.ObserveAdmissionRejected("max_num_queued_reqs")
 		return openai.TooManyRequests("The server is busy: %d requests are waiting, the limit is %d (--max-waiting-requests). Retry later.", n, limit)
 	}
 	return nil

@@ -45,6 +45,9 @@ type Config struct {
 	MaxRequestOutputTokens int
 	// StoredResponses bounds the Responses API store (zero = defaults).
 	StoredResponses responses.Limits
+	// ShowHiddenMetricsForVersion brings back vLLM's deprecated metric
+	// names (--show-hidden-metrics-for-version; see frontend/metrics).
+	ShowHiddenMetricsForVersion string
 	// ToolParser reads tool calls out of tool_choice "auto" answers, in
 	// the syntax the model writes them (--tool-call-parser); nil: those
 	// answers are text.
@@ -79,8 +82,10 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 		cfg.MaxRequestBody = "16M"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix(),
-		metrics: metrics.New(cfg.ServedModelName, eng.Engines), store: responses.NewStore(cfg.StoredResponses),
-		keys: newKeys(allKeys(cfg))}
+		metrics: metrics.New(metrics.Config{ModelName: cfg.ServedModelName, MaxModelLen: cfg.MaxModelLen,
+			ShowHiddenMetricsForVersion: cfg.ShowHiddenMetricsForVersion, Engines: eng.Engines}),
+		store: responses.NewStore(cfg.StoredResponses),
+		keys:  newKeys(allKeys(cfg))}
 	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
 	s.fingerprint = "fp_" + hex.EncodeToString(fp[:5])
 	e := s.e
@@ -89,6 +94,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return randomHex(16) }}))
 	e.Use(s.accessLog)
+	e.Use(s.observeHTTP)
 	e.Use(s.flow)
 	e.Use(middleware.BodyLimit(cfg.MaxRequestBody))
 	e.Use(s.auth)
@@ -108,6 +114,9 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/detokenize", s.detokenize)
 	e.GET("/v1/sessions/:id", s.getSession)
 	e.DELETE("/v1/sessions/:id", s.deleteSession)
+	if c, ok := eng.(iterationReporter); ok {
+		c.OnIteration(s.metrics.ObserveIteration)
+	}
 	return s
 }
 
