@@ -40,10 +40,11 @@ type Config struct {
 	// 0 = every step may compute MaxNumBatchedTokens.
 	StepTarget          time.Duration
 	EnablePrefixCaching bool
-	HeartbeatInterval   time.Duration // how often to send heartbeats
-	ReportInterval      time.Duration // how often to publish load reports; default 100 ms
-	HeartbeatTimeout    time.Duration // a frontend silent this long is gone
-	MaxSessionRecords   int           // session records kept at most (LRU); default 16384
+	HeartbeatInterval   time.Duration  // how often to send heartbeats
+	ReportInterval      time.Duration  // how often to send frontends the load (a HEARTBEAT); default 100 ms
+	HeartbeatTimeout    time.Duration  // a frontend silent this long is gone
+	MaxSessionRecords   int            // session records kept at most (LRU); default 16384
+	KVEvents            KVEventsConfig // the KV-events PUB socket's topic, layout and buffers
 	// Vocab is what each token id stands for, for structured outputs
 	// (enginecore/structured); nil: requests with a constraint are refused.
 	Vocab   *gguf.Vocab
@@ -57,7 +58,7 @@ type Config struct {
 // handshakes and the event publisher's state. It has no goroutines,
 // channels, atomics, timers or sockets and never reads the clock: time
 // comes in as an argument, and what it would send comes back as data
-// (Out for a frontend, Pub for the PUB socket). One goroutine at a time
+// (Out for a frontend, Pub for the PUB socket or every frontend). One goroutine at a time
 // calls it; proc.go's Core is that goroutine. (Core also lends it a way
 // to fill structured-output masks on a goroutine while the forward pass
 // runs, joined before sampling; see forward.)
@@ -91,10 +92,11 @@ type Engine struct {
 	constraints map[string]*constraint // by request key
 	failed      map[string]error       // requests whose matcher failed this step
 
-	// publishing: KV and session events are built (there is a PUB socket);
-	// events is its endpoint, for get_events_endpoint ("" when unnamed).
-	publishing bool
-	events     string
+	// publishing: session reports are built (PublishTo was called); kvPub:
+	// KV events too (there is a PUB socket); events is its endpoint, for
+	// get_events_endpoint ("" when unnamed).
+	publishing, kvPub bool
+	events            string
 }
 
 // Out is a message for one frontend.
@@ -102,12 +104,6 @@ type Out struct {
 	Client  string // the frontend's ZMQ identity
 	Type    wire.MsgType
 	Payload any
-}
-
-// Pub is one payload for the PUB socket; the shell numbers it per topic.
-type Pub struct {
-	Topic   string
-	Payload []byte // msgpack
 }
 
 // ServedName is the model's name in the API: name when set, else "dummy"
@@ -204,9 +200,12 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 // StepTook tells the scheduler's pace how long the last Step took.
 func (e *Engine) StepTook(d time.Duration) { e.sched.Observe(e.lastStepTokens, d) }
 
-// PublishTo makes Publish build KV and session events, for subscribers of
-// endpoint (what get_events_endpoint answers; "" when unnamed).
-func (e *Engine) PublishTo(endpoint string) { e.publishing, e.events = true, endpoint }
+// PublishTo makes Publish build session reports for the frontends and,
+// with kv, KV events for the subscribers of endpoint (what
+// get_events_endpoint answers; "" when unnamed).
+func (e *Engine) PublishTo(endpoint string, kv bool) {
+	e.publishing, e.kvPub, e.events = true, kv, endpoint
+}
 
 // HasWork reports whether a step would schedule anything.
 func (e *Engine) HasWork() bool { return e.sched.HasWork() }

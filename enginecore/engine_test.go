@@ -150,7 +150,7 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + err.Error()
 		}
 		if slices.Contains(pos, "publish") {
-			e.PublishTo("tcp://engine:5556")
+			e.PublishTo("tcp://engine:5556", true)
 		}
 		h.e, h.events = e, slices.Contains(pos, "events")
 		return "ok"
@@ -243,11 +243,20 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "publish":
 		var b strings.Builder
 		for _, p := range h.e.Publish(h.now) {
-			var v any
-			if err := wire.Unmarshal(p.Payload, &v); err != nil {
+			var payload any = p.KV
+			topic := "kv"
+			if p.Sessions != nil {
+				payload, topic = p.Sessions, "sessions"
+			}
+			raw, err := wire.Marshal(payload)
+			if err != nil {
 				t.Fatal(err)
 			}
-			fmt.Fprintf(&b, "%s %s\n", p.Topic, compact(v))
+			var v any
+			if err := wire.Unmarshal(raw, &v); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %s\n", topic, compact(v))
 		}
 		if b.Len() == 0 {
 			return "nothing"
@@ -436,7 +445,7 @@ func TestSessionStateStaysBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.PublishTo("tcp://engine:5556")
+	e.PublishTo("tcp://engine:5556", true)
 	now := time.Unix(1000, 0)
 	e.Handle(now, "fe", &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "fe"})
 	sp := wire.DefaultSamplingParams()

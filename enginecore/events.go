@@ -9,17 +9,32 @@ import (
 	"github.com/tandem-llm/tandem/wire"
 )
 
-// What the engine publishes on its PUB socket besides load reports
-// (docs/wire.md §10):
+// What the engine publishes (docs/wire.md §10):
 //
-//   - TopicKV: the prefix cache's BlockStored/BlockRemoved/AllBlocksCleared
-//     events of each step, in vLLM's KVEventBatch format;
-//   - TopicSessions: the sessions it holds, as deltas when a session
+//   - KV events: the prefix cache's BlockStored/BlockRemoved/AllBlocksCleared
+//     events of each step, one vLLM KVEventBatch per step, for the KV-events
+//     PUB socket (the only thing on it);
+//   - session reports: the sessions it holds, as deltas when a session
 //     arrives and as a full snapshot every sessionSnapshotEvery (which also
-//     carries the removals: sessions whose requests and blocks are gone).
+//     carries the removals: sessions whose requests and blocks are gone),
+//     for every frontend, in a HEARTBEAT.
 //
-// Engine.Publish builds the payloads (the Engine owns the KV cache and the
-// session records); the shell numbers them per topic and sends them.
+// Engine.Publish builds them (the Engine owns the KV cache and the session
+// records); the shell numbers, encodes and sends them (proc.go, kvlog.go).
+
+// KVEventsConfig is the part of --kv-events-config the shell uses.
+type KVEventsConfig struct {
+	Topic       string        // first frame of every KV-events message ("" = vLLM's default)
+	Layout      wire.KVLayout // how the events are encoded
+	BufferSteps int           // batches kept for the replay socket; default 10000 (vLLM's buffer_steps)
+	QueueSize   int           // batches waiting for the output goroutine; default 4096 (vLLM's max_queue_size)
+}
+
+// Pub is what Publish hands the shell: exactly one field is set.
+type Pub struct {
+	KV       *wire.KVEventBatch  // for the KV-events PUB socket; the shell numbers and encodes it
+	Sessions *wire.SessionReport // for every frontend, in a HEARTBEAT
+}
 
 const sessionSnapshotEvery = time.Second
 
@@ -41,9 +56,9 @@ func (e *Engine) noteSession(id string) {
 	e.ev.added = append(e.ev.added, id)
 }
 
-// Publish drains the KV cache's events and the session deltas into PUB
-// payloads, with a session snapshot when one is due. Before PublishTo the
-// events are drained and dropped.
+// Publish drains the KV cache's events and the session deltas, with a
+// session snapshot when one is due. Before PublishTo the events are
+// drained and dropped; KV events are dropped unless PublishTo had kv.
 func (e *Engine) Publish(now time.Time) []Pub {
 	e.clock = now
 	kvEvents := e.kv.DrainEvents()
@@ -53,15 +68,15 @@ func (e *Engine) Publish(now time.Time) []Pub {
 	}
 	var out []Pub
 	ts := unixSeconds(now)
-	if len(kvEvents) > 0 {
-		batch := &wire.KVEventBatch{Timestamp: ts, DPRank: e.cfg.EngineIndex, Events: make([]wire.KVEvent, 0, len(kvEvents))}
+	if len(kvEvents) > 0 && e.kvPub {
+		batch := &wire.KVEventBatch{Timestamp: ts, DPRank: e.cfg.EngineIndex, Layout: e.cfg.KVEvents.Layout, Events: make([]wire.KVEvent, 0, len(kvEvents))}
 		for _, ev := range kvEvents {
 			batch.Events = append(batch.Events, kvEvent(ev))
 		}
-		out = e.appendPub(out, wire.TopicKV, batch)
+		out = append(out, Pub{KV: batch})
 	}
 	if len(e.ev.added) > 0 {
-		out = e.appendPub(out, wire.TopicSessions, &wire.SessionReport{EngineIndex: e.cfg.EngineIndex, Timestamp: ts, Added: slices.Clone(e.ev.added)})
+		out = append(out, Pub{Sessions: &wire.SessionReport{EngineIndex: e.cfg.EngineIndex, Timestamp: ts, Added: slices.Clone(e.ev.added)}})
 		e.ev.added = e.ev.added[:0]
 	}
 	if now.Sub(e.ev.lastSnapshot) >= sessionSnapshotEvery {
@@ -72,7 +87,7 @@ func (e *Engine) Publish(now time.Time) []Pub {
 			}
 		}
 		ids := slices.Sorted(maps.Keys(e.ev.held))
-		out = e.appendPub(out, wire.TopicSessions, &wire.SessionReport{EngineIndex: e.cfg.EngineIndex, Timestamp: ts, Full: true, Added: ids})
+		out = append(out, Pub{Sessions: &wire.SessionReport{EngineIndex: e.cfg.EngineIndex, Timestamp: ts, Full: true, Added: ids}})
 	}
 	return out
 }
@@ -100,22 +115,15 @@ func (e *Engine) holdsSession(id string) bool {
 	return ok
 }
 
-func (e *Engine) appendPub(out []Pub, topic string, v any) []Pub {
-	b, err := wire.Marshal(v)
-	if err != nil {
-		e.log.Error("encode PUB payload", "topic", topic, "err", err)
-		return out
-	}
-	return append(out, Pub{Topic: topic, Payload: b})
-}
-
-// kvEvent converts one KV-cache event to its wire form.
+// kvEvent converts one KV-cache event to its wire form. Every block lives
+// in the engine's own pool, vLLM's MEDIUM_GPU, whatever the device.
 func kvEvent(e kvcache.Event) wire.KVEvent {
 	switch e := e.(type) {
 	case kvcache.BlockStored:
-		return &wire.BlockStored{BlockHashes: e.Hashes, ParentHash: e.ParentHash, HasParent: e.HasParent, TokenIDs: e.TokenIDs, BlockSize: e.BlockSize}
+		return &wire.BlockStored{BlockHashes: e.Hashes, ParentHash: e.ParentHash, HasParent: e.HasParent, TokenIDs: e.TokenIDs,
+			BlockSize: e.BlockSize, Medium: wire.MediumGPU, SessionID: e.SessionID}
 	case kvcache.BlockRemoved:
-		return &wire.BlockRemoved{BlockHashes: e.Hashes}
+		return &wire.BlockRemoved{BlockHashes: e.Hashes, Medium: wire.MediumGPU}
 	}
 	return &wire.AllBlocksCleared{}
 }

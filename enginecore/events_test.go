@@ -18,11 +18,15 @@ import (
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
 
-// pubEngine is an engine core with a PUB socket and a subscriber on it.
+// pubEngine is an engine core with a KV-events PUB socket, a subscriber
+// on it and a replay socket.
 type pubEngine struct {
-	ep  string // ROUTER
-	sub *zmq.Conn
+	ep     string // ROUTER
+	replay string // replay ROUTER
+	sub    *zmq.Conn
 }
+
+const testTopic = "kv@pod-3@dummy"
 
 func startPubEngine(t *testing.T, numBlocks int) *pubEngine {
 	t.Helper()
@@ -35,6 +39,7 @@ func startPubEngine(t *testing.T, numBlocks int) *pubEngine {
 		EngineIndex: 3, Model: "dummy", ServedModelName: "dummy", MaxModelLen: 512, BlockSize: 16, NumBlocks: numBlocks,
 		MaxNumSeqs: 16, MaxNumBatchedTokens: 256, EnablePrefixCaching: true,
 		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, ReportInterval: 20 * time.Millisecond, Logger: quiet,
+		KVEvents: enginecore.KVEventsConfig{Topic: testTopic, BufferSteps: 100},
 	}, be)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +55,13 @@ func startPubEngine(t *testing.T, numBlocks int) *pubEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := zmq.DialSub(pubEP, nil)
+	replayEP := "ipc://" + filepath.Join(dir, "replay.sock")
+	replay, err := zmq.BindRouter(replayEP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.ServeReplay(replay)
+	sub, err := zmq.DialSub(pubEP, []string{""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,33 +76,116 @@ func startPubEngine(t *testing.T, numBlocks int) *pubEngine {
 		sub.Close()
 		rt.Close()
 		pub.Close()
+		replay.Close()
 		be.Close()
 	})
-	// Wait for the subscription to take (ZMQ's late joiner): the first
-	// load report.
-	e := &pubEngine{ep: ep, sub: sub}
-	e.next(t, wire.TopicLoad, 5*time.Second)
-	return e
+	return &pubEngine{ep: ep, replay: replayEP, sub: sub}
 }
 
-// next returns the next PUB message on topic, skipping others.
-func (e *pubEngine) next(t *testing.T, topic string, timeout time.Duration) (uint64, []byte) {
+// ask sends one request to the replay socket and returns the batches of
+// the answer, up to its end marker.
+func (e *pubEngine) ask(t *testing.T, req []byte) (seqs []uint64, batches []wire.KVEventBatch) {
 	t.Helper()
-	deadline := time.After(timeout)
+	d, err := zmq.DialDealer(e.replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Send([][]byte{{}, req}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
 	for {
 		select {
-		case frames := <-e.sub.Recv():
-			tp, seq, payload, err := wire.ParsePub(frames)
-			if err != nil {
+		case frames := <-d.Recv():
+			if len(frames) != 4 || len(frames[0]) != 0 {
+				t.Fatalf("replay answer of %d frames", len(frames))
+			}
+			if wire.IsReplayEnd(frames[1:]) {
+				return seqs, batches
+			}
+			topic, seq, payload, err := wire.ParsePub(frames[1:])
+			if err != nil || topic != testTopic {
+				t.Fatalf("replay frame: topic %q, %v", topic, err)
+			}
+			var b wire.KVEventBatch
+			if err := wire.Unmarshal(payload, &b); err != nil {
 				t.Fatal(err)
 			}
-			if tp == topic {
-				return seq, payload
-			}
+			seqs, batches = append(seqs, seq), append(batches, b)
 		case <-deadline:
-			t.Fatalf("no %q message within %s", topic, timeout)
+			t.Fatal("no end of the replay answer")
 		}
 	}
+}
+
+// askUntil asks again until ok accepts the answer (what a step published
+// may be logged just after its outputs went out).
+func (e *pubEngine) askUntil(t *testing.T, req []byte, ok func([]wire.KVEventBatch) bool) ([]uint64, []wire.KVEventBatch) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		seqs, batches := e.ask(t, req)
+		if ok(batches) || time.Now().After(deadline) {
+			return seqs, batches
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// numEvents counts the events of type T in batches.
+func numEvents[T wire.KVEvent](batches []wire.KVEventBatch) int {
+	n := 0
+	for _, b := range batches {
+		for _, ev := range b.Events {
+			if _, ok := ev.(T); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// watch says HELLO on a raw DEALER and returns the heartbeats the engine
+// sends it (keeping it alive with heartbeats of its own).
+func watch(t *testing.T, ep string) <-chan *wire.Heartbeat {
+	t.Helper()
+	d, err := zmq.DialDealer(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(mt wire.MsgType, v any) {
+		frames, err := wire.Encode(mt, v)
+		if err == nil {
+			_ = d.Send(frames)
+		}
+	}
+	send(wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "watcher", PID: 1})
+	stop := make(chan struct{})
+	out := make(chan *wire.Heartbeat, 1024)
+	go func() {
+		tick := time.NewTicker(hbInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				send(wire.MsgHeartbeat, &wire.Heartbeat{Timestamp: 1})
+			case frames := <-d.Recv():
+				if _, v, err := wire.Decode(frames); err == nil {
+					if hb, ok := v.(*wire.Heartbeat); ok {
+						select {
+						case out <- hb:
+						default:
+						}
+					}
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); d.Close() })
+	return out
 }
 
 // TestEnginePublishesKVEvents: the blocks a request computes arrive as
@@ -109,12 +203,13 @@ func TestEnginePublishesKVEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, st)
+	// The subscription may not have taken before the first batch (ZMQ's
+	// late joiner): the replay socket resends from 0.
 	var stored []uint64
-	for len(stored) < 4 {
-		_, payload := e.next(t, wire.TopicKV, 5*time.Second)
-		var b wire.KVEventBatch
-		if err := wire.Unmarshal(payload, &b); err != nil {
-			t.Fatal(err)
+	seqs, batches := e.askUntil(t, wire.ReplayRequest(0), func(b []wire.KVEventBatch) bool { return numEvents[*wire.BlockStored](b) > 0 })
+	for i, b := range batches {
+		if seqs[i] != uint64(i) {
+			t.Errorf("replayed seq %d at %d", seqs[i], i)
 		}
 		if b.DPRank != 3 {
 			t.Errorf("dp_rank %d, want 3", b.DPRank)
@@ -125,8 +220,14 @@ func TestEnginePublishesKVEvents(t *testing.T) {
 				if s.BlockSize != 16 || len(s.TokenIDs) != 16*len(s.BlockHashes) {
 					t.Errorf("BlockStored block_size %d with %d tokens for %d hashes", s.BlockSize, len(s.TokenIDs), len(s.BlockHashes))
 				}
+				if s.SessionID != "conv-1" || s.Medium != wire.MediumGPU {
+					t.Errorf("BlockStored session %q, medium %q", s.SessionID, s.Medium)
+				}
 			}
 		}
+	}
+	if len(stored) < 4 {
+		t.Fatalf("replay holds %d stored blocks, want 4", len(stored))
 	}
 	want := wire.BlockHashes(nil, prompt, 16, "")
 	if diff := cmp.Diff(want, stored[:4]); diff != "" {
@@ -145,17 +246,16 @@ func TestEnginePublishesKVEvents(t *testing.T) {
 		t.Fatal("the second request failed")
 	}
 	var removed []uint64
-	for len(removed) == 0 {
-		_, payload := e.next(t, wire.TopicKV, 5*time.Second)
-		var b wire.KVEventBatch
-		if err := wire.Unmarshal(payload, &b); err != nil {
-			t.Fatal(err)
-		}
+	_, batches = e.askUntil(t, wire.ReplayRequest(uint64(len(seqs))), func(b []wire.KVEventBatch) bool { return numEvents[*wire.BlockRemoved](b) > 0 })
+	for _, b := range batches {
 		for _, ev := range b.Events {
 			if r, ok := ev.(*wire.BlockRemoved); ok {
 				removed = append(removed, r.BlockHashes...)
 			}
 		}
+	}
+	if len(removed) == 0 {
+		t.Error("no BlockRemoved after the second prompt")
 	}
 	for _, h := range removed {
 		if !slices.Contains(stored, h) {
@@ -164,10 +264,11 @@ func TestEnginePublishesKVEvents(t *testing.T) {
 	}
 }
 
-// TestEnginePublishesSessions: a session is announced when its request
-// arrives, and the snapshot lists what the engine holds.
+// TestEnginePublishesSessions: a session is announced (in a heartbeat)
+// when its request arrives, and the snapshot lists what the engine holds.
 func TestEnginePublishesSessions(t *testing.T) {
 	e := startPubEngine(t, 64)
+	hbs := watch(t, e.ep)
 	c := dial(t, e.ep)
 	prompt := make([]int32, 40) // two full blocks stay cached after the request
 	for i, sess := range []string{"conv-b", "conv-a", "conv-b"} {
@@ -179,25 +280,24 @@ func TestEnginePublishesSessions(t *testing.T) {
 		drain(t, st)
 	}
 	var deltas []string
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if time.Now().After(deadline) {
+	deadline := time.After(5 * time.Second)
+	for done := false; !done; {
+		var hb *wire.Heartbeat
+		select {
+		case hb = <-hbs:
+		case <-deadline:
 			t.Fatal("no snapshot listing conv-a and conv-b")
 		}
-		_, payload := e.next(t, wire.TopicSessions, 5*time.Second)
-		var rep wire.SessionReport
-		if err := wire.Unmarshal(payload, &rep); err != nil {
-			t.Fatal(err)
-		}
-		if rep.EngineIndex != 3 {
-			t.Errorf("engine_index %d, want 3", rep.EngineIndex)
-		}
-		if !rep.Full {
-			deltas = append(deltas, rep.Added...)
+		rep := hb.Sessions
+		switch {
+		case rep == nil:
 			continue
-		}
-		if slices.Equal(rep.Added, []string{"conv-a", "conv-b"}) {
-			break
+		case rep.EngineIndex != 3:
+			t.Errorf("engine_index %d, want 3", rep.EngineIndex)
+		case !rep.Full:
+			deltas = append(deltas, rep.Added...)
+		case slices.Equal(rep.Added, []string{"conv-a", "conv-b"}):
+			done = true
 		}
 	}
 	if diff := cmp.Diff([]string{"conv-b", "conv-a"}, deltas); diff != "" {
@@ -213,33 +313,30 @@ func TestEnginePublishesSessions(t *testing.T) {
 	}
 }
 
-// TestEngineLoadReportRate: load reports come every ReportInterval and
-// the engine tells where it publishes.
+// TestEngineLoadReportRate: the load comes in a heartbeat every
+// ReportInterval, nothing but KV events is on the PUB socket, and the
+// engine tells where it publishes.
 func TestEngineLoadReportRate(t *testing.T) {
 	e := startPubEngine(t, 64)
+	hbs := watch(t, e.ep)
 	var n int
-	var rep wire.LoadReport
+	var last *wire.Heartbeat
 	window := time.After(500 * time.Millisecond)
 	for done := false; !done; {
 		select {
-		case frames := <-e.sub.Recv():
-			tp, _, payload, err := wire.ParsePub(frames)
-			if err != nil || tp != wire.TopicLoad {
-				continue
-			}
+		case last = <-hbs:
 			n++
-			if err := wire.Unmarshal(payload, &rep); err != nil {
-				t.Fatal(err)
-			}
+		case frames := <-e.sub.Recv():
+			t.Errorf("idle engine published %q", frames[0])
 		case <-window:
 			done = true
 		}
 	}
 	if n < 10 {
-		t.Errorf("%d load reports in 500 ms at a 20 ms interval, want ≥ 10", n)
+		t.Errorf("%d heartbeats in 500 ms at a 20 ms report interval, want ≥ 10", n)
 	}
-	if rep.EngineIndex != 3 || rep.NumTotalBlocks != 64 || rep.NumFreeBlocks != 64 {
-		t.Errorf("load report %+v", rep)
+	if st := last.SchedulerStats; st == nil || st.NumTotalBlocks != 64 || st.NumFreeBlocks != 64 {
+		t.Errorf("heartbeat stats %+v", st)
 	}
 	c := dial(t, e.ep)
 	raw, err := c.Call(context.Background(), 0, "get_events_endpoint")
@@ -249,5 +346,67 @@ func TestEngineLoadReportRate(t *testing.T) {
 	var ep string
 	if err := wire.Unmarshal(raw, &ep); err != nil || filepath.Base(ep) != "events.sock" {
 		t.Errorf("get_events_endpoint = %q, %v", ep, err)
+	}
+}
+
+// TestEngineKVSnapshot: a subscriber that joins late asks for a snapshot
+// and gets every cached block, parents first, chained from a root, with
+// the sequence number live events continue from.
+func TestEngineKVSnapshot(t *testing.T) {
+	e := startPubEngine(t, 64)
+	c := dial(t, e.ep)
+	system := make([]int32, 48)
+	for i := range system {
+		system[i] = int32(i + 10)
+	}
+	var want [][]uint64
+	for i, user := range []int32{100, 150} { // ids below the dummy vocabulary
+		prompt := append(slices.Clone(system), make([]int32, 20)...)
+		for j := 48; j < len(prompt); j++ {
+			prompt[j] = user + int32(j)
+		}
+		st, err := c.Generate(context.Background(), prompt, greedy(1), fmt.Sprint("req-", i), engineclient.WithSessionID(fmt.Sprint("conv-", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, fin := drain(t, st); fin == wire.FinishError {
+			t.Fatalf("request %d failed", i)
+		}
+		want = append(want, wire.BlockHashes(nil, prompt, 16, ""))
+	}
+	seqs, batches := e.askUntil(t, wire.SnapshotRequest, func(b []wire.KVEventBatch) bool {
+		n := 0
+		for _, bt := range b {
+			for _, ev := range bt.Events {
+				n += len(ev.(*wire.BlockStored).BlockHashes)
+			}
+		}
+		return n == 5 // 3 shared blocks and one more per conversation
+	})
+	known := map[uint64]bool{}
+	for i, b := range batches {
+		if seqs[i] != seqs[0] {
+			t.Errorf("snapshot seq frames %v differ", seqs)
+		}
+		for _, ev := range b.Events {
+			s := ev.(*wire.BlockStored)
+			if s.HasParent && !known[s.ParentHash] {
+				t.Errorf("block %x comes before its parent %x", s.BlockHashes[0], s.ParentHash)
+			}
+			for _, h := range s.BlockHashes {
+				known[h] = true
+			}
+		}
+	}
+	for _, chain := range want {
+		for _, h := range chain {
+			if !known[h] {
+				t.Errorf("snapshot lacks block %x", h)
+			}
+		}
+	}
+	live, _ := e.ask(t, wire.ReplayRequest(0))
+	if len(seqs) == 0 || seqs[0] != uint64(len(live)) {
+		t.Errorf("snapshot continues at %v, %d batches were published", seqs, len(live))
 	}
 }

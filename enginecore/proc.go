@@ -2,7 +2,9 @@ package enginecore
 
 import (
 	"context"
+	"encoding/binary"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,9 +24,11 @@ import (
 //	        silent frontends; Engine.Publish → out and pub channels
 //	compile workers (compilers.go): CompileJob.Run, off the loop, so a
 //	        slow schema never stalls a step
-//	output: out → encode → router.Send; heartbeats and load reports on
-//	        tickers (so they flow while a long step runs); PUB payloads,
-//	        numbered per topic
+//	output: out → encode → router.Send; heartbeats (which carry the load)
+//	        on a ticker, so they flow while a long step runs; session
+//	        reports in heartbeats to every frontend; KV-event batches
+//	        numbered, logged (kvlog.go) and sent on the PUB socket
+//	replay: the replay socket's requests, answered from the log
 //
 // The loop goroutine is the only caller of the Engine. What the output
 // goroutine needs of the Engine's state (its load, the frontends to send
@@ -36,18 +40,21 @@ type Core struct {
 	eng  *Engine
 	live liveness
 
-	out  chan Out // loop → output goroutine
-	pubc chan Pub // loop → output goroutine
+	out    chan Out // loop → output goroutine
+	pubc   chan Pub // loop → output goroutine
+	kvlog  *kvLog   // KV-event batches published: sequence numbers, replay buffer, snapshot mirror
+	replay Conn     // the replay ROUTER socket; nil: none
 
-	load      atomic.Pointer[wire.SchedulerStats] // the Engine's load after the last message or step
-	ready     atomic.Pointer[[]string]            // the Engine's frontends after the last HELLO or drop
-	reportSeq uint64                              // load-report PUB sequence, output goroutine only
-	dropped   int64                               // PUB payloads dropped on a full queue, loop goroutine only
+	load    atomic.Pointer[wire.SchedulerStats] // the Engine's load after the last message or step
+	ready   atomic.Pointer[[]string]            // the Engine's frontends after the last HELLO or drop
+	dropped int64                               // PUB payloads dropped on a full queue, loop goroutine only
 }
 
 const (
 	defaultReportInterval = 100 * time.Millisecond
-	pubQueueLen           = 4096 // payloads waiting for the output goroutine
+	defaultPubQueueLen    = 4096   // payloads waiting for the output goroutine
+	defaultBufferSteps    = 10_000 // KV-event batches kept for replay (vLLM's buffer_steps)
+	snapshotBatchBlocks   = 512    // blocks per snapshot batch
 )
 
 type inMsg struct {
@@ -71,13 +78,18 @@ func New(cfg Config, be runner.Backend) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	queue := cfg.KVEvents.QueueSize
+	if queue <= 0 {
+		queue = defaultPubQueueLen
+	}
 	c := &Core{
-		cfg:  cfg,
-		log:  eng.log,
-		eng:  eng,
-		live: liveness{lastSeen: map[string]time.Time{}},
-		out:  make(chan Out, 4096),
-		pubc: make(chan Pub, pubQueueLen),
+		cfg:   cfg,
+		log:   eng.log,
+		eng:   eng,
+		live:  liveness{lastSeen: map[string]time.Time{}},
+		out:   make(chan Out, 4096),
+		pubc:  make(chan Pub, queue),
+		kvlog: newKVLog(0, cfg.KVEvents.Layout),
 	}
 	eng.overlap = overlap
 	c.snapshot(true)
@@ -94,13 +106,26 @@ func overlap(fn func()) (wait func()) {
 	return func() { <-done }
 }
 
+// KVTopic is the topic of the KV-events messages.
+func (c *Core) KVTopic() string { return c.cfg.KVEvents.Topic }
+
+// ServeReplay makes Serve answer replay and snapshot requests on r (a
+// ROUTER; wire/replay.go), from a buffer of the last
+// KVEvents.BufferSteps batches. Call it before Serve.
+func (c *Core) ServeReplay(r Conn) {
+	steps := c.cfg.KVEvents.BufferSteps
+	if steps <= 0 {
+		steps = defaultBufferSteps
+	}
+	c.replay, c.kvlog = r, newKVLog(steps, c.cfg.KVEvents.Layout)
+}
+
 // Serve runs the engine until ctx ends (a clean shutdown: every frontend
 // is told ENGINE_DEAD "shutting down") or a fatal error (ENGINE_DEAD with
-// the reason, and the error is returned).
+// the reason, and the error is returned). pub, the KV-events PUB socket,
+// may be nil.
 func (c *Core) Serve(ctx context.Context, router Conn, pub Publisher) error {
-	if pub != nil {
-		c.eng.PublishTo(eventsEndpoint(pub))
-	}
+	c.eng.PublishTo(eventsEndpoint(pub), pub != nil)
 	in := make(chan inMsg, 4096)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -109,6 +134,10 @@ func (c *Core) Serve(ctx context.Context, router Conn, pub Publisher) error {
 	go func() { defer wg.Done(); c.input(ctx, router, in) }()
 	outDone := make(chan struct{})
 	go func() { defer wg.Done(); c.output(router, pub, outDone) }()
+	if c.replay != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.serveReplay(ctx) }()
+	}
 	comp := startCompilers(numCompileWorkers())
 
 	err := c.loop(ctx, in, comp)
@@ -257,6 +286,9 @@ func (c *Core) publish(now time.Time) {
 		select {
 		case c.pubc <- p:
 		default:
+			if p.KV != nil {
+				c.kvlog.skip() // subscribers see the gap
+			}
 			c.dropped++
 			if c.dropped&(c.dropped-1) == 0 {
 				c.log.Warn("PUB queue full; dropping events (subscribers will see a sequence gap)", "dropped", c.dropped)
@@ -265,15 +297,13 @@ func (c *Core) publish(now time.Time) {
 	}
 }
 
-// output encodes and sends messages, sends heartbeats every
-// HeartbeatInterval and load reports every ReportInterval, so they keep
-// flowing while a long step runs, and sends the PUB payloads.
+// output encodes and sends messages, sends heartbeats (the engine's load)
+// every ReportInterval so they keep flowing while a long step runs, and
+// sends what Publish produced: session reports in heartbeats to every
+// frontend, KV-event batches on the PUB socket.
 func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
-	tick := time.NewTicker(c.cfg.HeartbeatInterval)
+	tick := time.NewTicker(min(c.cfg.HeartbeatInterval, c.reportInterval()))
 	defer tick.Stop()
-	loadTick := time.NewTicker(c.reportInterval())
-	defer loadTick.Stop()
-	seqs := map[string]uint64{} // PUB topic → next sequence number
 	send := func(m Out) {
 		frames, err := wire.Encode(m.Type, m.Payload)
 		if err != nil {
@@ -284,23 +314,26 @@ func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
 			c.log.Debug("send", "err", err)
 		}
 	}
+	heartbeat := func(sessions *wire.SessionReport) {
+		st := c.load.Load()
+		hb := &wire.Heartbeat{Timestamp: unixSeconds(time.Now()), NumRunning: st.NumRunningReqs, NumWaiting: st.NumWaitingReqs,
+			SchedulerStats: st, Sessions: sessions}
+		for _, id := range *c.ready.Load() {
+			send(Out{Client: id, Type: wire.MsgHeartbeat, Payload: hb})
+		}
+	}
 	for {
 		select {
 		case m := <-c.out:
 			send(m)
 		case <-tick.C:
-			st := c.load.Load()
-			hb := &wire.Heartbeat{Timestamp: unixSeconds(time.Now()), NumRunning: st.NumRunningReqs, NumWaiting: st.NumWaitingReqs, SchedulerStats: st}
-			for _, id := range *c.ready.Load() {
-				send(Out{Client: id, Type: wire.MsgHeartbeat, Payload: hb})
-			}
-		case <-loadTick.C:
-			c.publishLoad(pub)
+			heartbeat(nil)
 		case m := <-c.pubc:
-			if pub != nil {
-				seq := seqs[m.Topic]
-				seqs[m.Topic] = seq + 1
-				_ = pub.Send(wire.PubFrames(m.Topic, seq, m.Payload))
+			switch {
+			case m.Sessions != nil:
+				heartbeat(m.Sessions)
+			case m.KV != nil && pub != nil:
+				c.sendKV(pub, m.KV)
 			}
 		case <-done:
 			for {
@@ -315,27 +348,65 @@ func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
 	}
 }
 
-// publishLoad sends a load report on the PUB socket. Output goroutine only.
-func (c *Core) publishLoad(pub Publisher) {
-	if pub == nil {
-		return
-	}
-	st := c.load.Load()
-	rep := &wire.LoadReport{
-		EngineIndex:    c.cfg.EngineIndex,
-		Timestamp:      unixSeconds(time.Now()),
-		NumWaiting:     st.NumWaitingReqs,
-		NumRunning:     st.NumRunningReqs,
-		NumFreeBlocks:  st.NumFreeBlocks,
-		NumTotalBlocks: c.cfg.NumBlocks,
-		KVCacheUsage:   1 - float64(st.NumFreeBlocks)/float64(c.cfg.NumBlocks),
-	}
-	payload, err := wire.Marshal(rep)
+// sendKV encodes, numbers, logs and publishes one KV-event batch. Output
+// goroutine only.
+func (c *Core) sendKV(pub Publisher, b *wire.KVEventBatch) {
+	payload, err := wire.Marshal(b)
 	if err != nil {
+		c.log.Error("encode KV events", "err", err)
+		c.kvlog.skip()
 		return
 	}
-	_ = pub.Send(wire.PubFrames(wire.TopicLoad, c.reportSeq, payload))
-	c.reportSeq++
+	seq := c.kvlog.append(b, payload)
+	_ = pub.Send(wire.PubFrames(c.cfg.KVEvents.Topic, seq, payload))
+}
+
+// serveReplay answers the replay socket: a replay from a sequence number
+// (vLLM's), or a snapshot of the cached blocks (wire/replay.go). A request
+// is [identity][""][request] from a REQ socket, or [identity][request]
+// from a DEALER; the answer uses the same envelope.
+func (c *Core) serveReplay(ctx context.Context) {
+	topic := []byte(c.cfg.KVEvents.Topic)
+	for {
+		var frames [][]byte
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return
+		case frames, ok = <-c.replay.Recv():
+			if !ok {
+				return
+			}
+		}
+		if len(frames) < 2 || len(frames) > 3 {
+			c.log.Warn("dropping replay request", "frames", len(frames))
+			continue
+		}
+		env := frames[:len(frames)-1] // identity, and the delimiter if any
+		reply := func(fs ...[]byte) { _ = c.replay.Send(append(slices.Clone(env), fs...)) }
+		seq, snapshot, err := wire.ParseReplayRequest(frames[len(frames)-1])
+		switch {
+		case err != nil:
+			c.log.Warn("dropping replay request", "err", err)
+			continue
+		case snapshot:
+			batches, next := c.kvlog.snapshot(unixSeconds(time.Now()), c.cfg.EngineIndex, snapshotBatchBlocks)
+			seqFrame := binary.BigEndian.AppendUint64(nil, next)
+			for _, b := range batches {
+				payload, err := wire.Marshal(b)
+				if err != nil {
+					c.log.Error("encode KV snapshot", "err", err)
+					break
+				}
+				reply(topic, seqFrame, payload)
+			}
+		default:
+			for _, b := range c.kvlog.since(seq) {
+				reply(topic, binary.BigEndian.AppendUint64(nil, b.seq), b.payload)
+			}
+		}
+		reply([]byte{}, wire.ReplayEnd, []byte{})
+	}
 }
 
 func (c *Core) reportInterval() time.Duration {
@@ -346,8 +417,12 @@ func (c *Core) reportInterval() time.Duration {
 }
 
 // eventsEndpoint is the PUB endpoint frontends should subscribe to, for
-// the "get_events_endpoint" utility ("" when the socket does not say).
+// the "get_events_endpoint" utility ("" when there is none or the socket
+// does not say).
 func eventsEndpoint(pub Publisher) string {
+	if pub == nil {
+		return ""
+	}
 	if e, ok := pub.(interface{ Endpoint() string }); ok {
 		return e.Endpoint()
 	}

@@ -404,10 +404,14 @@ func (h *Hello) decode(d *dec) error {
 	return nil
 }
 
-var heartbeatFields = []string{"timestamp", "num_running", "num_waiting", "scheduler_stats"}
+var heartbeatFields = []string{"timestamp", "num_running", "num_waiting", "scheduler_stats", "sessions"}
 
 func (h *Heartbeat) encode(e *enc) {
-	e.arrayLen(len(heartbeatFields))
+	n := len(heartbeatFields)
+	if h.Sessions == nil {
+		n-- // trailing, so older decoders see the 4 fields they know
+	}
+	e.arrayLen(n)
 	e.float(h.Timestamp)
 	e.int(int64(h.NumRunning))
 	e.int(int64(h.NumWaiting))
@@ -415,6 +419,9 @@ func (h *Heartbeat) encode(e *enc) {
 		e.null()
 	} else {
 		h.SchedulerStats.encode(e)
+	}
+	if h.Sessions != nil {
+		h.Sessions.encode(e)
 	}
 }
 
@@ -438,6 +445,12 @@ func (h *Heartbeat) decode(d *dec) error {
 			if isNil, err = d.takeNil(); !isNil && err == nil {
 				h.SchedulerStats = new(SchedulerStats)
 				err = h.SchedulerStats.decode(d)
+			}
+		case 4:
+			var isNil bool
+			if isNil, err = d.takeNil(); !isNil && err == nil {
+				h.Sessions = new(SessionReport)
+				err = h.Sessions.decode(d)
 			}
 		default:
 			err = d.skip()

@@ -8,52 +8,92 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// TopicSessions is the PUB topic of SessionReport: which sessions an
-// engine holds (deltas as they happen, a full snapshot about every second).
-const TopicSessions = "sessions"
-
-// KVEventBatch is the payload under TopicKV, in the format vLLM publishes
-// (vllm/distributed/kv_events.py KVEventBatch, msgspec array_like) and
-// Dynamo and llm-d consume. Array:
+// KVEventBatch is the payload of every message on an engine's KV-events
+// PUB socket, in the format vLLM publishes (vllm/distributed/kv_events.py
+// KVEventBatch, a msgspec array_like struct) and Dynamo and llm-d consume.
+// Array:
 //
-//	0 ts      float64 (unix seconds)
-//	1 events  [KVEvent]
-//	2 dp_rank int (the engine's data-parallel rank)
+//	0 ts                 float64 (unix seconds)
+//	1 events             [KVEvent], each laid out as Layout says
+//	2 data_parallel_rank int (the engine's data-parallel rank)
 type KVEventBatch struct {
 	Timestamp float64
 	Events    []KVEvent
 	DPRank    int
+	// Layout is how the events are encoded. Decoding accepts both layouts,
+	// event by event, and sets Layout from the first event.
+	Layout KVLayout
 }
 
+// KVLayout is how a KVEventBatch encodes its events (docs/wire.md §10).
+type KVLayout int
+
+const (
+	// KVLayoutMap is vLLM's layout since 0.24.0 (pinned: 0.33.0): each
+	// event a msgspec tagged map, {"type": "BlockStored", field: value, …},
+	// fields with a default omitted when they hold it.
+	KVLayoutMap KVLayout = iota
+	// KVLayoutArray is vLLM's layout up to 0.23: each event a msgspec
+	// tagged array, ["BlockStored", field, …]. Tandem writes the fields of
+	// vLLM 0.17-0.19 (BlockStored with lora_name and extra_keys, 9
+	// elements; BlockRemoved 3), which older and newer array decoders read
+	// and llm-d-kv-cache's vLLM adapter requires exactly.
+	KVLayoutArray
+)
+
+// ParseKVLayout reads "map" or "array".
+func ParseKVLayout(s string) (KVLayout, error) {
+	switch s {
+	case "map", "":
+		return KVLayoutMap, nil
+	case "array":
+		return KVLayoutArray, nil
+	}
+	return 0, fmt.Errorf("KV event layout %q: want map or array", s)
+}
+
+func (l KVLayout) String() string {
+	if l == KVLayoutArray {
+		return "array"
+	}
+	return "map"
+}
+
+// Medium names of vLLM's KV tiers.
+const (
+	MediumGPU = "GPU" // the engine's own KV pool (vLLM's MEDIUM_GPU), whatever the device
+	MediumCPU = "CPU"
+)
+
 // KVEvent is one of *BlockStored, *BlockRemoved, *AllBlocksCleared, or
-// *UnknownKVEvent when decoding a tag this package does not know. Each
-// encodes as a msgspec tagged array: its tag string, then its fields.
+// *UnknownKVEvent when decoding a tag this package does not know.
 type KVEvent interface {
 	kvTag() string
-	encodeFields(e *enc)
+	encodeMap(e *enc)
+	encodeArray(e *enc)
 }
 
 // BlockStored says consecutive blocks of one hash chain were cached.
-// Array: ["BlockStored", block_hashes [uint64], parent_block_hash uint64 |
-// nil, token_ids [int], block_size int, lora_id int | nil, medium str | nil].
+// Fields as vLLM 0.33.0 names them: block_hashes, parent_block_hash,
+// token_ids, block_size, lora_id, medium, lora_name, session_id.
 type BlockStored struct {
 	BlockHashes []uint64 // chained block hashes, in chain order
 	ParentHash  uint64   // hash of the block before BlockHashes[0]; valid iff HasParent
 	HasParent   bool     // false (nil on the wire) when BlockHashes[0] is a first block
 	TokenIDs    []int32  // [len(BlockHashes) × BlockSize] the blocks' tokens
 	BlockSize   int      // tokens per block
-	Medium      string   // "" (nil on the wire): the engine's own KV pool
+	Medium      string   // "" is nil on the wire; the engine sends MediumGPU
+	LoraName    string   // "" is nil on the wire (Tandem serves no LoRA)
+	SessionID   string   // the session of the request that stored the blocks; "" = none (omitted)
 }
 
-// BlockRemoved says cached blocks were evicted. Array: ["BlockRemoved",
-// block_hashes [uint64], medium str | nil].
+// BlockRemoved says cached blocks were evicted: block_hashes, medium.
 type BlockRemoved struct {
 	BlockHashes []uint64
 	Medium      string
 }
 
-// AllBlocksCleared says every cached block was dropped. Array:
-// ["AllBlocksCleared"].
+// AllBlocksCleared says every cached block was dropped.
 type AllBlocksCleared struct{}
 
 // UnknownKVEvent is an event whose tag this package does not know; its
@@ -65,34 +105,93 @@ func (*BlockRemoved) kvTag() string     { return "BlockRemoved" }
 func (*AllBlocksCleared) kvTag() string { return "AllBlocksCleared" }
 func (u *UnknownKVEvent) kvTag() string { return u.Tag }
 
-func (b *BlockStored) encodeFields(e *enc) {
-	e.arrayLen(7)
-	e.str(b.kvTag())
-	e.uints(b.BlockHashes)
+// kvTagKey is msgspec's default tag field for tagged map structs.
+const kvTagKey = "type"
+
+func (b *BlockStored) parent(e *enc) {
 	if b.HasParent {
 		e.uint(b.ParentHash)
 	} else {
 		e.null()
 	}
+}
+
+func (b *BlockStored) encodeMap(e *enc) {
+	n := 8 // type + the seven fields without a default, always written
+	if b.SessionID != "" {
+		n++
+	}
+	e.mapLen(n)
+	e.str(kvTagKey)
+	e.str(b.kvTag())
+	e.str("block_hashes")
+	e.uints(b.BlockHashes)
+	e.str("parent_block_hash")
+	b.parent(e)
+	e.str("token_ids")
+	e.int32s(b.TokenIDs)
+	e.str("block_size")
+	e.int(int64(b.BlockSize))
+	e.str("lora_id")
+	e.null()
+	e.str("medium")
+	e.optStr(b.Medium)
+	e.str("lora_name")
+	e.optStr(b.LoraName)
+	if b.SessionID != "" {
+		e.str("session_id")
+		e.str(b.SessionID)
+	}
+}
+
+func (b *BlockStored) encodeArray(e *enc) {
+	e.arrayLen(9)
+	e.str(b.kvTag())
+	e.uints(b.BlockHashes)
+	b.parent(e)
 	e.int32s(b.TokenIDs)
 	e.int(int64(b.BlockSize))
 	e.null() // lora_id
 	e.optStr(b.Medium)
+	e.optStr(b.LoraName)
+	e.null() // extra_keys
 }
 
-func (b *BlockRemoved) encodeFields(e *enc) {
+func (b *BlockRemoved) encodeMap(e *enc) {
+	e.mapLen(3)
+	e.str(kvTagKey)
+	e.str(b.kvTag())
+	e.str("block_hashes")
+	e.uints(b.BlockHashes)
+	e.str("medium")
+	e.optStr(b.Medium)
+}
+
+func (b *BlockRemoved) encodeArray(e *enc) {
 	e.arrayLen(3)
 	e.str(b.kvTag())
 	e.uints(b.BlockHashes)
 	e.optStr(b.Medium)
 }
 
-func (*AllBlocksCleared) encodeFields(e *enc) {
+func (*AllBlocksCleared) encodeMap(e *enc) {
+	e.mapLen(1)
+	e.str(kvTagKey)
+	e.str("AllBlocksCleared")
+}
+
+func (*AllBlocksCleared) encodeArray(e *enc) {
 	e.arrayLen(1)
 	e.str("AllBlocksCleared")
 }
 
-func (u *UnknownKVEvent) encodeFields(e *enc) {
+func (u *UnknownKVEvent) encodeMap(e *enc) {
+	e.mapLen(1)
+	e.str(kvTagKey)
+	e.str(u.Tag)
+}
+
+func (u *UnknownKVEvent) encodeArray(e *enc) {
 	e.arrayLen(1)
 	e.str(u.Tag)
 }
@@ -104,18 +203,22 @@ func (e *enc) uints(s []uint64) {
 	}
 }
 
-var kvBatchFields = []string{"ts", "events", "dp_rank"}
+var kvBatchFields = []string{"ts", "events", "data_parallel_rank"}
 
 func (b *KVEventBatch) encode(e *enc) {
 	e.arrayLen(3)
 	e.float(b.Timestamp)
 	e.arrayLen(len(b.Events))
 	for _, ev := range b.Events {
-		if ev == nil {
+		switch {
+		case ev == nil:
 			e.fail(fmt.Errorf("KVEventBatch: nil event"))
 			return
+		case b.Layout == KVLayoutArray:
+			ev.encodeArray(e)
+		default:
+			ev.encodeMap(e)
 		}
-		ev.encodeFields(e)
 	}
 	e.int(int64(b.DPRank))
 }
@@ -132,9 +235,12 @@ func (b *KVEventBatch) decode(d *dec) error {
 		case 0:
 			b.Timestamp, err = d.float64()
 		case 1:
-			b.Events, err = d.kvEvents()
+			b.Events, b.Layout, err = d.kvEvents()
 		case 2:
-			b.DPRank, err = d.int()
+			var isNil bool // vLLM's data_parallel_rank may be None
+			if isNil, err = d.takeNil(); !isNil && err == nil {
+				b.DPRank, err = d.int()
+			}
 		default:
 			err = d.skip()
 		}
@@ -145,11 +251,137 @@ func (b *KVEventBatch) decode(d *dec) error {
 	return nil
 }
 
-func (d *dec) kvEvents() ([]KVEvent, error) { return list(d, d.kvEvent) }
+func (d *dec) kvEvents() ([]KVEvent, KVLayout, error) {
+	n, err := d.arrayLen()
+	if err != nil || n == 0 {
+		return nil, KVLayoutMap, err
+	}
+	out := make([]KVEvent, 0, d.capHint(n))
+	layout := KVLayoutMap
+	for i := range n {
+		c, err := d.peek()
+		if err != nil {
+			return nil, layout, fmt.Errorf("[%d]: %w", i, err)
+		}
+		var ev KVEvent
+		if msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 {
+			ev, err = d.kvEventMap()
+		} else {
+			if i == 0 {
+				layout = KVLayoutArray
+			}
+			ev, err = d.kvEventArray()
+		}
+		if err != nil {
+			return nil, layout, fmt.Errorf("[%d]: %w", i, err)
+		}
+		out = append(out, ev)
+	}
+	return out, layout, nil
+}
 
-// kvEvent reads one tagged array. Missing trailing fields take defaults;
-// extra ones are skipped.
-func (d *dec) kvEvent() (KVEvent, error) {
+// kvFields collects the fields of one event before its tag is known (a
+// map may put the tag anywhere).
+type kvFields struct {
+	hashes    []uint64
+	parent    uint64
+	hasParent bool
+	tokens    []int32
+	blockSize int
+	medium    string
+	loraName  string
+	session   string
+}
+
+// field decodes the value of the named field; unknown names are skipped.
+func (f *kvFields) field(d *dec, name string) error {
+	var err error
+	switch name {
+	case "block_hashes":
+		f.hashes, err = d.blockHashes()
+	case "parent_block_hash":
+		var isNil bool
+		if isNil, err = d.takeNil(); err == nil && !isNil {
+			f.parent, err = d.blockHash()
+			f.hasParent = err == nil
+		}
+	case "token_ids":
+		f.tokens, err = d.int32s()
+	case "block_size":
+		f.blockSize, err = d.int()
+	case "medium":
+		f.medium, err = d.optString()
+	case "lora_name":
+		f.loraName, err = d.optString()
+	case "session_id":
+		f.session, err = d.optString()
+	default: // lora_id, extra_keys, group_idx, locality, … and later additions
+		err = d.skip()
+	}
+	return err
+}
+
+func (f *kvFields) event(tag string) KVEvent {
+	switch tag {
+	case "BlockStored":
+		return &BlockStored{BlockHashes: f.hashes, ParentHash: f.parent, HasParent: f.hasParent, TokenIDs: f.tokens,
+			BlockSize: f.blockSize, Medium: f.medium, LoraName: f.loraName, SessionID: f.session}
+	case "BlockRemoved":
+		return &BlockRemoved{BlockHashes: f.hashes, Medium: f.medium}
+	case "AllBlocksCleared":
+		return &AllBlocksCleared{}
+	}
+	return &UnknownKVEvent{Tag: tag}
+}
+
+// optString reads a str or nil ("").
+func (d *dec) optString() (string, error) {
+	if isNil, err := d.takeNil(); err != nil || isNil {
+		return "", err
+	}
+	return d.str()
+}
+
+// kvEventMap reads one tagged map (vLLM ≥ 0.24).
+func (d *dec) kvEventMap() (KVEvent, error) {
+	n, err := d.mapLen()
+	if err != nil {
+		return nil, err
+	}
+	var f kvFields
+	tag, hasTag := "", false
+	for range n {
+		k, err := d.key()
+		if err != nil {
+			return nil, err
+		}
+		if k == kvTagKey {
+			if tag, err = d.str(); err != nil {
+				return nil, fmt.Errorf("tag: %w", err)
+			}
+			hasTag = true
+			continue
+		}
+		if err := f.field(d, k); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if !hasTag {
+		return nil, fmt.Errorf("event without a %q tag", kvTagKey)
+	}
+	return f.event(tag), nil
+}
+
+// kvArrayFields are the positions of the array layout's fields, after
+// the tag, per tag.
+var kvArrayFields = map[string][]string{
+	"BlockStored":  {"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name", "extra_keys"},
+	"BlockRemoved": {"block_hashes", "medium"},
+}
+
+// kvEventArray reads one tagged array (vLLM ≤ 0.23). Missing trailing
+// fields take defaults; extra ones are skipped.
+func (d *dec) kvEventArray() (KVEvent, error) {
 	n, err := d.arrayLen()
 	if err != nil {
 		return nil, err
@@ -161,62 +393,18 @@ func (d *dec) kvEvent() (KVEvent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tag: %w", err)
 	}
-	var ev KVEvent
-	var field func(i int) error // i counts from 1 (0 is the tag)
-	switch tag {
-	case "BlockStored":
-		b := &BlockStored{}
-		ev = b
-		field = func(i int) error {
-			var err error
-			switch i {
-			case 1:
-				b.BlockHashes, err = d.blockHashes()
-			case 2:
-				var isNil bool
-				if isNil, err = d.takeNil(); err == nil && !isNil {
-					b.ParentHash, err = d.blockHash()
-					b.HasParent = err == nil
-				}
-			case 3:
-				b.TokenIDs, err = d.int32s()
-			case 4:
-				b.BlockSize, err = d.int()
-			case 6:
-				b.Medium, err = d.str()
-			default: // 5 lora_id, 7+ lora_name and later additions
-				err = d.skip()
-			}
-			return err
-		}
-	case "BlockRemoved":
-		b := &BlockRemoved{}
-		ev = b
-		field = func(i int) error {
-			var err error
-			switch i {
-			case 1:
-				b.BlockHashes, err = d.blockHashes()
-			case 2:
-				b.Medium, err = d.str()
-			default:
-				err = d.skip()
-			}
-			return err
-		}
-	case "AllBlocksCleared":
-		ev = &AllBlocksCleared{}
-		field = func(int) error { return d.skip() }
-	default:
-		ev = &UnknownKVEvent{Tag: tag}
-		field = func(int) error { return d.skip() }
-	}
+	names := kvArrayFields[tag]
+	var f kvFields
 	for i := 1; i < n; i++ {
-		if err := field(i); err != nil {
+		name := ""
+		if i-1 < len(names) {
+			name = names[i-1]
+		}
+		if err := f.field(d, name); err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", tag, i, err)
 		}
 	}
-	return ev, nil
+	return f.event(tag), nil
 }
 
 func (d *dec) blockHashes() ([]uint64, error) { return list(d, d.blockHash) }
@@ -255,68 +443,9 @@ func (d *dec) blockHash() (uint64, error) {
 	return 0, fmt.Errorf("want block hash (int or bytes), got %s", describe(c))
 }
 
-// SessionReport is the payload under TopicSessions: the sessions an engine
-// holds (a request registered, or KV blocks resident). Array:
-//
-//	0 engine_index int
-//	1 timestamp    float64 (unix seconds)
-//	2 full         bool (true: added is the complete set, replacing what
-//	               the subscriber knew of this engine)
-//	3 added        [str] session ids now held
-//	4 removed      [str] session ids no longer held (empty when full)
-type SessionReport struct {
-	EngineIndex int
-	Timestamp   float64
-	Full        bool
-	Added       []string
-	Removed     []string
-}
-
-var sessionReportFields = []string{"engine_index", "timestamp", "full", "added", "removed"}
-
-func (s *SessionReport) encode(e *enc) {
-	e.arrayLen(len(sessionReportFields))
-	e.int(int64(s.EngineIndex))
-	e.float(s.Timestamp)
-	e.bool(s.Full)
-	e.strs(s.Added)
-	e.strs(s.Removed)
-}
-
-func (s *SessionReport) decode(d *dec) error {
-	*s = SessionReport{}
-	n, err := d.arrayLen()
-	if err != nil {
-		return fmt.Errorf("SessionReport: %w", err)
-	}
-	for i := range n {
-		var err error
-		switch i {
-		case 0:
-			s.EngineIndex, err = d.int()
-		case 1:
-			s.Timestamp, err = d.float64()
-		case 2:
-			s.Full, err = d.bool()
-		case 3:
-			s.Added, err = d.strs()
-		case 4:
-			s.Removed, err = d.strs()
-		default:
-			err = d.skip()
-		}
-		if err != nil {
-			return fieldErr("SessionReport", sessionReportFields, i, err)
-		}
-	}
-	return nil
-}
-
 var (
 	_ msgpack.CustomEncoder = (*KVEventBatch)(nil)
 	_ msgpack.CustomDecoder = (*KVEventBatch)(nil)
-	_ msgpack.CustomEncoder = (*SessionReport)(nil)
-	_ msgpack.CustomDecoder = (*SessionReport)(nil)
 )
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
@@ -324,45 +453,3 @@ func (v *KVEventBatch) EncodeMsgpack(e *msgpack.Encoder) error { return encodeTo
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (v *KVEventBatch) DecodeMsgpack(d *msgpack.Decoder) error { return decodeFrom(d, v) }
-
-// EncodeMsgpack implements msgpack.CustomEncoder.
-func (v *SessionReport) EncodeMsgpack(e *msgpack.Encoder) error { return encodeTo(e, v) }
-
-// DecodeMsgpack implements msgpack.CustomDecoder.
-func (v *SessionReport) DecodeMsgpack(d *msgpack.Decoder) error { return decodeFrom(d, v) }
-
-// PubSeq is the per-topic PUB sequence state of one subscriber: it tells
-// a gap (messages lost) from a restart (the sequence went back). The zero
-// value expects any first sequence number.
-type PubSeq struct {
-	next map[string]uint64 // topic → expected next sequence number
-}
-
-// SeqStatus is what Observe found.
-type SeqStatus int
-
-// Observe results.
-const (
-	SeqInOrder SeqStatus = iota // the expected number (or the first seen)
-	SeqGap                      // numbers were skipped: messages were lost
-	SeqRestart                  // the number went back: the publisher restarted
-)
-
-// Observe records seq on topic and classifies it.
-func (p *PubSeq) Observe(topic string, seq uint64) SeqStatus {
-	if p.next == nil {
-		p.next = map[string]uint64{}
-	}
-	want, seen := p.next[topic]
-	p.next[topic] = seq + 1
-	switch {
-	case !seen || seq == want:
-		return SeqInOrder
-	case seq < want:
-		return SeqRestart
-	}
-	return SeqGap
-}
-
-// Reset forgets every topic (after a reconnect).
-func (p *PubSeq) Reset() { clear(p.next) }

@@ -10,7 +10,7 @@ import (
 
 // FuzzDecodePub feeds arbitrary PUB messages (topic, sequence frame, payload) to
 // ParsePub and the payload to the decoders of what engines publish: KV-event batches
-// (vLLM's format), session reports and load reports. Nothing may panic; errors wrap
+// (vLLM's two layouts), session reports and load reports. Nothing may panic; errors wrap
 // ErrMalformed; whatever decodes re-encodes stably (checkValue).
 func FuzzDecodePub(f *testing.F) {
 	seeds := []any{
@@ -19,6 +19,10 @@ func FuzzDecodePub(f *testing.F) {
 			&wire.BlockStored{BlockHashes: []uint64{9}, ParentHash: 7, HasParent: true, TokenIDs: []int32{5, 6}, BlockSize: 2, Medium: "GPU"},
 			&wire.BlockRemoved{BlockHashes: []uint64{7}},
 			&wire.AllBlocksCleared{},
+		}},
+		&wire.KVEventBatch{Timestamp: 2, Layout: wire.KVLayoutArray, Events: []wire.KVEvent{
+			&wire.BlockStored{BlockHashes: []uint64{3}, TokenIDs: []int32{1, 2}, BlockSize: 2, Medium: "GPU", SessionID: "s"},
+			&wire.BlockRemoved{BlockHashes: []uint64{3}, Medium: "GPU"},
 		}},
 		&wire.KVEventBatch{},
 		&wire.SessionReport{EngineIndex: 1, Timestamp: 2.5, Full: true, Added: []string{"a", ""}, Removed: []string{"b"}},
@@ -29,7 +33,7 @@ func FuzzDecodePub(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add([]byte(wire.TopicKV), binary.BigEndian.AppendUint64(nil, uint64(i)), b)
+		f.Add([]byte("kv@pod-0@model"), binary.BigEndian.AppendUint64(nil, uint64(i)), b)
 	}
 	f.Add([]byte(wire.TopicSessions), []byte{1, 2, 3}, []byte{0xdd, 0xff, 0xff, 0xff, 0xff}) // short seq, huge array
 	f.Add([]byte(""), make([]byte, 8), []byte{0x93, 0xcb})                                   // truncated float

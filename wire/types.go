@@ -250,13 +250,17 @@ type Abort struct {
 }
 
 // Heartbeat is sent both ways. Array: [timestamp float64, num_running int,
-// num_waiting int, scheduler_stats SchedulerStats map | nil] (the counts
-// are 0 and the stats nil from a frontend).
+// num_waiting int, scheduler_stats SchedulerStats map | nil, sessions
+// SessionReport] (the counts are 0 and the stats nil from a frontend). An
+// engine sends one every report interval (its load report) and one with
+// Sessions set when its sessions change; element 4 is left out when
+// Sessions is nil.
 type Heartbeat struct {
 	Timestamp      float64
 	NumRunning     int
 	NumWaiting     int
 	SchedulerStats *SchedulerStats
+	Sessions       *SessionReport // engine only: which sessions it holds (a delta or a full snapshot)
 }
 
 // Utility is a named call. Array: [call_id uint64, method str, args [any]].

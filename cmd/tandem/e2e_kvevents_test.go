@@ -13,16 +13,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/tandem-llm/tandem/wire"
 )
 
 // consumed is one line of scripts/kvevents/consume.py's output.
 type consumed struct {
-	Topic   string          `json:"topic"`
-	Seq     uint64          `json:"seq"`
-	Payload json.RawMessage `json:"payload"`
+	Source  string     `json:"source"`
+	Topic   string     `json:"topic"`
+	Seq     uint64     `json:"seq"`
+	Payload *batchJSON `json:"payload"`
+	Error   string     `json:"error"`
+}
+
+// batchJSON is a KVEventBatch as consume.py prints what msgspec decoded.
+type batchJSON struct {
+	TS     float64       `json:"ts"`
+	DPRank *int          `json:"data_parallel_rank"`
+	Events []kvEventJSON `json:"events"`
 }
 
 // kvEventJSON is one KV event as consume.py prints it.
@@ -32,137 +39,247 @@ type kvEventJSON struct {
 	ParentBlockHash *uint64  `json:"parent_block_hash"`
 	TokenIDs        []int32  `json:"token_ids"`
 	BlockSize       int      `json:"block_size"`
+	Medium          *string  `json:"medium"`
+	SessionID       *string  `json:"session_id"`
 }
 
-// TestKVEventsExternalConsumer: a Python consumer with only pyzmq and
-// msgpack (scripts/kvevents/consume.py, the way vLLM/Dynamo/llm-d
-// consumers decode) reads an engine's load reports, KV events and session
-// reports; the block hashes it decodes are the ones the router computes
-// from the token ids.
-func TestKVEventsExternalConsumer(t *testing.T) {
+// consumer is a running consume.py.
+type consumer struct {
+	cmd    *exec.Cmd
+	lines  chan consumed
+	stderr *strings.Builder
+}
+
+// startConsumer runs consume.py with args and waits until it subscribed.
+func startConsumer(t *testing.T, args ...string) *consumer {
+	t.Helper()
 	py, err := filepath.Abs("../../.cache/kvevents-venv/bin/python")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("pyzmq/msgpack venv missing: run scripts/kvevents/setup.sh")
+		t.Skip("pyzmq/msgspec venv missing: run scripts/kvevents/setup.sh")
 	}
-	dir := t.TempDir()
-	ep := "ipc://" + filepath.Join(dir, "engine-0.sock")
-	events := "ipc://" + filepath.Join(dir, "events-0.sock")
-	port := freePort(t)
-	hb := []string{"--heartbeat-interval", "200ms", "--heartbeat-timeout", "1500ms"}
-	startProc(t, append([]string{"engine", "--model", "dummy", "--listen", ep, "--events", events, "--max-model-len", "1024", "--kv-cache-memory", "32Mi", "--threads", "1"}, hb...)...)
-	fe := startProc(t, append([]string{"frontend", "--engines", ep, "--port", fmt.Sprint(port)}, hb...)...)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitHealthy(t, base, fe)
-
-	cmd := exec.Command(py, "../../scripts/kvevents/consume.py", events, "--seconds", "6")
-	stdout, err := cmd.StdoutPipe()
+	c := &consumer{cmd: exec.Command(py, append([]string{"../../scripts/kvevents/consume.py"}, args...)...),
+		lines: make(chan consumed, 4096), stderr: &strings.Builder{}}
+	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	c.cmd.Stderr = c.stderr
+	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan consumed, 1024)
+	t.Cleanup(func() { _ = c.cmd.Process.Kill() })
 	go func() {
-		defer close(lines)
+		defer close(c.lines)
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
-			var c consumed
-			if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			var l consumed
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 				t.Errorf("consumer printed %q: %v", sc.Text(), err)
 				continue
 			}
-			lines <- c
+			c.lines <- l
 		}
 	}()
-	if first := <-lines; first.Topic != "_connected" {
-		t.Fatalf("consumer started with %+v; stderr:\n%s", first, stderr.String())
+	if first := <-c.lines; first.Source != "_connected" {
+		t.Fatalf("consumer started with %+v; stderr:\n%s", first, c.stderr.String())
 	}
-	time.Sleep(500 * time.Millisecond) // ZMQ's late joiner: let the subscription reach the engine
-	for _, msg := range []string{"tell me about rivers, stones, bridges and the sea", "and about forests"} {
-		body := map[string]any{"model": "dummy", "messages": []map[string]any{{"role": "user", "content": msg}}, "max_tokens": 3}
-		if code, resp := postJSON(t, base+"/v1/chat/completions", body, map[string]string{"X-Session-ID": "py-sess"}); code != http.StatusOK {
-			t.Fatalf("chat: %d %v", code, resp)
-		}
-	}
-	var got []consumed
-	for c := range lines {
-		got = append(got, c)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("consumer: %v\n%s", err, stderr.String())
-	}
+	return c
+}
 
-	seqs := map[string][]uint64{}
-	var stored []kvEventJSON
-	sawSession := false
-	for _, c := range got {
-		seqs[c.Topic] = append(seqs[c.Topic], c.Seq)
-		switch c.Topic {
-		case "load":
-			var l struct {
-				EngineIndex    int     `json:"engine_index"`
-				NumTotalBlocks int     `json:"num_total_blocks"`
-				KVCacheUsage   float64 `json:"kv_cache_usage"`
+// wait returns every line the consumer printed until it exited.
+func (c *consumer) wait(t *testing.T) []consumed {
+	t.Helper()
+	var got []consumed
+	for l := range c.lines {
+		got = append(got, l)
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("consumer: %v\n%s", err, c.stderr.String())
+	}
+	return got
+}
+
+// chainIndex is what a consumer that needs each block's parent (llm-d's
+// indexer, Dynamo's radix tree) makes of the events: a block whose parent
+// it does not know is dropped. It also recomputes every hash from the
+// tokens of its chain (wire.BlockHashes, the documented chain).
+type chainIndex struct {
+	tokens   map[uint64][]int32 // hash → every token from the chain's root to the block's end
+	orphans  int                // BlockStored events dropped for an unknown parent
+	mismatch []string
+}
+
+func newChainIndex() *chainIndex { return &chainIndex{tokens: map[uint64][]int32{}} }
+
+func (x *chainIndex) apply(ev kvEventJSON) {
+	switch ev.Type {
+	case "BlockStored":
+		var prefix []int32
+		if ev.ParentBlockHash != nil {
+			p, ok := x.tokens[*ev.ParentBlockHash]
+			if !ok {
+				x.orphans++
+				return
 			}
-			if err := json.Unmarshal(c.Payload, &l); err != nil || l.NumTotalBlocks == 0 {
-				t.Errorf("load report %s: %v", c.Payload, err)
+			prefix = p
+		}
+		for i, h := range ev.BlockHashes {
+			chain := append(slices.Clone(prefix), ev.TokenIDs[i*ev.BlockSize:(i+1)*ev.BlockSize]...)
+			want := wire.BlockHashes(nil, chain, ev.BlockSize, "")
+			if want[len(want)-1] != h {
+				x.mismatch = append(x.mismatch, fmt.Sprintf("%x (recomputed %x)", h, want[len(want)-1]))
 			}
-		case "kv":
-			var b struct {
-				TS     float64           `json:"ts"`
-				DPRank int               `json:"dp_rank"`
-				Events []json.RawMessage `json:"events"`
-			}
-			if err := json.Unmarshal(c.Payload, &b); err != nil || b.TS == 0 {
-				t.Errorf("kv batch %s: %v", c.Payload, err)
-			}
-			for _, raw := range b.Events {
-				var ev kvEventJSON
-				if err := json.Unmarshal(raw, &ev); err != nil {
-					t.Errorf("kv event %s: %v", raw, err)
+			x.tokens[h], prefix = chain, chain
+		}
+	case "BlockRemoved":
+		for _, h := range ev.BlockHashes {
+			delete(x.tokens, h)
+		}
+	case "AllBlocksCleared":
+		clear(x.tokens)
+	}
+}
+
+// chatTurn runs one turn of a conversation on the frontend at base.
+func chatTurn(t *testing.T, base, session string, messages []map[string]any) {
+	t.Helper()
+	body := map[string]any{"model": "dummy", "messages": messages, "max_tokens": 3}
+	if code, resp := postJSON(t, base+"/v1/chat/completions", body, map[string]string{"X-Session-ID": session}); code != http.StatusOK {
+		t.Fatalf("chat: %d %v", code, resp)
+	}
+}
+
+// kvConversation runs turns of one session, each turn carrying the ones before.
+func kvConversation(t *testing.T, base, session, system string, turns ...string) {
+	t.Helper()
+	msgs := []map[string]any{{"role": "system", "content": system}}
+	for _, u := range turns {
+		msgs = append(msgs, map[string]any{"role": "user", "content": u})
+		chatTurn(t, base, session, msgs)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": "noted."})
+	}
+}
+
+// startKVEngine runs an engine publishing with --kv-events-config cfg
+// (ENDPOINT and REPLAY replaced by IPC endpoints) and a frontend on it.
+func startKVEngine(t *testing.T, cfg, podID string) (base, events, replay string) {
+	t.Helper()
+	dir := t.TempDir()
+	ep := "ipc://" + filepath.Join(dir, "engine-0.sock")
+	events, replay = "ipc://"+filepath.Join(dir, "kv.sock"), "ipc://"+filepath.Join(dir, "kv-replay.sock")
+	cfg = strings.NewReplacer("ENDPOINT", events, "REPLAY", replay).Replace(cfg)
+	port := freePort(t)
+	hb := []string{"--heartbeat-interval", "200ms", "--heartbeat-timeout", "1500ms"}
+	startProc(t, append([]string{"engine", "--model", "dummy", "--listen", ep, "--kv-events-config", cfg, "--kv-events-pod-id", podID,
+		"--max-model-len", "1024", "--kv-cache-memory", "32Mi", "--threads", "1"}, hb...)...)
+	fe := startProc(t, append([]string{"frontend", "--engines", ep, "--port", fmt.Sprint(port)}, hb...)...)
+	base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, fe)
+	return base, events, replay
+}
+
+const system = "You are a careful assistant. Answer briefly, cite the rivers, stones and bridges you know of, and never invent a sea."
+
+// TestKVEventsExternalConsumer: a subscriber built from vLLM 0.33.0's
+// struct definitions (msgspec), subscribed to everything (topic ""),
+// decodes every message an engine publishes during a multi-turn run: all
+// under the llm-d topic the config asked for, numbered without a gap, and
+// the block hashes chain and recompute from the token ids.
+func TestKVEventsExternalConsumer(t *testing.T) {
+	base, events, _ := startKVEngine(t, `{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "ENDPOINT", "topic": "kv@{pod}@{model}"}`, "engine-a")
+	c := startConsumer(t, events, "--seconds", "6")
+	time.Sleep(500 * time.Millisecond) // ZMQ's late joiner: let the subscription reach the engine
+	kvConversation(t, base, "py-sess", system, "tell me about rivers", "and about stones", "and bridges, at last")
+	got := c.wait(t)
+
+	x := newChainIndex()
+	var numStored int
+	for i, l := range got {
+		switch {
+		case l.Error != "":
+			t.Errorf("message %d (seq %d) does not decode with vLLM's structs: %s", i, l.Seq, l.Error)
+			continue
+		case l.Topic != "kv@engine-a@dummy":
+			t.Errorf("message %d: topic %q", i, l.Topic)
+		case l.Seq != got[0].Seq+uint64(i):
+			t.Errorf("message %d: seq %d after %d", i, l.Seq, got[0].Seq)
+		case l.Payload.DPRank == nil || *l.Payload.DPRank != 0:
+			t.Errorf("message %d: data_parallel_rank %v", i, l.Payload.DPRank)
+		}
+		for _, ev := range l.Payload.Events {
+			if ev.Type == "BlockStored" {
+				numStored++
+				if ev.SessionID == nil || *ev.SessionID != "py-sess" || ev.Medium == nil || *ev.Medium != "GPU" {
+					t.Errorf("BlockStored session_id %v, medium %v", ev.SessionID, ev.Medium)
 				}
-				if ev.Type == "BlockStored" {
-					stored = append(stored, ev)
-				}
 			}
-		case "sessions":
-			var s struct {
-				Added []string `json:"added"`
-			}
-			if err := json.Unmarshal(c.Payload, &s); err != nil {
-				t.Errorf("session report %s: %v", c.Payload, err)
-			}
-			sawSession = sawSession || slices.Contains(s.Added, "py-sess")
+			x.apply(ev)
 		}
 	}
-	if n := len(seqs["load"]); n < 20 {
-		t.Errorf("%d load reports in ~6 s, want about one per 100 ms", n)
+	if numStored < 3 {
+		t.Fatalf("%d BlockStored events in %d messages, want one a turn at least", numStored, len(got))
 	}
-	for topic, s := range seqs {
-		for i := 1; i < len(s); i++ {
-			if s[i] != s[i-1]+1 {
-				t.Errorf("topic %s: sequence %d after %d", topic, s[i], s[i-1])
+	if got[0].Seq != 0 || x.orphans != 0 || len(x.mismatch) != 0 {
+		t.Errorf("first seq %d; %d blocks with an unknown parent; hashes that do not recompute: %v", got[0].Seq, x.orphans, x.mismatch)
+	}
+}
+
+// TestKVEventsLateSubscriber: subscribers that join after a shared system
+// prompt was cached index the later conversations completely, one from a
+// snapshot of the cache, one from vLLM's replay; one that only listens
+// drops the later conversations' first blocks (their parents are the
+// system prompt's).
+func TestKVEventsLateSubscriber(t *testing.T) {
+	base, events, replay := startKVEngine(t, `{"enable_kv_cache_events": true, "endpoint": "ENDPOINT", "replay_endpoint": "REPLAY", "buffer_steps": 1000}`, "engine-b")
+	kvConversation(t, base, "first", system, "tell me about rivers")
+	snap := startConsumer(t, events, "--replay", replay, "--snapshot", "--seconds", "6")
+	rep := startConsumer(t, events, "--replay", replay, "--from", "0", "--seconds", "6")
+	live := startConsumer(t, events, "--seconds", "6")
+	time.Sleep(500 * time.Millisecond)
+	kvConversation(t, base, "second", system, "what of stones?")
+	kvConversation(t, base, "third", system, "and of bridges?")
+
+	index := func(name string, lines []consumed) *chainIndex {
+		x := newChainIndex()
+		from, seen := uint64(0), map[uint64]bool{}
+		for _, l := range lines {
+			if l.Error != "" {
+				t.Errorf("%s: %s message does not decode: %s", name, l.Source, l.Error)
+				continue
+			}
+			if l.Payload == nil {
+				continue // the end marker
+			}
+			switch l.Source {
+			case "snapshot":
+				from = l.Seq // live batches from this number on come after it
+			case "live", "replay":
+				if l.Seq < from || seen[l.Seq] {
+					continue // in the snapshot already, or replayed and received live
+				}
+				seen[l.Seq] = true
+			}
+			for _, ev := range l.Payload.Events {
+				x.apply(ev)
 			}
 		}
+		if len(x.mismatch) != 0 {
+			t.Errorf("%s: hashes that do not recompute: %v", name, x.mismatch)
+		}
+		return x
 	}
-	if !sawSession {
-		t.Error("no session report announced py-sess")
+	s, r, l := index("snapshot", snap.wait(t)), index("replay", rep.wait(t)), index("live", live.wait(t))
+	if s.orphans != 0 || r.orphans != 0 {
+		t.Errorf("blocks with an unknown parent: %d after a snapshot, %d after a replay", s.orphans, r.orphans)
 	}
-	if len(stored) == 0 {
-		t.Fatalf("no BlockStored event among %d messages", len(got))
+	if l.orphans == 0 {
+		t.Error("a subscriber that only listens knew every parent: the test does not reproduce a late join")
 	}
-	first := stored[0]
-	if first.ParentBlockHash != nil || first.BlockSize != 16 || len(first.TokenIDs) != 16*len(first.BlockHashes) {
-		t.Fatalf("first BlockStored: parent %v, block_size %d, %d tokens for %d hashes", first.ParentBlockHash, first.BlockSize, len(first.TokenIDs), len(first.BlockHashes))
-	}
-	if diff := cmp.Diff(wire.BlockHashes(nil, first.TokenIDs, 16, ""), first.BlockHashes); diff != "" {
-		t.Errorf("hashes decoded in Python vs recomputed by the router (-router +python):\n%s", diff)
+	if len(s.tokens) != len(r.tokens) || len(s.tokens) <= len(l.tokens) {
+		t.Errorf("blocks indexed: %d from a snapshot, %d from a replay, %d listening only", len(s.tokens), len(r.tokens), len(l.tokens))
 	}
 }

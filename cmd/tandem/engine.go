@@ -39,6 +39,8 @@ type engineFlags struct {
 	gpu                 gpuFlags
 	heartbeatInterval   time.Duration
 	heartbeatTimeout    time.Duration
+	kvEventsConfig      string // --kv-events-config JSON (kvevents.go)
+	kvPodID             string // --kv-events-pod-id, for {pod} in the topic
 	log                 logFlags
 }
 
@@ -60,6 +62,8 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	f.gpu.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
+	fs.StringVar(&f.kvEventsConfig, "kv-events-config", "", "vLLM's KV-events `JSON`: enable_kv_cache_events, publisher (zmq|null), endpoint (default tcp://*:5557), replay_endpoint, topic ({pod}, {model}, {rank} expand), buffer_steps, hwm, max_queue_size; and layout (map, the default, as vLLM 0.33; array, as vLLM ≤ 0.23). docs/wire.md §10")
+	fs.StringVar(&f.kvPodID, "kv-events-pod-id", "", "pod `id` for {pod} in the KV-events topic (default: $POD_NAME, else the host name)")
 	fs.StringVar(&f.log.level, "log-level", "info", "`level`: debug, info, warn or error")
 	fs.StringVar(&f.log.format, "log-format", "text", "`format`: text or json")
 }
@@ -67,13 +71,13 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 // engineCommand is `tandem engine`'s command line.
 func engineCommand(f *engineFlags, curve *curveFlags) *cli.Command {
 	c := cli.New("tandem engine", "Run one engine core: load the model, size the KV cache, bind a ROUTER for "+
-		"frontends (--listen) and a PUB for load reports and KV events (--events), and serve.", servingGroups...)
+		"frontends (--listen) and a PUB for KV events (--events or --kv-events-config), and serve.", servingGroups...)
 	c.Positional = "model"
 	c.EnableConfig()
 	fs := c.Flags
 	f.register(fs)
 	fs.StringVar(&f.listen, "listen", "", "ROUTER `endpoint` to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required)")
-	fs.StringVar(&f.events, "events", "", "PUB `endpoint` to bind for load reports and KV events (optional)")
+	fs.StringVar(&f.events, "events", "", "PUB `endpoint` to bind for KV events (optional; frontends find it themselves); --kv-events-config's endpoint replaces it")
 	fs.IntVar(&f.rank, "data-parallel-rank", 0, "this engine's index")
 	registerCurveServerFlags(fs, curve)
 	return c
@@ -102,9 +106,28 @@ func runEngine(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var eventOpts []zmq.Option
+	kvc, err := parseKVEventsConfig(f.kvEventsConfig)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	var replayEP string
+	if kvc.enabled() {
+		if f.events != "" && f.events != kvc.Endpoint {
+			return fmt.Errorf("engine: --events %s and --kv-events-config's endpoint %s differ: give one", f.events, kvc.Endpoint)
+		}
+		f.events, replayEP = kvc.Endpoint, kvc.replay()
+	}
+	var eventOpts, replayOpts []zmq.Option
 	if f.events != "" {
 		if eventOpts, err = curve.serverOptions(f.events, log); err != nil {
+			return err
+		}
+		if kvc.HWM > 0 {
+			eventOpts = append(eventOpts, zmq.WithHWM(kvc.HWM))
+		}
+	}
+	if replayEP != "" {
+		if replayOpts, err = curve.serverOptions(replayEP, log); err != nil {
 			return err
 		}
 	}
@@ -135,6 +158,7 @@ func runEngine(ctx context.Context, args []string) error {
 		NumBlocks:           numBlocks,
 		MaxNumSeqs:          f.maxNumSeqs,
 		MaxSessionRecords:   f.maxSessionRecords,
+		KVEvents:            kvc.engineKVEvents(f.kvPodID, name, f.rank),
 		Vocab:               vocab,
 		MaxNumBatchedTokens: f.maxNumBatchedTokens,
 		EnablePrefixCaching: f.enablePrefixCaching,
@@ -169,7 +193,16 @@ func runEngine(ctx context.Context, args []string) error {
 		defer p.Close()
 		pub = p
 	}
-	log.Info("engine core serving", "listen", router.Endpoint(), "events", f.events, "model", name, "max_model_len", f.maxModelLen, "threads", f.threads)
+	if replayEP != "" {
+		r, err := zmq.BindRouter(replayEP, replayOpts...)
+		if err != nil {
+			return fmt.Errorf("engine: bind %s: %w", replayEP, err)
+		}
+		defer r.Close()
+		core.ServeReplay(r)
+	}
+	log.Info("engine core serving", "listen", router.Endpoint(), "events", f.events, "kv_topic", core.KVTopic(), "replay", replayEP,
+		"model", name, "max_model_len", f.maxModelLen, "threads", f.threads)
 	notifyReady() // the ROUTER is bound: frontends' messages queue until Serve reads them
 	return core.Serve(ctx, router, pub)
 }

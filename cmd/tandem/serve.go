@@ -22,6 +22,7 @@ type serveFlags struct {
 	dp         int    // engine cores to start
 	apiServers int    // frontends to start
 	runDir     string // IPC socket directory
+	insecure   bool   // --insecure-engine-socket, for a non-loopback KV-events endpoint
 }
 
 // serveCommand is serve's command line.
@@ -40,6 +41,7 @@ func serveCommand(f *serveFlags) *cli.Command {
 	fs.IntVar(&f.dp, "data-parallel-size", 1, "engine cores to start (`K`); on CPU they split --threads")
 	fs.IntVar(&f.apiServers, "api-server-count", 1, "frontend processes to start (`M`), sharing the port with SO_REUSEPORT")
 	fs.StringVar(&f.runDir, "run-dir", "", "`directory` for the engines' IPC sockets (default: a new temporary directory)")
+	fs.BoolVar(&f.insecure, "insecure-engine-socket", false, "let the engines bind a non-loopback --kv-events-config endpoint without CURVE: anyone who reaches it reads the KV events")
 	return c
 }
 
@@ -94,6 +96,13 @@ func runServe(ctx context.Context, args []string) error {
 		threads = max(1, runtime.NumCPU() / *dp)
 	}
 
+	kvc, err := parseKVEventsConfig(ef.kvEventsConfig)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if kvc.enabled() && *dp > 1 && strings.Contains(kvc.Topic, "{pod}") && !strings.Contains(kvc.Topic, "{rank}") {
+		log.Warn("the engines share one pod id in their KV-events topic; add {rank} to tell them apart", "topic", kvc.Topic)
+	}
 	var endpoints []string
 	var procs []*child
 	for i := range *dp {
@@ -101,10 +110,21 @@ func runServe(ctx context.Context, args []string) error {
 		endpoints = append(endpoints, ep)
 		a := []string{"engine",
 			"--listen", ep,
-			"--events", "ipc://" + filepath.Join(dir, fmt.Sprintf("events-%d.sock", i)),
 			"--data-parallel-rank", strconv.Itoa(i),
 			"--threads", strconv.Itoa(threads),
 			"--device", devices[i],
+		}
+		// KV events go where --kv-events-config says, each engine's endpoints
+		// offset by its rank as vLLM does; without it, to an IPC socket only
+		// serve's frontends read.
+		if kvc.enabled() {
+			rc, err := kvc.forRank(i)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			a = append(a, "--kv-events-config", rc.JSON())
+		} else {
+			a = append(a, "--events", "ipc://"+filepath.Join(dir, fmt.Sprintf("events-%d.sock", i)))
 		}
 		a = append(a, passThrough(fs, set, engineFlagNames)...)
 		procs = append(procs, &child{name: fmt.Sprintf("engine-%d", i), exe: exe, args: a})
@@ -140,7 +160,7 @@ func checkPort(host string, port int) error {
 var (
 	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-num-seqs", "max-num-batched-tokens", "max-session-records",
 		"long-prefill-token-threshold", "target-step-time", "block-size", "kv-cache-memory", "cpu-precision", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
-		"log-level", "log-format"}
+		"kv-events-pod-id", "insecure-engine-socket", "log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "api-key-file", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "routing", "max-waiting-requests", "max-connections", "max-request-output-tokens",
 		"show-hidden-metrics-for-version"}

@@ -298,6 +298,9 @@ func (m *Manager) Commit(id string, tokens []int32, numComputed int) {
 			}
 			if ev == nil {
 				ev = &BlockStored{BlockSize: m.blockSize}
+				if r.session != nil {
+					ev.SessionID = r.session.id
+				}
 				if i > 0 {
 					ev.ParentHash, ev.HasParent = r.hashes[i-1].Uint64(), true
 				}

@@ -36,6 +36,7 @@ type BlockStored struct {
 	HasParent  bool     // false when Hashes[0] is a first block
 	TokenIDs   []int32  // [len(Hashes) * BlockSize] the blocks' tokens
 	BlockSize  int      // tokens per block
+	SessionID  string   // session of the request that stored them; "" = none
 }
 
 // BlockRemoved says cached blocks were evicted.

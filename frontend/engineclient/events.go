@@ -10,13 +10,14 @@ import (
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
 
-// sync makes engine i routable after its READY: it asks the
-// engine where it publishes (the get_events_endpoint utility), subscribes
-// there (once: SUB sockets reconnect by themselves), waits for the first
-// report so no session delta is missed from then on, and loads the
-// sessions the engine holds already (get_sessions). Engines without a PUB
-// socket, or that do not know these calls, are ready at once and routed
-// on their heartbeats alone.
+// sync makes engine i routable after its READY: it asks the engine where
+// it publishes KV events (the get_events_endpoint utility), subscribes
+// there (once: SUB sockets reconnect by themselves) and loads the sessions
+// the engine holds already (get_sessions). Session deltas come in the
+// engine's heartbeats, on the connection that answers get_sessions, so
+// none is missed from READY on. Engines without a PUB socket, or that do
+// not know these calls, are ready at once and routed on their heartbeats
+// alone.
 func (c *Client) sync(i int) {
 	defer c.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -28,24 +29,12 @@ func (c *Client) sync(i int) {
 		case <-ctx.Done():
 		}
 	}()
-	if c.subscribe(ctx, i) {
-		c.mu.Lock()
-		seen := c.slots[i].pubSeen
-		c.mu.Unlock()
-		wait := time.NewTimer(2 * time.Second)
-		select {
-		case <-seen:
-		case <-wait.C:
-			c.log.Warn("no report from the engine yet; routing without its sessions", "engine", i)
-		case <-ctx.Done():
-		}
-		wait.Stop()
-		if raw, err := c.Call(ctx, i, "get_sessions"); err == nil {
-			var ids []string
-			if err := wire.Unmarshal(raw, &ids); err == nil && len(ids) > 0 {
-				// Additive: a delta that overtook this answer must not be undone.
-				c.router.ApplySessions(i, &wire.SessionReport{Added: ids})
-			}
+	c.subscribe(ctx, i)
+	if raw, err := c.Call(ctx, i, "get_sessions"); err == nil {
+		var ids []string
+		if err := wire.Unmarshal(raw, &ids); err == nil && len(ids) > 0 {
+			// Additive: a delta that overtook this answer must not be undone.
+			c.router.ApplySessions(i, &wire.SessionReport{Added: ids})
 		}
 	}
 	c.mu.Lock()
@@ -88,7 +77,7 @@ func (c *Client) subscribe(ctx context.Context, i int) bool {
 	if old != nil {
 		_ = old.Close()
 	}
-	sub, err := zmq.DialSub(ep, []string{wire.TopicLoad, wire.TopicKV, wire.TopicSessions}, c.cfg.DialOptions...)
+	sub, err := zmq.DialSub(ep, []string{""}, c.cfg.DialOptions...) // everything: the socket carries KV events under the engine's topic
 	if err != nil {
 		c.log.Warn("cannot subscribe to engine events", "engine", i, "endpoint", ep, "err", err)
 		return false
@@ -126,8 +115,9 @@ func publicEndpoint(pub, router string) string {
 	return "tcp://" + net.JoinHostPort(rhost, port)
 }
 
-// events applies engine i's PUB messages: load reports to its state, KV
-// events and session reports to the router.
+// events applies engine i's PUB messages: KV-event batches to the router,
+// whatever their topic. An engine from before 2026-12 also publishes its
+// load and session reports there, under TopicLoad and TopicSessions.
 func (c *Client) events(i int, sub *zmq.Conn) {
 	defer c.wg.Done()
 	var seqs wire.PubSeq
@@ -143,11 +133,12 @@ func (c *Client) events(i int, sub *zmq.Conn) {
 			sl.pubSeenClosed = true
 		}
 		c.mu.Unlock()
+		legacy := topic == wire.TopicLoad || topic == wire.TopicSessions
 		switch seqs.Observe(topic, seq) {
 		case wire.SeqRestart:
 			// The engine restarted: what it published before is gone. Its
 			// READY handling resets the rest.
-			if topic == wire.TopicKV {
+			if !legacy {
 				c.router.ResetKV(i)
 			}
 		case wire.SeqGap:
@@ -163,13 +154,6 @@ func (c *Client) events(i int, sub *zmq.Conn) {
 			c.mu.Lock()
 			c.report(i, rep.NumWaiting, rep.NumRunning, rep.NumTotalBlocks-rep.NumFreeBlocks)
 			c.mu.Unlock()
-		case wire.TopicKV:
-			var b wire.KVEventBatch
-			if err := wire.Unmarshal(payload, &b); err != nil {
-				c.log.Warn("bad KV event batch", "engine", i, "err", err)
-				continue
-			}
-			c.router.ApplyKV(i, &b)
 		case wire.TopicSessions:
 			var rep wire.SessionReport
 			if err := wire.Unmarshal(payload, &rep); err != nil {
@@ -177,6 +161,13 @@ func (c *Client) events(i int, sub *zmq.Conn) {
 				continue
 			}
 			c.router.ApplySessions(i, &rep)
+		default:
+			var b wire.KVEventBatch
+			if err := wire.Unmarshal(payload, &b); err != nil {
+				c.log.Warn("bad KV event batch", "engine", i, "topic", topic, "err", err)
+				continue
+			}
+			c.router.ApplyKV(i, &b)
 		}
 	}
 }

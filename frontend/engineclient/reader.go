@@ -32,6 +32,9 @@ func (c *Client) reader(i int, conn *zmq.Conn) {
 			}
 			c.report(i, p.NumWaiting, p.NumRunning, used)
 			c.mu.Unlock()
+			if p.Sessions != nil {
+				c.router.ApplySessions(i, p.Sessions)
+			}
 		case *wire.EngineCoreOutputs:
 			c.outputs(i, p)
 		case *wire.UtilityResult:
