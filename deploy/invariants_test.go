@@ -2,10 +2,12 @@ package deploy
 
 import (
 	"cmp"
+	"encoding/json"
 	"net"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,6 +146,31 @@ func (e env) check(t *testing.T, s *stack) {
 	if ev, ok := ea.flags["events"]; ok {
 		if p, q := endpointPort(t, "engine --events", ev), containerPort(t, eng, intstr.FromString("events")); p != q {
 			t.Errorf("engine --events port %d, container port events %d", p, q)
+		}
+	}
+	// --kv-events-config is JSON whose endpoint is --events (the engine
+	// refuses two) and whose replay endpoint has a container port.
+	if raw, ok := ea.flags["kv-events-config"]; ok {
+		var kv struct {
+			Endpoint       string  `json:"endpoint"`
+			ReplayEndpoint *string `json:"replay_endpoint"`
+			Topic          string  `json:"topic"`
+		}
+		if err := json.Unmarshal([]byte(raw), &kv); err != nil {
+			t.Errorf("engine --kv-events-config %q: %v", raw, err)
+		}
+		if kv.Endpoint != ea.flags["events"] {
+			t.Errorf("engine --kv-events-config endpoint %q, --events %q", kv.Endpoint, ea.flags["events"])
+		}
+		if kv.ReplayEndpoint != nil {
+			if p, q := endpointPort(t, "kv replay_endpoint", *kv.ReplayEndpoint), containerPort(t, eng, intstr.FromString("kv-replay")); p != q {
+				t.Errorf("replay_endpoint port %d, container port kv-replay %d", p, q)
+			}
+		}
+		if strings.Contains(kv.Topic, "{pod}") && !slices.ContainsFunc(eng.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+		}) {
+			t.Errorf("topic %q needs $POD_NAME from metadata.name", kv.Topic)
 		}
 	}
 	for _, pr := range probes(eng) {

@@ -229,6 +229,12 @@ var chartVariants = []struct {
 		"curve": map[string]any{"existingSecret": "my-curve-keys", "generation": 3},
 	}},
 	{name: "insecure", release: "tandem", namespace: "tandem", set: map[string]any{"insecureEngineSocket": true}},
+	{name: "kv-events-llmd", release: "tandem", namespace: "tandem", set: map[string]any{
+		"engine": map[string]any{"kvEvents": map[string]any{"replayPort": 5557, "layout": "array"}},
+		"networkPolicy": map[string]any{"kvEventsFrom": []any{
+			map[string]any{"podSelector": map[string]any{"matchLabels": map[string]any{"app": "llm-d-indexer"}}},
+		}},
+	}},
 }
 
 func TestChartVariants(t *testing.T) {
