@@ -29,6 +29,8 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	}
 	b.grow(numTok, maxCtx)
 	b.markPrecise(step)
+	b.pool.begin()
+	defer b.pool.end()
 
 	c := &b.cfg
 	dim, half := c.Dim, len(b.freq)

@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // job is one parallel operation. Worker w of numWorkers does its share;
@@ -13,7 +15,7 @@ type job interface {
 	run(w, numWorkers int)
 }
 
-// Waiting is a short spin, then a block. A decode step dispatches ~6
+// Waiting outside a forward pass is a short spin, then a block. A decode step dispatches ~6
 // jobs per layer, microseconds apart, and waking a parked goroutine costs
 // microseconds, so an idle worker polls for the next job spinPolls times
 // (about a microsecond) before it parks, and do polls as long for its
@@ -25,10 +27,28 @@ type job interface {
 // at 111; on an idle machine longer spins saved ~6 µs per dispatch.
 const spinPolls = 512
 
+// hotRounds bounds a hot wait: after that many spin-and-yield rounds
+// (~100 µs) a thread parks after all, so a partner descheduled by other
+// load does not keep this one polling for a whole time slice.
+const hotRounds = 64
+
+// Between begin and end (one forward pass) the pool is hot: waiting
+// threads park only after hotRounds. A forward pass dispatches hundreds of jobs a few
+// microseconds apart with serial work (norms, RoPE) between them, longer
+// than the short spin, so parked workers were woken hundreds of times a
+// step, each wake-up costing more than the job share it bought; decode
+// then ran no faster on two threads than on one. Hot threads poll as
+// llama.cpp's threads do, but every spinPolls polls they yield the CPU
+// (runtime.Gosched for this process's goroutines, sched_yield for other
+// processes), so a busy machine loses one poll period, not a time slice.
+// With two `yes` processes on the same 2 cores, hot decode at 2 threads
+// ran as fast as the cold pool's (52–55 tok/s against 52).
+
 // pool is a persistent set of worker goroutines. The caller of do is
 // worker 0, so a pool of one thread runs everything inline.
 type pool struct {
 	numWorkers int
+	hot        atomic.Bool   // between begin and end: waiters spin and yield (see hotRounds)
 	job        job           // the current job; written by do before gen is bumped
 	gen        atomic.Uint64 // dispatch generation: bumped once per do
 	pending    atomic.Int32  // workers that have not finished the current job
@@ -78,10 +98,16 @@ func (p *pool) worker(w int) {
 // do wakes it. ok is false once the pool is closed.
 func (p *pool) next(w int, seen uint64) (gen uint64, ok bool) {
 	for {
-		for range spinPolls {
-			if g := p.gen.Load(); g != seen {
-				return g, !p.closed.Load()
+		for rounds := 0; ; rounds++ {
+			for range spinPolls {
+				if g := p.gen.Load(); g != seen {
+					return g, !p.closed.Load()
+				}
 			}
+			if !p.hot.Load() || rounds >= hotRounds {
+				break
+			}
+			yield()
 		}
 		// Park. do bumps gen before it reads sleeping, and we set sleeping
 		// before we re-read gen, so one of us sees the other.
@@ -94,12 +120,15 @@ func (p *pool) next(w int, seen uint64) (gen uint64, ok bool) {
 }
 
 // minParallelWork is the work (multiply-adds) below which a job runs on the
-// caller alone: a dispatch costs several microseconds (waking a parked
-// worker, then waiting for it), which a smaller job does not win back.
-// SmolLM2-135M decode at 2 threads (1 token): 1<<20 ran at 132–159 tok/s,
-// 1<<22 at 191–200 (only the LM head is split), always splitting at
-// 119–125, 1 thread at 184.
-const minParallelWork = 1 << 22
+// caller alone. In a hot pool (every job is dispatched inside a forward
+// pass) a dispatch costs well under a microsecond, so nearly every matmul
+// of a decode step is split: each thread then streams its share of the
+// weights, and decode, bound by memory bandwidth, scales with threads.
+// SmolLM2-135M-shaped decode, 1 token, AVX2 EPYC, best of 6 rounds in one
+// process: 1 thread 60 tok/s; 2 threads splitting from 1<<22 (only the LM
+// head) 72, from 1<<17 103, from 1<<15 104; a cold pool splitting from
+// 1<<15 68 (each wake-up costs more than the share it buys).
+const minParallelWork = 1 << 15
 
 // run runs j on every worker, or on the caller alone when work (in
 // multiply-adds) is below minParallelWork. Results are the same either way.
@@ -129,10 +158,16 @@ func (p *pool) do(j job) {
 // then blocks until the last worker signals done. A stale signal only
 // makes it look again.
 func (p *pool) wait() {
-	for range spinPolls {
-		if p.pending.Load() == 0 {
-			return
+	for rounds := 0; ; rounds++ {
+		for range spinPolls {
+			if p.pending.Load() == 0 {
+				return
+			}
 		}
+		if !p.hot.Load() || rounds >= hotRounds {
+			break
+		}
+		yield()
 	}
 	p.waiting.Store(true)
 	for p.pending.Load() != 0 {
@@ -150,6 +185,25 @@ func (p *pool) wakeSleepers() {
 			}
 		}
 	}
+}
+
+// begin makes the pool hot until end: call it around a burst of jobs
+// (a forward pass).
+func (p *pool) begin() {
+	if p.numWorkers > 1 {
+		p.hot.Store(true)
+		p.wakeSleepers()
+	}
+}
+
+// end lets idle workers park again.
+func (p *pool) end() { p.hot.Store(false) }
+
+// yield gives the CPU to any other runnable goroutine of this process,
+// then to any other thread waiting for this core.
+func yield() {
+	runtime.Gosched()
+	syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 }
 
 // close stops the worker goroutines and waits for them; do must not be

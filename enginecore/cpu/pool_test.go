@@ -11,7 +11,7 @@ type countJob struct{ ran []int }
 func (j *countJob) run(w, n int) { j.ran[w]++ }
 
 // TestPoolRunsEveryWorkerOnce dispatches jobs back to back and after idle
-// gaps (so workers both spin and park), checking that every worker runs
+// gaps (so workers both spin and park), cold and hot, checking that every worker runs
 // every job exactly once and that do returns only after all did.
 func TestPoolRunsEveryWorkerOnce(t *testing.T) {
 	for _, threads := range []int{1, 2, 3} {
@@ -20,7 +20,13 @@ func TestPoolRunsEveryWorkerOnce(t *testing.T) {
 		const rounds = 300
 		for i := range rounds {
 			if i%50 == 0 {
-				time.Sleep(time.Millisecond) // let the workers park
+				time.Sleep(time.Millisecond) // let the workers park (or, hot, run out of rounds)
+			}
+			switch i { // cold, then hot from round 100 to 199, then cold
+			case 100:
+				p.begin()
+			case 200:
+				p.end()
 			}
 			p.do(j)
 			for w, n := range j.ran {
