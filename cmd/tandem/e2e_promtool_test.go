@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +53,9 @@ func TestMetricsPassPromtool(t *testing.T) {
 		`vllm:request_success_total{finished_reason="length"`,
 		`tandem:session_requests_total{`,
 		"vllm:time_to_first_token_seconds_bucket{",
+		`vllm:request_queue_time_seconds_bucket{engine="`,
+		`vllm:iteration_tokens_total_bucket{engine="`,
+		`vllm:cache_config_info{`,
 	} {
 		if !bytes.Contains(normalizeLabels(scrape), []byte(want)) {
 			t.Errorf("/metrics lacks %s", want)
@@ -67,10 +71,12 @@ func TestMetricsPassPromtool(t *testing.T) {
 }
 
 // promtoolProblems returns what `promtool check metrics` reported, less
-// one lint it applies to every vLLM-compatible name: "metric names should
-// not contain ':'" (vLLM's names are vllm:…, and Tandem's follow them as
-// tandem:…, on purpose; see docs/metrics.md). promtool exits 3 for lint
-// problems and 1 for a scrape it cannot parse; anything else is reported.
+// two lints of names Tandem keeps as vLLM publishes them: "metric names
+// should not contain ':'" (vLLM's names are vllm:…, and Tandem's follow
+// them as tandem:…, on purpose; see docs/metrics.md), and the "_total"
+// suffix of the two non-counters publishedTotals names. promtool exits 3
+// for lint problems and 1 for a scrape it cannot parse; anything else is
+// reported.
 func promtoolProblems(err error, out []byte) []string {
 	if err == nil {
 		return nil
@@ -84,15 +90,21 @@ func promtoolProblems(err error, out []byte) []string {
 		name, text, _ := strings.Cut(line, " ")
 		colonLint := text == "metric names should not contain ':'" &&
 			(strings.HasPrefix(name, "vllm:") || strings.HasPrefix(name, "tandem:"))
-		if line != "" && !colonLint {
+		totalLint := text == `non-counter metrics should not have "_total" suffix` && publishedTotals[name]
+		if line != "" && !colonLint && !totalLint {
 			problems = append(problems, line)
 		}
 	}
 	return problems
 }
 
-// normalizeLabels moves the engine and finished_reason labels first so
-// the checks above do not depend on label order.
+// publishedTotals are non-counters whose published names end in _total:
+// vLLM's histogram of tokens per engine step, and production-stack's
+// router gauge its dashboard counts engines with.
+var publishedTotals = map[string]bool{"vllm:iteration_tokens_total": true, "vllm:healthy_pods_total": true}
+
+// normalizeLabels moves the finished_reason and engine labels first, in
+// that order, so the checks above do not depend on label order.
 func normalizeLabels(scrape []byte) []byte {
 	var b bytes.Buffer
 	for _, line := range strings.Split(string(scrape), "\n") {
@@ -102,15 +114,18 @@ func normalizeLabels(scrape []byte) []byte {
 			continue
 		}
 		labels, rest, _ := strings.Cut(labels, "}")
-		var first, others []string
+		var reason, engine, others []string
 		for _, l := range strings.Split(labels, ",") {
-			if strings.HasPrefix(l, "engine=") || strings.HasPrefix(l, "finished_reason=") {
-				first = append(first, l)
-			} else {
+			switch {
+			case strings.HasPrefix(l, "finished_reason="):
+				reason = append(reason, l)
+			case strings.HasPrefix(l, "engine="):
+				engine = append(engine, l)
+			default:
 				others = append(others, l)
 			}
 		}
-		fmt.Fprintf(&b, "%s{%s}%s\n", name, strings.Join(append(first, others...), ","), rest)
+		fmt.Fprintf(&b, "%s{%s}%s\n", name, strings.Join(slices.Concat(reason, engine, others), ","), rest)
 	}
 	return b.Bytes()
 }
@@ -129,6 +144,8 @@ func TestPromtoolProblems(t *testing.T) {
 		{"colon lint on vllm names only", exit(3), "vllm:x_total metric names should not contain ':'\ntandem:y metric names should not contain ':'\n", 0},
 		{"colon lint on another name", exit(3), "foo:bar metric names should not contain ':'\n", 1},
 		{"other lint", exit(3), "vllm:x counter metrics should have \"_total\" suffix\n", 1},
+		{"vLLM's _total histogram", exit(3), "vllm:iteration_tokens_total non-counter metrics should not have \"_total\" suffix\n", 0},
+		{"another _total gauge", exit(3), "vllm:x_total non-counter metrics should not have \"_total\" suffix\n", 1},
 		{"unparsable scrape", exit(1), "error while linting: text format parsing error\n", 1},
 	}
 	for _, tt := range tests {
