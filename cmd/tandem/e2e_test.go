@@ -132,10 +132,10 @@ func TestServe(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		for _, want := range []string{
 			`vllm:num_requests_running{engine="0",model_name="dummy"} 0`,
-			`vllm:generation_tokens_total{model_name="dummy"} 19`,
-			`vllm:request_success_total{finished_reason="length",model_name="dummy"} 3`,
+			`vllm:generation_tokens_total{engine="0",model_name="dummy"} 19`,
+			`vllm:request_success_total{engine="0",finished_reason="length",model_name="dummy"} 3`,
 			`tandem:engine_up{engine="0",model_name="dummy"} 1`,
-			`vllm:time_to_first_token_seconds_count{model_name="dummy"} 3`,
+			`vllm:time_to_first_token_seconds_count{engine="0",model_name="dummy"} 3`,
 		} {
 			if !strings.Contains(string(body), want) {
 				t.Errorf("/metrics lacks %q", want)
