@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -281,5 +282,63 @@ func TestKVEventsLateSubscriber(t *testing.T) {
 	}
 	if len(s.tokens) != len(r.tokens) || len(s.tokens) <= len(l.tokens) {
 		t.Errorf("blocks indexed: %d from a snapshot, %d from a replay, %d listening only", len(s.tokens), len(r.tokens), len(l.tokens))
+	}
+}
+
+// freePortPair finds p such that p and p+1 are free on 127.0.0.1.
+func freePortPair(t *testing.T) int {
+	t.Helper()
+	for range 20 {
+		p := freePort(t)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1)); err == nil {
+			l.Close()
+			return p
+		}
+	}
+	t.Fatal("no two consecutive free ports")
+	return 0
+}
+
+// TestServeKVEvents: tandem serve gives each engine its own endpoint,
+// offset by its rank from the --kv-events-config base, and its own topic;
+// a vLLM-struct subscriber on each sees that engine's events only.
+func TestServeKVEvents(t *testing.T) {
+	kv, port := freePortPair(t), freePort(t)
+	cfg := fmt.Sprintf(`{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:%d", "topic": "kv@{pod}-{rank}@{model}"}`, kv)
+	p := startProc(t, "serve", "--model", "dummy", "--port", fmt.Sprint(port), "--data-parallel-size", "2", "--threads", "2",
+		"--max-model-len", "1024", "--kv-cache-memory", "32Mi", "--kv-events-config", cfg, "--kv-events-pod-id", "box")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, p)
+	var consumers []*consumer
+	for rank := range 2 {
+		consumers = append(consumers, startConsumer(t, fmt.Sprintf("tcp://127.0.0.1:%d", kv+rank), "--seconds", "4"))
+	}
+	time.Sleep(500 * time.Millisecond)
+	for rank := range 2 {
+		body := map[string]any{"model": "dummy", "prompt": strings.Repeat(fmt.Sprint("engine ", rank, " "), 20), "max_tokens": 2}
+		if code, resp := postJSON(t, base+"/v1/completions", body, map[string]string{"X-data-parallel-rank": fmt.Sprint(rank)}); code != http.StatusOK {
+			t.Fatalf("completion on engine %d: %d %v", rank, code, resp)
+		}
+	}
+	for rank, c := range consumers {
+		got := c.wait(t)
+		stored := 0
+		for _, l := range got {
+			if l.Error != "" {
+				t.Errorf("engine %d: message does not decode: %s", rank, l.Error)
+				continue
+			}
+			if want := fmt.Sprintf("kv@box-%d@dummy", rank); l.Topic != want || l.Payload.DPRank == nil || *l.Payload.DPRank != rank {
+				t.Errorf("engine %d: topic %q, data_parallel_rank %v; want %q, %d", rank, l.Topic, l.Payload.DPRank, want, rank)
+			}
+			for _, ev := range l.Payload.Events {
+				if ev.Type == "BlockStored" {
+					stored++
+				}
+			}
+		}
+		if stored == 0 {
+			t.Errorf("engine %d: no BlockStored in %d messages", rank, len(got))
+		}
 	}
 }

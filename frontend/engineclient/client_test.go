@@ -181,8 +181,15 @@ func TestNoRetryAfterClose(t *testing.T) {
 }
 
 // TestSessionReportsRoute: a session an engine reports holding goes there,
-// whatever the rendezvous order says, and its sessions move when it dies.
+// whatever the rendezvous order says, and its sessions move when it dies;
+// the report comes in a heartbeat, or (an older engine) on the PUB socket.
 func TestSessionReportsRoute(t *testing.T) {
+	for _, viaPub := range []bool{false, true} {
+		t.Run(map[bool]string{false: "heartbeat", true: "pub"}[viaPub], func(t *testing.T) { testSessionReportsRoute(t, viaPub) })
+	}
+}
+
+func testSessionReportsRoute(t *testing.T, viaPub bool) {
 	e0, e1 := startFake(t, 0, ""), startFake(t, 1, "")
 	var log routeLog
 	c := dial(t, engineclient.Config{Endpoints: []string{e0.endpoint, e1.endpoint}, OnRoute: log.add})
@@ -198,7 +205,12 @@ func TestSessionReportsRoute(t *testing.T) {
 		}
 	}
 	waitFor(t, "engine 1's report to arrive", func() bool {
-		e1.publish(wire.TopicSessions, &wire.SessionReport{EngineIndex: 1, Full: true, Added: []string{id}})
+		rep := &wire.SessionReport{EngineIndex: 1, Full: true, Added: []string{id}}
+		if viaPub {
+			e1.publish(wire.TopicSessions, rep)
+		} else {
+			e1.heartbeatSessions(rep)
+		}
 		return slices.Equal(c.Router().Holders(id), []int{1})
 	})
 	st := submit(t, c, "req-1", id)

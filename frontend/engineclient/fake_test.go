@@ -158,6 +158,20 @@ func (f *fakeEngine) publish(topic string, v any) {
 }
 
 // output sends one output of req to client.
+// heartbeatSessions sends every client a heartbeat carrying rep, as an
+// engine does when its sessions change.
+func (f *fakeEngine) heartbeatSessions(rep *wire.SessionReport) {
+	f.mu.Lock()
+	var ids []string
+	for id := range f.clients {
+		ids = append(ids, id)
+	}
+	f.mu.Unlock()
+	for _, id := range ids {
+		f.send(id, wire.MsgHeartbeat, &wire.Heartbeat{Timestamp: 1, Sessions: rep})
+	}
+}
+
 func (f *fakeEngine) output(client string, o wire.EngineCoreOutput) {
 	var finished []string
 	if o.FinishReason != wire.FinishNone {
