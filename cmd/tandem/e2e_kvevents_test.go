@@ -342,3 +342,29 @@ func TestServeKVEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixRoutingFromKVEvents: Tandem's own router is a consumer of the
+// new events too. A prompt sent through one frontend is cached on some
+// engine; its continuation, through the other frontend (which never routed
+// it, so only the engines' KV events can tell it), goes to that engine and
+// hits the cache, for every one of several prompts.
+func TestPrefixRoutingFromKVEvents(t *testing.T) {
+	s := startScaleout(t, 2, 2, "prefix")
+	for i := range 6 {
+		prefix := strings.Repeat(fmt.Sprintf("document %d says rivers run to the sea. ", i), 6)
+		for j, fe := range s.frontends {
+			body := map[string]any{"model": "dummy", "prompt": prefix + fmt.Sprint("question ", j), "max_tokens": 1}
+			code, resp := postJSON(t, fe+"/v1/completions", body, nil)
+			if code != http.StatusOK {
+				t.Fatalf("prompt %d via frontend %d: %d %v", i, j, code, resp)
+			}
+			usage, _ := resp["usage"].(map[string]any)
+			details, _ := usage["prompt_tokens_details"].(map[string]any)
+			cached, _ := details["cached_tokens"].(float64)
+			if j == 1 && cached < 128 {
+				t.Errorf("prompt %d: the continuation through the other frontend had %v cached tokens, want the prefix's", i, cached)
+			}
+			time.Sleep(100 * time.Millisecond) // the batch reaches the other frontend
+		}
+	}
+}
