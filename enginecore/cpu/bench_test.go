@@ -43,6 +43,45 @@ func BenchmarkSmolLM2Shape(b *testing.B) {
 	benchSteps(b, cfg, w, []int{1, 2})
 }
 
+// llama1B is a random-weight model of the 1B Llama shape the CPU issue
+// measures (dim 2048, 16 layers, 32/8 heads, FFN 8192, vocab 32k, untied
+// output) in Q4_0, or mixed as llama.cpp's Q4_K_M mixes it (Q4_K, with
+// Q6_K for the output and half of ffn_down and attn_v). Quantizing takes
+// about 15 s each.
+var llama1B = map[string]func() (model.Config, *model.Weights){
+	"Q4_0": sync.OnceValues(func() (model.Config, *model.Weights) {
+		return random1B(model.RandomTypes{Matrix: model.Q4_0, Embed: model.Q4_0, Output: model.Q6_K})
+	}),
+	"Q4_K_M": sync.OnceValues(func() (model.Config, *model.Weights) {
+		return random1B(model.RandomTypes{Matrix: model.Q4_K, Down: model.Q6_K, V: model.Q6_K, Embed: model.Q4_K, Output: model.Q6_K})
+	}),
+}
+
+func random1B(types model.RandomTypes) (model.Config, *model.Weights) {
+	cfg := model.Config{
+		Name: "llama-1b-shape", Arch: "llama", VocabSize: 32000, Dim: 2048, NumLayers: 16,
+		NumHeads: 32, NumKVHeads: 8, HeadDim: 64, FFNDim: 8192, RopeTheta: 500000, NormEps: 1e-5,
+		MaxContextLen: 8192, BOSTokenID: 1, EOSTokenIDs: []int32{2},
+	}
+	w, err := model.Random(cfg, types, 1)
+	if err != nil {
+		panic(err)
+	}
+	return cfg, w
+}
+
+// BenchmarkLlama1BShape times the 1B shape in Q4_0 and Q4_K_M at 1 and 2
+// threads (decode of batch 1 and 16, 128-token prefill). Decode here is
+// bound by DRAM bandwidth: ~0.6 GB of weights per token.
+func BenchmarkLlama1BShape(b *testing.B) {
+	for _, q := range []string{"Q4_0", "Q4_K_M"} {
+		b.Run(q, func(b *testing.B) {
+			cfg, w := llama1B[q]()
+			benchSteps(b, cfg, w, []int{1, 2})
+		})
+	}
+}
+
 func benchSteps(b *testing.B, cfg model.Config, w *model.Weights, threads []int) {
 	const ctxLen = 128
 	decode := func(batch int) func(*harness) *runner.Step {

@@ -9,7 +9,11 @@ import (
 
 // RandomTypes picks the tensor types of a Random model.
 type RandomTypes struct {
-	Matrix DType // every layer matrix (attn_*, ffn_*)
+	Matrix DType // every layer matrix (attn_*, ffn_*) but those below
+	// Down and V, unless zero (F32: then Matrix), are ffn_down's and
+	// attn_v's type in every other layer, as llama.cpp's Q4_K_M gives
+	// half of them Q6_K.
+	Down, V DType
 	Embed  DType // token_embd.weight
 	Output DType // output.weight; ignored when cfg.TiedEmbeddings
 }
@@ -43,11 +47,17 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 	w := &Weights{TokenEmbed: matrix("token_embd.weight", types.Embed, cfg.VocabSize, d, 1)}
 	for i := range cfg.NumLayers {
 		p := "blk." + strconv.Itoa(i) + "."
-		m := types.Matrix
+		m, down, v := types.Matrix, types.Matrix, types.Matrix
+		if types.Down != 0 && i%2 == 0 {
+			down = types.Down
+		}
+		if types.V != 0 && i%2 == 0 {
+			v = types.V
+		}
 		l := Layer{AttnNorm: normal(d, 1, 0.02)}
 		l.Wq = matrix(p+"attn_q.weight", m, qd, d, 1/math.Sqrt(float64(d)))
 		l.Wk = matrix(p+"attn_k.weight", m, kvd, d, 1/math.Sqrt(float64(d)))
-		l.Wv = matrix(p+"attn_v.weight", m, kvd, d, 1/math.Sqrt(float64(d)))
+		l.Wv = matrix(p+"attn_v.weight", v, kvd, d, 1/math.Sqrt(float64(d)))
 		if cfg.QKVBias {
 			l.BQ, l.BK, l.BV = normal(qd, 0, 0.1), normal(kvd, 0, 0.1), normal(kvd, 0, 0.1)
 		}
@@ -58,7 +68,7 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 		l.FFNNorm = normal(d, 1, 0.02)
 		l.W1 = matrix(p+"ffn_gate.weight", m, f, d, 1/math.Sqrt(float64(d)))
 		l.W3 = matrix(p+"ffn_up.weight", m, f, d, 1/math.Sqrt(float64(d)))
-		l.W2 = matrix(p+"ffn_down.weight", m, d, f, 1/math.Sqrt(float64(f)))
+		l.W2 = matrix(p+"ffn_down.weight", down, d, f, 1/math.Sqrt(float64(f)))
 		w.Layers = append(w.Layers, l)
 	}
 	w.OutNorm = normal(d, 1, 0.02)
