@@ -14,8 +14,8 @@ type RandomTypes struct {
 	// attn_v's type in every other layer, as llama.cpp's Q4_K_M gives
 	// half of them Q6_K.
 	Down, V DType
-	Embed  DType // token_embd.weight
-	Output DType // output.weight; ignored when cfg.TiedEmbeddings
+	Embed   DType // token_embd.weight
+	Output  DType // output.weight; ignored when cfg.TiedEmbeddings
 }
 
 // Random draws a model with cfg's shape and random weights, quantized to
