@@ -260,10 +260,10 @@ done: \
 	VPXOR Y6, Y6, Y6 \
 	VPXOR Y7, Y7, Y7
 
-// BSCALE4 scales the four tokens' sums with the 8 float32 scales at
-// off(DI).
-#define BSCALE4(off) \
-	VMOVUPS off(DI), Y13 \
+// BSCALE4 scales the four tokens' sums with the 8 scales LD loads from
+// off(DI) (LDH float16, LDF float32).
+#define BSCALE4(LD, off) \
+	LD(off, Y13) \
 	MOVQ R12, AX \
 	BSCALE(Y4, Y0) \
 	ADDQ BX, AX \
@@ -296,13 +296,13 @@ done: \
 	BCHUNK4(4) \
 	BCHUNK4(8) \
 	BCHUNK4(12) \
-	BSCALE4(0) \
+	BSCALE4(LDF, 0) \
 	BZERO4 \
 	BCHUNK4(16) \
 	BCHUNK4(20) \
 	BCHUNK4(24) \
 	BCHUNK4(28) \
-	BSCALE4(64)
+	BSCALE4(LDF, 64)
 
 #define BLOCK4Q5 \
 	BZERO4 \
@@ -314,7 +314,7 @@ done: \
 	BCHUNK4(20) \
 	BCHUNK4(24) \
 	BCHUNK4(28) \
-	BSCALE4(0) \
+	BSCALE4(LDF, 0) \
 	BMIN4(64)
 
 // BYTE4K is the body of the four-token K-quant byte kernels (qs *byte,
@@ -505,10 +505,7 @@ TEXT ·byteGroup4Q8AVX2(SB), NOSPLIT, $0-72
 	JZ done4
 
 block4:
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
+	BZERO4
 	BCHUNK4(0)
 	BCHUNK4(4)
 	BCHUNK4(8)
@@ -517,15 +514,7 @@ block4:
 	BCHUNK4(20)
 	BCHUNK4(24)
 	BCHUNK4(28)
-	VCVTPH2PS (DI), Y13
-	MOVQ R12, AX
-	BSCALE(Y4, Y0)
-	ADDQ BX, AX
-	BSCALE(Y5, Y1)
-	ADDQ BX, AX
-	BSCALE(Y6, Y2)
-	ADDQ BX, AX
-	BSCALE(Y7, Y3)
+	BSCALE4(LDH, 0)
 	ADDQ $512, SI
 	ADDQ $32, DI
 	ADDQ $32, R8
