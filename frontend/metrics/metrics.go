@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 )
@@ -26,12 +27,24 @@ type Config struct {
 	// Engines is read at scrape time: each engine's latest scheduler
 	// stats and READY.
 	Engines func() []engineclient.EngineState
+	// Peers are the other frontends of one `tandem serve
+	// --api-server-count M` (their OwnHandler, on a Unix socket each):
+	// Handler adds their own series to this frontend's, as vLLM's API
+	// servers share theirs (Prometheus multiprocess mode), so a scrape of
+	// the shared port counts every frontend's requests once, whichever
+	// frontend answers it (peers.go).
+	Peers []string
 }
 
 // Metrics holds the frontend's collectors. Every vllm: series carries
 // model_name and engine (the serving engine's index), as vLLM's do.
 type Metrics struct {
-	reg    *prometheus.Registry
+	// own holds what this frontend observed (requests, HTTP, sessions,
+	// routing): summed across the frontends of one serve. shared holds
+	// what every frontend sees alike (the engines' stats, the process):
+	// exported once, from the frontend that answers.
+	own, shared *prometheus.Registry
+	peers       []prometheus.Gatherer
 	cfg    Config
 	hidden hiddenSet
 
@@ -61,8 +74,8 @@ var (
 
 // New registers every metric.
 func New(cfg Config) *Metrics {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg, shared := prometheus.NewRegistry(), prometheus.NewRegistry()
+	shared.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	model := prometheus.Labels{"model_name": cfg.ModelName}
 	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
 		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: model}, []string{"engine"})
@@ -76,7 +89,9 @@ func New(cfg Config) *Metrics {
 	}
 	tokens := requestTokensBuckets(cfg.MaxModelLen)
 	m := &Metrics{
-		reg:    reg,
+		own:    reg,
+		shared: shared,
+		peers:  peerGatherers(cfg.Peers),
 		cfg:    cfg,
 		hidden: hiddenFor(cfg.ShowHiddenMetricsForVersion),
 
@@ -119,13 +134,35 @@ func New(cfg Config) *Metrics {
 			"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.", itlBuckets)
 	}
 	m.http = newHTTPMetrics(reg)
-	reg.MustRegister(&engineCollector{m: m}, &routerCollector{m: m})
+	reg.MustRegister(&qpsCollector{m: m})
+	shared.MustRegister(&engineCollector{m: m}, &routerCollector{m: m})
 	return m
 }
 
-// Handler serves the Prometheus text exposition.
+// Handler serves the Prometheus text exposition: this frontend's series
+// plus its peers' own (Config.Peers), summed.
 func (m *Metrics) Handler() http.Handler {
-	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		own, err := m.own.Gather()
+		if err != nil {
+			return nil, err
+		}
+		shared, err := m.shared.Gather()
+		if err != nil {
+			return nil, err
+		}
+		return mergeFamilies(append(own, shared...), gatherPeers(m.peers)...), nil
+	})
+	return m.touching(promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+}
+
+// OwnHandler serves only what this frontend observed, for its peers'
+// Handler to add up.
+func (m *Metrics) OwnHandler() http.Handler {
+	return m.touching(promhttp.HandlerFor(m.own, promhttp.HandlerOpts{}))
+}
+
+func (m *Metrics) touching(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, e := range m.engines() {
 			m.touch(e.Index)

@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -287,5 +289,70 @@ func TestHTTPSeries(t *testing.T) {
 	}
 	if got := series(fams, "http_request_duration_highr_seconds")[""]; got != 3 {
 		t.Errorf("http_request_duration_highr_seconds count %v, want 3", got)
+	}
+}
+
+// TestPeersAddUp: with two frontends of one serve, a scrape of either
+// counts both frontends' requests once (their own series summed, as
+// vLLM's API servers do in Prometheus multiprocess mode) and each
+// engine's series once, with its own numbers; a peer that is gone is left
+// out.
+func TestPeersAddUp(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "peer.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := New(Config{ModelName: "m", MaxModelLen: 512, Engines: twoEngines})
+	srv := httptest.NewUnstartedServer(peer.OwnHandler())
+	srv.Listener = ln
+	srv.Start()
+	m := New(Config{ModelName: "m", MaxModelLen: 512, Engines: twoEngines, Peers: []string{sock}})
+
+	for _, x := range []*Metrics{m, peer, peer} {
+		x.ObserveRouted(1)
+		x.ObserveFirstToken(1, 20*time.Millisecond, 100, 32)
+		x.ObserveFinish(Finished{Engine: 1, Reason: "stop", E2E: time.Second, NumPrompt: 100, NumGenerated: 4, NumCached: 32, MaxTokens: 4})
+		x.ObserveHTTP("POST", "/v1/completions", 200, time.Second, 10, 10)
+	}
+	fams := scrape(t, m)
+	tests := []struct {
+		name string
+		want map[string]float64
+	}{
+		{"vllm:prompt_tokens_total", map[string]float64{"engine=0,model_name=m": 0, "engine=1,model_name=m": 300}},
+		{"vllm:e2e_request_latency_seconds", map[string]float64{"engine=0,model_name=m": 0, "engine=1,model_name=m": 3}},
+		{"http_requests_total", map[string]float64{"handler=/v1/completions,method=POST,status=2xx": 3}},
+		{"http_request_size_bytes", map[string]float64{"handler=/v1/completions": 3}},
+		{"vllm:current_qps", map[string]float64{"server=tcp://e0:5555": 0, "server=tcp://e1:5555": 3.0 / qpsWindowSeconds}},
+		// Engine series: each engine's own numbers, not one per frontend.
+		{"vllm:num_requests_running", map[string]float64{"engine=0,model_name=m": 2, "engine=1,model_name=m": 0}},
+		{"vllm:prefix_cache_queries_total", map[string]float64{"engine=0,model_name=m": 100, "engine=1,model_name=m": 0}},
+		{"vllm:healthy_pods_total", map[string]float64{"server=tcp://e0:5555": 1, "server=tcp://e1:5555": 0}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, series(fams, tt.name)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	var buckets []uint64
+	for _, s := range fams["vllm:e2e_request_latency_seconds"].GetMetric() {
+		if s.GetHistogram().GetSampleCount() > 0 {
+			for _, b := range s.GetHistogram().GetBucket() {
+				buckets = append(buckets, b.GetCumulativeCount())
+			}
+		}
+	}
+	if want := []uint64{0, 0, 0, 3}; len(buckets) < 4 || !slices.Equal(buckets[:4], want) {
+		t.Errorf("e2e buckets 0.3, 0.5, 0.8, 1: %v, want %v", buckets, want)
+	}
+	if n := len(fams["go_goroutines"].GetMetric()); n != 1 {
+		t.Errorf("go_goroutines: %d series, want this process's only", n)
+	}
+
+	srv.Close()
+	fams = scrape(t, m)
+	if diff := cmp.Diff(map[string]float64{"engine=0,model_name=m": 0, "engine=1,model_name=m": 100}, series(fams, "vllm:prompt_tokens_total")); diff != "" {
+		t.Errorf("with the peer gone, vllm:prompt_tokens_total (-want +got):\n%s", diff)
 	}
 }

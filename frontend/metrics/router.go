@@ -22,13 +22,12 @@ var (
 )
 
 func (c *routerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHealthy, descQPS, descHitRate, descSwapped} {
+	for _, d := range []*prometheus.Desc{descHealthy, descHitRate, descSwapped} {
 		ch <- d
 	}
 }
 
 func (c *routerCollector) Collect(ch chan<- prometheus.Metric) {
-	now := time.Now()
 	for _, e := range c.m.engines() {
 		healthy, rate := 0.0, 0.0
 		if e.Ready {
@@ -38,11 +37,23 @@ func (c *routerCollector) Collect(ch chan<- prometheus.Metric) {
 			rate = float64(e.Stats.PrefixCacheHits) / float64(q)
 		}
 		ch <- prometheus.MustNewConstMetric(descHealthy, prometheus.GaugeValue, healthy, e.Endpoint)
-		ch <- prometheus.MustNewConstMetric(descQPS, prometheus.GaugeValue, c.m.qps.rate(e.Index, now), e.Endpoint)
 		ch <- prometheus.MustNewConstMetric(descHitRate, prometheus.GaugeValue, rate, e.Endpoint)
 		// Tandem never swaps a request out to CPU memory (nor does vLLM v1):
 		// a preempted request is recomputed.
 		ch <- prometheus.MustNewConstMetric(descSwapped, prometheus.GaugeValue, 0, e.Endpoint)
+	}
+}
+
+// qpsCollector exports vllm:current_qps: the requests this frontend
+// sent each engine, so it is summed across the frontends of one serve.
+type qpsCollector struct{ m *Metrics }
+
+func (c *qpsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descQPS }
+
+func (c *qpsCollector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	for _, e := range c.m.engines() {
+		ch <- prometheus.MustNewConstMetric(descQPS, prometheus.GaugeValue, c.m.qps.rate(e.Index, now), e.Endpoint)
 	}
 }
 
