@@ -45,8 +45,8 @@ type Metrics struct {
 	// exported once, from the frontend that answers.
 	own, shared *prometheus.Registry
 	peers       []prometheus.Gatherer
-	cfg    Config
-	hidden hiddenSet
+	cfg         Config
+	hidden      hiddenSet
 
 	// Request series, observed by this frontend, by engine.
 	ttft, itl, tpot, e2e                 *prometheus.HistogramVec // seconds
