@@ -48,6 +48,9 @@ type Config struct {
 	// ShowHiddenMetricsForVersion brings back vLLM's deprecated metric
 	// names (--show-hidden-metrics-for-version; see frontend/metrics).
 	ShowHiddenMetricsForVersion string
+	// MetricsPeers are the Unix sockets of the other frontends of one
+	// serve: /metrics adds their own series (see frontend/metrics).
+	MetricsPeers []string
 	// ToolParser reads tool calls out of tool_choice "auto" answers, in
 	// the syntax the model writes them (--tool-call-parser); nil: those
 	// answers are text.
@@ -83,7 +86,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix(),
 		metrics: metrics.New(metrics.Config{ModelName: cfg.ServedModelName, MaxModelLen: cfg.MaxModelLen,
-			ShowHiddenMetricsForVersion: cfg.ShowHiddenMetricsForVersion, Engines: eng.Engines}),
+			ShowHiddenMetricsForVersion: cfg.ShowHiddenMetricsForVersion, Engines: eng.Engines, Peers: cfg.MetricsPeers}),
 		store: responses.NewStore(cfg.StoredResponses),
 		keys:  newKeys(allKeys(cfg))}
 	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
@@ -126,6 +129,10 @@ func (s *Server) ObserveRouting(policy, outcome string) { s.metrics.ObserveRouti
 
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.e }
+
+// OwnMetrics serves only this frontend's own series, for its peers'
+// /metrics to add up (Config.MetricsPeers).
+func (s *Server) OwnMetrics() http.Handler { return s.metrics.OwnHandler() }
 
 // allKeys is every accepted key: APIKey, then APIKeys, without blanks or
 // repeats.
