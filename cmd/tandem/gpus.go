@@ -144,11 +144,11 @@ func planDevices(set map[string]bool, device string, dp int, devs []nvml.Device,
 	return out, nil
 }
 
-// parseDevice checks --device: "cpu", or "cuda:N" / "cuda" (cuda:0) in a
-// binary with the CUDA backend. It returns the CUDA ordinal, or ok false
-// for the CPU.
+// parseDevice checks --device: "cpu", "null" (backend_null.go), or
+// "cuda:N" / "cuda" (cuda:0) in a binary with the CUDA backend. It returns
+// the CUDA ordinal, or ok false for the CPU and null.
 func parseDevice(device string) (ordinal int, ok bool, err error) {
-	if device == "cpu" {
+	if device == "cpu" || device == nullDevice {
 		return 0, false, nil
 	}
 	rest, isCUDA := strings.CutPrefix(device, "cuda")
@@ -163,7 +163,7 @@ func parseDevice(device string) (ordinal int, ok bool, err error) {
 	}
 	switch {
 	case !isCUDA:
-		return 0, false, fmt.Errorf("--device %q: want cpu or cuda:N", device)
+		return 0, false, fmt.Errorf("--device %q: want cpu or cuda:N, or null", device)
 	case !cudaBuild:
 		return 0, false, fmt.Errorf("--device %q: this binary has no CUDA backend (build with -tags cuda: make build-cuda)", device)
 	}

@@ -21,6 +21,7 @@ func TestParseDevice(t *testing.T) {
 		wantErr string // substring; "" for success
 	}{
 		{"cpu", 0, false, ""},
+		{"null", 0, false, ""},
 		{"cuda:0", 0, true, ""},
 		{"cuda:3", 3, true, ""},
 		{"cuda", 0, true, ""},

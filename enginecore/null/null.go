@@ -1,0 +1,133 @@
+package null
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tandem-llm/tandem/enginecore/runner"
+)
+
+// Text is the sentence a null engine generates, over and over.
+const Text = "The quick brown fox jumps over the lazy dog. "
+
+// Margin is how far the scripted token's logit stands above the others
+// (0): far enough that sampling at any sensible temperature, or after a
+// repetition penalty, still picks it.
+const Margin = 100
+
+// kvBytesPerToken is what the null engine reports a KV token to cost, so
+// --kv-cache-memory sizes its pool as for a small model; nothing is
+// allocated.
+const kvBytesPerToken = 1024
+
+// Backend is the null backend. It is used by one goroutine at a time, as
+// runner.Backend requires.
+type Backend struct {
+	info       runner.ModelInfo
+	script     []int32 // token ids, generated in order and cycled
+	numBlocks  int     // as allocated; Forward checks block ids against it
+	numForward int     // Forward calls so far
+}
+
+// New returns a null backend that reports info as its model and generates
+// script. Every id of script must be below info.VocabSize.
+func New(info runner.ModelInfo, script []int32) (*Backend, error) {
+	if len(script) == 0 {
+		return nil, errors.New("null: empty script")
+	}
+	for _, id := range script {
+		if id < 0 || int(id) >= info.VocabSize {
+			return nil, fmt.Errorf("null: script token %d outside the vocabulary of %d", id, info.VocabSize)
+		}
+	}
+	return &Backend{info: info, script: slices.Clone(script)}, nil
+}
+
+// Model returns the model info New was given.
+func (b *Backend) Model() runner.ModelInfo { return b.info }
+
+// AllocateKV records the pool size; there is no memory behind it.
+func (b *Backend) AllocateKV(numBlocks, blockSize int) error {
+	if numBlocks < 1 || blockSize < 1 {
+		return fmt.Errorf("null: %d blocks of %d tokens", numBlocks, blockSize)
+	}
+	b.numBlocks = numBlocks
+	return nil
+}
+
+// KVBytesPerBlock is a nominal size (kvBytesPerToken per token).
+func (b *Backend) KVBytesPerBlock(blockSize int) int64 {
+	return int64(blockSize) * kvBytesPerToken
+}
+
+// Forward writes, for each sequence that wants logits, a row that is 0
+// everywhere but Margin at its next scripted token. It reads no token ids
+// and writes no KV.
+func (b *Backend) Forward(_ context.Context, step *runner.Step, logits []float32) error {
+	if b.numBlocks == 0 {
+		return errors.New("null: Forward before AllocateKV")
+	}
+	b.numForward++
+	v, row := b.info.VocabSize, 0
+	for _, s := range step.Seqs {
+		if !s.Logits {
+			continue
+		}
+		out := logits[row*v : (row+1)*v]
+		clear(out)
+		out[b.Next(s.ContextLen-s.PromptLen)] = Margin
+		row++
+	}
+	return nil
+}
+
+// Next is the token generated after numGenerated tokens (a negative count,
+// as for a prompt of unknown length, counts from the script's start).
+func (b *Backend) Next(numGenerated int) int32 {
+	return b.script[max(numGenerated, 0)%len(b.script)]
+}
+
+// NumForward is how many forward passes the backend was asked for.
+func (b *Backend) NumForward() int { return b.numForward }
+
+// Close does nothing: the backend holds nothing.
+func (b *Backend) Close() error { return nil }
+
+// NewScript spells text in a vocabulary given as each id's piece: byte c
+// is the id whose piece is exactly c (a space may also be SentencePiece's
+// "▁" or byte-level BPE's "Ġ"). Bytes with no such piece are skipped.
+// When no byte is found (or pieces is nil), the script is every id below
+// vocabSize that is not in eos, so generation never ends early.
+func NewScript(pieces [][]byte, vocabSize int, text string, eos []int32) []int32 {
+	byPiece := make(map[string]int32, len(pieces))
+	for id, p := range pieces {
+		if _, dup := byPiece[string(p)]; !dup && len(p) > 0 && id < vocabSize && !slices.Contains(eos, int32(id)) {
+			byPiece[string(p)] = int32(id)
+		}
+	}
+	var script []int32
+	for i := range len(text) {
+		c := text[i : i+1]
+		alts := []string{c}
+		if c == " " {
+			alts = append(alts, "▁", "Ġ")
+		}
+		for _, a := range alts {
+			if id, ok := byPiece[a]; ok {
+				script = append(script, id)
+				break
+			}
+		}
+	}
+	if len(script) > 0 {
+		return script
+	}
+	for id := range int32(vocabSize) {
+		if !slices.Contains(eos, id) {
+			script = append(script, id)
+		}
+	}
+	return script
+}
