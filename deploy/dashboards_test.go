@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,8 +85,8 @@ func grafanaVars(window time.Duration) *strings.Replacer {
 }
 
 // TestPublishedDashboardsShowData serves the dummy model with `tandem
-// serve` (two engines, vLLM's deprecated names shown for 0.11 as a
-// production-stack user would), sends traffic while a real Prometheus
+// serve` (two engines, two frontends sharing the port, vLLM's deprecated
+// names shown for 0.11 as a production-stack user would), sends traffic while a real Prometheus
 // scrapes it every second, then evaluates every query of vLLM's three
 // published Grafana dashboards and production-stack's, as Grafana would
 // over the traffic's time range. Every query of every panel must return
@@ -95,7 +96,7 @@ func TestPublishedDashboardsShowData(t *testing.T) {
 		t.Skip("starts tandem serve and Prometheus")
 	}
 	dashboards := loadPublished(t)
-	s, logs := startLiveStack(t, "--data-parallel-size", "2", "--show-hidden-metrics-for-version", "0.11")
+	s, logs := startLiveStack(t, "--data-parallel-size", "2", "--api-server-count", "2", "--show-hidden-metrics-for-version", "0.11")
 	start := time.Now()
 	if err := s.traffic(context.Background(), 3, 12*time.Second); err != nil {
 		t.Fatalf("traffic: %v\n%s", err, logs)
@@ -104,6 +105,23 @@ func TestPublishedDashboardsShowData(t *testing.T) {
 	end := time.Now()
 	vars := grafanaVars(end.Sub(start))
 
+	// Two frontends, one scrape target: each engine's series once, and
+	// counters that never go back (a scrape that reached the other
+	// frontend would look like a reset if each exported only its share).
+	for _, q := range []struct{ expr, want string }{
+		{`count by (engine) (vllm:num_requests_running{model_name="dummy"})`, "1"},
+		{`sum(resets(vllm:request_success_total{model_name="dummy"}[1h]))`, "0"},
+	} {
+		res, err := s.queryRange(q.expr, end, end, time.Second)
+		if err != nil || len(res) == 0 {
+			t.Errorf("%s: %v, %v", q.expr, res, err)
+		}
+		for _, r := range res {
+			if len(r.Values) == 0 || fmt.Sprint(r.Values[0][1]) != q.want {
+				t.Errorf("%s: %v %v, want %s", q.expr, r.Metric, r.Values, q.want)
+			}
+		}
+	}
 	models, err := s.labelValues("model_name")
 	if err != nil || !slices.Contains(models, "dummy") {
 		t.Errorf("label_values(model_name) = %v, %v: want dummy among them (the dashboards' model_name variable)", models, err)

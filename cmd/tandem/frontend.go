@@ -39,6 +39,8 @@ type frontendFlags struct {
 	maxOutput         int
 	maxConnections    int
 	showHidden        string // --show-hidden-metrics-for-version
+	metricsSocket     string // --metrics-socket: this frontend's own series, for its peers
+	metricsPeers      string // --metrics-peers: the other frontends' sockets
 	tokenizer         string
 	chatTemplate      string
 	tools             toolFlags
@@ -74,6 +76,8 @@ func frontendCommand(f *frontendFlags, curve *curveFlags) *cli.Command {
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
 	f.tools.register(fs)
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")
+	fs.StringVar(&f.metricsSocket, "metrics-socket", "", "serve this frontend's own metric series on this Unix socket `path`, for the other frontends sharing the port to add up (serve sets it)")
+	fs.StringVar(&f.metricsPeers, "metrics-peers", "", "comma-separated Unix socket `paths` of the other frontends sharing the port: /metrics adds their own series to this one's (serve sets it)")
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to engines")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "an engine silent this long is dead: its requests fail with 503")
 	fs.StringVar(&f.log.level, "log-level", "info", "`level`: debug, info, warn or error")
@@ -192,7 +196,15 @@ func runFrontend(ctx context.Context, args []string) error {
 
 		MaxRequestOutputTokens:      f.maxOutput,
 		ShowHiddenMetricsForVersion: f.showHidden,
+		MetricsPeers:                splitList(f.metricsPeers),
 	}, server.ClientEngine(client), tok)
+	if f.metricsSocket != "" {
+		stop, err := serveUnix(f.metricsSocket, srv.OwnMetrics())
+		if err != nil {
+			return fmt.Errorf("frontend: --metrics-socket: %w", err)
+		}
+		defer stop()
+	}
 	onRoute.set(srv.ObserveRouting)
 	handler.set(srv.Handler())
 	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen, "routing", policy,
@@ -208,6 +220,30 @@ func runFrontend(ctx context.Context, args []string) error {
 	_ = hs.Shutdown(sctx)
 	log.Info("frontend stopped")
 	return nil
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// serveUnix serves h on a Unix socket at path (a stale socket file left
+// by a crashed process is replaced) until stop.
+func serveUnix(path string, h http.Handler) (stop func(), err error) {
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return func() { _ = hs.Close(); _ = os.Remove(path) }, nil
 }
 
 // readAPIKeys reads one API key per line ("" reads none); blank lines and

@@ -129,10 +129,20 @@ func runServe(ctx context.Context, args []string) error {
 		a = append(a, passThrough(fs, set, engineFlagNames)...)
 		procs = append(procs, &child{name: fmt.Sprintf("engine-%d", i), exe: exe, args: a})
 	}
+	// Several frontends share the port, so a scrape reaches one of them:
+	// each serves its own series on a socket, and adds the others' to its
+	// /metrics (frontend/metrics, peers.go), as vLLM's API servers do.
+	metricsSocket := func(i int) string { return filepath.Join(dir, fmt.Sprintf("metrics-%d.sock", i)) }
 	for i := range *apiServers {
 		a := []string{"frontend", "--engines", strings.Join(endpoints, ",")}
 		if *apiServers > 1 {
-			a = append(a, "--reuse-port")
+			var peers []string
+			for j := range *apiServers {
+				if j != i {
+					peers = append(peers, metricsSocket(j))
+				}
+			}
+			a = append(a, "--reuse-port", "--metrics-socket", metricsSocket(i), "--metrics-peers", strings.Join(peers, ","))
 		}
 		a = append(a, passThrough(fs, set, frontendFlagNames)...)
 		procs = append(procs, &child{name: fmt.Sprintf("frontend-%d", i), exe: exe, args: a})
