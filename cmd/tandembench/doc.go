@@ -39,11 +39,20 @@
 // the doc's structured section (between its tandembench:structured
 // markers).
 //
+// The frontend phase (frontend*.go; --phase frontend, or all) measures the
+// HTTP frontend's own cost: a real `tandem engine --device null` and
+// `tandem frontend`, each its own process, streamed through at each of
+// --frontend-streams; tok/s, tok/s per frontend core, TTFT over HTTP next
+// to TTFT straight through frontend/engineclient, allocations per token
+// and the msgpack codec's ns per message. It writes
+// docs/benchmarks/frontend-DATE.json and the doc's frontend section.
+//
 // The model or the llama.cpp binary missing is an error wrapping
 // ErrMissing (exit status 1) unless --no-llama.
 //
 // It imports enginecore/{loader,model,cpu,cpu/kernels,runner,sched,kvcache,structured}
-// and wire; it must not import frontend/ (no tokenizer, no server).
+// and wire; of frontend/ only engineclient, for the frontend phase's direct
+// requests (no tokenizer, no server: the phase runs them as processes).
 //
 // Usage:
 //

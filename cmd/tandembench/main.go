@@ -64,6 +64,7 @@ type options struct {
 	structuredStreams []int
 	structuredThreads int
 	structuredGen     int
+	frontend          frontendOptions // the frontend phase (frontend.go)
 }
 
 // Phases of a run.
@@ -71,6 +72,7 @@ const (
 	phaseAll        = "all"
 	phaseCPU        = "cpu"        // Tandem vs llama.cpp: cpu-DATE.{json,png}
 	phaseStructured = "structured" // constrained vs unconstrained decode: structured-DATE.json
+	phaseFrontend   = "frontend"   // the HTTP frontend with a null engine: frontend-DATE.json
 )
 
 // sweepEntry is one thread count of the concurrency sweep.
@@ -106,7 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
 	fs.DurationVar(&o.retryWait, "retry-wait", 15*time.Second, "pause before such a retry")
 	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json (with --phase structured: the structured section from a structured-DATE.json), measuring nothing")
-	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost) or all")
+	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost), frontend (the HTTP frontend's own cost, null engine) or all")
+	o.frontend.register(fs)
 	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
 	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
@@ -140,6 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 				apply()
 			}
 		}
+		o.frontend.quick(set)
 	}
 	var err error
 	if o.threads, err = parseInts(*threads); err != nil {
@@ -151,12 +155,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.structuredStreams, err = parseInts(*structuredStreams); err != nil {
 		return o, fmt.Errorf("--structured-streams: %w", err)
 	}
+	if err := o.frontend.parse(); err != nil {
+		return o, err
+	}
 	if o.structuredThreads <= 0 {
 		o.structuredThreads = slices.Max(append([]int{1}, o.threads...))
 	}
 	switch {
-	case o.phase != phaseAll && o.phase != phaseCPU && o.phase != phaseStructured:
-		return o, fmt.Errorf("--phase %q: want all, cpu or structured", o.phase)
+	case o.phase != phaseAll && o.phase != phaseCPU && o.phase != phaseStructured && o.phase != phaseFrontend:
+		return o, fmt.Errorf("--phase %q: want all, cpu, structured or frontend", o.phase)
 	case o.prompt < 1 || o.gen < 1 || o.streamPrompt < 1 || o.streamGen < 1 || o.structuredGen < 1:
 		return o, errors.New("prompt and gen token counts must be ≥ 1")
 	case o.reps < 1:
@@ -250,6 +257,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return writeOutputs(&rep, o, stderr)
 	}
+	if o.phase == phaseFrontend {
+		return runFrontend(ctx, o, stderr)
+	}
 	if err := checkFile("model", o.model, "run scripts/model.sh, or pass --model"); err != nil {
 		return err
 	}
@@ -259,7 +269,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	if o.phase != phaseCPU && len(o.structuredStreams) > 0 {
-		return runStructured(ctx, o, stderr)
+		if err := runStructured(ctx, o, stderr); err != nil {
+			return err
+		}
+	}
+	if o.phase == phaseAll {
+		return runFrontend(ctx, o, stderr)
 	}
 	return nil
 }

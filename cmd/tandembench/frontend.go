@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The frontend phase (issue 16, part 6): the HTTP frontend's own cost.
+// A real `tandem engine --device null` (scheduler, KV manager, sampler,
+// ZeroMQ and msgpack real; no forward pass) serves a real `tandem
+// frontend`, each its own process. At each stream count S, S clients
+// stream chat completions back to back over HTTP, then the same prompts
+// go straight to the engine through the Go engine client
+// (frontend/engineclient). Reported per S: streamed tok/s, the frontend
+// process's CPU seconds (utime + stime, /proc/PID/stat) and so tok/s per
+// frontend core, TTFT p50/p99 both ways and their difference (the TTFT the
+// frontend adds), and the frontend's allocations per token (its
+// go_memstats counters on /metrics). Then the msgpack codec alone:
+// encode and decode ns per message (frontend_wire.go).
+
+const kindFrontend = "frontend"
+
+// Acceptance targets (issue 16, part 6).
+const (
+	wantTokSPerCore   = 50000 // streamed tokens/s per frontend core, at targetStreams and above
+	wantAddedTTFTms   = 1.0   // added TTFT p50 < 1 ms at targetStreams
+	targetFEStreams   = 64
+	feKVBytesPerToken = 1024 // the null backend's nominal KV cost (enginecore/null)
+)
+
+// frontendOptions are the frontend phase's flags.
+type frontendOptions struct {
+	tandem    string // the tandem binary; "" = go build one into a temp dir
+	streams   []int
+	gen       int // D: max_tokens of every request
+	minTokens int // tokens streamed per stream count at least (requests per stream follow)
+	wireIters int // iterations per codec measurement
+	rawStream string
+}
+
+func (f *frontendOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.tandem, "frontend-tandem", "", `frontend phase: the tandem binary to run ("" = go build ./cmd/tandem into a temp dir)`)
+	fs.StringVar(&f.rawStream, "frontend-streams", "1,64,512", "frontend phase: concurrent HTTP streams")
+	fs.IntVar(&f.gen, "frontend-gen-tokens", 128, "frontend phase: max_tokens D of every request")
+	fs.IntVar(&f.minTokens, "frontend-tokens", 131072, "frontend phase: tokens streamed at each stream count, at least")
+	fs.IntVar(&f.wireIters, "frontend-wire-iters", 20000, "frontend phase: iterations of each msgpack measurement")
+}
+
+// quick shrinks what set does not name, for --quick.
+func (f *frontendOptions) quick(set map[string]bool) {
+	if !set["frontend-streams"] {
+		f.rawStream = "1,4"
+	}
+	if !set["frontend-gen-tokens"] {
+		f.gen = 8
+	}
+	if !set["frontend-tokens"] {
+		f.minTokens = 64
+	}
+	if !set["frontend-wire-iters"] {
+		f.wireIters = 100
+	}
+}
+
+// parse checks the flags once parsed.
+func (f *frontendOptions) parse() error {
+	var err error
+	if f.streams, err = parseInts(f.rawStream); err != nil {
+		return fmt.Errorf("--frontend-streams: %w", err)
+	}
+	if f.gen < 1 || f.minTokens < 1 || f.wireIters < 1 {
+		return fmt.Errorf("--frontend-gen-tokens, --frontend-tokens and --frontend-wire-iters must be ≥ 1")
+	}
+	return nil
+}
+
+// flags are the flags that reproduce the phase.
+func (f *frontendOptions) flags() string {
+	return fmt.Sprintf("--frontend-streams %s --frontend-gen-tokens %d --frontend-tokens %d --frontend-wire-iters %d",
+		f.rawStream, f.gen, f.minTokens, f.wireIters)
+}
+
+// FrontendReport is what the phase writes to frontend-DATE.json.
+type FrontendReport struct {
+	Date        string        `json:"date"`
+	Started     string        `json:"started"`
+	Seconds     float64       `json:"seconds"`
+	Machine     Machine       `json:"machine"`
+	Engine      string        `json:"engine"`   // the engine's command line
+	Frontend    string        `json:"frontend"` // the frontend's
+	GenTokens   int           `json:"gen_tokens"`
+	Rows        []FrontendRow `json:"rows"`
+	Wire        []WireMeasure `json:"wire"`
+	Targets     []Target      `json:"targets"`
+	Quick       bool          `json:"quick,omitempty"`
+	Command     string        `json:"command"`
+	PromptToken int           `json:"prompt_tokens"` // of stream 0's prompt, after the chat template
+}
+
+// FrontendRow is one stream count.
+type FrontendRow struct {
+	Streams  int `json:"streams"`
+	Requests int `json:"requests"` // over HTTP, and as many direct
+	// Over HTTP through the frontend.
+	Tokens         int         `json:"tokens"` // completion tokens, from usage
+	Seconds        float64     `json:"seconds"`
+	TokS           float64     `json:"tok_s"`
+	FrontendCPU    float64     `json:"frontend_cpu_s"` // utime + stime of the frontend process
+	EngineCPU      float64     `json:"engine_cpu_s"`
+	TokSPerCore    float64     `json:"tok_s_per_frontend_core"` // Tokens / FrontendCPU
+	AllocsPerToken float64     `json:"allocs_per_token"`        // frontend mallocs / Tokens
+	BytesPerToken  float64     `json:"bytes_per_token"`         // frontend bytes allocated / Tokens
+	TTFT           Percentiles `json:"ttft_us"`
+	// Straight to the engine through the Go engine client.
+	DirectTokS  float64     `json:"direct_tok_s"`
+	DirectTTFT  Percentiles `json:"direct_ttft_us"`
+	AddedTTFTus Percentiles `json:"added_ttft_us"` // TTFT − DirectTTFT, per percentile
+}
+
+// runFrontend measures the frontend phase and writes its outputs.
+func runFrontend(ctx context.Context, o options, stderr io.Writer) error {
+	start := time.Now()
+	f := o.frontend
+	bin := f.tandem
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "tandembench-frontend-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if bin, err = buildTandem(ctx, dir, stderr); err != nil {
+			return err
+		}
+	}
+	maxStreams := 1
+	for _, s := range f.streams {
+		maxStreams = max(maxStreams, s)
+	}
+	st, err := startStack(ctx, bin, maxStreams, f.gen, stderr)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	rep := &FrontendReport{
+		Date: o.date, Started: start.Format(time.RFC3339), Machine: machine(),
+		Engine: strings.Join(st.engineArgs, " "), Frontend: strings.Join(st.frontendArgs, " "),
+		GenTokens: f.gen, Quick: o.quick,
+		Command: strings.TrimSpace(goExperimentEnv() + " go run ./cmd/tandembench --phase frontend " + f.flags()),
+	}
+	prompts, err := st.prompts(ctx, maxStreams)
+	if err != nil {
+		return err
+	}
+	rep.PromptToken = len(prompts[0].ids)
+	for _, s := range f.streams {
+		perStream := max(1, (f.minTokens+s*f.gen-1)/(s*f.gen))
+		row, err := st.measure(ctx, prompts[:s], perStream, f.gen)
+		if err != nil {
+			return fmt.Errorf("frontend %d streams: %w", s, err)
+		}
+		fmt.Fprintf(stderr, "frontend S=%-4d %8.0f tok/s  %8.0f tok/s/core  TTFT p50 %s (direct %s)  %.1f allocs/token\n",
+			s, row.TokS, row.TokSPerCore, fmtUS(row.TTFT.P50), fmtUS(row.DirectTTFT.P50), row.AllocsPerToken)
+		rep.Rows = append(rep.Rows, row)
+	}
+	rep.Wire = measureWire(f.wireIters)
+	rep.Targets = frontendTargets(rep.Rows)
+	rep.Seconds = time.Since(start).Seconds()
+	rep.Machine.LoadAvgEnd = loadAvg()
+	return writeFrontend(rep, o, stderr)
+}
+
+// frontendTargets checks tok/s per core at every stream count ≥
+// targetFEStreams and the added TTFT p50 at targetFEStreams.
+func frontendTargets(rows []FrontendRow) []Target {
+	var out []Target
+	for _, r := range rows {
+		if r.Streams >= targetFEStreams {
+			out = append(out, Target{Name: fmt.Sprintf("streamed tok/s per frontend core, %d streams", r.Streams),
+				Want: "≥ " + strconv.Itoa(wantTokSPerCore), Value: r.TokSPerCore, Met: r.TokSPerCore >= wantTokSPerCore})
+		}
+		if r.Streams == targetFEStreams {
+			ms := r.AddedTTFTus.P50 / 1e3
+			out = append(out, Target{Name: fmt.Sprintf("added TTFT p50 (ms), %d streams", r.Streams),
+				Want: fmt.Sprintf("< %g", wantAddedTTFTms), Value: ms, Met: ms < wantAddedTTFTms})
+		}
+	}
+	return out
+}
+
+// writeFrontend writes frontend-DATE.json and the doc's frontend section.
+func writeFrontend(rep *FrontendReport, o options, stderr io.Writer) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(o.out, "frontend-"+rep.Date+".json")
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s\n", path)
+	if o.doc != "" {
+		rel, err := filepath.Rel(filepath.Dir(o.doc), path)
+		if err != nil {
+			rel = path
+		}
+		old, err := os.ReadFile(o.doc)
+		if err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("doc: %w", err)
+		}
+		doc := spliceFrontend(string(old), renderFrontend(rep, filepath.ToSlash(rel)))
+		if err := os.WriteFile(o.doc, []byte(doc), 0o644); err != nil {
+			return fmt.Errorf("doc: %w", err)
+		}
+		fmt.Fprintf(stderr, "updated %s\n", o.doc)
+	}
+	for _, t := range rep.Targets {
+		fmt.Fprintf(stderr, "target %-60s want %s got %.2f %s\n", t.Name, t.Want, t.Value, metWord(t.Met))
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// feResult is what one load run streamed.
+type feResult struct {
+	tokens int
+	ttft   []time.Duration
+}
+
+// measure is one stream count: a warm-up round over HTTP, perStream
+// requests per stream over HTTP (timed, CPU and allocations counted),
+// then a warm-up round and as many requests straight to the engine.
+func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, gen int) (FrontendRow, error) {
+	row := FrontendRow{Streams: len(prompts), Requests: len(prompts) * perStream}
+	if _, err := s.runHTTP(ctx, prompts, 1, gen); err != nil {
+		return row, err
+	}
+	fe0, err1 := procCPU(s.frontend.Process.Pid)
+	eng0, err2 := procCPU(s.engine.Process.Pid)
+	m0, b0, err3 := s.memCounters(ctx)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return row, err
+	}
+	t0 := time.Now()
+	res, err := s.runHTTP(ctx, prompts, perStream, gen)
+	if err != nil {
+		return row, err
+	}
+	wall := time.Since(t0)
+	fe1, err1 := procCPU(s.frontend.Process.Pid)
+	eng1, err2 := procCPU(s.engine.Process.Pid)
+	m1, b1, err3 := s.memCounters(ctx)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return row, err
+	}
+	row.Tokens, row.Seconds = res.tokens, wall.Seconds()
+	row.TokS = float64(res.tokens) / wall.Seconds()
+	row.FrontendCPU, row.EngineCPU = fe1-fe0, eng1-eng0
+	if row.FrontendCPU > 0 {
+		row.TokSPerCore = float64(res.tokens) / row.FrontendCPU
+	}
+	row.AllocsPerToken = (m1 - m0) / float64(res.tokens)
+	row.BytesPerToken = (b1 - b0) / float64(res.tokens)
+	row.TTFT = percentiles(res.ttft)
+
+	if _, err := s.runDirect(ctx, prompts, 1, gen); err != nil {
+		return row, err
+	}
+	t0 = time.Now()
+	dres, err := s.runDirect(ctx, prompts, perStream, gen)
+	if err != nil {
+		return row, err
+	}
+	row.DirectTokS = float64(dres.tokens) / time.Since(t0).Seconds()
+	row.DirectTTFT = percentiles(dres.ttft)
+	row.AddedTTFTus = Percentiles{
+		P50:  row.TTFT.P50 - row.DirectTTFT.P50,
+		P99:  row.TTFT.P99 - row.DirectTTFT.P99,
+		P999: row.TTFT.P999 - row.DirectTTFT.P999,
+	}
+	return row, nil
+}
+
+// runLoad runs one goroutine per prompt, each doing perStream requests
+// back to back with one, and gathers their tokens and TTFTs.
+func runLoad(ctx context.Context, prompts []fePrompt, perStream int, one func(ctx context.Context, stream, r int) (int, time.Duration, error)) (feResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		res  feResult
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for i := range prompts {
+		wg.Go(func() {
+			for r := range perStream {
+				n, ttft, err := one(ctx, i, r)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+					mu.Unlock()
+					cancel()
+					return
+				}
+				res.tokens += n
+				res.ttft = append(res.ttft, ttft)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return res, errs[0]
+	}
+	return res, nil
+}
+
+// runHTTP streams chat completions through the frontend.
+func (s *feStack) runHTTP(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
+	bodies := make([][]byte, len(prompts))
+	for i, p := range prompts {
+		bodies[i], _ = json.Marshal(map[string]any{
+			"model": "dummy", "stream": true, "max_tokens": gen,
+			"stream_options": map[string]bool{"include_usage": true},
+			"messages":       []map[string]string{{"role": "user", "content": p.content}},
+		})
+	}
+	return runLoad(ctx, prompts, perStream, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
+		return s.streamHTTP(ctx, bodies[i], gen)
+	})
+}
+
+var (
+	sseContent      = []byte(`"content":"`)
+	sseEmptyContent = []byte(`"content":""`)
+	sseUsage        = []byte(`"usage":{`)
+	sseDone         = []byte("data: [DONE]")
+)
+
+// streamHTTP sends one streamed chat completion and reads it to [DONE]:
+// its completion tokens (usage) and TTFT (to the first chunk with
+// content). It decodes only the usage chunk, so the client's own cost
+// stays small next to the frontend's.
+func (s *feStack) streamHTTP(ctx context.Context, body []byte, gen int) (int, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return 0, 0, fmt.Errorf("chat completion: status %d: %s", resp.StatusCode, msg)
+	}
+	var ttft time.Duration
+	tokens, chunks := -1, 0
+	br := bufio.NewReaderSize(resp.Body, 16<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return 0, 0, fmt.Errorf("chat completion: stream ended before [DONE]: %w", err)
+		}
+		switch {
+		case bytes.HasPrefix(line, sseDone):
+			if tokens != gen {
+				return 0, 0, fmt.Errorf("chat completion: usage.completion_tokens %d (from %d content chunks), want %d", tokens, chunks, gen)
+			}
+			return tokens, ttft, nil
+		case bytes.Contains(line, sseUsage):
+			var u struct {
+				Usage struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			if err := json.Unmarshal(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data: ")), &u); err != nil {
+				return 0, 0, fmt.Errorf("chat completion: usage chunk: %w", err)
+			}
+			tokens = u.Usage.CompletionTokens
+		case bytes.Contains(line, sseContent) && !bytes.Contains(line, sseEmptyContent):
+			if chunks == 0 {
+				ttft = time.Since(start)
+			}
+			chunks++
+		}
+	}
+}
+
+// directSeq numbers the direct requests, for unique ids.
+var directSeq atomic.Uint64
+
+// runDirect sends the same prompts (their template-rendered token ids)
+// straight to the engine through the Go engine client.
+func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
+	params := wire.DefaultSamplingParams()
+	params.MaxTokens = gen
+	return runLoad(ctx, prompts, perStream, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
+		req := &wire.EngineCoreRequest{
+			RequestID:      "bench-direct-" + strconv.FormatUint(directSeq.Add(1), 10),
+			PromptTokenIDs: prompts[i].ids,
+			SamplingParams: params,
+		}
+		start := time.Now()
+		req.ArrivalTime = float64(start.UnixNano()) / 1e9
+		st, err := s.direct.Submit(ctx, req)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer st.Close()
+		var ttft time.Duration
+		tokens := 0
+		for {
+			out, err := st.Next(ctx)
+			if err != nil {
+				return 0, 0, fmt.Errorf("direct: %w", err)
+			}
+			if tokens == 0 && len(out.NewTokenIDs) > 0 {
+				ttft = time.Since(start)
+			}
+			tokens += len(out.NewTokenIDs)
+			if out.Finished() {
+				if tokens != gen {
+					return 0, 0, fmt.Errorf("direct: %d tokens, want %d", tokens, gen)
+				}
+				return tokens, ttft, nil
+			}
+		}
+	})
+}
