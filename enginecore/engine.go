@@ -97,6 +97,7 @@ type Engine struct {
 	// get_events_endpoint ("" when unnamed).
 	publishing, kvPub bool
 	events            string
+	replayAt          string // the replay socket's endpoint, for get_replay_endpoint ("" when none)
 }
 
 // Out is a message for one frontend.
@@ -206,6 +207,10 @@ func (e *Engine) StepTook(d time.Duration) { e.sched.Observe(e.lastStepTokens, d
 func (e *Engine) PublishTo(endpoint string, kv bool) {
 	e.publishing, e.kvPub, e.events = true, kv, endpoint
 }
+
+// ReplayAt makes get_replay_endpoint answer endpoint, where the replay
+// and snapshot socket listens (Core.ServeReplay).
+func (e *Engine) ReplayAt(endpoint string) { e.replayAt = endpoint }
 
 // HasWork reports whether a step would schedule anything.
 func (e *Engine) HasWork() bool { return e.sched.HasWork() }

@@ -315,7 +315,7 @@ func TestEnginePublishesSessions(t *testing.T) {
 
 // TestEngineLoadReportRate: the load comes in a heartbeat every
 // ReportInterval, nothing but KV events is on the PUB socket, and the
-// engine tells where it publishes.
+// engine tells where it publishes and where it answers replays.
 func TestEngineLoadReportRate(t *testing.T) {
 	e := startPubEngine(t, 64)
 	hbs := watch(t, e.ep)
@@ -346,6 +346,12 @@ func TestEngineLoadReportRate(t *testing.T) {
 	var ep string
 	if err := wire.Unmarshal(raw, &ep); err != nil || filepath.Base(ep) != "events.sock" {
 		t.Errorf("get_events_endpoint = %q, %v", ep, err)
+	}
+	if raw, err = c.Call(context.Background(), 0, "get_replay_endpoint"); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.Unmarshal(raw, &ep); err != nil || filepath.Base(ep) != "replay.sock" {
+		t.Errorf("get_replay_endpoint = %q, %v", ep, err)
 	}
 }
 

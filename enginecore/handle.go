@@ -153,7 +153,9 @@ func (e *Engine) reject(now time.Time, client, id string, code wire.ErrorCode, m
 
 // utility answers a named call. Methods: get_session [id], end_session
 // [id], get_stats [], list_requests [] (the caller's own requests),
-// get_events_endpoint [] (the PUB endpoint, "" if none), get_sessions []
+// get_events_endpoint [] (the PUB endpoint, "" if none),
+// get_replay_endpoint [] (the replay and snapshot socket, "" if none; a
+// frontend that joins late loads the cached blocks there), get_sessions []
 // (the sessions held, as in a session snapshot). Only frontends that
 // completed HELLO get here.
 func (e *Engine) utility(client string, u *wire.Utility) []Out {
@@ -178,6 +180,8 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 		v = e.sessions.remove(id)
 	case "get_events_endpoint":
 		v = e.events
+	case "get_replay_endpoint":
+		v = e.replayAt
 	case "get_sessions":
 		v = e.heldSessions()
 	case "get_stats":

@@ -126,6 +126,9 @@ func (c *Core) ServeReplay(r Conn) {
 // may be nil.
 func (c *Core) Serve(ctx context.Context, router Conn, pub Publisher) error {
 	c.eng.PublishTo(eventsEndpoint(pub), pub != nil)
+	if c.replay != nil {
+		c.eng.ReplayAt(eventsEndpoint(c.replay))
+	}
 	in := make(chan inMsg, 4096)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
