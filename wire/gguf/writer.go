@@ -12,12 +12,14 @@ import (
 // Writer builds a GGUF v3 file: metadata in the order added, then tensor
 // infos and data in the order added, each tensor padded to the alignment.
 // It holds everything in memory until WriteTo (tensor data is not copied:
-// callers must not modify it before WriteTo). Not safe for concurrent use.
+// callers must not modify it before WriteTo), except the data of tensors
+// added by AddTensorFunc, made one at a time while writing. Not safe for
+// concurrent use.
 type Writer struct {
 	keys      []string
 	values    map[string]any
 	tensors   []TensorInfo
-	data      [][]byte // tensor data, parallel to tensors
+	data      []func() ([]byte, error) // tensor data, parallel to tensors
 	names     map[string]bool
 	alignment uint64 // bytes; general.alignment when added
 }
@@ -56,15 +58,27 @@ func (w *Writer) AddKV(key string, v any) error {
 // AddTensor appends a tensor of ggml type typ and shape (ggml order) whose
 // raw bytes are data; len(data) must match the type and shape.
 func (w *Writer) AddTensor(name string, typ uint32, shape []uint64, data []byte) error {
-	if w.names[name] {
-		return fmt.Errorf("gguf: duplicate tensor %q", name)
-	}
 	size, err := TensorSize(typ, shape)
 	if err != nil {
 		return fmt.Errorf("gguf: tensor %q: %w", name, err)
 	}
 	if uint64(len(data)) != size {
 		return fmt.Errorf("gguf: tensor %q: %d bytes of data, %s %v needs %d", name, len(data), TypeName(typ), shape, size)
+	}
+	return w.AddTensorFunc(name, typ, shape, func() ([]byte, error) { return data, nil })
+}
+
+// AddTensorFunc is AddTensor with the data made by data during WriteTo,
+// in the order tensors were added, so that a large file never needs all
+// of its tensors in memory at once. WriteTo fails if data errs or returns
+// a length other than the type and shape need.
+func (w *Writer) AddTensorFunc(name string, typ uint32, shape []uint64, data func() ([]byte, error)) error {
+	if w.names[name] {
+		return fmt.Errorf("gguf: duplicate tensor %q", name)
+	}
+	size, err := TensorSize(typ, shape)
+	if err != nil {
+		return fmt.Errorf("gguf: tensor %q: %w", name, err)
 	}
 	off := uint64(0)
 	if n := len(w.tensors); n > 0 {
@@ -107,8 +121,18 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	e.zeros(pad(e.n, w.alignment) - e.n)
 	dataStart := e.n
 	for i, ti := range w.tensors {
+		if e.err != nil {
+			break
+		}
+		data, err := w.data[i]()
+		switch {
+		case err != nil:
+			e.err = fmt.Errorf("gguf: tensor %q: %w", ti.Name, err)
+		case uint64(len(data)) != ti.Size:
+			e.err = fmt.Errorf("gguf: tensor %q: %d bytes of data, %s %v needs %d", ti.Name, len(data), TypeName(ti.Type), ti.Shape, ti.Size)
+		}
 		e.zeros(ti.Offset - (e.n - dataStart))
-		e.bytes(w.data[i])
+		e.bytes(data)
 	}
 	e.zeros(pad(e.n, w.alignment) - e.n)
 	if e.err == nil {
