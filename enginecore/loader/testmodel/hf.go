@@ -43,7 +43,7 @@ func WriteHF(dir string, spec Spec) error {
 		if t.matrix() && dt != "F32" {
 			dtype = dt
 		}
-		values := t.values
+		values := t.draw()
 		if s.Arch == "llama" {
 			switch {
 			case strings.HasSuffix(t.name, "attn_q.weight"):

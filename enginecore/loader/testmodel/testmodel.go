@@ -1,7 +1,6 @@
 package testmodel
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -40,7 +39,8 @@ type Spec struct {
 	MatrixType model.DType
 	// Types overrides MatrixType per tensor, keyed by GGUF name without the
 	// "blk.N." prefix: "token_embd.weight", "attn_q.weight", "ffn_down.weight",
-	// "output.weight", ...
+	// "output.weight", ...; a full name ("blk.3.ffn_down.weight") overrides
+	// that for one layer's tensor.
 	Types map[string]model.DType
 	// Quantize encodes row-major values as type t (len = the tensor's
 	// elements). Needed for types other than F32, F16 and BF16; when set it
@@ -54,10 +54,13 @@ type Spec struct {
 
 // tensor is one generated weight.
 type tensor struct {
-	name   string    // GGUF name
-	rows   int       // out
-	cols   int       // in (contiguous); 0 for a vector
-	values []float32 // row-major, rows×cols (or rows for a vector)
+	name string // GGUF name
+	rows int    // out
+	cols int    // in (contiguous); 0 for a vector
+	// draw makes the values, row-major, rows×cols (or rows for a vector).
+	// The tensors of one generate share a generator: call each draw once,
+	// in order, so that a file never holds more than one tensor's floats.
+	draw func() []float32
 }
 
 func (t tensor) matrix() bool { return t.cols > 0 }
@@ -109,7 +112,7 @@ func (s Spec) resolve() (Spec, error) {
 	return s, nil
 }
 
-// generate draws the weights in the documented order.
+// generate lists the weights in the documented order, to be drawn in it.
 func (s Spec) generate() []tensor {
 	rng := rand.New(rand.NewPCG(s.Seed, 0))
 	normal := func(n int, mean, std float64) []float32 {
@@ -120,10 +123,10 @@ func (s Spec) generate() []tensor {
 		return v
 	}
 	matrix := func(name string, rows, cols int, std float64) tensor {
-		return tensor{name, rows, cols, normal(rows*cols, 0, std)}
+		return tensor{name, rows, cols, func() []float32 { return normal(rows*cols, 0, std) }}
 	}
 	vector := func(name string, n int, mean, std float64) tensor {
-		return tensor{name, n, 0, normal(n, mean, std)}
+		return tensor{name, n, 0, func() []float32 { return normal(n, mean, std) }}
 	}
 	d, qd, kvd := s.Dim, s.NumHeads*s.HeadDim, s.NumKVHeads*s.HeadDim
 	ts := []tensor{matrix("token_embd.weight", s.VocabSize, d, 1)}
@@ -165,6 +168,9 @@ func (s Spec) typeOf(t tensor) model.DType {
 	if !t.matrix() {
 		return model.F32
 	}
+	if typ, ok := s.Types[t.name]; ok {
+		return typ
+	}
 	key := t.name
 	if rest, ok := strings.CutPrefix(key, "blk."); ok {
 		_, key, _ = strings.Cut(rest, ".")
@@ -205,7 +211,8 @@ func (s Spec) encode(name string, typ model.DType, values []float32) ([]byte, er
 	return b, nil
 }
 
-// WriteGGUF writes the model to path as GGUF v3.
+// WriteGGUF writes the model to path as GGUF v3, drawing and encoding
+// one tensor at a time (a 3B model never has all its floats in memory).
 func WriteGGUF(path string, spec Spec) error {
 	s, err := spec.resolve()
 	if err != nil {
@@ -254,23 +261,25 @@ func WriteGGUF(path string, spec Spec) error {
 	}
 	ts := s.generate()
 	if s.RopeFreqs != nil {
-		ts = append(ts, tensor{"rope_freqs.weight", len(s.RopeFreqs), 0, s.RopeFreqs})
+		ts = append(ts, tensor{"rope_freqs.weight", len(s.RopeFreqs), 0, func() []float32 { return s.RopeFreqs }})
 	}
 	for _, t := range ts {
 		typ := s.typeOf(t)
-		data, err := s.encode(t.name, typ, t.values)
-		if err != nil {
-			return err
-		}
-		if err := w.AddTensor(t.name, uint32(typ), t.ggmlShape(), data); err != nil {
+		// Drawn and encoded while writing, in order: one tensor in memory at a time.
+		if err := w.AddTensorFunc(t.name, uint32(typ), t.ggmlShape(), func() ([]byte, error) { return s.encode(t.name, typ, t.draw()) }); err != nil {
 			return fmt.Errorf("testmodel: %w", err)
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
+	f, err := os.Create(path)
+	if err != nil {
 		return fmt.Errorf("testmodel: %w", err)
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	if _, err := w.WriteTo(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("testmodel: %w", err)
+	}
+	return f.Close()
 }
 
 // toF16 rounds f to IEEE half precision, to nearest even.

@@ -218,3 +218,30 @@ func TestRealTokenizer(t *testing.T) {
 		})
 	}
 }
+
+// TestTypesByFullName checks that a full tensor name in Spec.Types types
+// that one layer's tensor, over the per-layer key and MatrixType.
+func TestTypesByFullName(t *testing.T) {
+	s := small
+	s.NumLayers = 2
+	s.MatrixType = model.F16
+	s.Types = map[string]model.DType{"ffn_down.weight": model.BF16, "blk.1.ffn_down.weight": model.F32}
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, s); err != nil {
+		t.Fatal(err)
+	}
+	m, err := loader.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for name, want := range map[string]model.DType{
+		"blk.0.ffn_down.weight": model.BF16,
+		"blk.1.ffn_down.weight": model.F32,
+		"blk.1.ffn_up.weight":   model.F16,
+	} {
+		if got := m.Tensors[name].Type; got != want {
+			t.Errorf("%s is %v, want %v", name, got, want)
+		}
+	}
+}
