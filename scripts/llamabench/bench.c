@@ -20,7 +20,8 @@
 //     own seq id), each followed by an argmax per stream.
 // prefill tok/s = S·P / prefill time; decode tok/s = S·D / decode time
 // (aggregate over streams). Flash attention is off; the KV cache type is
-// --kv-type (llama.cpp's default f16 unless told otherwise).
+// --kv-type (llama.cpp's default f16 unless told otherwise); n_ctx is
+// --ctx, else S × (P + D + 1) rounded up to 256 per stream.
 //
 // Prompt ids: --prompt-file holds at least S·P whitespace-separated token
 // ids (stream s uses ids [s·P, (s+1)·P)); without it they are generated
@@ -29,7 +30,9 @@
 //
 // Output: one JSON object on stdout, with the CPU variant loaded, llama.cpp's
 // system info (the ggml CPU features compiled in) and the buffer types that
-// hold the weights (CPU_REPACK, AMX: the kernels that ran). Logs go to
+// hold the weights (CPU_REPACK, AMX: the kernels that ran), and the
+// process's peak resident set (VmHWM) with its anonymous and file-backed
+// (mmapped weights) parts at the end, from /proc/self/status. Logs go to
 // stderr (errors only unless --verbose).
 //
 // --variant-scores instead lists each CPU variant library in the backend
@@ -65,6 +68,7 @@ typedef struct {
     int streams;       // S
     int reps;
     int ubatch;
+    int n_ctx; // 0: per stream P + D + 1 rounded up to 256
     uint64_t seed;
     bool verbose;
 } options;
@@ -103,7 +107,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: llamabench --model FILE.gguf [--threads N] [--prompt-tokens P] [--gen-tokens D]\n"
             "                  [--streams S] [--reps R] [--prompt-file IDS] [--seed N] [--kv-type f16|f32]\n"
-            "                  [--ubatch N] [--backend-dir DIR] [--verbose]\n"
+            "                  [--ubatch N] [--ctx N] [--backend-dir DIR] [--verbose]\n"
             "       llamabench --variant-scores [--backend-dir DIR]\n");
 }
 
@@ -201,6 +205,20 @@ static void print_array(const char *name, const double *v, int n) {
     printf("],\n");
 }
 
+// status_kib is the value in kB of a "Name:" line of /proc/self/status
+// (VmHWM: peak resident set; RssAnon, RssFile: now), -1 if unreadable.
+static long status_kib(const char *name) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long v = -1;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, name, n) && line[n] == ':') { v = strtol(line + n + 1, NULL, 10); break; }
+    fclose(f);
+    return v;
+}
+
 static void print_json_string(const char *s) {
     putchar('"');
     for (; *s; s++) {
@@ -237,6 +255,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--streams")) o.streams = parse_int(a, v, 1);
         else if (!strcmp(a, "--reps")) o.reps = parse_int(a, v, 1);
         else if (!strcmp(a, "--ubatch")) o.ubatch = parse_int(a, v, 1);
+        else if (!strcmp(a, "--ctx")) o.n_ctx = parse_int(a, v, 1);
         else if (!strcmp(a, "--seed")) o.seed = (uint64_t)parse_int(a, v, 0);
         else { fprintf(stderr, "llamabench: unknown flag %s\n", a); usage(); return 2; }
     }
@@ -288,6 +307,10 @@ int main(int argc, char **argv) {
     const int n_batch = S * P > S ? S * P : S;
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)(per_seq * S);
+    if (o.n_ctx) {
+        if (o.n_ctx < (P + D + 1) * S) { fprintf(stderr, "llamabench: --ctx %d < S·(P + D + 1) = %d\n", o.n_ctx, (P + D + 1) * S); return 2; }
+        cp.n_ctx = (uint32_t)o.n_ctx;
+    }
     cp.n_batch = (uint32_t)n_batch;
     cp.n_ubatch = (uint32_t)(o.ubatch < n_batch ? o.ubatch : n_batch);
     cp.n_seq_max = (uint32_t)S;
@@ -348,7 +371,9 @@ int main(int argc, char **argv) {
     print_json_string(cpu_variant);
     printf(",\n  \"system_info\": ");
     print_json_string(llama_print_system_info());
-    printf(",\n  \"weight_buffers\": [%s]\n}\n", weight_buffers);
+    printf(",\n  \"weight_buffers\": [%s],\n", weight_buffers);
+    printf("  \"vm_hwm_kib\": %ld,\n  \"rss_anon_kib\": %ld,\n  \"rss_file_kib\": %ld\n}\n",
+           status_kib("VmHWM"), status_kib("RssAnon"), status_kib("RssFile"));
 
     llama_batch_free(batch);
     llama_free(ctx);
