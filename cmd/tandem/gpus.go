@@ -144,12 +144,15 @@ func planDevices(set map[string]bool, device string, dp int, devs []nvml.Device,
 	return out, nil
 }
 
-// parseDevice checks --device: "cpu", "null" (backend_null.go), or
+// parseDevice checks --device: "cpu", "null" or "null:STEP" (backend_null.go), or
 // "cuda:N" / "cuda" (cuda:0) in a binary with the CUDA backend. It returns
 // the CUDA ordinal, or ok false for the CPU and null.
 func parseDevice(device string) (ordinal int, ok bool, err error) {
-	if device == "cpu" || device == nullDevice {
+	if device == "cpu" {
 		return 0, false, nil
+	}
+	if _, isNull, err := parseNull(device); isNull {
+		return 0, false, err
 	}
 	rest, isCUDA := strings.CutPrefix(device, "cuda")
 	if isCUDA && rest != "" {

@@ -22,6 +22,9 @@ func TestParseDevice(t *testing.T) {
 	}{
 		{"cpu", 0, false, ""},
 		{"null", 0, false, ""},
+		{"null:10ms", 0, false, ""},
+		{"null:x", 0, false, "want null or null:STEP"},
+		{"nullx", 0, false, "want cpu or cuda:N"},
 		{"cuda:0", 0, true, ""},
 		{"cuda:3", 3, true, ""},
 		{"cuda", 0, true, ""},

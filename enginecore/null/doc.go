@@ -13,6 +13,10 @@
 // temperature, top-k, top-p or penalty still picks it: its logit is
 // Margin above every other.
 //
+// NewPaced makes each forward pass last a given step time, as a device
+// would (`--device null:10ms`), so a benchmark can load the frontend at a
+// realistic token rate instead of as fast as the engine core can step.
+//
 // It imports nothing of the engine but runner.
 //
 //	be, err := null.New(info, null.NewScript(vocab.Pieces, null.Text, info.EOSTokenIDs))

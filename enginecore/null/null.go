@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -26,14 +27,25 @@ const kvBytesPerToken = 1024
 // runner.Backend requires.
 type Backend struct {
 	info       runner.ModelInfo
-	script     []int32 // token ids, generated in order and cycled
-	numBlocks  int     // as allocated; Forward checks block ids against it
-	numForward int     // Forward calls so far
+	stepTime   time.Duration // a forward pass takes at least this long (0: returns at once)
+	script     []int32       // token ids, generated in order and cycled
+	numBlocks  int           // as allocated; Forward checks block ids against it
+	numForward int           // Forward calls so far
 }
 
 // New returns a null backend that reports info as its model and generates
 // script. Every id of script must be below info.VocabSize.
 func New(info runner.ModelInfo, script []int32) (*Backend, error) {
+	return NewPaced(info, script, 0)
+}
+
+// NewPaced is New with every forward pass taking stepTime (it sleeps out
+// the rest), so the engine produces tokens at a device's pace: a step of
+// S sequences yields S tokens per stepTime.
+func NewPaced(info runner.ModelInfo, script []int32, stepTime time.Duration) (*Backend, error) {
+	if stepTime < 0 {
+		return nil, fmt.Errorf("null: negative step time %s", stepTime)
+	}
 	if len(script) == 0 {
 		return nil, errors.New("null: empty script")
 	}
@@ -42,7 +54,7 @@ func New(info runner.ModelInfo, script []int32) (*Backend, error) {
 			return nil, fmt.Errorf("null: script token %d outside the vocabulary of %d", id, info.VocabSize)
 		}
 	}
-	return &Backend{info: info, script: slices.Clone(script)}, nil
+	return &Backend{info: info, script: slices.Clone(script), stepTime: stepTime}, nil
 }
 
 // Model returns the model info New was given.
@@ -64,10 +76,21 @@ func (b *Backend) KVBytesPerBlock(blockSize int) int64 {
 
 // Forward writes, for each sequence that wants logits, a row that is 0
 // everywhere but Margin at its next scripted token. It reads no token ids
-// and writes no KV.
-func (b *Backend) Forward(_ context.Context, step *runner.Step, logits []float32) error {
+// and writes no KV. A paced backend then waits out the step time (or
+// until ctx ends).
+func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float32) error {
 	if b.numBlocks == 0 {
 		return errors.New("null: Forward before AllocateKV")
+	}
+	if b.stepTime > 0 {
+		t := time.NewTimer(b.stepTime)
+		defer func() {
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}()
 	}
 	b.numForward++
 	v, row := b.info.VocabSize, 0

@@ -3,6 +3,7 @@ package null_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -78,5 +79,8 @@ func TestNewRejects(t *testing.T) {
 		if _, err := null.New(runner.ModelInfo{VocabSize: 9}, script); err == nil {
 			t.Errorf("%s: New(%v) gave no error", name, script)
 		}
+	}
+	if _, err := null.NewPaced(runner.ModelInfo{VocabSize: 9}, []int32{1}, -time.Millisecond); err == nil {
+		t.Error("NewPaced with a negative step time gave no error")
 	}
 }
