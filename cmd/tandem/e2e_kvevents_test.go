@@ -368,3 +368,54 @@ func TestPrefixRoutingFromKVEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestLateFrontendRoutesCachedPrefixes: a frontend that starts after the
+// engines cached prefixes (scale-out) loads them from each engine's
+// snapshot, so it sends every continuation to the engine that holds its
+// prefix, as a frontend that was there from the start does.
+func TestLateFrontendRoutesCachedPrefixes(t *testing.T) {
+	dir := t.TempDir()
+	hb := []string{"--heartbeat-interval", "200ms", "--heartbeat-timeout", "1500ms"}
+	var eps []string
+	for i := range 2 {
+		sock := func(name string) string { return "ipc://" + filepath.Join(dir, fmt.Sprintf("%s-%d.sock", name, i)) }
+		cfg := fmt.Sprintf(`{"enable_kv_cache_events": true, "endpoint": %q, "replay_endpoint": %q}`, sock("events"), sock("replay"))
+		startProc(t, append([]string{"engine", "--model", "dummy", "--listen", sock("engine"), "--kv-events-config", cfg,
+			"--data-parallel-rank", fmt.Sprint(i), "--max-model-len", "2048", "--kv-cache-memory", "64Mi", "--threads", "1"}, hb...)...)
+		eps = append(eps, sock("engine"))
+	}
+	startFrontend := func() string {
+		port := freePort(t)
+		fe := startProc(t, append([]string{"frontend", "--engines", strings.Join(eps, ","), "--port", fmt.Sprint(port), "--routing", "prefix"}, hb...)...)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		waitHealthy(t, base, fe)
+		(&scaleout{}).waitEngines(t, base, 2)
+		return base
+	}
+	prefix := func(i int) string { return strings.Repeat(fmt.Sprintf("document %d says rivers run to the sea. ", i), 6) }
+	cached := func(base, prompt string, header map[string]string) float64 {
+		body := map[string]any{"model": "dummy", "prompt": prompt, "max_tokens": 1}
+		code, resp := postJSON(t, base+"/v1/completions", body, header)
+		if code != http.StatusOK {
+			t.Fatalf("completion: %d %v", code, resp)
+		}
+		usage, _ := resp["usage"].(map[string]any)
+		details, _ := usage["prompt_tokens_details"].(map[string]any)
+		n, _ := details["cached_tokens"].(float64)
+		return n
+	}
+	first := startFrontend()
+	time.Sleep(500 * time.Millisecond) // routed to once synced
+	const numPrefixes = 8
+	for i := range numPrefixes {
+		// Pinned alternately, so no hash of the prompt tells where each is.
+		cached(first, prefix(i)+"question 0", map[string]string{"X-data-parallel-rank": fmt.Sprint(i % 2)})
+	}
+	late := startFrontend()
+	time.Sleep(500 * time.Millisecond)
+	for i := range numPrefixes {
+		if n := cached(late, prefix(i)+"question 1", nil); n < 128 {
+			t.Errorf("prefix %d: the late frontend's continuation had %v cached tokens, want the prefix's", i, n)
+		}
+	}
+}

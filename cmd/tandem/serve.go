@@ -116,16 +116,21 @@ func runServe(ctx context.Context, args []string) error {
 		}
 		// KV events go where --kv-events-config says, each engine's endpoints
 		// offset by its rank as vLLM does; without it, to an IPC socket only
-		// serve's frontends read.
+		// serve's frontends read. Either way with a replay socket (an IPC one
+		// in the run directory unless the config names one), so a frontend
+		// restarted later loads the blocks cached before it (engineclient).
+		rc := kvEventsDefaults()
+		rc.EnableKVCacheEvents, rc.Publisher, rc.Endpoint = true, "zmq", "ipc://"+filepath.Join(dir, fmt.Sprintf("events-%d.sock", i))
 		if kvc.enabled() {
-			rc, err := kvc.forRank(i)
-			if err != nil {
+			if rc, err = kvc.forRank(i); err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
-			a = append(a, "--kv-events-config", rc.JSON())
-		} else {
-			a = append(a, "--events", "ipc://"+filepath.Join(dir, fmt.Sprintf("events-%d.sock", i)))
 		}
+		if rc.replay() == "" {
+			r := "ipc://" + filepath.Join(dir, fmt.Sprintf("replay-%d.sock", i))
+			rc.ReplayEndpoint = &r
+		}
+		a = append(a, "--kv-events-config", rc.JSON())
 		a = append(a, passThrough(fs, set, engineFlagNames)...)
 		procs = append(procs, &child{name: fmt.Sprintf("engine-%d", i), exe: exe, args: a})
 	}

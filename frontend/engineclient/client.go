@@ -100,14 +100,12 @@ type pendingCall struct {
 // slot is one engine the client talks to. Removed slots stay (their index
 // is never reused) with conn closed.
 type slot struct {
-	state         EngineState
-	conn          *zmq.Conn // DEALER to its ROUTER
-	sub           *zmq.Conn // SUB to its PUB; nil until known
-	removed       bool
-	pubSeen       chan struct{} // closed at the first PUB message after sync began
-	pubSeenClosed bool
-	dynamic       bool   // from a dns+tcp endpoint: removed when its record goes
-	epoch         uint64 // reports received; a stream placed in epoch e is in the reports after e
+	state   EngineState
+	conn    *zmq.Conn // DEALER to its ROUTER
+	sub     *zmq.Conn // SUB to its PUB; nil until known
+	removed bool
+	dynamic bool   // from a dns+tcp endpoint: removed when its record goes
+	epoch   uint64 // reports received; a stream placed in epoch e is in the reports after e
 	// incarnation counts the engine processes seen behind this slot: it
 	// goes up when the engine shows it lost us ("unknown frontend") or
 	// READY names a new engine id, once per restart (noticed marks that

@@ -12,8 +12,9 @@ import (
 
 // sync makes engine i routable after its READY: it asks the engine where
 // it publishes KV events (the get_events_endpoint utility), subscribes
-// there (once: SUB sockets reconnect by themselves) and loads the sessions
-// the engine holds already (get_sessions). Session deltas come in the
+// there (once: SUB sockets reconnect by themselves), loads the blocks the
+// engine cached already from its replay socket (get_replay_endpoint;
+// replay.go) and the sessions it holds (get_sessions). Session deltas come in the
 // engine's heartbeats, on the connection that answers get_sessions, so
 // none is missed from READY on. Engines without a PUB socket, or that do
 // not know these calls, are ready at once and routed on their heartbeats
@@ -77,6 +78,12 @@ func (c *Client) subscribe(ctx context.Context, i int) bool {
 	if old != nil {
 		_ = old.Close()
 	}
+	replay := ""
+	if raw, err := c.Call(ctx, i, "get_replay_endpoint"); err == nil { // an engine before 2026-12 has none
+		if err := wire.Unmarshal(raw, &replay); err == nil && replay != "" {
+			replay = publicEndpoint(replay, sl.state.Endpoint)
+		}
+	}
 	sub, err := zmq.DialSub(ep, []string{""}, c.cfg.DialOptions...) // everything: the socket carries KV events under the engine's topic
 	if err != nil {
 		c.log.Warn("cannot subscribe to engine events", "engine", i, "endpoint", ep, "err", err)
@@ -92,7 +99,8 @@ func (c *Client) subscribe(ctx context.Context, i int) bool {
 	sl.state.EventsEndpoint = ep
 	c.wg.Add(1)
 	c.mu.Unlock()
-	go c.events(i, sub)
+	cu := c.loadSnapshot(i, replay) // subscribed first, so no batch falls between
+	go c.events(i, sub, cu)
 	return true
 }
 
@@ -118,7 +126,10 @@ func publicEndpoint(pub, router string) string {
 // events applies engine i's PUB messages: KV-event batches to the router,
 // whatever their topic. An engine from before 2026-12 also publishes its
 // load and session reports there, under TopicLoad and TopicSessions.
-func (c *Client) events(i int, sub *zmq.Conn) {
+//
+// cu is where the live batches continue after the snapshot loaded when
+// subscribing: those before cu.next are in it already.
+func (c *Client) events(i int, sub *zmq.Conn, cu catchUp) {
 	defer c.wg.Done()
 	var seqs wire.PubSeq
 	for frames := range sub.Recv() {
@@ -127,12 +138,6 @@ func (c *Client) events(i int, sub *zmq.Conn) {
 			c.log.Warn("dropping malformed PUB message", "engine", i, "err", err)
 			continue
 		}
-		c.mu.Lock()
-		if sl := c.slots[i]; sl.pubSeen != nil && !sl.pubSeenClosed {
-			close(sl.pubSeen)
-			sl.pubSeenClosed = true
-		}
-		c.mu.Unlock()
 		legacy := topic == wire.TopicLoad || topic == wire.TopicSessions
 		switch seqs.Observe(topic, seq) {
 		case wire.SeqRestart:
@@ -140,9 +145,13 @@ func (c *Client) events(i int, sub *zmq.Conn) {
 			// READY handling resets the rest.
 			if !legacy {
 				c.router.ResetKV(i)
+				cu.active = false
 			}
 		case wire.SeqGap:
 			c.log.Debug("missed engine events", "engine", i, "topic", topic)
+		}
+		if !legacy && !c.admit(i, &cu, seq) {
+			continue
 		}
 		switch topic {
 		case wire.TopicLoad:

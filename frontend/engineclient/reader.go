@@ -95,7 +95,6 @@ func (c *Client) ready(i int, r *wire.Ready) {
 	start := refusal == "" && (!wasReady || restarted) && !e.Syncing
 	if start {
 		e.Syncing = true
-		sl.pubSeen, sl.pubSeenClosed = make(chan struct{}), false
 		c.wg.Add(1)
 	}
 	close(c.readyCh)
