@@ -253,6 +253,8 @@ func (e *Engine) Load() wire.SchedulerStats {
 		PrefixCacheHits:    kv.PrefixHits,
 		NumPreemptions:     e.sched.NumPreemptions(),
 		NumSessions:        e.kv.NumSessions(),
+
+		NumSkippedWaitingReqs: e.NumCompiling(),
 	}
 }
 

@@ -194,7 +194,11 @@ var schedulerStatsKeys = []string{
 
 func (s *SchedulerStats) encode(e *enc) {
 	k := schedulerStatsKeys
-	e.mapLen(len(k))
+	if s.NumSkippedWaitingReqs != 0 {
+		e.mapLen(len(k) + 1)
+	} else {
+		e.mapLen(len(k))
+	}
 	e.str(k[0])
 	e.int(int64(s.NumRunningReqs))
 	e.str(k[1])
@@ -215,6 +219,10 @@ func (s *SchedulerStats) encode(e *enc) {
 	e.int(s.NumPreemptions)
 	e.str(k[9])
 	e.int(int64(s.NumSessions))
+	if s.NumSkippedWaitingReqs != 0 { // after the keys every version writes, so their bytes stay
+		e.str("num_skipped_waiting_reqs")
+		e.int(int64(s.NumSkippedWaitingReqs))
+	}
 }
 
 func (s *SchedulerStats) decode(d *dec) error {
@@ -241,6 +249,8 @@ func (s *SchedulerStats) decode(d *dec) error {
 			s.NumPreemptions, err = d.int64()
 		case "num_sessions":
 			s.NumSessions, err = d.int()
+		case "num_skipped_waiting_reqs":
+			s.NumSkippedWaitingReqs, err = d.int()
 		default:
 			return false, nil
 		}

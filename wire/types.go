@@ -188,6 +188,11 @@ type SchedulerStats struct {
 	PrefixCacheHits    int64   // "prefix_cache_hits", tokens, cumulative
 	NumPreemptions     int64   // "num_preemptions", cumulative
 	NumSessions        int     // "num_sessions": sessions with resident KV blocks or live requests
+	// NumSkippedWaitingReqs ("num_skipped_waiting_reqs", vLLM's name) is
+	// those of NumWaitingReqs that wait on something other than capacity
+	// (a structured-output grammar compiling: vLLM's WAITING_FOR_FSM).
+	// Written only when non-zero.
+	NumSkippedWaitingReqs int
 }
 
 // EngineCoreOutputs is one OUTPUTS message. Array:

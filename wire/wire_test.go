@@ -56,6 +56,8 @@ func TestRoundTrip(t *testing.T) {
 		{name: "utility no args", typ: wire.MsgUtility, payload: &wire.Utility{CallID: 1, Method: "get_stats"}},
 		{name: "hello", typ: wire.MsgHello, payload: &wire.Hello{ProtocolVersion: 1, FrontendID: "fe", PID: 99}},
 		{name: "heartbeat", typ: wire.MsgHeartbeat, payload: &wire.Heartbeat{Timestamp: 1.5, NumRunning: 2, NumWaiting: 3, SchedulerStats: &wire.SchedulerStats{KVCacheUsage: 0.5}}},
+		{name: "heartbeat with deferred requests", typ: wire.MsgHeartbeat, payload: &wire.Heartbeat{NumWaiting: 3,
+			SchedulerStats: &wire.SchedulerStats{NumWaitingReqs: 3, NumSkippedWaitingReqs: 2}}},
 		{name: "ready", typ: wire.MsgReady, payload: sampleReady()},
 		{name: "ready refused", typ: wire.MsgReady, payload: &wire.Ready{ProtocolVersion: 1, Error: "bad version"}},
 		{name: "outputs", typ: wire.MsgOutputs, payload: sampleOutputs()},

@@ -73,10 +73,12 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUp, up, model, engine)
 		gauge(descRunning, float64(st.NumRunningReqs), model, engine)
 		gauge(descWaiting, float64(st.NumWaitingReqs), model, engine)
-		// Tandem defers no request for a transient constraint: every
-		// waiting request waits for capacity.
-		gauge(descByReason, float64(st.NumWaitingReqs), model, engine, "capacity")
-		gauge(descByReason, 0, model, engine, "deferred")
+		// deferred: waiting on its structured-output grammar to compile,
+		// which vLLM counts there too (WAITING_FOR_FSM, a blocked status
+		// in its skipped-waiting queue); the rest waits for capacity.
+		deferred := min(st.NumSkippedWaitingReqs, st.NumWaitingReqs)
+		gauge(descByReason, float64(st.NumWaitingReqs-deferred), model, engine, "capacity")
+		gauge(descByReason, float64(deferred), model, engine, "deferred")
 		// Tandem engines do not sleep.
 		gauge(descSleep, 1, model, engine, "awake")
 		gauge(descSleep, 0, model, engine, "weights_offloaded")

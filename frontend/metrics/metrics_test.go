@@ -91,7 +91,7 @@ func twoEngines() []engineclient.EngineState {
 	return []engineclient.EngineState{
 		{Index: 0, Endpoint: "tcp://e0:5555", Ready: true, Info: wire.Ready{BlockSize: 16, NumBlocks: 100},
 			Stats: wire.SchedulerStats{NumRunningReqs: 2, NumWaitingReqs: 1, KVCacheUsage: 0.5, PrefixCacheQueries: 100, PrefixCacheHits: 25}},
-		{Index: 1, Endpoint: "tcp://e1:5555"},
+		{Index: 1, Endpoint: "tcp://e1:5555", Stats: wire.SchedulerStats{NumWaitingReqs: 3, NumSkippedWaitingReqs: 2}},
 	}
 }
 
@@ -175,7 +175,7 @@ func TestRequestSeries(t *testing.T) {
 		{"vllm:iteration_tokens_total", map[string]float64{"engine=0,model_name=m": 0, "engine=1,model_name=m": 1}},
 		{"vllm:num_requests_waiting_by_reason", map[string]float64{
 			"engine=0,model_name=m,reason=capacity": 1, "engine=0,model_name=m,reason=deferred": 0,
-			"engine=1,model_name=m,reason=capacity": 0, "engine=1,model_name=m,reason=deferred": 0,
+			"engine=1,model_name=m,reason=capacity": 1, "engine=1,model_name=m,reason=deferred": 2, // 2 compiling a grammar
 		}},
 		{"vllm:cache_config_info", map[string]float64{"block_size=16,cache_dtype=auto,engine=0,kv_cache_size_tokens=1600,model_name=m,num_gpu_blocks=100": 1}},
 		{"vllm:healthy_pods_total", map[string]float64{"server=tcp://e0:5555": 1, "server=tcp://e1:5555": 0}},
