@@ -239,9 +239,12 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 			many = chunks{chunk}
 		}
 		for _, c := range many {
-			if err := out.send(c); err != nil {
+			if err := out.write(c); err != nil {
 				return nil
 			}
+		}
+		if len(events) == 0 { // nothing more ready: send what is written
+			out.flush()
 		}
 	}
 	if includeUsage {

@@ -12,6 +12,13 @@ import (
 type sse struct {
 	c       echo.Context
 	started bool
+	buf     []byte // one event being written, reused
+}
+
+// jsonAppender is an event that writes its own JSON (equal to
+// json.Marshal's) without reflection, e.g. openai.ChatCompletionChunk.
+type jsonAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
 }
 
 func (s *sse) start() {
@@ -29,18 +36,38 @@ func (s *sse) start() {
 
 // send writes one event and flushes it.
 func (s *sse) send(v any) error {
+	if err := s.write(v); err != nil {
+		return err
+	}
+	s.flush()
+	return nil
+}
+
+// write writes one event into the response's buffer without flushing
+// it: a stream with more events ready writes them all and flushes once
+// (one write syscall instead of one per token).
+func (s *sse) write(v any) error {
 	s.start()
-	b, err := json.Marshal(v)
+	b := append(s.buf[:0], "data: "...)
+	var err error
+	if a, ok := v.(jsonAppender); ok {
+		b, err = a.AppendJSON(b)
+	} else {
+		var j []byte
+		j, err = json.Marshal(v)
+		b = append(b, j...)
+	}
 	if err != nil {
 		return err
 	}
-	w := s.c.Response()
-	if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
-		return err
-	}
-	w.Flush()
-	return nil
+	b = append(b, '\n', '\n')
+	s.buf = b
+	_, err = s.c.Response().Write(b)
+	return err
 }
+
+// flush sends what write buffered.
+func (s *sse) flush() { s.c.Response().Flush() }
 
 func (s *sse) done() {
 	s.start()
