@@ -45,16 +45,31 @@ func renderFrontend(rep *FrontendReport, jsonPath string) string {
 		"after one warm-up request per stream. tok/s is completion tokens (from usage) over wall time; "+
 		"per frontend core divides by the frontend process's CPU seconds (utime + stime, /proc/PID/stat). "+
 		"TTFT is to the first chunk with content. Direct: the same token ids and count of requests straight to the engine through the Go "+
-		"engine client (frontend/engineclient), from the bench process; added TTFT is the HTTP percentile less the direct one. "+
+		"engine client (frontend/engineclient), from the bench process. Unpaced, the engine steps as fast as it can and outruns the frontend, "+
+		"so TTFT there is mostly outputs queued in the ZeroMQ pipe; the frontend's mean TTFT (its own histogram, submission to first token) "+
+		"and the engine's mean queue time show where it goes. "+
 		"Allocations per token: the frontend's go_memstats counters (/metrics) over the run.\n\n",
 		orUnknown(rep.Machine.CPU), rep.Machine.Cores, orUnknown(rep.Machine.LoadAvgStart), rep.Engine, rep.Frontend, rep.PromptToken, rep.GenTokens)
-	p("| streams | requests | tok/s | frontend CPU s | tok/s per frontend core | engine CPU s | TTFT p50 / p99 | direct TTFT p50 / p99 | added TTFT p50 / p99 | direct tok/s | allocs / token | bytes / token |\n")
-	p("|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|\n")
+	p("| streams | requests | tok/s | frontend CPU s | tok/s per frontend core | engine CPU s | allocs / token | bytes / token | TTFT p50 / p99 | frontend's mean TTFT | engine queue mean | direct TTFT p50 / p99 | direct tok/s |\n")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|\n")
 	for _, r := range rep.Rows {
-		p("| %d | %d | %.0f | %.2f | %.0f | %.2f | %s / %s | %s / %s | %s / %s | %.0f | %.1f | %.0f |\n",
-			r.Streams, r.Requests, r.TokS, r.FrontendCPU, r.TokSPerCore, r.EngineCPU,
-			fmtUS(r.TTFT.P50), fmtUS(r.TTFT.P99), fmtUS(r.DirectTTFT.P50), fmtUS(r.DirectTTFT.P99),
-			fmtSignedUS(r.AddedTTFTus.P50), fmtSignedUS(r.AddedTTFTus.P99), r.DirectTokS, r.AllocsPerToken, r.BytesPerToken)
+		p("| %d | %d | %.0f | %.2f | **%.0f** | %.2f | %.1f | %.0f | %s / %s | %s | %s | %s / %s | %.0f |\n",
+			r.Streams, r.Requests, r.TokS, r.FrontendCPU, r.TokSPerCore, r.EngineCPU, r.AllocsPerToken, r.BytesPerToken,
+			fmtUS(r.TTFT.P50), fmtUS(r.TTFT.P99), fmtUS(r.FrontendTTFTus), fmtUS(r.QueueUs),
+			fmtUS(r.DirectTTFT.P50), fmtUS(r.DirectTTFT.P99), r.DirectTokS)
+	}
+	if rep.PacedEngine != "" {
+		p("\nAdded TTFT, paced: `tandem %s`, every step %.1f ms as on a device; each stream sends %d requests of max_tokens %d "+
+			"over HTTP, then the same straight to the engine; added is the HTTP percentile less the direct one.\n\n",
+			rep.PacedEngine, rep.StepTimeMs, rep.TTFTRequests, rep.TTFTGenTokens)
+		p("| streams | requests | tok/s | TTFT p50 / p99 | direct TTFT p50 / p99 | added TTFT p50 / p99 |\n|---:|---:|---:|---|---|---|\n")
+		for _, r := range rep.Rows {
+			if q := r.Paced; q != nil {
+				p("| %d | %d | %.0f | %s / %s | %s / %s | **%s** / %s |\n", r.Streams, q.Requests, q.TokS,
+					fmtUS(q.TTFT.P50), fmtUS(q.TTFT.P99), fmtUS(q.DirectTTFT.P50), fmtUS(q.DirectTTFT.P99),
+					fmtSignedUS(q.AddedTTFTus.P50), fmtSignedUS(q.AddedTTFTus.P99))
+			}
+		}
 	}
 	p("\nmsgpack alone (package wire, in the bench process; best of three loops):\n\n")
 	p("| message | payload bytes | encode | decode | encode allocs | decode allocs | encode + decode per output |\n|---|---:|---:|---:|---:|---:|---:|\n")

@@ -33,7 +33,7 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 	}
 	fe0, err1 := procCPU(s.frontend.Process.Pid)
 	eng0, err2 := procCPU(s.engine.Process.Pid)
-	m0, b0, err3 := s.memCounters(ctx)
+	c0, err3 := s.counters(ctx)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return row, err
 	}
@@ -45,7 +45,7 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 	wall := time.Since(t0)
 	fe1, err1 := procCPU(s.frontend.Process.Pid)
 	eng1, err2 := procCPU(s.engine.Process.Pid)
-	m1, b1, err3 := s.memCounters(ctx)
+	c1, err3 := s.counters(ctx)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return row, err
 	}
@@ -55,8 +55,14 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 	if row.FrontendCPU > 0 {
 		row.TokSPerCore = float64(res.tokens) / row.FrontendCPU
 	}
-	row.AllocsPerToken = (m1 - m0) / float64(res.tokens)
-	row.BytesPerToken = (b1 - b0) / float64(res.tokens)
+	row.AllocsPerToken = (c1.mallocs - c0.mallocs) / float64(res.tokens)
+	row.BytesPerToken = (c1.bytes - c0.bytes) / float64(res.tokens)
+	if n := c1.ttftCount - c0.ttftCount; n > 0 {
+		row.FrontendTTFTus = 1e6 * (c1.ttftSum - c0.ttftSum) / n
+	}
+	if n := c1.queueCount - c0.queueCount; n > 0 {
+		row.QueueUs = 1e6 * (c1.queueSum - c0.queueSum) / n
+	}
 	row.TTFT = percentiles(res.ttft)
 
 	if _, err := s.runDirect(ctx, prompts, 1, gen); err != nil {

@@ -46,10 +46,11 @@ func buildTandem(ctx context.Context, dir string, stderr io.Writer) (string, err
 	return bin, nil
 }
 
-// startStack starts `tandem engine --device null` and `tandem frontend`
+// startStack starts `tandem engine --device DEVICE` (null or null:STEP)
+// and `tandem frontend`
 // sized for maxStreams streams of gen tokens, and waits until the
 // frontend is healthy and the engine client ready.
-func startStack(ctx context.Context, bin string, maxStreams, gen int, stderr io.Writer) (*feStack, error) {
+func startStack(ctx context.Context, bin, device string, maxStreams, gen int, stderr io.Writer) (*feStack, error) {
 	dir, err := os.MkdirTemp("", "tandembench-fe-")
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func startStack(ctx context.Context, bin string, maxStreams, gen int, stderr io.
 	ep := "ipc://" + filepath.Join(dir, "engine-0")
 	const maxModelLen = 1024
 	kvTokens := maxStreams * (maxModelLen / 4) * 2 // prompts of ~40 tokens + gen, twice over
-	s.engineArgs = []string{"engine", "dummy", "--device", "null", "--listen", ep,
+	s.engineArgs = []string{"engine", "dummy", "--device", device, "--listen", ep,
 		"--max-model-len", strconv.Itoa(maxModelLen), "--max-num-seqs", strconv.Itoa(max(256, maxStreams)),
 		"--kv-cache-memory", strconv.Itoa(kvTokens * feKVBytesPerToken), "--threads", "1"}
 	s.frontendArgs = []string{"frontend", "--engines", ep, "--port", strconv.Itoa(port),
@@ -94,7 +95,7 @@ func startStack(ctx context.Context, bin string, maxStreams, gen int, stderr io.
 		s.close()
 		return nil, fmt.Errorf("frontend: engine client: %w", err)
 	}
-	fmt.Fprintf(stderr, "frontend: null engine and frontend up (%s)\n", s.base)
+	fmt.Fprintf(stderr, "frontend: engine --device %s and frontend up (%s)\n", device, s.base)
 	return s, nil
 }
 
@@ -144,6 +145,7 @@ func (s *feStack) waitHealthy(ctx context.Context, within time.Duration) error {
 func (s *feStack) close() {
 	if s.direct != nil {
 		_ = s.direct.Close()
+		s.direct = nil
 	}
 	for _, c := range []*exec.Cmd{s.frontend, s.engine} {
 		if c == nil || c.Process == nil {
@@ -155,6 +157,7 @@ func (s *feStack) close() {
 		}
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 	}
+	s.frontend, s.engine = nil, nil
 	os.RemoveAll(s.dir)
 }
 
@@ -227,40 +230,61 @@ func procCPU(pid int) (float64, error) {
 	return (u + st) / clockTicks, nil
 }
 
-// memCounters reads the frontend's go_memstats_mallocs_total and
-// go_memstats_alloc_bytes_total from /metrics.
-func (s *feStack) memCounters(ctx context.Context) (mallocs, bytes float64, err error) {
+// feCounters are the frontend's /metrics figures the phase reads: its Go
+// allocation counters and the sums and counts of its TTFT and engine
+// queue-time histograms (over every label set).
+type feCounters struct {
+	mallocs, bytes       float64
+	ttftSum, ttftCount   float64
+	queueSum, queueCount float64
+}
+
+// counters scrapes the frontend's /metrics.
+func (s *feStack) counters(ctx context.Context) (feCounters, error) {
+	var c feCounters
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
 	if err != nil {
-		return 0, 0, err
+		return c, err
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return c, err
 	}
 	defer resp.Body.Close()
+	into := map[string]*float64{
+		"go_memstats_mallocs_total":              &c.mallocs,
+		"go_memstats_alloc_bytes_total":          &c.bytes,
+		"vllm:time_to_first_token_seconds_sum":   &c.ttftSum,
+		"vllm:time_to_first_token_seconds_count": &c.ttftCount,
+		"vllm:request_queue_time_seconds_sum":    &c.queueSum,
+		"vllm:request_queue_time_seconds_count":  &c.queueCount,
+	}
 	found := 0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
+		line := sc.Text()
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name := line[:sp]
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+		}
+		dst, ok := into[name]
 		if !ok {
 			continue
 		}
-		switch name {
-		case "go_memstats_mallocs_total":
-			mallocs, err = strconv.ParseFloat(val, 64)
-			found++
-		case "go_memstats_alloc_bytes_total":
-			bytes, err = strconv.ParseFloat(val, 64)
-			found++
-		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
 		if err != nil {
-			return 0, 0, err
+			return c, fmt.Errorf("frontend: /metrics: %q: %w", line, err)
 		}
+		*dst += v
+		found++
 	}
-	if found != 2 {
-		return 0, 0, errors.New("frontend: /metrics has no go_memstats_mallocs_total or go_memstats_alloc_bytes_total")
+	if c.mallocs == 0 || c.bytes == 0 {
+		return c, errors.New("frontend: /metrics has no go_memstats_mallocs_total or go_memstats_alloc_bytes_total")
 	}
-	return mallocs, bytes, sc.Err()
+	return c, sc.Err()
 }
