@@ -35,6 +35,9 @@ type llamaOutput struct {
 	CPUVariant  string    `json:"cpu_variant"`
 	SystemInfo  string    `json:"system_info"`
 	WeightBufs  []string  `json:"weight_buffers"`
+	VmHWMKiB    int64     `json:"vm_hwm_kib"`
+	RssAnonKiB  int64     `json:"rss_anon_kib"`
+	RssFileKiB  int64     `json:"rss_file_kib"`
 }
 
 // llamaBench runs one llama.cpp bench binary.
@@ -50,9 +53,31 @@ type llamaBench struct {
 // measure runs bin for cfg with prompts passed as a file, and returns its
 // measure and settings.
 func (l *llamaBench) measure(ctx context.Context, cfg Config, prompts [][]int32) (Measure, Setup, error) {
+	out, err := l.output(ctx, cfg, prompts)
+	if err != nil {
+		return Measure{}, Setup{}, err
+	}
+	return parseLlama(out, cfg)
+}
+
+// run is measure's whole output, with extra flags for bench.c.
+func (l *llamaBench) run(ctx context.Context, cfg Config, prompts [][]int32, extra ...string) (llamaOutput, error) {
+	data, err := l.output(ctx, cfg, prompts, extra...)
+	if err != nil {
+		return llamaOutput{}, err
+	}
+	var o llamaOutput
+	if err := json.Unmarshal(data, &o); err != nil {
+		return llamaOutput{}, fmt.Errorf("%s: decode output: %w", l.name, err)
+	}
+	return o, nil
+}
+
+// output runs bin for cfg and returns its stdout.
+func (l *llamaBench) output(ctx context.Context, cfg Config, prompts [][]int32, extra ...string) ([]byte, error) {
 	pf := filepath.Join(l.tmp, fmt.Sprintf("prompt-s%d-p%d.txt", cfg.Streams, cfg.PromptTokens))
 	if err := writePromptFile(pf, prompts); err != nil {
-		return Measure{}, Setup{}, err
+		return nil, err
 	}
 	args := []string{
 		"--model", l.model,
@@ -65,13 +90,14 @@ func (l *llamaBench) measure(ctx context.Context, cfg Config, prompts [][]int32)
 		"--kv-type", l.kvType,
 		"--ubatch", strconv.Itoa(l.ubatch),
 	}
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, l.bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return Measure{}, Setup{}, fmt.Errorf("%s: %s %s: %w: %s", l.name, l.bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%s: %s %s: %w: %s", l.name, l.bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	return parseLlama(stdout.Bytes(), cfg)
+	return stdout.Bytes(), nil
 }
 
 // probe runs bin once on a tiny configuration for its setup: which build

@@ -65,6 +65,7 @@ type options struct {
 	structuredThreads int
 	structuredGen     int
 	frontend          frontendOptions // the frontend phase (frontend.go)
+	scale             scaleOptions    // the scale phase (scale.go)
 }
 
 // Phases of a run.
@@ -73,6 +74,7 @@ const (
 	phaseCPU        = "cpu"        // Tandem vs llama.cpp: cpu-DATE.{json,png}
 	phaseStructured = "structured" // constrained vs unconstrained decode: structured-DATE.json
 	phaseFrontend   = "frontend"   // the HTTP frontend with a null engine: frontend-DATE.json
+	phaseScale      = "scale"      // 1B/3B models, long context, memory: scale-DATE.json
 )
 
 // sweepEntry is one thread count of the concurrency sweep.
@@ -107,9 +109,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.maxOther, "max-other-cpu", 0.1, "retry a measurement when other processes used more than this share of the CPU meanwhile")
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
 	fs.DurationVar(&o.retryWait, "retry-wait", 15*time.Second, "pause before such a retry")
-	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json (with --phase structured: the structured section from a structured-DATE.json), measuring nothing")
-	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost), frontend (the HTTP frontend's own cost, null engine) or all")
+	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json (with --phase structured or scale: that section from its structured-DATE.json or scale-DATE.json), measuring nothing")
+	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost), frontend (the HTTP frontend's own cost, null engine), scale (1B/3B models vs the DRAM bound, long context, peak memory; see --scale) or all")
 	o.frontend.register(fs)
+	o.scale.register(fs)
 	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
 	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
@@ -144,6 +147,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			}
 		}
 		o.frontend.quick(set)
+		o.scale.quick(set)
 	}
 	var err error
 	if o.threads, err = parseInts(*threads); err != nil {
@@ -158,12 +162,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := o.frontend.parse(); err != nil {
 		return o, err
 	}
+	if err := o.scale.parse(); err != nil {
+		return o, err
+	}
 	if o.structuredThreads <= 0 {
 		o.structuredThreads = slices.Max(append([]int{1}, o.threads...))
 	}
 	switch {
-	case o.phase != phaseAll && o.phase != phaseCPU && o.phase != phaseStructured && o.phase != phaseFrontend:
-		return o, fmt.Errorf("--phase %q: want all, cpu, structured or frontend", o.phase)
+	case o.phase != phaseAll && o.phase != phaseCPU && o.phase != phaseStructured && o.phase != phaseFrontend && o.phase != phaseScale:
+		return o, fmt.Errorf("--phase %q: want all, cpu, structured, frontend or scale", o.phase)
 	case o.prompt < 1 || o.gen < 1 || o.streamPrompt < 1 || o.streamGen < 1 || o.structuredGen < 1:
 		return o, errors.New("prompt and gen token counts must be ≥ 1")
 	case o.reps < 1:
@@ -251,6 +258,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			rep.Targets = structuredTargets(rep.Rows)
 			return writeStructured(&rep, o, stderr)
 		}
+		if o.phase == phaseScale {
+			var rep ScaleReport
+			if err := json.Unmarshal(data, &rep); err != nil {
+				return fmt.Errorf("--replot %s: %w", o.replot, err)
+			}
+			rep.Targets = scaleTargets(&rep)
+			return writeScale(&rep, o, stderr)
+		}
 		var rep Report
 		if err := json.Unmarshal(data, &rep); err != nil {
 			return fmt.Errorf("--replot %s: %w", o.replot, err)
@@ -263,6 +278,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := checkFile("model", o.model, "run scripts/model.sh, or pass --model"); err != nil {
 		return err
 	}
+	if o.phase == phaseScale {
+		return runScale(ctx, o, stderr)
+	}
 	if o.phase != phaseStructured {
 		if err := runCPU(ctx, o, args, stderr); err != nil {
 			return err
@@ -274,7 +292,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	if o.phase == phaseAll {
-		return runFrontend(ctx, o, stderr)
+		if err := runFrontend(ctx, o, stderr); err != nil {
+			return err
+		}
+		return runScale(ctx, o, stderr)
 	}
 	return nil
 }

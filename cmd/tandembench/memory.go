@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The memory part of the scale phase: the peak resident set (VmHWM) of
+// `tandem serve` — the supervisor, its engine and its frontend, real
+// processes — serving one request on the default model at a fixed
+// context, next to llama.cpp's bench process (scripts/llamabench) on the
+// same model, context and prompt.
+
+// wantCopiedShare: the engine's anonymous memory beyond its KV pool stays
+// under half the weights file, i.e. the weights are mapped, not copied.
+const wantCopiedShare = 0.5
+
+// memoryGen is the request's output tokens.
+const memoryGen = 16
+
+// ProcMem is one process's memory, from /proc/PID/status: the peak
+// resident set, and its anonymous and file-backed (mapped files: the
+// weights, the binary) parts at the end.
+type ProcMem struct {
+	Role       string `json:"role"` // serve, engine, frontend; llama.cpp: bench
+	VmHWMKiB   int64  `json:"vm_hwm_kib"`
+	RssAnonKiB int64  `json:"rss_anon_kib"`
+	RssFileKiB int64  `json:"rss_file_kib"`
+}
+
+// MemoryEngine is one engine's processes; PeakKiB sums their peaks.
+type MemoryEngine struct {
+	Processes []ProcMem `json:"processes"`
+	PeakKiB   int64     `json:"peak_kib"`
+}
+
+func newMemoryEngine(ps ...ProcMem) *MemoryEngine {
+	m := &MemoryEngine{Processes: ps}
+	for _, p := range ps {
+		m.PeakKiB += p.VmHWMKiB
+	}
+	return m
+}
+
+// MemoryPart is the memory part's result.
+type MemoryPart struct {
+	Model        string `json:"model"`
+	Ctx          int    `json:"ctx"` // tokens: Tandem's --max-model-len and KV pool, llama.cpp's n_ctx
+	PromptTokens int    `json:"prompt_tokens"`
+	GenTokens    int    `json:"gen_tokens"`
+	WeightsBytes int64  `json:"weights_file_bytes"`
+	// KV pool bytes for Ctx tokens: Tandem's f32, llama.cpp's --kv-type.
+	KVBytesTandem int64         `json:"kv_bytes_tandem"`
+	KVBytesLlama  int64         `json:"kv_bytes_llama_cpp"`
+	Threads       int           `json:"threads"`
+	Tandem        *MemoryEngine `json:"tandem,omitempty"`
+	Llama         *MemoryEngine `json:"llama_cpp,omitempty"`
+	Native        *MemoryEngine `json:"llama_cpp_native,omitempty"`
+}
+
+// copiedShare is the engine process's anonymous memory beyond its KV
+// pool as a share of the weights file (ok false without the numbers).
+func (m *MemoryPart) copiedShare() (float64, bool) {
+	if m.Tandem == nil || m.WeightsBytes <= 0 {
+		return 0, false
+	}
+	for _, p := range m.Tandem.Processes {
+		if p.Role == "engine" {
+			extra := max(0, p.RssAnonKiB*1024-m.KVBytesTandem)
+			return float64(extra) / float64(m.WeightsBytes), true
+		}
+	}
+	return 0, false
+}
+
+// measureMemory runs the memory part.
+func measureMemory(ctx context.Context, o options, llamas []*llamaBench, stderr io.Writer) (*MemoryPart, error) {
+	s := &o.scale
+	st, err := os.Stat(o.model)
+	if err != nil {
+		return nil, err
+	}
+	db, err := readDecodeBytes(o.model)
+	if err != nil {
+		return nil, err
+	}
+	threads := slicesMax(s.threads)
+	kvElem := int64(2)
+	if o.kvType == "f32" {
+		kvElem = 4
+	}
+	mp := &MemoryPart{
+		Model: o.model, Ctx: s.memCtx, PromptTokens: s.memPrompt, GenTokens: memoryGen, WeightsBytes: st.Size(),
+		KVBytesTandem: int64(s.memCtx) * db.KVPerTok, KVBytesLlama: int64(s.memCtx) * db.KVPerTok / 4 * kvElem, Threads: threads,
+	}
+	prompt := promptIDs(o.seed, 1, s.memPrompt, 30000)[0]
+	if mp.Tandem, err = serveMemory(ctx, o, mp, prompt, stderr); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "memory: tandem serve peak %s (%s)\n", fmtKiB(mp.Tandem.PeakKiB), procsLine(mp.Tandem))
+	for i, l := range llamas {
+		cfg := Config{Kind: kindSingle, Threads: threads, Streams: 1, PromptTokens: s.memPrompt, GenTokens: memoryGen, Reps: 1}
+		out, err := l.run(ctx, cfg, [][]int32{prompt}, "--ctx", strconv.Itoa(s.memCtx))
+		if err != nil {
+			return nil, err
+		}
+		if out.VmHWMKiB <= 0 {
+			return nil, fmt.Errorf("memory: %s reported no VmHWM (rebuild it: scripts/llamabench/build.sh)", l.name)
+		}
+		me := newMemoryEngine(ProcMem{Role: "bench", VmHWMKiB: out.VmHWMKiB, RssAnonKiB: out.RssAnonKiB, RssFileKiB: out.RssFileKiB})
+		if i == 0 {
+			mp.Llama = me
+		} else {
+			mp.Native = me
+		}
+		fmt.Fprintf(stderr, "memory: %s peak %s (%s)\n", l.name, fmtKiB(me.PeakKiB), procsLine(me))
+	}
+	return mp, nil
+}
+
+func slicesMax(xs []int) int {
+	m := 1
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// serveMemory starts `tandem serve` on the model, sends it one
+// completion request, and reads every process's memory before stopping
+// it.
+func serveMemory(ctx context.Context, o options, mp *MemoryPart, prompt []int32, stderr io.Writer) (*MemoryEngine, error) {
+	bin := o.scale.tandemBin
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "tandembench-serve-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		bin = filepath.Join(dir, "tandem")
+		fmt.Fprintln(stderr, "memory: building ./cmd/tandem")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/tandem")
+		build.Stdout, build.Stderr = stderr, stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("memory: go build ./cmd/tandem: %w", err)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	args := []string{"serve", "--model", o.model, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--served-model-name", "bench", "--max-model-len", strconv.Itoa(mp.Ctx), "--max-num-seqs", "1",
+		"--kv-cache-memory", strconv.FormatInt(mp.KVBytesTandem, 10), "--threads", strconv.Itoa(mp.Threads)}
+	cmd := exec.Command(bin, args...)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("memory: start %s: %w", bin, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}()
+	fail := func(err error) (*MemoryEngine, error) {
+		return nil, fmt.Errorf("memory: tandem %s: %w\n%s", strings.Join(args, " "), err, tail(logs.String(), 2000))
+	}
+	if err := waitHealthy(ctx, base, done); err != nil {
+		return fail(err)
+	}
+	body, _ := json.Marshal(map[string]any{"model": "bench", "prompt": prompt, "max_tokens": memoryGen, "temperature": 0, "ignore_eos": true})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return fail(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fail(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fail(fmt.Errorf("completion: %s: %s", resp.Status, got))
+	}
+	ps := []ProcMem{readProcMem(cmd.Process.Pid, "serve")}
+	for _, child := range childPIDs(cmd.Process.Pid) {
+		role := "child"
+		if argv, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); err == nil {
+			if f := strings.Split(string(argv), "\x00"); len(f) > 1 {
+				role = f[1] // tandem engine … / tandem frontend …
+			}
+		}
+		ps = append(ps, readProcMem(child, role))
+	}
+	return newMemoryEngine(ps...), nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitHealthy polls /health until 200, the process exits or 2 minutes pass.
+func waitHealthy(ctx context.Context, base string, done <-chan error) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("exited before it was healthy: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.New("not healthy after 2 minutes")
+}
+
+// childPIDs lists pid's children (/proc/PID/task/*/children).
+func childPIDs(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// readProcMem reads VmHWM, RssAnon and RssFile of pid (0 where unreadable).
+func readProcMem(pid int, role string) ProcMem {
+	p := ProcMem{Role: role}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return p
+	}
+	p.VmHWMKiB, p.RssAnonKiB, p.RssFileKiB = statusKiB(data, "VmHWM"), statusKiB(data, "RssAnon"), statusKiB(data, "RssFile")
+	return p
+}
+
+// statusKiB is the kB value of a "Name:" line of a /proc status file.
+func statusKiB(status []byte, name string) int64 {
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func fmtKiB(k int64) string { return fmtBytes(float64(k) * 1024) }
+
+func procsLine(m *MemoryEngine) string {
+	var parts []string
+	for _, p := range m.Processes {
+		parts = append(parts, fmt.Sprintf("%s %s peak, %s anon + %s file at the end", p.Role, fmtKiB(p.VmHWMKiB), fmtKiB(p.RssAnonKiB), fmtKiB(p.RssFileKiB)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
