@@ -28,8 +28,10 @@
 // sends ABORT to the engine. When an engine fails (its heartbeats stop, it says
 // ENGINE_DEAD, it restarts, or it leaves), each of its requests that has
 // produced no output yet is sent to another engine (Config.MaxRetries);
-// the others fail with ErrEngineDead. The engine learns the PUB endpoint
-// to subscribe to from the engine itself (utility get_events_endpoint).
+// the others fail with ErrEngineDead. The client learns the PUB endpoint
+// to subscribe to from the engine itself (utility get_events_endpoint),
+// and loads the blocks the engine cached before it joined from its replay
+// socket (get_replay_endpoint; replay.go).
 //
 // It must not import enginecore or gpu packages.
 package engineclient
