@@ -67,8 +67,12 @@ func (s *Stream) Next(ctx context.Context) (wire.EngineCoreOutput, error) {
 		s.mu.Lock()
 		if len(s.pending) > 0 {
 			o := s.pending[0]
-			s.pending[0] = wire.EngineCoreOutput{}
-			s.pending = s.pending[1:]
+			// Shift rather than reslice: s.pending[1:] would give up the
+			// array's front, so a stream read as fast as it is fed would
+			// allocate a new one on every push.
+			n := copy(s.pending, s.pending[1:])
+			s.pending[n] = wire.EngineCoreOutput{}
+			s.pending = s.pending[:n]
 			s.mu.Unlock()
 			return o, nil
 		}

@@ -145,6 +145,14 @@ type chatStreamer struct {
 	parsers map[int]toolparse.Parser
 	called  map[int]bool
 	newID   func() string // call ids
+	// scratch holds the plain path's chunk, reused from token to token
+	// (stream writes each chunk before it asks for the next), so a token
+	// costs no chunk, choice or string allocations.
+	scratch struct {
+		chunk        openai.ChatCompletionChunk
+		choices      [1]openai.ChatChunkChoice
+		text, finish string
+	}
 }
 
 func (cs *chatStreamer) base() openai.ChatCompletionChunk {
@@ -169,23 +177,25 @@ func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usa
 	if ev.text == "" && ev.finish == "" && len(lps) == 0 {
 		return nil
 	}
-	ch := cs.base()
+	sc := &cs.scratch
 	choice := openai.ChatChunkChoice{Index: ev.index}
 	if ev.text != "" || ev.finish == "" {
-		t := ev.text
-		choice.Delta.Content = &t
+		sc.text = ev.text
+		choice.Delta.Content = &sc.text
 	}
 	if cs.logprobs {
 		choice.Logprobs = chatLogprobs(lps)
 	}
 	if ev.finish != "" {
-		f := ev.finish
-		choice.FinishReason = &f
+		sc.finish = ev.finish
+		choice.FinishReason = &sc.finish
 		choice.StopReason = stopReasonOf(ev.stopReason)
 	}
-	ch.Choices = []openai.ChatChunkChoice{choice}
-	ch.Usage = u
-	return ch
+	sc.choices[0] = choice
+	sc.chunk = cs.base()
+	sc.chunk.Choices = sc.choices[:]
+	sc.chunk.Usage = u
+	return &sc.chunk
 }
 
 func (cs *chatStreamer) usage(u openai.Usage) any {

@@ -172,7 +172,8 @@ type streamer interface {
 	// nil; usage is set with continuous_usage_stats.
 	first(index int, usage *openai.Usage) any
 	// chunk returns the event for one choice event, chunks for several,
-	// or nil to skip it.
+	// or nil to skip it. The event may be reused by the next call: the
+	// caller writes it out first.
 	chunk(ev *choiceEvent, lps []tokenLogprob, usage *openai.Usage) any
 	// usage returns the final usage-only event.
 	usage(u openai.Usage) any
@@ -208,8 +209,8 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 			}
 		}
 	}
+	var ev choiceEvent // one for the whole stream: st.chunk takes its address, so it lives on the heap
 	for left := total; left > 0; {
-		var ev choiceEvent
 		select {
 		case ev = <-events:
 		case <-ctx.Done():
@@ -236,7 +237,9 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 		chunk := st.chunk(&ev, s.decodeLogprobs(ev.logprobs), u)
 		many, ok := chunk.(chunks)
 		if !ok && chunk != nil {
-			many = chunks{chunk}
+			if err := out.write(chunk); err != nil {
+				return nil
+			}
 		}
 		for _, c := range many {
 			if err := out.write(c); err != nil {
