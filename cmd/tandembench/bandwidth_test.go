@@ -1,23 +1,6 @@
 package main
 
-import (
-	"testing"
-)
-
-func TestReadSum(t *testing.T) {
-	b := make([]uint64, 96)
-	want := uint64(0)
-	for i := range b {
-		b[i] = uint64(i*i + 7)
-		want ^= b[i]
-	}
-	if got := readSumGo(b); got != want {
-		t.Errorf("readSumGo = %d, want %d", got, want)
-	}
-	if got := readSum(b); got != want {
-		t.Errorf("readSum (%s) = %d, want %d", readKernel, got, want)
-	}
-}
+import "testing"
 
 func TestBandwidthOf(t *testing.T) {
 	b := &Bandwidth{GBps: map[int]float64{1: 10, 2: 15}}
@@ -31,6 +14,10 @@ func TestBandwidthOf(t *testing.T) {
 	}
 	if (*Bandwidth)(nil).of(1) != 0 {
 		t.Error("nil Bandwidth has a bandwidth")
+	}
+	b.merge(&Bandwidth{GBps: map[int]float64{1: 12, 2: 14}, Passes: 1})
+	if b.GBps[1] != 12 || b.GBps[2] != 15 {
+		t.Errorf("merge kept %v, want the best per thread count", b.GBps)
 	}
 }
 

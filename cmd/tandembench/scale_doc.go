@@ -49,11 +49,11 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 	}
 	p("\n\n")
 	if bw := rep.Bandwidth; bw != nil {
-		p("DRAM read bandwidth, measured in this run (a %s streaming read of %d MiB, best of %d): %s. "+
+		p("DRAM read bandwidth, measured in this run (a streaming read of %d MiB by %s, best of %d passes at the start and the end of the phase): %s. "+
 			"A decode step at batch 1 reads every matrix once, one embedding row, and the K and V of every layer at its depth; "+
 			"\"bytes/token\" is that at the mean decode depth P + D/2, from the GGUF's tensor sizes (Tandem's KV in f32, llama.cpp's in %s), "+
 			"and \"%% of DRAM bound\" is decode tok/s × bytes/token ÷ the bandwidth at the row's thread count.\n\n",
-			bw.Kernel, bw.BufferBytes>>20, bw.Passes, fmtBandwidth(bw), kvOf(rep))
+			bw.BufferBytes>>20, bw.Kernel, bw.Passes, fmtBandwidth(bw), kvOf(rep))
 	}
 	if len(rep.Models) > 0 {
 		p("Random-weight GGUFs written by tandembench (enginecore/loader/testmodel, quantized by enginecore/model; cached under .cache/benchmodels): "+

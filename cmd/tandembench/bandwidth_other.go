@@ -1,5 +1,0 @@
-//go:build !(goexperiment.simd && amd64)
-
-package main
-
-var readKernel, readSum = "go", readSumGo
