@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+func TestParseBenchModels(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"1b:q4_0,q4_k_m 3b:q8_0", []string{"1b-q4_0", "1b-q4_k_m", "3b-q8_0"}, false},
+		{"", nil, false},
+		{"7b:q4_0", nil, true},
+		{"1b:q2_k", nil, true},
+		{"1b", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parseBenchModels(tt.in)
+		if (err != nil) != tt.wantErr || !cmp.Equal(got, tt.want) {
+			t.Errorf("parseBenchModels(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestQ4KMMix checks the layers whose attn_v and ffn_down get Q6_K in a
+// 16-layer Q4_K_M: the first and last eighth and every third between.
+func TestQ4KMMix(t *testing.T) {
+	base, types := benchQuants["q4_k_m"](16)
+	if base != model.Q4_K || types["output.weight"] != model.Q6_K {
+		t.Fatalf("base %v, output %v", base, types["output.weight"])
+	}
+	var got []string
+	for i := range 16 {
+		for _, n := range []string{"attn_v", "ffn_down"} {
+			if typ, ok := types["blk."+strconv.Itoa(i)+"."+n+".weight"]; ok && typ == model.Q6_K {
+				got = append(got, n+strconv.Itoa(i))
+			}
+		}
+	}
+	var want []string
+	for _, i := range []int{0, 1, 4, 7, 10, 13, 14, 15} {
+		want = append(want, "attn_v"+strconv.Itoa(i), "ffn_down"+strconv.Itoa(i))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Q6_K tensors (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecodeBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	spec := testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 64, Seed: 1}
+	if err := testmodel.WriteGGUF(path, spec); err != nil {
+		t.Fatal(err)
+	}
+	db, err := readDecodeBytes(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// f32: per layer 2 norms (32) + q, o (32×32) + k, v (16×32) + 3 FFN (64×32);
+	// one embedding row (32), the output (300×32), the final norm (32).
+	layer := 2*32 + 2*32*32 + 2*16*32 + 3*64*32
+	want := int64(4 * (2*layer + 32 + 300*32 + 32))
+	if db.Weights != want {
+		t.Errorf("weights %d bytes, want %d", db.Weights, want)
+	}
+	if want := int64(2 * 2 * 16 * 4); db.KVPerTok != want {
+		t.Errorf("KV %d bytes per token, want %d", db.KVPerTok, want)
+	}
+	if got, want := db.at(10, 2), float64(db.Weights)+10*float64(db.KVPerTok)/2; got != want {
+		t.Errorf("at(10, f16) = %g, want %g", got, want)
+	}
+}
+
+func TestScaleTargets(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	native := &Measure{Decode: 10, Prefill: 100}
+	rep := &ScaleReport{
+		Rows: []ScaleRow{
+			{Model: "1b-q4_0", Row: Row{Config: Config{Kind: kindModel, Threads: 1}, Native: native, NativeDecodeRatio: f(0.95), NativePrefillRatio: f(0.5)}, DRAMTandem: f(0.8)},
+			{Model: "1b-q8_0", Row: Row{Config: Config{Kind: kindModel, Threads: 1}, Native: native, NativeDecodeRatio: f(0.5)}},
+			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 2048}, Native: native, NativeDecodeRatio: f(1.2), NativePrefillRatio: f(0.89)}},
+			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 8192}, Native: native, NativeDecodeRatio: f(0.1)}},
+		},
+		Memory: &MemoryPart{WeightsBytes: 100 << 20, KVBytesTandem: 10 << 20,
+			Tandem: newMemoryEngine(ProcMem{Role: "engine", RssAnonKiB: 70 << 10})},
+	}
+	var got []string
+	for _, tg := range scaleTargets(rep) {
+		got = append(got, tg.Name+" "+fmtTarget(tg)+" "+metWord(tg.Met))
+	}
+	want := []string{
+		"1b-q4_0 decode vs llama.cpp native, 1 thread(s) 0.95× yes",
+		"1b-q4_0 decode, share of the DRAM bound, 1 thread(s) 80% yes",
+		"1b-q4_0 prefill vs llama.cpp native, 1 thread(s) 0.50× no",
+		"P = 2048 prefill vs llama.cpp native, 2 thread(s) 0.89× no",
+		"decode at depth 2048 vs llama.cpp native, 2 thread(s) 1.20× yes",
+		"engine's anonymous memory beyond its KV pool, share of the weights file (mmapped, not copied) 60% no",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusKiB(t *testing.T) {
+	status := []byte("Name:\tx\nVmHWM:\t  1234 kB\nRssAnon:\t  56 kB\n")
+	if got := statusKiB(status, "VmHWM"); got != 1234 {
+		t.Errorf("VmHWM %d", got)
+	}
+	if got := statusKiB(status, "RssFile"); got != 0 {
+		t.Errorf("RssFile %d, want 0 (absent)", got)
+	}
+	if p := readProcMem(os.Getpid(), "self"); p.VmHWMKiB <= 0 {
+		t.Errorf("own VmHWM %d", p.VmHWMKiB)
+	}
+}
+
+// TestScaleQuick runs the scale phase on tiny random models, Tandem
+// only (models and long parts: the memory part builds and starts the
+// server), and redraws its section from the JSON.
+func TestScaleQuick(t *testing.T) {
+	dir := t.TempDir()
+	def := filepath.Join(dir, "tiny.gguf")
+	if err := testmodel.WriteGGUF(def, testmodel.Spec{Arch: "llama", VocabSize: 512, Dim: 64, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 128, ContextLen: 256, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	out, doc := filepath.Join(dir, "benchmarks"), filepath.Join(dir, "benchmarks.md")
+	args := []string{"--quick", "--no-llama", "--phase", "scale", "--model", def, "--out", out, "--doc", doc, "--date", "2001-02-03",
+		"--scale-model-dir", filepath.Join(dir, "models"), "--scale-models", "tiny:q4_0,q8_0"}
+	if err := run(context.Background(), args, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "scale-2001-02-03.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep ScaleReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rep.Rows {
+		got = append(got, r.Model+" "+r.Config.String())
+		if r.Tandem.Decode <= 0 || r.BytesTandem <= 0 || r.DRAMTandem == nil || *r.DRAMTandem <= 0 {
+			t.Errorf("%s %v: decode %g, bytes %g, DRAM share %v", r.Model, r.Config, r.Tandem.Decode, r.BytesTandem, r.DRAMTandem)
+		}
+	}
+	want := []string{
+		"tiny-q4_0 model threads=1 streams=1 P=16 D=8",
+		"tiny-q8_0 model threads=1 streams=1 P=16 D=8",
+		"tiny.gguf long threads=1 streams=1 P=64 D=4",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if rep.Bandwidth == nil || rep.Bandwidth.of(1) <= 0 || len(rep.Models) != 2 {
+		t.Errorf("bandwidth %+v, models %+v", rep.Bandwidth, rep.Models)
+	}
+	md, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{scaleBegin, scaleEnd, "Quick smoke run", "% of DRAM bound Tandem", "Long context on tiny.gguf"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("doc lacks %q:\n%s", w, md)
+		}
+	}
+	// A second run finds the GGUFs in the cache.
+	if err := run(context.Background(), append(args, "--scale", "models"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(filepath.Join(out, "scale-2001-02-03.json"))
+	var again ScaleReport
+	if err := json.Unmarshal(data, &again); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range again.Models {
+		if m.GeneratedSeconds != 0 {
+			t.Errorf("%s written again, not taken from the cache", m.Name)
+		}
+	}
+	// --replot redraws the section from the JSON.
+	doc2 := filepath.Join(dir, "replot.md")
+	if err := run(context.Background(), []string{"--phase", "scale", "--replot", filepath.Join(out, "scale-2001-02-03.json"), "--out", out, "--doc", doc2}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if md2, _ := os.ReadFile(doc2); !strings.Contains(string(md2), "tiny-q8_0") {
+		t.Errorf("replotted doc lacks the rows:\n%s", md2)
+	}
+}
