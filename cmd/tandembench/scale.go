@@ -37,24 +37,26 @@ const (
 
 // scaleOptions are the scale phase's flags.
 type scaleOptions struct {
-	parts      []string
-	models     []string // SHAPE-QUANT
-	threads    []int
-	prompt     int // models: P
-	gen        int // models: D
-	reps       int
-	long       []int // long: P values
-	longGen    int   // long: D
-	dir        string
-	bwMiB      int
-	bwPasses   int
-	memCtx     int
-	memPrompt  int
-	tandemBin  string
-	partsFlag  string
-	modelsFlag string
-	threadFlag string
-	longFlag   string
+	parts          []string
+	models         []string // SHAPE-QUANT
+	threads        []int
+	prompt         int // models: P
+	gen            int // models: D
+	reps           int
+	long           []int // long: P values
+	longThreads    []int
+	longGen        int // long: D
+	dir            string
+	bwMiB          int
+	bwPasses       int
+	memCtx         int
+	memPrompt      int
+	tandemBin      string
+	partsFlag      string
+	modelsFlag     string
+	threadFlag     string
+	longFlag       string
+	longThreadFlag string
 }
 
 func (s *scaleOptions) register(fs *flag.FlagSet) {
@@ -66,6 +68,7 @@ func (s *scaleOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.reps, "scale-reps", 1, "scale phase: measured repetitions (after one warm-up; these rows take minutes, so 1 by default)")
 	fs.StringVar(&s.longFlag, "long-prompt-tokens", "2048,8192", "scale phase, long: prompt lengths P (decode runs at that depth)")
 	fs.IntVar(&s.longGen, "long-gen-tokens", 16, "scale phase, long: decode tokens D")
+	fs.StringVar(&s.longThreadFlag, "long-threads", "", `scale phase, long: thread counts ("" = the largest of --scale-threads: an 8,192-token prefill takes minutes per engine)`)
 	fs.StringVar(&s.dir, "scale-model-dir", ".cache/benchmodels", "scale phase: where the generated GGUFs are cached")
 	fs.IntVar(&s.bwMiB, "bandwidth-mib", 1024, "scale phase: MiB streamed by the DRAM bandwidth measure")
 	fs.IntVar(&s.bwPasses, "bandwidth-passes", 5, "scale phase: passes of the bandwidth measure at the start and again at the end (best kept)")
@@ -115,6 +118,12 @@ func (s *scaleOptions) parse() error {
 	if s.long, err = parseInts(s.longFlag); err != nil {
 		return fmt.Errorf("--long-prompt-tokens: %w", err)
 	}
+	if s.longThreads, err = parseInts(s.longThreadFlag); err != nil {
+		return fmt.Errorf("--long-threads: %w", err)
+	}
+	if len(s.longThreads) == 0 {
+		s.longThreads = []int{slices.Max(s.threads)}
+	}
 	if s.prompt < 1 || s.gen < 1 || s.reps < 1 || s.longGen < 1 || s.bwMiB < 1 || s.bwPasses < 1 || s.memCtx < 2 || s.memPrompt < 1 || s.memPrompt+16 > s.memCtx {
 		return fmt.Errorf("scale phase: token counts, reps and passes must be ≥ 1 and --memory-prompt-tokens + 16 ≤ --memory-ctx")
 	}
@@ -125,8 +134,16 @@ func (s *scaleOptions) has(part string) bool { return slices.Contains(s.parts, p
 
 // flags reproduces the phase's settings on a command line.
 func (s *scaleOptions) flags() string {
-	return fmt.Sprintf("--scale %s --scale-models %q --scale-threads %s --scale-prompt-tokens %d --scale-gen-tokens %d --scale-reps %d --long-prompt-tokens %s --long-gen-tokens %d --memory-ctx %d --memory-prompt-tokens %d",
-		strings.Join(s.parts, ","), s.modelsFlag, s.threadFlag, s.prompt, s.gen, s.reps, s.longFlag, s.longGen, s.memCtx, s.memPrompt)
+	return fmt.Sprintf("--scale %s --scale-models %q --scale-threads %s --scale-prompt-tokens %d --scale-gen-tokens %d --scale-reps %d --long-prompt-tokens %s --long-gen-tokens %d --long-threads %s --memory-ctx %d --memory-prompt-tokens %d",
+		strings.Join(s.parts, ","), s.modelsFlag, s.threadFlag, s.prompt, s.gen, s.reps, s.longFlag, s.longGen, joinInts(s.longThreads), s.memCtx, s.memPrompt)
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
 }
 
 // ScaleRow is one measured configuration of the scale phase, with what
@@ -276,7 +293,7 @@ func runScale(ctx context.Context, o options, stderr io.Writer) error {
 		}
 	}
 	if s.has(partLong) && len(s.long) > 0 {
-		for _, t := range s.threads {
+		for _, t := range s.longThreads {
 			var cfgs []Config
 			for _, p := range s.long {
 				cfgs = append(cfgs, Config{Kind: kindLong, Threads: t, Streams: 1, PromptTokens: p, GenTokens: s.longGen, Reps: s.reps})
