@@ -47,6 +47,19 @@
 // and the msgpack codec's ns per message. It writes
 // docs/benchmarks/frontend-DATE.json and the doc's frontend section.
 //
+// The scale phase (scale.go, memory.go; --phase scale, or all; --scale
+// picks its parts) covers issue 16's larger models, long context and
+// memory: random-weight GGUFs at 1B and 3B shape in Q4_0, Q4_K_M and Q8_0
+// (benchmodel.go: written by enginecore/loader/testmodel, cached under
+// .cache/benchmodels by a hash of the spec), single stream on every
+// engine, with decode as a share of the DRAM read bandwidth measured in
+// the same run (bandwidth.go); 2,048- and 8,192-token prompts on the
+// default model, decode at that depth; and the peak RSS of `tandem serve`
+// (supervisor, engine and frontend processes, one request) next to
+// llama.cpp's bench process at the same context. It writes
+// docs/benchmarks/scale-DATE.json and the doc's scale section (between
+// its tandembench:scale markers).
+//
 // The model or the llama.cpp binary missing is an error wrapping
 // ErrMissing (exit status 1) unless --no-llama.
 //
@@ -60,4 +73,5 @@
 //	GOEXPERIMENT=simd go run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
 //	GOEXPERIMENT=simd go run ./cmd/tandembench --quick   # smoke test, output in a temp dir
 //	GOEXPERIMENT=simd go run ./cmd/tandembench --phase structured   # constrained decoding only
+//	GOEXPERIMENT=simd go run ./cmd/tandembench --phase scale --scale models   # 1B/3B models only
 package main
