@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,8 +25,9 @@ import (
 // context, next to llama.cpp's bench process (scripts/llamabench) on the
 // same model, context and prompt.
 
-// wantCopiedShare: the engine's anonymous memory beyond its KV pool stays
-// under half the weights file, i.e. the weights are mapped, not copied.
+// wantCopiedShare: what the engine allocates besides the mapped file when
+// it loads the model stays under half the weights file, i.e. the weights
+// are mapped, not copied.
 const wantCopiedShare = 0.5
 
 // memoryGen is the request's output tokens.
@@ -63,27 +65,44 @@ type MemoryPart struct {
 	GenTokens    int    `json:"gen_tokens"`
 	WeightsBytes int64  `json:"weights_file_bytes"`
 	// KV pool bytes for Ctx tokens: Tandem's f32, llama.cpp's --kv-type.
-	KVBytesTandem int64         `json:"kv_bytes_tandem"`
-	KVBytesLlama  int64         `json:"kv_bytes_llama_cpp"`
-	Threads       int           `json:"threads"`
+	KVBytesTandem int64 `json:"kv_bytes_tandem"`
+	KVBytesLlama  int64 `json:"kv_bytes_llama_cpp"`
+	Threads       int   `json:"threads"`
+	// LoadHeapBytes is the Go heap that loading the model into the CPU
+	// backend adds (loader.Load → model.FromTensors → cpu.New, measured
+	// in-process before serve runs): the engine's own copy of weights,
+	// beside the mapped file (kernels.Pack's repacked matrices).
+	LoadHeapBytes int64         `json:"load_heap_bytes"`
 	Tandem        *MemoryEngine `json:"tandem,omitempty"`
 	Llama         *MemoryEngine `json:"llama_cpp,omitempty"`
 	Native        *MemoryEngine `json:"llama_cpp_native,omitempty"`
 }
 
-// copiedShare is the engine process's anonymous memory beyond its KV
-// pool as a share of the weights file (ok false without the numbers).
+// copiedShare is LoadHeapBytes as a share of the weights file (ok false
+// without the numbers).
 func (m *MemoryPart) copiedShare() (float64, bool) {
-	if m.Tandem == nil || m.WeightsBytes <= 0 {
+	if m.LoadHeapBytes <= 0 || m.WeightsBytes <= 0 {
 		return 0, false
 	}
-	for _, p := range m.Tandem.Processes {
-		if p.Role == "engine" {
-			extra := max(0, p.RssAnonKiB*1024-m.KVBytesTandem)
-			return float64(extra) / float64(m.WeightsBytes), true
-		}
+	return float64(m.LoadHeapBytes) / float64(m.WeightsBytes), true
+}
+
+// loadHeap is the Go heap loading path into the CPU backend adds.
+func loadHeap(o options) (int64, error) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	eng, err := loadTandem(o.model, 1, o.blockSize, o.blockSize, o.precision)
+	if err != nil {
+		return 0, err
 	}
-	return 0, false
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(eng)
+	if err := eng.Close(); err != nil {
+		return 0, err
+	}
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc), nil
 }
 
 // measureMemory runs the memory part.
@@ -106,6 +125,10 @@ func measureMemory(ctx context.Context, o options, llamas []*llamaBench, stderr 
 		Model: o.model, Ctx: s.memCtx, PromptTokens: s.memPrompt, GenTokens: memoryGen, WeightsBytes: st.Size(),
 		KVBytesTandem: int64(s.memCtx) * db.KVPerTok, KVBytesLlama: int64(s.memCtx) * db.KVPerTok / 4 * kvElem, Threads: threads,
 	}
+	if mp.LoadHeapBytes, err = loadHeap(o); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "memory: loading %s into the CPU backend allocates %s of Go heap (the file is %s)\n", o.model, fmtBytes(float64(mp.LoadHeapBytes)), fmtBytes(float64(mp.WeightsBytes)))
 	prompt := promptIDs(o.seed, 1, s.memPrompt, 30000)[0]
 	if mp.Tandem, err = serveMemory(ctx, o, mp, prompt, stderr); err != nil {
 		return nil, err

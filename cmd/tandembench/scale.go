@@ -362,9 +362,9 @@ func scaleTargets(rep *ScaleReport) []Target {
 			ratioTarget(fmt.Sprintf("decode at depth %d vs %s, %d thread(s)", r.PromptTokens, base, r.Threads), decode)
 		}
 	}
-	if m := rep.Memory; m != nil && m.Tandem != nil {
+	if m := rep.Memory; m != nil {
 		if v, ok := m.copiedShare(); ok {
-			out = append(out, Target{Name: "engine's anonymous memory beyond its KV pool, share of the weights file (mmapped, not copied)",
+			out = append(out, Target{Name: "memory the CPU backend allocates loading the model, share of the weights file (mapped, not copied)",
 				Want: fmt.Sprintf("< %.0f%%", 100*wantCopiedShare), Value: v, Met: v < wantCopiedShare})
 		}
 	}

@@ -122,8 +122,11 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 		p("One completion (%d prompt ids, %d output tokens, %d thread(s)) through `tandem serve --max-model-len %d --max-num-seqs 1 --kv-cache-memory %d` "+
 			"(real processes: the supervisor, its engine and its frontend), next to llama.cpp's bench process with n_ctx %d on the same prompt. "+
 			"Peak is VmHWM from /proc/PID/status (summed over Tandem's processes); anonymous and file-backed (mapped weights, binary) RSS are read at the end. "+
-			"Weights file %s; KV pool for the context: Tandem %s (f32), llama.cpp %s (%s).\n\n",
-			m.PromptTokens, m.GenTokens, m.Threads, m.Ctx, m.KVBytesTandem, m.Ctx, fmtBytes(float64(m.WeightsBytes)), fmtBytes(float64(m.KVBytesTandem)), fmtBytes(float64(m.KVBytesLlama)), kvOf(rep))
+			"Weights file %s; KV pool for the context: Tandem %s (f32), llama.cpp %s (%s); pages of it never written are not resident. "+
+			"Loading the model into Tandem's CPU backend allocates %s of Go heap besides the mapped file (measured in-process: its repacked matrices, kernels.Pack); "+
+			"llama.cpp's weights sit in %s.\n\n",
+			m.PromptTokens, m.GenTokens, m.Threads, m.Ctx, m.KVBytesTandem, m.Ctx, fmtBytes(float64(m.WeightsBytes)), fmtBytes(float64(m.KVBytesTandem)), fmtBytes(float64(m.KVBytesLlama)), kvOf(rep),
+			fmtBytes(float64(m.LoadHeapBytes)), llamaBuffers(rep))
 		p("| engine | process | peak RSS | anonymous at end | file-backed at end |\n|---|---|---:|---:|---:|\n")
 		for _, e := range []struct {
 			name string
@@ -151,6 +154,15 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 	p("Raw numbers: [%s](%s). Run took %.0f s. Rerun: `%s`.\n", filepath.Base(jsonPath), jsonPath, rep.Seconds, rep.Command)
 	p("%s\n", scaleEnd)
 	return b.String()
+}
+
+// llamaBuffers names the buffer types that held llama.cpp's weights in
+// the probe on the default model (CPU_REPACK: a repacked copy too).
+func llamaBuffers(rep *ScaleReport) string {
+	if rep.Llama == nil || len(rep.Llama.WeightBuffers) == 0 {
+		return "buffers not reported"
+	}
+	return strings.Join(rep.Llama.WeightBuffers, " + ") + " buffers"
 }
 
 // scaleLlamaColumns are the llama.cpp columns the scale report has.

@@ -95,8 +95,7 @@ func TestScaleTargets(t *testing.T) {
 			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 2048}, Native: native, NativeDecodeRatio: f(1.2), NativePrefillRatio: f(0.89)}},
 			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 8192}, Native: native, NativeDecodeRatio: f(0.1)}},
 		},
-		Memory: &MemoryPart{WeightsBytes: 100 << 20, KVBytesTandem: 10 << 20,
-			Tandem: newMemoryEngine(ProcMem{Role: "engine", RssAnonKiB: 70 << 10})},
+		Memory: &MemoryPart{WeightsBytes: 100 << 20, LoadHeapBytes: 60 << 20},
 	}
 	var got []string
 	for _, tg := range scaleTargets(rep) {
@@ -108,7 +107,7 @@ func TestScaleTargets(t *testing.T) {
 		"1b-q4_0 prefill vs llama.cpp native, 1 thread(s) 0.50× no",
 		"P = 2048 prefill vs llama.cpp native, 2 thread(s) 0.89× no",
 		"decode at depth 2048 vs llama.cpp native, 2 thread(s) 1.20× yes",
-		"engine's anonymous memory beyond its KV pool, share of the weights file (mmapped, not copied) 60% no",
+		"memory the CPU backend allocates loading the model, share of the weights file (mapped, not copied) 60% no",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)
