@@ -123,74 +123,48 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 		c.mu.Unlock()
 	}
 	tokens := 0 // computed in this step for this frontend: prefills completed + tokens generated
-	// Two passes: first the outputs of streams that have none yet (a
-	// TTFT waits on each), then the rest, each in the engine's order; the
-	// engine lists a step's new requests last, so its first tokens would
-	// otherwise queue behind every running stream's next token.
-	type routed struct {
-		s     *Stream // nil: skipped
-		first bool    // s had no output before this one
-	}
-	streams := make([]routed, len(o.Outputs))
-	c.mu.Lock()
-	for k, out := range o.Outputs {
-		if s, ok := c.streams[out.RequestID]; ok && s.EngineIndex() == i { // else aborted here already, or moved to another engine
-			streams[k].s = s
+	for _, out := range o.Outputs {
+		c.mu.Lock()
+		s, ok := c.streams[out.RequestID]
+		c.mu.Unlock()
+		if !ok || s.EngineIndex() != i {
+			continue // aborted here already, or moved to another engine
 		}
-	}
-	c.mu.Unlock()
-	for k := range streams {
-		if s := streams[k].s; s != nil {
-			streams[k].first = !s.hasOutput()
-		}
-	}
-	for _, first := range []bool{true, false} {
-		for k, out := range o.Outputs {
-			if r := streams[k]; r.s != nil && r.first == first {
-				tokens += c.output(i, r.s, out, o.Timestamp)
+		if !s.hasOutput() && lostUs(out) {
+			// The engine does not know this frontend: it restarted and got
+			// the request before our HELLO. Nothing ran; send it elsewhere.
+			c.mu.Lock()
+			if c.streams[out.RequestID] == s {
+				delete(c.streams, out.RequestID)
+				c.settle(s)
 			}
+			if sl := c.slots[i]; !sl.noticed { // a new process: what is re-sent now runs there
+				sl.incarnation++
+				sl.noticed = true
+			}
+			c.mu.Unlock()
+			c.hello(i)
+			c.retryOrFail(s, i, errUnknownFrontend)
+			continue
+		}
+		if n := len(out.NewTokenIDs); n > 0 {
+			tokens += n
+			if s.Timing().NumGenerated == 0 {
+				tokens += len(s.req.PromptTokenIDs) - min(out.NumCachedTokens, len(s.req.PromptTokenIDs))
+			}
+		}
+		if s.push(out, o.Timestamp) {
+			c.mu.Lock()
+			if c.streams[out.RequestID] == s {
+				delete(c.streams, out.RequestID)
+				c.settle(s)
+			}
+			c.mu.Unlock()
 		}
 	}
 	if fn := c.onIteration.Load(); fn != nil && tokens > 0 {
 		(*fn)(i, tokens)
 	}
-}
-
-// output routes one output to its stream s and returns the tokens it
-// stands for (a first token adds the prompt tokens computed).
-func (c *Client) output(i int, s *Stream, out wire.EngineCoreOutput, ts float64) (tokens int) {
-	if !s.hasOutput() && lostUs(out) {
-		// The engine does not know this frontend: it restarted and got
-		// the request before our HELLO. Nothing ran; send it elsewhere.
-		c.mu.Lock()
-		if c.streams[out.RequestID] == s {
-			delete(c.streams, out.RequestID)
-			c.settle(s)
-		}
-		if sl := c.slots[i]; !sl.noticed { // a new process: what is re-sent now runs there
-			sl.incarnation++
-			sl.noticed = true
-		}
-		c.mu.Unlock()
-		c.hello(i)
-		c.retryOrFail(s, i, errUnknownFrontend)
-		return 0
-	}
-	if n := len(out.NewTokenIDs); n > 0 {
-		tokens += n
-		if s.Timing().NumGenerated == 0 {
-			tokens += len(s.req.PromptTokenIDs) - min(out.NumCachedTokens, len(s.req.PromptTokenIDs))
-		}
-	}
-	if s.push(out, ts) {
-		c.mu.Lock()
-		if c.streams[out.RequestID] == s {
-			delete(c.streams, out.RequestID)
-			c.settle(s)
-		}
-		c.mu.Unlock()
-	}
-	return tokens
 }
 
 // lostUs reports whether an output is the engine's refusal of a request
