@@ -57,7 +57,7 @@ func (f *frontendOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.wireIters, "frontend-wire-iters", 20000, "frontend phase: iterations of each msgpack measurement")
 	fs.DurationVar(&f.stepTime, "frontend-step-time", 10*time.Millisecond, "frontend phase: the null engine's step time in the paced runs that measure added TTFT (0 = no paced runs)")
 	fs.IntVar(&f.ttftGen, "frontend-ttft-gen-tokens", 16, "frontend phase: max_tokens of the paced runs' requests")
-	fs.IntVar(&f.ttftRequests, "frontend-ttft-requests", 10, "frontend phase: requests per stream in the paced runs")
+	fs.IntVar(&f.ttftRequests, "frontend-ttft-requests", 20, "frontend phase: requests per stream in the paced runs")
 }
 
 // quick shrinks what set does not name, for --quick.
@@ -108,25 +108,25 @@ func (f *frontendOptions) flags() string {
 
 // FrontendReport is what the phase writes to frontend-DATE.json.
 type FrontendReport struct {
-	Date        string        `json:"date"`
-	Started     string        `json:"started"`
-	Seconds     float64       `json:"seconds"`
-	Machine     Machine       `json:"machine"`
-	Engine      string        `json:"engine"`   // the engine's command line
-	Frontend    string        `json:"frontend"` // the frontend's
-	GenTokens   int           `json:"gen_tokens"`
+	Date      string  `json:"date"`
+	Started   string  `json:"started"`
+	Seconds   float64 `json:"seconds"`
+	Machine   Machine `json:"machine"`
+	Engine    string  `json:"engine"`   // the engine's command line
+	Frontend  string  `json:"frontend"` // the frontend's
+	GenTokens int     `json:"gen_tokens"`
 	// The paced runs: the engine's command line, its step time, and the
 	// requests' max_tokens and count per stream.
-	PacedEngine   string  `json:"paced_engine,omitempty"`
-	StepTimeMs    float64 `json:"step_time_ms"`
-	TTFTGenTokens int     `json:"ttft_gen_tokens"`
-	TTFTRequests  int     `json:"ttft_requests_per_stream"`
-	Rows        []FrontendRow `json:"rows"`
-	Wire        []WireMeasure `json:"wire"`
-	Targets     []Target      `json:"targets"`
-	Quick       bool          `json:"quick,omitempty"`
-	Command     string        `json:"command"`
-	PromptToken int           `json:"prompt_tokens"` // of stream 0's prompt, after the chat template
+	PacedEngine   string        `json:"paced_engine,omitempty"`
+	StepTimeMs    float64       `json:"step_time_ms"`
+	TTFTGenTokens int           `json:"ttft_gen_tokens"`
+	TTFTRequests  int           `json:"ttft_requests_per_stream"`
+	Rows          []FrontendRow `json:"rows"`
+	Wire          []WireMeasure `json:"wire"`
+	Targets       []Target      `json:"targets"`
+	Quick         bool          `json:"quick,omitempty"`
+	Command       string        `json:"command"`
+	PromptToken   int           `json:"prompt_tokens"` // of stream 0's prompt, after the chat template
 }
 
 // FrontendRow is one stream count.
@@ -164,6 +164,9 @@ type FrontendPaced struct {
 	TTFT        Percentiles `json:"ttft_us"`
 	DirectTTFT  Percentiles `json:"direct_ttft_us"`
 	AddedTTFTus Percentiles `json:"added_ttft_us"`
+	// The frontend's own mean TTFT (submission to first token), to split
+	// the added TTFT into before and after the engine client.
+	FrontendTTFTus float64 `json:"frontend_ttft_mean_us"`
 }
 
 // runFrontend measures the frontend phase and writes its outputs.
@@ -192,7 +195,7 @@ func runFrontend(ctx context.Context, o options, stderr io.Writer) error {
 	defer st.close()
 	rep := &FrontendReport{
 		Date: o.date, Started: start.Format(time.RFC3339), Machine: machine(),
-		Engine: strings.Join(st.engineArgs, " "), Frontend: strings.Join(st.frontendArgs, " "),
+		Engine: st.args(st.engineArgs), Frontend: st.args(st.frontendArgs),
 		GenTokens: f.gen, Quick: o.quick,
 		Command: strings.TrimSpace(goExperimentEnv() + " go run ./cmd/tandembench --phase frontend " + f.flags()),
 	}
@@ -232,7 +235,8 @@ func runPaced(ctx context.Context, bin string, f frontendOptions, prompts []fePr
 		return err
 	}
 	defer st.close()
-	rep.PacedEngine = strings.Join(st.engineArgs, " ")
+	st.jitter = f.stepTime
+	rep.PacedEngine = st.args(st.engineArgs)
 	rep.StepTimeMs = float64(f.stepTime.Microseconds()) / 1e3
 	rep.TTFTGenTokens, rep.TTFTRequests = f.ttftGen, f.ttftRequests
 	for i := range rep.Rows {
@@ -241,9 +245,9 @@ func runPaced(ctx context.Context, bin string, f frontendOptions, prompts []fePr
 		if err != nil {
 			return fmt.Errorf("frontend paced, %d streams: %w", r.Streams, err)
 		}
-		r.Paced = &FrontendPaced{Requests: m.Requests, TokS: m.TokS, TTFT: m.TTFT, DirectTTFT: m.DirectTTFT, AddedTTFTus: m.AddedTTFTus}
-		fmt.Fprintf(stderr, "frontend paced %s S=%-4d TTFT p50 %s p99 %s (direct %s, %s): added p50 %s\n", f.stepTime, r.Streams,
-			fmtUS(m.TTFT.P50), fmtUS(m.TTFT.P99), fmtUS(m.DirectTTFT.P50), fmtUS(m.DirectTTFT.P99), fmtSignedUS(m.AddedTTFTus.P50))
+		r.Paced = &FrontendPaced{Requests: m.Requests, TokS: m.TokS, TTFT: m.TTFT, DirectTTFT: m.DirectTTFT, AddedTTFTus: m.AddedTTFTus, FrontendTTFTus: m.FrontendTTFTus}
+		fmt.Fprintf(stderr, "frontend paced %s S=%-4d TTFT p50 %s p99 %s (direct %s, %s; frontend's mean %s): added p50 %s\n", f.stepTime, r.Streams,
+			fmtUS(m.TTFT.P50), fmtUS(m.TTFT.P99), fmtUS(m.DirectTTFT.P50), fmtUS(m.DirectTTFT.P99), fmtUS(m.FrontendTTFTus), fmtSignedUS(m.AddedTTFTus.P50))
 	}
 	return nil
 }

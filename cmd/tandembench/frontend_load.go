@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -84,8 +85,11 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 }
 
 // runLoad runs one goroutine per prompt, each doing perStream requests
-// back to back with one, and gathers their tokens and TTFTs.
-func runLoad(ctx context.Context, prompts []fePrompt, perStream int, one func(ctx context.Context, stream, r int) (int, time.Duration, error)) (feResult, error) {
+// back to back with one, and gathers their tokens and TTFTs. With jitter,
+// each request waits a random time below it first, so that closed-loop
+// arrivals do not lock to a paced engine's steps (which would make a
+// TTFT jump by whole steps with the phase).
+func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time.Duration, one func(ctx context.Context, stream, r int) (int, time.Duration, error)) (feResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -97,6 +101,12 @@ func runLoad(ctx context.Context, prompts []fePrompt, perStream int, one func(ct
 	for i := range prompts {
 		wg.Go(func() {
 			for r := range perStream {
+				if jitter > 0 {
+					select {
+					case <-time.After(rand.N(jitter)):
+					case <-ctx.Done():
+					}
+				}
 				n, ttft, err := one(ctx, i, r)
 				mu.Lock()
 				if err != nil {
@@ -128,7 +138,7 @@ func (s *feStack) runHTTP(ctx context.Context, prompts []fePrompt, perStream, ge
 			"messages":       []map[string]string{{"role": "user", "content": p.content}},
 		})
 	}
-	return runLoad(ctx, prompts, perStream, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
+	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
 		return s.streamHTTP(ctx, bodies[i], gen)
 	})
 }
@@ -201,7 +211,7 @@ var directSeq atomic.Uint64
 func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
 	params := wire.DefaultSamplingParams()
 	params.MaxTokens = gen
-	return runLoad(ctx, prompts, perStream, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
+	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
 		req := &wire.EngineCoreRequest{
 			RequestID:      "bench-direct-" + strconv.FormatUint(directSeq.Add(1), 10),
 			PromptTokenIDs: prompts[i].ids,

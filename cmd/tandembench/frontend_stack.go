@@ -33,6 +33,7 @@ type feStack struct {
 	frontendArgs []string
 	http         *http.Client
 	direct       *engineclient.Client
+	jitter       time.Duration // see runLoad
 }
 
 // buildTandem builds cmd/tandem into dir.
@@ -113,6 +114,16 @@ func (s *feStack) start(bin, name string, args []string) (*exec.Cmd, error) {
 	}
 	go func() { _ = cmd.Wait(); log.Close() }()
 	return cmd, nil
+}
+
+// args is a process's command line for the report, with the run's
+// temporary directory and port as DIR and PORT.
+func (s *feStack) args(args []string) string {
+	line := strings.ReplaceAll(strings.Join(args, " "), s.dir, "DIR")
+	if i := strings.LastIndexByte(s.base, ':'); i >= 0 {
+		line = strings.ReplaceAll(line, "--port "+s.base[i+1:], "--port PORT")
+	}
+	return line
 }
 
 // logTail is the last lines of a process's log, for errors.

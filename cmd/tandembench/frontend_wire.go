@@ -50,7 +50,11 @@ func wireSamples() []struct {
 		for i := range o.Outputs {
 			o.Outputs[i] = wire.EngineCoreOutput{RequestID: fmt.Sprintf("chatcmpl-%032x", i), NewTokenIDs: []int32{int32(i % 256)}}
 		}
-		out = append(out, sample{fmt.Sprintf("OUTPUTS, %d outputs of 1 token", n), wire.MsgOutputs, o, n})
+		name := fmt.Sprintf("OUTPUTS, %d outputs of 1 token", n)
+		if n == 1 {
+			name = "OUTPUTS, 1 output of 1 token"
+		}
+		out = append(out, sample{name, wire.MsgOutputs, o, n})
 	}
 	return out
 }
