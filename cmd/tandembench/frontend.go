@@ -143,6 +143,7 @@ type FrontendRow struct {
 	AllocsPerToken float64     `json:"allocs_per_token"`        // frontend mallocs / Tokens
 	BytesPerToken  float64     `json:"bytes_per_token"`         // frontend bytes allocated / Tokens
 	TTFT           Percentiles `json:"ttft_us"`
+	TTFB           Percentiles `json:"ttfb_us"` // to the response headers, flushed with the role chunk before any token
 	// The frontend's own view (its /metrics histograms, means over the
 	// run): TTFT from the request's submission to its first token, and
 	// the engine's queue time (WAITING, from the engine's timestamps).
@@ -162,6 +163,7 @@ type FrontendPaced struct {
 	Requests    int         `json:"requests"`
 	TokS        float64     `json:"tok_s"`
 	TTFT        Percentiles `json:"ttft_us"`
+	TTFB        Percentiles `json:"ttfb_us"`
 	DirectTTFT  Percentiles `json:"direct_ttft_us"`
 	AddedTTFTus Percentiles `json:"added_ttft_us"`
 	// The frontend's own mean TTFT (submission to first token), to split
@@ -245,9 +247,9 @@ func runPaced(ctx context.Context, bin string, f frontendOptions, prompts []fePr
 		if err != nil {
 			return fmt.Errorf("frontend paced, %d streams: %w", r.Streams, err)
 		}
-		r.Paced = &FrontendPaced{Requests: m.Requests, TokS: m.TokS, TTFT: m.TTFT, DirectTTFT: m.DirectTTFT, AddedTTFTus: m.AddedTTFTus, FrontendTTFTus: m.FrontendTTFTus}
-		fmt.Fprintf(stderr, "frontend paced %s S=%-4d TTFT p50 %s p99 %s (direct %s, %s; frontend's mean %s): added p50 %s\n", f.stepTime, r.Streams,
-			fmtUS(m.TTFT.P50), fmtUS(m.TTFT.P99), fmtUS(m.DirectTTFT.P50), fmtUS(m.DirectTTFT.P99), fmtUS(m.FrontendTTFTus), fmtSignedUS(m.AddedTTFTus.P50))
+		r.Paced = &FrontendPaced{Requests: m.Requests, TokS: m.TokS, TTFT: m.TTFT, TTFB: m.TTFB, DirectTTFT: m.DirectTTFT, AddedTTFTus: m.AddedTTFTus, FrontendTTFTus: m.FrontendTTFTus}
+		fmt.Fprintf(stderr, "frontend paced %s S=%-4d TTFT p50 %s p99 %s, TTFB p50 %s (direct %s, %s; frontend's mean %s): added p50 %s\n", f.stepTime, r.Streams,
+			fmtUS(m.TTFT.P50), fmtUS(m.TTFT.P99), fmtUS(m.TTFB.P50), fmtUS(m.DirectTTFT.P50), fmtUS(m.DirectTTFT.P99), fmtUS(m.FrontendTTFTus), fmtSignedUS(m.AddedTTFTus.P50))
 	}
 	return nil
 }

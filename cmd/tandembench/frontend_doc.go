@@ -29,11 +29,15 @@ const frontendProfile = `What the profile showed (perf on the frontend process, 
   512 streams 60,402 → 106,563. Allocations per token 36.6 → 26.8, 14.6 → 4.2, 13.9 → 3.7.
 - Added TTFT did not move: 2.43 ms p50 at 64 paced streams before, 2.40 ms after (jittered
   arrivals; without the jitter, closed-loop arrivals lock to the engine's steps and single runs
-  swing between −1 and +6 ms). The frontend's own TTFT histogram puts most of it between
-  submitting the request and its first token reaching the request's goroutine: on these 2
-  shared cores the frontend works through each step's burst of 64 outputs (and the load
-  generator's parsing) before it gets to the new request's. Delivering a step's first tokens
-  first made it worse (3.2 and 3.9 ms) and was reverted. Not met here.
+  swing between −1 and +6 ms). The response headers, flushed with the role chunk once the
+  request is submitted, arrive at 0.55–0.76 ms p50 (1 and 64 streams): that is the intake
+  (HTTP, JSON, template, tokenizer, ADD) and about all of the 0.6 ms added at 1 stream. The
+  rest at 64 streams lies between the engine's output and the chunk reaching the client —
+  the frontend's own TTFT histogram (submission to first token) is already ~2 ms above the
+  direct client's: on these 2 shared cores the frontend works through each step's burst of
+  64 outputs, and the load generator parses 64 SSE streams, before the new request's first
+  token gets through. Delivering a step's first tokens first made it worse (3.2 and 3.9 ms)
+  and was reverted. Not met here.
 - What is left: one ` + "`write`" + ` per token per connection (a third of the CPU at 512 streams; each
   stream is its own socket), decoding each OUTPUTS' scheduler stats (a map with string keys,
   7% of the CPU at 1 stream, where every token is its own message), goroutine hand-offs
@@ -92,11 +96,11 @@ func renderFrontend(rep *FrontendReport, jsonPath string) string {
 			"over HTTP, then the same straight to the engine, each after a random wait below one step (so arrivals do not lock to the engine's steps); "+
 			"added is the HTTP percentile less the direct one.\n\n",
 			rep.PacedEngine, rep.StepTimeMs, rep.TTFTRequests, rep.TTFTGenTokens)
-		p("| streams | requests | tok/s | TTFT p50 / p99 | frontend's mean TTFT | direct TTFT p50 / p99 | added TTFT p50 / p99 |\n|---:|---:|---:|---|---:|---|---|\n")
+		p("| streams | requests | tok/s | TTFT p50 / p99 | headers (TTFB) p50 | frontend's mean TTFT | direct TTFT p50 / p99 | added TTFT p50 / p99 |\n|---:|---:|---:|---|---:|---:|---|---|\n")
 		for _, r := range rep.Rows {
 			if q := r.Paced; q != nil {
-				p("| %d | %d | %.0f | %s / %s | %s | %s / %s | **%s** / %s |\n", r.Streams, q.Requests, q.TokS,
-					fmtUS(q.TTFT.P50), fmtUS(q.TTFT.P99), fmtUS(q.FrontendTTFTus), fmtUS(q.DirectTTFT.P50), fmtUS(q.DirectTTFT.P99),
+				p("| %d | %d | %.0f | %s / %s | %s | %s | %s / %s | **%s** / %s |\n", r.Streams, q.Requests, q.TokS,
+					fmtUS(q.TTFT.P50), fmtUS(q.TTFT.P99), fmtUS(q.TTFB.P50), fmtUS(q.FrontendTTFTus), fmtUS(q.DirectTTFT.P50), fmtUS(q.DirectTTFT.P99),
 					fmtSignedUS(q.AddedTTFTus.P50), fmtSignedUS(q.AddedTTFTus.P99))
 			}
 		}

@@ -22,6 +22,13 @@ import (
 type feResult struct {
 	tokens int
 	ttft   []time.Duration
+	ttfb   []time.Duration // HTTP only: to the response's headers (sent with the role chunk, before any token)
+}
+
+// feSample is one request's figures.
+type feSample struct {
+	tokens     int
+	ttft, ttfb time.Duration
 }
 
 // measure is one stream count: a warm-up round over HTTP, perStream
@@ -65,6 +72,7 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 		row.QueueUs = 1e6 * (c1.queueSum - c0.queueSum) / n
 	}
 	row.TTFT = percentiles(res.ttft)
+	row.TTFB = percentiles(res.ttfb)
 
 	if _, err := s.runDirect(ctx, prompts, 1, gen); err != nil {
 		return row, err
@@ -89,7 +97,7 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 // each request waits a random time below it first, so that closed-loop
 // arrivals do not lock to a paced engine's steps (which would make a
 // TTFT jump by whole steps with the phase).
-func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time.Duration, one func(ctx context.Context, stream, r int) (int, time.Duration, error)) (feResult, error) {
+func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time.Duration, one func(ctx context.Context, stream, r int) (feSample, error)) (feResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -107,7 +115,7 @@ func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time
 					case <-ctx.Done():
 					}
 				}
-				n, ttft, err := one(ctx, i, r)
+				sm, err := one(ctx, i, r)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -115,8 +123,11 @@ func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time
 					cancel()
 					return
 				}
-				res.tokens += n
-				res.ttft = append(res.ttft, ttft)
+				res.tokens += sm.tokens
+				res.ttft = append(res.ttft, sm.ttft)
+				if sm.ttfb > 0 {
+					res.ttfb = append(res.ttfb, sm.ttfb)
+				}
 				mu.Unlock()
 			}
 		})
@@ -138,7 +149,7 @@ func (s *feStack) runHTTP(ctx context.Context, prompts []fePrompt, perStream, ge
 			"messages":       []map[string]string{{"role": "user", "content": p.content}},
 		})
 	}
-	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
+	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (feSample, error) {
 		return s.streamHTTP(ctx, bodies[i], gen)
 	})
 }
@@ -154,21 +165,22 @@ var (
 // its completion tokens (usage) and TTFT (to the first chunk with
 // content). It decodes only the usage chunk, so the client's own cost
 // stays small next to the frontend's.
-func (s *feStack) streamHTTP(ctx context.Context, body []byte, gen int) (int, time.Duration, error) {
+func (s *feStack) streamHTTP(ctx context.Context, body []byte, gen int) (feSample, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, err
+		return feSample{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return feSample{}, err
 	}
 	defer resp.Body.Close()
+	ttfb := time.Since(start)
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return 0, 0, fmt.Errorf("chat completion: status %d: %s", resp.StatusCode, msg)
+		return feSample{}, fmt.Errorf("chat completion: status %d: %s", resp.StatusCode, msg)
 	}
 	var ttft time.Duration
 	tokens, chunks := -1, 0
@@ -176,14 +188,14 @@ func (s *feStack) streamHTTP(ctx context.Context, body []byte, gen int) (int, ti
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
-			return 0, 0, fmt.Errorf("chat completion: stream ended before [DONE]: %w", err)
+			return feSample{}, fmt.Errorf("chat completion: stream ended before [DONE]: %w", err)
 		}
 		switch {
 		case bytes.HasPrefix(line, sseDone):
 			if tokens != gen {
-				return 0, 0, fmt.Errorf("chat completion: usage.completion_tokens %d (from %d content chunks), want %d", tokens, chunks, gen)
+				return feSample{}, fmt.Errorf("chat completion: usage.completion_tokens %d (from %d content chunks), want %d", tokens, chunks, gen)
 			}
-			return tokens, ttft, nil
+			return feSample{tokens, ttft, ttfb}, nil
 		case bytes.Contains(line, sseUsage):
 			var u struct {
 				Usage struct {
@@ -191,7 +203,7 @@ func (s *feStack) streamHTTP(ctx context.Context, body []byte, gen int) (int, ti
 				} `json:"usage"`
 			}
 			if err := json.Unmarshal(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data: ")), &u); err != nil {
-				return 0, 0, fmt.Errorf("chat completion: usage chunk: %w", err)
+				return feSample{}, fmt.Errorf("chat completion: usage chunk: %w", err)
 			}
 			tokens = u.Usage.CompletionTokens
 		case bytes.Contains(line, sseContent) && !bytes.Contains(line, sseEmptyContent):
@@ -211,7 +223,7 @@ var directSeq atomic.Uint64
 func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
 	params := wire.DefaultSamplingParams()
 	params.MaxTokens = gen
-	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (int, time.Duration, error) {
+	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (feSample, error) {
 		req := &wire.EngineCoreRequest{
 			RequestID:      "bench-direct-" + strconv.FormatUint(directSeq.Add(1), 10),
 			PromptTokenIDs: prompts[i].ids,
@@ -221,7 +233,7 @@ func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, 
 		req.ArrivalTime = float64(start.UnixNano()) / 1e9
 		st, err := s.direct.Submit(ctx, req)
 		if err != nil {
-			return 0, 0, err
+			return feSample{}, err
 		}
 		defer st.Close()
 		var ttft time.Duration
@@ -229,7 +241,7 @@ func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, 
 		for {
 			out, err := st.Next(ctx)
 			if err != nil {
-				return 0, 0, fmt.Errorf("direct: %w", err)
+				return feSample{}, fmt.Errorf("direct: %w", err)
 			}
 			if tokens == 0 && len(out.NewTokenIDs) > 0 {
 				ttft = time.Since(start)
@@ -237,9 +249,9 @@ func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, 
 			tokens += len(out.NewTokenIDs)
 			if out.Finished() {
 				if tokens != gen {
-					return 0, 0, fmt.Errorf("direct: %d tokens, want %d", tokens, gen)
+					return feSample{}, fmt.Errorf("direct: %d tokens, want %d", tokens, gen)
 				}
-				return tokens, ttft, nil
+				return feSample{tokens: tokens, ttft: ttft}, nil
 			}
 		}
 	})
