@@ -37,10 +37,8 @@ type Backend struct {
 	numBlocks int
 	blockSize int // B, tokens per block
 
-	// Scratch, sized for capTok tokens and capCtx positions; grown by
-	// grow, never shrunk.
+	// Scratch, sized for capTok tokens; grown by grow, never shrunk.
 	capTok int
-	capCtx int
 	x      []float32 // [T][Dim] residual stream
 	xb     []float32 // [T][Dim] normalized input of a sublayer
 	xb2    []float32 // [T][Dim] sublayer output
@@ -53,7 +51,6 @@ type Backend struct {
 	cos    []float32 // [T][D/2] RoPE cosines per token
 	sin    []float32 // [T][D/2]
 	tokSeq []int32   // [T] index into Step.Seqs of each token
-	scores []float32 // [numWorkers][capCtx] attention weights, one row per worker
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
 
 	precision  Precision
@@ -64,6 +61,8 @@ type Backend struct {
 	mm    matmulJob
 	quant quantizeJob
 	attn  attnJob
+
+	attnScratch []attnState // [numWorkers], sized by AllocateKV
 }
 
 // layer is one block's matrices, packed for the kernels.
@@ -168,6 +167,7 @@ func (b *Backend) AllocateKV(numBlocks, blockSize int) error {
 	b.kv = nil // let the old pool go before allocating the new one
 	b.kv = make([]float32, 2*b.cfg.NumLayers*numBlocks*blockSize*b.kvDim)
 	b.numBlocks, b.blockSize = numBlocks, blockSize
+	b.newAttnScratch()
 	return nil
 }
 
@@ -189,8 +189,8 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// grow makes the scratch buffers hold numTok tokens and numCtx positions.
-func (b *Backend) grow(numTok, numCtx int) {
+// grow makes the scratch buffers hold numTok tokens.
+func (b *Backend) grow(numTok int) {
 	if numTok > b.capTok {
 		n := max(numTok, 2*b.capTok)
 		c := b.cfg
@@ -210,24 +210,19 @@ func (b *Backend) grow(numTok, numCtx int) {
 		b.tokPrecise = make([]bool, n)
 		b.capTok = n
 	}
-	if numCtx > b.capCtx {
-		n := max(numCtx, 2*b.capCtx)
-		b.scores = make([]float32, b.pool.numWorkers*n)
-		b.capCtx = n
-	}
 }
 
 // check validates step (runner.Step.Validate) and fills tokSeq. The token
 // scratch must already hold the step's tokens.
-func (b *Backend) check(step *runner.Step, numLogits int) (numRows, maxCtx int, err error) {
+func (b *Backend) check(step *runner.Step, numLogits int) (numRows int, err error) {
 	sh, err := step.Validate(runner.Limits{VocabSize: b.cfg.VocabSize, NumBlocks: b.numBlocks, BlockSize: b.blockSize}, numLogits)
 	if err != nil {
-		return 0, 0, fmt.Errorf("cpu: %w", err)
+		return 0, fmt.Errorf("cpu: %w", err)
 	}
 	for si, s := range step.Seqs {
 		for t := s.Start; t < s.Start+s.Len; t++ {
 			b.tokSeq[t] = int32(si)
 		}
 	}
-	return sh.NumRows, sh.MaxCtx, nil
+	return sh.NumRows, nil
 }

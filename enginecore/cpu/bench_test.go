@@ -129,3 +129,56 @@ func benchSteps(b *testing.B, cfg model.Config, w *model.Weights, threads []int)
 		}
 	}
 }
+
+// BenchmarkLongContext times the SmolLM2-135M shape at depth: the last
+// 512-token chunk of an N-token prompt (the first N−512 already in the
+// cache, so attention spans the whole prompt as a chunked prefill's last
+// step does), and one decode step at depth N (llama-bench -d N). tok/s
+// counts the step's tokens.
+func BenchmarkLongContext(b *testing.B) {
+	cfg, w := smolLM2()
+	const chunk = 512
+	for _, n := range []int{2048, 8192} {
+		for _, th := range []int{1, 2} {
+			b.Run(fmt.Sprintf("prefill/depth=%d/threads=%d", n, th), func(b *testing.B) {
+				h := newHarness(b, cfg, w, th, n/16+1, 16, 0)
+				s := &seqState{}
+				toks := prompt(n, 1)
+				for c := 0; c < n-chunk; c += chunk {
+					var warm runner.Step
+					h.add(&warm, s, toks[c:c+chunk], false)
+					h.forward(&warm)
+				}
+				step := &runner.Step{}
+				h.add(step, s, toks[n-chunk:], true)
+				benchForward(b, h, step)
+			})
+			b.Run(fmt.Sprintf("decode/depth=%d/threads=%d", n, th), func(b *testing.B) {
+				h := newHarness(b, cfg, w, th, n/16+1, 16, 0)
+				s := &seqState{}
+				toks := prompt(n, 1)
+				for c := 0; c < n-1; c += chunk {
+					var warm runner.Step
+					h.add(&warm, s, toks[c:min(c+chunk, n-1)], false)
+					h.forward(&warm)
+				}
+				step := &runner.Step{}
+				h.add(step, s, toks[n-1:], true)
+				benchForward(b, h, step)
+			})
+		}
+	}
+}
+
+// benchForward reruns step in place (the same slots are rewritten) and
+// reports tok/s of its tokens.
+func benchForward(b *testing.B, h *harness, step *runner.Step) {
+	logits := make([]float32, len(step.Seqs)*h.be.Model().VocabSize)
+	ctx := context.Background()
+	for b.Loop() {
+		if err := h.be.Forward(ctx, step, logits); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(step.TokenIDs)*b.N)/b.Elapsed().Seconds(), "tok/s")
+}

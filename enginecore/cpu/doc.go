@@ -1,6 +1,6 @@
 // Package cpu is the pure-Go runner.Backend: a Llama-family forward pass
 // over a paged KV cache, multi-threaded across matrix rows and attention
-// heads.
+// tiles.
 //
 // One Forward runs every token of a Step (prefill chunks and decode tokens
 // of many sequences mixed) through the layers together: the projections
@@ -8,7 +8,11 @@
 // sequence, each token at position p attending to positions 0..p of its
 // own sequence, read from the paged cache through the sequence's block
 // table after this step's K/V were written through SlotMapping. Chunked
-// prefill and decode are therefore one code path.
+// prefill and decode are therefore one code path. Attention is
+// flash-attention style (attention.go): tiles of up to 16 tokens × the
+// query heads of one KV head walk the blocks once with an online softmax,
+// so no score row longer than a block exists and each block's K/V is read
+// once per tile.
 //
 // Dimension glossary: T tokens in the step, S sequences, L layers,
 // V vocab, H query heads, Hkv KV heads, D head dim, B block size, F FFN

@@ -22,13 +22,13 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		return ErrNoKVCache
 	}
 	numTok := len(step.TokenIDs)
-	b.grow(numTok, 0)
-	numRows, maxCtx, err := b.check(step, len(logits))
+	b.grow(numTok)
+	numRows, err := b.check(step, len(logits))
 	if err != nil || numTok == 0 {
 		return err
 	}
-	b.grow(numTok, maxCtx)
 	b.markPrecise(step)
+	b.attn.tiles = b.planTiles(step)
 	b.pool.begin()
 	defer b.pool.end()
 
@@ -114,59 +114,6 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	kernels.SiLUMul(b.hb[:numTok*f], b.hb2)
 	b.matmul(b.hb[:numTok*f], numTok, matmulOp{out: b.xb2, m: m.w2})
 	add(b.x[:numTok*dim], b.xb2)
-}
-
-// attnJob is causal attention of every (token, head) of a step for one
-// layer; worker w takes pairs w, w+numWorkers, … so long and short spans
-// spread evenly.
-type attnJob struct {
-	b     *Backend
-	layer int
-	step  *runner.Step
-}
-
-func (j *attnJob) run(w, numWorkers int) {
-	b, step := j.b, j.step
-	c := &b.cfg
-	numHeads, hd, bs := c.NumHeads, c.HeadDim, b.blockSize
-	group := numHeads / c.NumKVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	kc, vc := b.layerKV(j.layer)
-	scores := b.scores[w*b.capCtx : (w+1)*b.capCtx]
-	for i := w; i < len(step.TokenIDs)*numHeads; i += numWorkers {
-		t, h := i/numHeads, i%numHeads
-		table := step.Seqs[b.tokSeq[t]].BlockTable
-		n := int(step.Positions[t]) + 1 // attend to positions 0..p
-		q := b.q[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-		kvh := h / group
-
-		// Scores and values block by block: K of KV head kvh is a [D][B]
-		// tile per block, V rows are kvDim apart.
-		maxS := float32(math.Inf(-1))
-		for pos := 0; pos < n; pos += bs {
-			blk := int(table[pos/bs])
-			kOff := (blk*c.NumKVHeads + kvh) * hd * bs
-			maxS = max(maxS, kernels.DotCols(scores[pos:min(n, pos+bs)], q, kc[kOff:], bs, scale))
-		}
-		inv := 1 / kernels.ExpShift(scores[:n], maxS)
-		out := b.att[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-		clear(out)
-		for pos := 0; pos < n; pos += bs {
-			vOff := int(table[pos/bs])*bs*b.kvDim + kvh*hd
-			kernels.AddRows(out, scores[pos:min(n, pos+bs)], vc[vOff:], b.kvDim)
-		}
-		kernels.Scale(out, inv)
-	}
-}
-
-// attnWork is the multiply-adds of a step's attention: per token and
-// head, 2·D per attended position.
-func (b *Backend) attnWork(step *runner.Step) int {
-	n := 0
-	for _, p := range step.Positions {
-		n += int(p) + 1
-	}
-	return n * b.cfg.NumHeads * b.cfg.HeadDim * 2
 }
 
 // writeK stores k ([Hkv][D]) of KV slot s in a layer's K cache, laid out

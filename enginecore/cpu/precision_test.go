@@ -120,8 +120,8 @@ func TestPrecisionPrompt(t *testing.T) {
 	h.add(&step, &a, prompt(5, 1), true) // prompt tokens 0..2, then 2 generated
 	h.add(&step, &b, prompt(3, 2), true) // all prompt
 	step.Seqs[0].PromptLen, step.Seqs[1].PromptLen = 3, 10
-	h.be.grow(len(step.TokenIDs), 8)
-	if _, _, err := h.be.check(&step, 2*cfg.VocabSize); err != nil {
+	h.be.grow(len(step.TokenIDs))
+	if _, err := h.be.check(&step, 2*cfg.VocabSize); err != nil {
 		t.Fatal(err)
 	}
 	h.be.markPrecise(&step)

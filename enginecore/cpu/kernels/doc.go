@@ -28,6 +28,12 @@
 // weights, and check that work splits and batch composition never change
 // a result's bits.
 //
+// Attention runs over one 16-position KV block at a time for the rows
+// of a tile ([BlockScores], [BlockSoftmax], [BlockAccum]: scores, online
+// softmax, weighted values), two rows per call in AVX2 assembly
+// (attn_amd64.s, also used at the AVX-512 level), with every row's bits
+// independent of the rows it shares a call with.
+//
 // It imports enginecore/model (types, reference dequantization) and
 // nothing else from this repository.
 //

@@ -22,3 +22,11 @@ func expShift(x []float32, m float32) float32            { return expShiftGo(x, 
 func siluMul(gate, up []float32)                         { siluMulGo(gate, up) }
 func dotCols(out, q, k []float32, stride int, s float32) { dotColsGo(out, q, k, stride, s) }
 func addRows(y, w, v []float32, stride int)              { addRowsGo(y, w, v, stride) }
+
+func blockScores(out, q, k []float32, d int, s float32) { blockScoresGo(out, q, k, d, s) }
+func blockAccum(acc []float32, d int, w []float32, n int, v []float32, stride int) {
+	blockAccumGo(acc, d, w, n, v, stride)
+}
+func blockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int) {
+	blockSoftmaxGo(s, rowN, pos, m, l, acc, d)
+}

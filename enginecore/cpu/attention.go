@@ -1,0 +1,210 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
+	"github.com/tandem-llm/tandem/enginecore/runner"
+)
+
+// Attention in flash-attention style: no row of scores longer than one
+// KV block is ever held. The work is cut into tiles of up to tileTokens
+// consecutive tokens of one sequence and the query heads sharing one KV
+// head; a tile walks its sequence's blocks once, and each block's K
+// ([D][B], 4 KiB at D = 64, B = 16) and V rows stay in L1 while every
+// row of the tile (token × head) takes its scores and values through the
+// multi-row kernels, so K/V are read from memory once per tile instead of
+// once per (token, head).
+//
+// Each row keeps a running max m, denominator l and unnormalized output
+// (online softmax), rescaled when m grows. A row's arithmetic depends
+// only on its query, its context length and the block size, never on the
+// batch, the tiling or the thread count (kernels.BlockScores and
+// BlockAccum compute each row alike whatever shares the call).
+
+const tileTokens = 16 // tokens of one sequence per tile
+
+// attnTile is the attention of tokens [t0, t1) of Step.Seqs[seq] for
+// query heads [h0, h1) (all of one KV head's group).
+type attnTile struct {
+	seq, t0, t1, h0, h1 int32
+}
+
+// attnJob is causal attention of one layer over a step's tiles; worker
+// w takes tiles w, w+numWorkers, ….
+type attnJob struct {
+	b     *Backend
+	layer int
+	step  *runner.Step
+	tiles []attnTile
+}
+
+// planTiles cuts step into tiles. With fewer tiles than two per worker
+// (decode of few sequences), each head gets its own tile so that the
+// workers stay busy; the bits are the same either way.
+func (b *Backend) planTiles(step *runner.Step) []attnTile {
+	c := &b.cfg
+	group := c.NumHeads / c.NumKVHeads
+	tiles := b.attn.tiles[:0]
+	for si, s := range step.Seqs {
+		for t0 := s.Start; t0 < s.Start+s.Len; t0 += tileTokens {
+			t1 := min(t0+tileTokens, s.Start+s.Len)
+			for h := 0; h < c.NumHeads; h += group {
+				tiles = append(tiles, attnTile{int32(si), int32(t0), int32(t1), int32(h), int32(h + group)})
+			}
+		}
+	}
+	if group > 1 && len(tiles) < 2*b.pool.numWorkers {
+		n := len(tiles)
+		for i := range n {
+			tl := tiles[i]
+			for h := tl.h0 + 1; h < tl.h1; h++ {
+				tiles = append(tiles, attnTile{tl.seq, tl.t0, tl.t1, h, h + 1})
+			}
+			tiles[i].h1 = tl.h0 + 1
+		}
+	}
+	b.attn.tiles = tiles
+	return tiles
+}
+
+func (j *attnJob) run(w, numWorkers int) {
+	st := &j.b.attnScratch[w]
+	for i := w; i < len(j.tiles); i += numWorkers {
+		j.tile(st, j.tiles[i])
+	}
+}
+
+// attnState is one worker's scratch for a tile of up to R rows.
+type attnState struct {
+	q      []float32   // [R][D] the rows' queries, packed
+	acc    []float32   // [R][D] unnormalized outputs
+	scores []float32   // [R][B] one block's scores, then weights
+	m      []float32   // [R] running max
+	l      []float32   // [R][B] running denominator, lane by lane (kernels.BlockSoftmax)
+	rowN   []int32     // [R] positions each row attends to
+	rowOut [][]float32 // [R] where each row's output goes in b.att
+}
+
+// tile computes one tile's rows into b.att.
+func (j *attnJob) tile(st *attnState, tl attnTile) {
+	b, step := j.b, j.step
+	c := &b.cfg
+	hd, bs := c.HeadDim, b.blockSize
+	group := c.NumHeads / c.NumKVHeads
+	kvh := int(tl.h0) / group
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	kc, vc := b.layerKV(j.layer)
+	table := step.Seqs[tl.seq].BlockTable
+
+	nh := int(tl.h1 - tl.h0)
+	rows := int(tl.t1-tl.t0) * nh
+	maxN := 0
+	for r := range rows {
+		t, h := int(tl.t0)+r/nh, int(tl.h0)+r%nh
+		n := int(step.Positions[t]) + 1 // attend to positions 0..p
+		st.rowN[r] = int32(n)
+		copy(st.q[r*hd:(r+1)*hd], b.q[t*b.qDim+h*hd:t*b.qDim+(h+1)*hd])
+		st.rowOut[r] = b.att[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
+		st.m[r] = float32(math.Inf(-1))
+		maxN = max(maxN, n)
+	}
+	q, acc, l := st.q[:rows*hd], st.acc[:rows*hd], st.l[:rows*kernels.BlockB]
+	clear(acc)
+	clear(l)
+	if bs != kernels.BlockB {
+		j.tileAnyBlock(st, rows, maxN, table, kc, vc, kvh, scale)
+	} else {
+		sc := st.scores[:rows*bs]
+		for pos := 0; pos < maxN; pos += bs {
+			blk := int(table[pos/bs])
+			kOff := (blk*c.NumKVHeads + kvh) * hd * bs
+			vOff := blk*bs*b.kvDim + kvh*hd
+			kernels.BlockScores(sc, q, kc[kOff:], scale)
+			kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
+			kernels.BlockAccum(acc, hd, sc, min(bs, maxN-pos), vc[vOff:], b.kvDim)
+		}
+	}
+	for r := range rows {
+		var sum float32
+		for _, v := range l[r*kernels.BlockB : (r+1)*kernels.BlockB] {
+			sum += v
+		}
+		out := st.rowOut[r]
+		copy(out, acc[r*hd:(r+1)*hd])
+		kernels.Scale(out, 1/sum)
+	}
+}
+
+// softmaxStep is kernels.BlockSoftmax of row r for any block size: s
+// (the block's attended scores) become weights against the row's running
+// max, its output so far rescaled when the max grows; the denominator
+// lives in the row's first lane of l.
+func (st *attnState) softmaxStep(r int, s []float32, out []float32) {
+	bm := s[0]
+	for _, v := range s[1:] {
+		bm = max(bm, v)
+	}
+	l := &st.l[r*kernels.BlockB] // one lane holds the whole sum here
+	if bm > st.m[r] {
+		if *l != 0 {
+			f := float32(math.Exp(float64(st.m[r] - bm)))
+			*l *= f
+			kernels.Scale(out, f)
+		}
+		st.m[r] = bm
+	}
+	*l += kernels.ExpShift(s, st.m[r])
+}
+
+// tileAnyBlock is the tile's block walk for block sizes other than
+// kernels.BlockB: one row and block at a time.
+func (j *attnJob) tileAnyBlock(st *attnState, rows, maxN int, table []int32, kc, vc []float32, kvh int, scale float32) {
+	b := j.b
+	c := &b.cfg
+	hd, bs := c.HeadDim, b.blockSize
+	for pos := 0; pos < maxN; pos += bs {
+		blk := int(table[pos/bs])
+		kOff := (blk*c.NumKVHeads + kvh) * hd * bs
+		vOff := blk*bs*b.kvDim + kvh*hd
+		for r := range rows {
+			n := int(st.rowN[r])
+			if pos >= n {
+				continue
+			}
+			s := st.scores[:min(bs, n-pos)]
+			kernels.DotCols(s, st.q[r*hd:(r+1)*hd], kc[kOff:], bs, scale)
+			out := st.acc[r*hd : (r+1)*hd]
+			st.softmaxStep(r, s, out)
+			kernels.AddRows(out, s, vc[vOff:], b.kvDim)
+		}
+	}
+}
+
+// newAttnScratch sizes one attnState per worker.
+func (b *Backend) newAttnScratch() {
+	c := &b.cfg
+	rows := tileTokens * (c.NumHeads / c.NumKVHeads)
+	b.attnScratch = make([]attnState, b.pool.numWorkers)
+	for w := range b.attnScratch {
+		b.attnScratch[w] = attnState{
+			q:      make([]float32, rows*c.HeadDim),
+			acc:    make([]float32, rows*c.HeadDim),
+			scores: make([]float32, rows*max(b.blockSize, kernels.BlockB)),
+			m:      make([]float32, rows),
+			l:      make([]float32, rows*kernels.BlockB),
+			rowN:   make([]int32, rows),
+			rowOut: make([][]float32, rows),
+		}
+	}
+}
+
+// attnWork is the multiply-adds of a step's attention: per token and
+// head, 2·D per attended position.
+func (b *Backend) attnWork(step *runner.Step) int {
+	n := 0
+	for _, p := range step.Positions {
+		n += int(p) + 1
+	}
+	return n * b.cfg.NumHeads * b.cfg.HeadDim * 2
+}

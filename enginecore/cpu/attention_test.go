@@ -1,0 +1,131 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tandem-llm/tandem/enginecore/runner"
+)
+
+// TestLongContextMatchesReference runs a 250-token prompt (16 and 84
+// blocks), chunked as the scheduler would, against the float64 reference, then decodes at
+// that depth: block size 16 takes the multi-row kernels, 3 the
+// any-block-size path.
+func TestLongContextMatchesReference(t *testing.T) {
+	cfg, w := dummy()
+	const n = 250
+	toks := prompt(n, 3)
+	ref := newRef(t, cfg, w)
+	var want []float64
+	for _, tok := range toks {
+		want = ref.next(tok)
+	}
+	next := []int32{5, 9}
+	var wantDecode [][]float64
+	for _, tok := range next {
+		wantDecode = append(wantDecode, ref.next(tok))
+	}
+	for _, bs := range []int{16, 3} {
+		t.Run(fmt.Sprintf("block=%d", bs), func(t *testing.T) {
+			h := newHarness(t, cfg, w, 2, n/bs+8, bs, 5)
+			var s seqState
+			var got []float32
+			for c := 0; c < n; c += 100 {
+				got = h.feed(&s, toks[c:min(c+100, n)])
+			}
+			if d := maxDiff(got, want); d > 1e-4 {
+				t.Fatalf("prefill at depth %d: max |Δlogit| = %g, want ≤ 1e-4", n, d)
+			}
+			for j, tok := range next {
+				if d := maxDiff(h.feed(&s, []int32{tok}), wantDecode[j]); d > 1e-4 {
+					t.Fatalf("decode %d at depth %d: max |Δlogit| = %g, want ≤ 1e-4", j, n+j, d)
+				}
+			}
+		})
+	}
+}
+
+// TestAttentionBitsIgnoreTiling checks that a row's attention does not
+// depend on what shares its step or on the thread count: a long sequence
+// decoded alone (heads split into one tile each), next to 20 others
+// (whole-group tiles), and at 1 and 3 threads gives the same bits.
+func TestAttentionBitsIgnoreTiling(t *testing.T) {
+	cfg, w := dummy()
+	const n, bs = 300, 16
+	long := prompt(n, 8)
+	run := func(threads, others int) []float32 {
+		h := newHarness(t, cfg, w, threads, n/bs+8+others*2, bs, uint64(threads*100+others))
+		var s seqState
+		for c := 0; c < n; c += 150 {
+			h.feed(&s, long[c:c+150])
+		}
+		var step runner.Step
+		h.add(&step, &s, []int32{7}, true)
+		for i := range others {
+			h.add(&step, &seqState{}, prompt(3+i%5, uint64(i)), true)
+		}
+		return h.forward(&step)[0]
+	}
+	want := run(1, 0)
+	for _, tc := range []struct{ threads, others int }{{2, 0}, {3, 0}, {2, 20}} {
+		t.Run(fmt.Sprintf("threads=%d/others=%d", tc.threads, tc.others), func(t *testing.T) {
+			if diff := cmp.Diff(want, run(tc.threads, tc.others)); diff != "" {
+				t.Errorf("logits differ from 1 thread alone:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanTiles checks the tiling covers every (token, head) once, whole
+// KV groups unless there are fewer tiles than two per worker.
+func TestPlanTiles(t *testing.T) {
+	cfg, w := dummy() // 4 heads, 2 KV heads
+	tests := []struct {
+		name    string
+		lens    []int
+		threads int
+		want    int // tiles
+		heads   int32
+	}{
+		{"decode of one, split to heads", []int{1}, 2, 4, 1},
+		{"decode of one, one thread", []int{1}, 1, 2, 2},
+		{"prefill of 40 tokens", []int{40}, 2, 6, 2},
+		{"mixed", []int{17, 1, 1, 16}, 2, 10, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, cfg, w, tt.threads, 64, 4, 0)
+			var step runner.Step
+			for i, n := range tt.lens {
+				h.add(&step, &seqState{}, prompt(n, uint64(i)), true)
+			}
+			tiles := h.be.planTiles(&step)
+			if len(tiles) != tt.want {
+				t.Fatalf("%d tiles, want %d: %v", len(tiles), tt.want, tiles)
+			}
+			seen := map[[2]int32]int{}
+			for _, tl := range tiles {
+				if tl.h1-tl.h0 != tt.heads {
+					t.Errorf("tile %v has %d heads, want %d", tl, tl.h1-tl.h0, tt.heads)
+				}
+				s := step.Seqs[tl.seq]
+				if int(tl.t0) < s.Start || int(tl.t1) > s.Start+s.Len || tl.t1-tl.t0 > tileTokens {
+					t.Errorf("tile %v outside seq %d [%d,+%d)", tl, tl.seq, s.Start, s.Len)
+				}
+				for tok := tl.t0; tok < tl.t1; tok++ {
+					for hd := tl.h0; hd < tl.h1; hd++ {
+						seen[[2]int32{tok, hd}]++
+					}
+				}
+			}
+			for tok := range len(step.TokenIDs) {
+				for hd := range cfg.NumHeads {
+					if c := seen[[2]int32{int32(tok), int32(hd)}]; c != 1 {
+						t.Errorf("token %d head %d in %d tiles, want 1", tok, hd, c)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+import "simd/archsimd"
+
+// AVX2 versions of attn.go, used at the AVX-512 level too (the 16
+// positions of a block are two 8-lane registers). Two rows at a time keep
+// eight independent accumulator chains in flight; a lone row runs the
+// same per-lane chains, fewer at once.
+
+func blockScores(out, q, k []float32, d int, s float32) {
+	if level < levelAVX2 || d%2 != 0 || d == 0 {
+		blockScoresGo(out, q, k, d, s)
+		return
+	}
+	rows := len(out) / BlockB
+	r := 0
+	for ; r+2 <= rows; r += 2 {
+		o, qq := out[r*BlockB:(r+2)*BlockB], q[r*d:(r+2)*d]
+		scores2AVX2(&o[0], &qq[0], &k[0], d, s)
+	}
+	if r < rows {
+		o, qq := out[r*BlockB:(r+1)*BlockB], q[r*d:(r+1)*d]
+		scores1AVX2(&o[0], &qq[0], &k[0], d, s)
+	}
+}
+
+// scores2AVX2 is BlockScores of two rows (attn_amd64.s): out [2][B],
+// q [2][d] (d even), k [d][B].
+//
+//go:noescape
+func scores2AVX2(out, q, k *float32, d int, s float32)
+
+// scores1AVX2 is scores2AVX2 of one row, lane for lane.
+//
+//go:noescape
+func scores1AVX2(out, q, k *float32, d int, s float32)
+
+// accum1x64AVX2 is accum2AVX2 of one row and 64 lanes, lane for lane.
+//
+//go:noescape
+func accum1x64AVX2(y, w *float32, n int, v *float32, stride int)
+
+func blockAccum(acc []float32, d int, w []float32, n int, v []float32, stride int) {
+	if level < levelAVX2 || d%32 != 0 {
+		blockAccumGo(acc, d, w, n, v, stride)
+		return
+	}
+	rows := len(acc) / d
+	r := 0
+	for ; r+2 <= rows; r += 2 {
+		for i := 0; i < d; i += 32 {
+			y0, y1 := acc[r*d+i:r*d+i+32], acc[(r+1)*d+i:(r+1)*d+i+32]
+			vv := v[i : (n-1)*stride+i+32]
+			accum2AVX2(&y0[0], &y1[0], &w[r*BlockB], &w[(r+1)*BlockB], n, &vv[0], stride)
+		}
+	}
+	if r < rows {
+		i := 0
+		for ; i+64 <= d; i += 64 {
+			y, vv := acc[r*d+i:r*d+i+64], v[i:(n-1)*stride+i+64]
+			accum1x64AVX2(&y[0], &w[r*BlockB], n, &vv[0], stride)
+		}
+		if i < d {
+			accum1(acc[r*d+i:], w[r*BlockB:], n, v[i:], stride)
+		}
+	}
+}
+
+// accum2AVX2 is BlockAccum of 32 lanes of two rows (attn_amd64.s):
+// y0, y1 += Σ_{p<n} w0[p]·v[p·stride:], w1[p]·v[p·stride:] (n ≥ 1).
+//
+//go:noescape
+func accum2AVX2(y0, y1, w0, w1 *float32, n int, v *float32, stride int)
+
+// accum1 is BlockAccum of 32 lanes of one row, lane for lane as accum2AVX2.
+func accum1(y, w []float32, n int, v []float32, stride int) {
+	a := (*[32]float32)(y)
+	a0 := archsimd.LoadFloat32x8((*[8]float32)(a[0:]))
+	a1 := archsimd.LoadFloat32x8((*[8]float32)(a[8:]))
+	a2 := archsimd.LoadFloat32x8((*[8]float32)(a[16:]))
+	a3 := archsimd.LoadFloat32x8((*[8]float32)(a[24:]))
+	ws := (*[BlockB]float32)(w)
+	for p := range min(n, BlockB) {
+		vv := (*[32]float32)(v[p*stride:])
+		x := archsimd.BroadcastFloat32x8(ws[p])
+		a0 = archsimd.LoadFloat32x8((*[8]float32)(vv[0:])).MulAdd(x, a0)
+		a1 = archsimd.LoadFloat32x8((*[8]float32)(vv[8:])).MulAdd(x, a1)
+		a2 = archsimd.LoadFloat32x8((*[8]float32)(vv[16:])).MulAdd(x, a2)
+		a3 = archsimd.LoadFloat32x8((*[8]float32)(vv[24:])).MulAdd(x, a3)
+	}
+	a0.Store((*[8]float32)(a[0:]))
+	a1.Store((*[8]float32)(a[8:]))
+	a2.Store((*[8]float32)(a[16:]))
+	a3.Store((*[8]float32)(a[24:]))
+}
+
+func blockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int) {
+	if level < levelAVX2 {
+		blockSoftmaxGo(s, rowN, pos, m, l, acc, d)
+		return
+	}
+	for r := range m {
+		sr := (*[BlockB]float32)(s[r*BlockB:])
+		if int(rowN[r])-pos < BlockB {
+			softmaxRow(sr[:], int(rowN[r])-pos, &m[r], l[r*BlockB:(r+1)*BlockB], acc[r*d:(r+1)*d])
+			continue
+		}
+		lo := archsimd.LoadFloat32x8((*[8]float32)(sr[0:]))
+		hi := archsimd.LoadFloat32x8((*[8]float32)(sr[8:]))
+		mv := archsimd.BroadcastFloat32x8(m[r])
+		if lo.Greater(mv).Or(hi.Greater(mv)).ToBits() != 0 {
+			// A new max (the first block, then rarely): the exact path.
+			softmaxRow(sr[:], BlockB, &m[r], l[r*BlockB:(r+1)*BlockB], acc[r*d:(r+1)*d])
+			continue
+		}
+		lo, hi = exp8(lo.Sub(mv)), exp8(hi.Sub(mv))
+		lo.Store((*[8]float32)(sr[0:]))
+		hi.Store((*[8]float32)(sr[8:]))
+		lr := (*[BlockB]float32)(l[r*BlockB:])
+		archsimd.LoadFloat32x8((*[8]float32)(lr[0:])).Add(lo).Store((*[8]float32)(lr[0:]))
+		archsimd.LoadFloat32x8((*[8]float32)(lr[8:])).Add(hi).Store((*[8]float32)(lr[8:]))
+	}
+}
