@@ -55,14 +55,17 @@ func (b *Backend) planTiles(step *runner.Step) []attnTile {
 		}
 	}
 	if group > 1 && len(tiles) < 2*b.pool.numWorkers {
+		// One head per tile, a group's heads next to each other: the
+		// workers then read the same KV blocks at about the same time,
+		// and the second read hits the shared cache.
 		n := len(tiles)
 		for i := range n {
 			tl := tiles[i]
-			for h := tl.h0 + 1; h < tl.h1; h++ {
+			for h := tl.h0; h < tl.h1; h++ {
 				tiles = append(tiles, attnTile{tl.seq, tl.t0, tl.t1, h, h + 1})
 			}
-			tiles[i].h1 = tl.h0 + 1
 		}
+		tiles = append(tiles[:0], tiles[n:]...)
 	}
 	b.attn.tiles = tiles
 	return tiles

@@ -9,9 +9,9 @@ import (
 )
 
 // TestLongContextMatchesReference runs a 250-token prompt (16 and 84
-// blocks), chunked as the scheduler would, against the float64 reference, then decodes at
-// that depth: block size 16 takes the multi-row kernels, 3 the
-// any-block-size path.
+// blocks), chunked as the scheduler would, against the float64
+// reference, then decodes at that depth: block size 16 takes the
+// multi-row kernels, 3 the any-block-size path.
 func TestLongContextMatchesReference(t *testing.T) {
 	cfg, w := dummy()
 	const n = 250
