@@ -106,6 +106,11 @@ func overlap(fn func()) (wait func()) {
 	return func() { <-done }
 }
 
+// Stats is the Engine's load after the last message or step, as the
+// heartbeats carry it: for the engine's own /metrics. Safe from any
+// goroutine.
+func (c *Core) Stats() wire.SchedulerStats { return *c.load.Load() }
+
 // KVTopic is the topic of the KV-events messages.
 func (c *Core) KVTopic() string { return c.cfg.KVEvents.Topic }
 

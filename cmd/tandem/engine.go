@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"runtime"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/loader"
+	enginemetrics "github.com/tandem-llm/tandem/enginecore/metrics"
 	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/wire/gguf"
 	"github.com/tandem-llm/tandem/wire/zmq"
 )
@@ -41,6 +45,8 @@ type engineFlags struct {
 	heartbeatTimeout    time.Duration
 	kvEventsConfig      string // --kv-events-config JSON (kvevents.go)
 	kvPodID             string // --kv-events-pod-id, for {pod} in the topic
+	metricsAddress      string // --metrics-address: the engine's own /metrics
+	showHidden          string // --show-hidden-metrics-for-version, for the engine's /metrics
 	log                 logFlags
 }
 
@@ -79,6 +85,8 @@ func engineCommand(f *engineFlags, curve *curveFlags) *cli.Command {
 	fs.StringVar(&f.listen, "listen", "", "ROUTER `endpoint` to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required)")
 	fs.StringVar(&f.events, "events", "", "PUB `endpoint` to bind for KV events (optional; frontends find it themselves); --kv-events-config's endpoint replaces it")
 	fs.IntVar(&f.rank, "data-parallel-rank", 0, "this engine's index")
+	fs.StringVar(&f.metricsAddress, "metrics-address", "", "serve this engine's own Prometheus /metrics (its vllm: series, labelled engine) on this `host:port`, e.g. :8001, for scaled-out frontends that run with --disable-engine-metrics; empty = none (docs/metrics.md)")
+	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "on --metrics-address, also export the deprecated names vLLM `version` X.Y could still export (vllm:gpu_cache_usage_perc, …)")
 	registerCurveServerFlags(fs, curve)
 	return c
 }
@@ -130,6 +138,16 @@ func runEngine(ctx context.Context, args []string) error {
 		if replayOpts, err = curve.serverOptions(replayEP, log); err != nil {
 			return err
 		}
+	}
+	if err := metrics.CheckHiddenVersion(f.showHidden); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	var metricsLn net.Listener
+	if f.metricsAddress != "" {
+		if metricsLn, err = net.Listen("tcp", f.metricsAddress); err != nil {
+			return fmt.Errorf("engine: --metrics-address: %w", err)
+		}
+		defer metricsLn.Close()
 	}
 	if _, _, err := parseDevice(f.device); err != nil {
 		return fmt.Errorf("engine: %w", err)
@@ -201,10 +219,25 @@ func runEngine(ctx context.Context, args []string) error {
 		defer r.Close()
 		core.ServeReplay(r)
 	}
-	log.Info("engine core serving", "listen", router.Endpoint(), "events", f.events, "kv_topic", core.KVTopic(), "replay", replayEP,
+	if metricsLn != nil {
+		m := enginemetrics.New(enginemetrics.Config{ModelName: name, Engine: f.rank, BlockSize: f.blockSize, NumBlocks: numBlocks,
+			GPUNames: metrics.ShowsGPUNames(f.showHidden), Stats: core.Stats})
+		stop := serveMetrics(metricsLn, m.Handler())
+		defer stop()
+	}
+	log.Info("engine core serving", "listen", router.Endpoint(), "metrics", f.metricsAddress, "events", f.events, "kv_topic", core.KVTopic(), "replay", replayEP,
 		"model", name, "max_model_len", f.maxModelLen, "threads", f.threads)
 	notifyReady() // the ROUTER is bound: frontends' messages queue until Serve reads them
 	return core.Serve(ctx, router, pub)
+}
+
+// serveMetrics serves h at /metrics on ln until stop.
+func serveMetrics(ln net.Listener, h http.Handler) (stop func()) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return func() { _ = hs.Close() }
 }
 
 // loadBackend builds the backend for --device (see newBackend) over

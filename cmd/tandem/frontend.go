@@ -41,6 +41,7 @@ type frontendFlags struct {
 	showHidden        string // --show-hidden-metrics-for-version
 	metricsSocket     string // --metrics-socket: this frontend's own series, for its peers
 	metricsPeers      string // --metrics-peers: the other frontends' sockets
+	noEngineMetrics   bool   // --disable-engine-metrics: the engines export their own
 	tokenizer         string
 	chatTemplate      string
 	tools             toolFlags
@@ -78,6 +79,7 @@ func frontendCommand(f *frontendFlags, curve *curveFlags) *cli.Command {
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")
 	fs.StringVar(&f.metricsSocket, "metrics-socket", "", "serve this frontend's own metric series on this Unix socket `path`, for the other frontends sharing the port to add up (serve sets it)")
 	fs.StringVar(&f.metricsPeers, "metrics-peers", "", "comma-separated Unix socket `paths` of the other frontends sharing the port: /metrics adds their own series to this one's (serve sets it)")
+	fs.BoolVar(&f.noEngineMetrics, "disable-engine-metrics", false, "leave the engines' own series (vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:prefix_cache_*, …) off /metrics: each engine exports them itself (tandem engine --metrics-address), so frontends scaled out as separate scrape targets do not repeat every engine's numbers (docs/metrics.md)")
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to engines")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "an engine silent this long is dead: its requests fail with 503")
 	fs.StringVar(&f.log.level, "log-level", "info", "`level`: debug, info, warn or error")
@@ -197,6 +199,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		MaxRequestOutputTokens:      f.maxOutput,
 		ShowHiddenMetricsForVersion: f.showHidden,
 		MetricsPeers:                splitList(f.metricsPeers),
+		DisableEngineMetrics:        f.noEngineMetrics,
 	}, server.ClientEngine(client), tok)
 	if f.metricsSocket != "" {
 		stop, err := serveUnix(f.metricsSocket, srv.OwnMetrics())

@@ -36,6 +36,11 @@ func CheckHiddenVersion(v string) error {
 	return nil
 }
 
+// ShowsGPUNames says whether version (a --show-hidden-metrics-for-version
+// value) shows the deprecated gpu_ cache names, which an engine's own
+// /metrics exports too.
+func ShowsGPUNames(version string) bool { return hiddenFor(version).gpu }
+
 func hiddenFor(v string) hiddenSet {
 	major, minor, ok := parseVersion(v)
 	if !ok {

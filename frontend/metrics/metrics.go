@@ -34,6 +34,14 @@ type Config struct {
 	// the shared port counts every frontend's requests once, whichever
 	// frontend answers it (peers.go).
 	Peers []string
+	// NoEngineSeries leaves out the series each engine owns (engines.go:
+	// its scheduler stats and cache config, the same on every frontend),
+	// for frontends scaled out as separate scrape targets while each
+	// engine exports its own (enginecore/metrics): otherwise every
+	// frontend repeats every engine's numbers and a sum over the targets
+	// counts each engine once per frontend. Request series, HTTP series
+	// and production-stack's router series stay: they are this frontend's.
+	NoEngineSeries bool
 }
 
 // Metrics holds the frontend's collectors. Every vllm: series carries
@@ -135,7 +143,10 @@ func New(cfg Config) *Metrics {
 	}
 	m.http = newHTTPMetrics(reg)
 	reg.MustRegister(&qpsCollector{m: m})
-	shared.MustRegister(&engineCollector{m: m}, &routerCollector{m: m})
+	shared.MustRegister(&routerCollector{m: m})
+	if !cfg.NoEngineSeries {
+		shared.MustRegister(&engineCollector{m: m})
+	}
 	return m
 }
 

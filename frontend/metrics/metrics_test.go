@@ -356,3 +356,29 @@ func TestPeersAddUp(t *testing.T) {
 		t.Errorf("with the peer gone, vllm:prompt_tokens_total (-want +got):\n%s", diff)
 	}
 }
+
+// TestNoEngineSeries: with NoEngineSeries the engines' own series are
+// gone and this frontend's (requests, router) stay.
+func TestNoEngineSeries(t *testing.T) {
+	engineOwned := []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_requests_waiting_by_reason",
+		"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+		"vllm:prompt_tokens_cached_by_source_total", "vllm:num_preemptions_total", "vllm:cache_config_info",
+		"vllm:engine_sleep_state", "vllm:gpu_cache_usage_perc", "tandem:kv_cache_free_blocks", "tandem:engine_up",
+		"tandem:sessions_resident"}
+	frontendOwned := []string{"vllm:time_to_first_token_seconds", "vllm:request_success_total", "vllm:iteration_tokens_total",
+		"vllm:healthy_pods_total", "vllm:current_qps", "vllm:time_per_output_token_seconds"}
+	for _, off := range []bool{false, true} {
+		m := New(Config{ModelName: "m", ShowHiddenMetricsForVersion: "0.11", Engines: twoEngines, NoEngineSeries: off})
+		fams := scrape(t, m)
+		for _, name := range engineOwned {
+			if got := fams[name] != nil; got == off {
+				t.Errorf("NoEngineSeries %v: %s exported %v", off, name, got)
+			}
+		}
+		for _, name := range frontendOwned {
+			if fams[name] == nil {
+				t.Errorf("NoEngineSeries %v: no %s", off, name)
+			}
+		}
+	}
+}

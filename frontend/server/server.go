@@ -51,6 +51,9 @@ type Config struct {
 	// MetricsPeers are the Unix sockets of the other frontends of one
 	// serve: /metrics adds their own series (see frontend/metrics).
 	MetricsPeers []string
+	// DisableEngineMetrics leaves the engines' own series off /metrics
+	// (they export them themselves; see frontend/metrics).
+	DisableEngineMetrics bool
 	// ToolParser reads tool calls out of tool_choice "auto" answers, in
 	// the syntax the model writes them (--tool-call-parser); nil: those
 	// answers are text.
@@ -86,7 +89,8 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix(),
 		metrics: metrics.New(metrics.Config{ModelName: cfg.ServedModelName, MaxModelLen: cfg.MaxModelLen,
-			ShowHiddenMetricsForVersion: cfg.ShowHiddenMetricsForVersion, Engines: eng.Engines, Peers: cfg.MetricsPeers}),
+			ShowHiddenMetricsForVersion: cfg.ShowHiddenMetricsForVersion, Engines: eng.Engines, Peers: cfg.MetricsPeers,
+			NoEngineSeries: cfg.DisableEngineMetrics}),
 		store: responses.NewStore(cfg.StoredResponses),
 		keys:  newKeys(allKeys(cfg))}
 	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
