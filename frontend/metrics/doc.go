@@ -12,6 +12,9 @@
 // observed by this frontend and labelled with the engine that served the
 // request; queue, prefill, decode and inference times come from the
 // engine's request events (engineclient.Timing), on the engine's clock.
+// Where each engine exports its own series (enginecore/metrics) and the
+// frontends are separate scrape targets, Config.NoEngineSeries leaves the
+// engine-owned ones out, so no engine is counted once per frontend.
 //
 // It must not import enginecore or gpu packages.
 //
