@@ -274,6 +274,67 @@ func (e env) check(t *testing.T, s *stack) {
 	s.checkSecret(t)
 	s.checkCurve(t, eng, fe, ea, fa)
 	s.checkNetworkPolicy(t, listenPort)
+	s.checkEngineMetrics(t, headless, eng, ea, fa)
+}
+
+// checkEngineMetrics: each engine's own /metrics (--metrics-address) is
+// its container port metrics, the headless Service's port metrics and
+// what the engines' ServiceMonitor and prometheus.io annotations scrape;
+// the NetworkPolicy lets Prometheus reach it from anywhere. The frontends
+// leave the engine series out (--disable-engine-metrics) exactly when
+// the engines export them, so each engine's numbers are exported once.
+func (s *stack) checkEngineMetrics(t *testing.T, headless *corev1.Service, eng *corev1.Container, ea, fa parsedArgs) {
+	t.Helper()
+	addr, own := ea.flags["metrics-address"]
+	_, off := fa.flags["disable-engine-metrics"]
+	if own != off {
+		t.Errorf("engine --metrics-address %q and frontend --disable-engine-metrics %v: want both or neither (else each engine's series are exported by every frontend and the engine, or by none)", addr, off)
+	}
+	if !own {
+		return
+	}
+	_, portStr, err := net.SplitHostPort(addr)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil {
+		t.Fatalf("engine --metrics-address %q: want host:port", addr)
+	}
+	if p := containerPort(t, eng, intstr.FromString("metrics")); p != port {
+		t.Errorf("engine --metrics-address port %d, container port metrics %d", port, p)
+	}
+	if p := containerPort(t, eng, servicePort(t, headless, "metrics").TargetPort); p != port {
+		t.Errorf("headless Service port metrics targets %d, the engine's /metrics is on %d", p, port)
+	}
+	ann := s.engine.Spec.Template.Annotations
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != portStr || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("engine pod annotations %v: want prometheus.io/scrape, port %d and path /metrics", ann, port)
+	}
+	for _, m := range s.monitors {
+		if !subset(m.Spec.Selector.MatchLabels, s.engine.Spec.Template.Labels) {
+			continue
+		}
+		if !subset(m.Spec.Selector.MatchLabels, headless.Labels) {
+			t.Errorf("ServiceMonitor %s selector %v does not select Service %s", m.Name, m.Spec.Selector.MatchLabels, headless.Name)
+		}
+		for _, ep := range m.Spec.Endpoints {
+			if ep.Port != "metrics" || ep.Path != "/metrics" {
+				t.Errorf("ServiceMonitor %s scrapes port %q path %q: want metrics, /metrics", m.Name, ep.Port, ep.Path)
+			}
+		}
+	}
+	for _, np := range s.netpols {
+		if !subset(np.Spec.PodSelector.MatchLabels, s.engine.Spec.Template.Labels) {
+			continue
+		}
+		open := false
+		for _, in := range np.Spec.Ingress {
+			for _, p := range in.Ports {
+				open = open || len(in.From) == 0 && p.Port != nil && p.Port.IntValue() == port
+			}
+		}
+		if !open {
+			t.Errorf("NetworkPolicy %s does not let Prometheus reach the engines' metrics port %d", np.Name, port)
+		}
+	}
 }
 
 type namedProbe struct {
@@ -514,6 +575,9 @@ func (s *stack) checkScaling(t *testing.T, feSvc *corev1.Service, httpPort int, 
 		}
 	}
 	for _, m := range s.monitors {
+		if subset(m.Spec.Selector.MatchLabels, s.engine.Spec.Template.Labels) {
+			continue // the engines' own /metrics: checkEngineMetrics
+		}
 		if !subset(m.Spec.Selector.MatchLabels, feSvc.Labels) {
 			t.Errorf("ServiceMonitor %s selector %v does not select Service %s (labels %v)", m.Name, m.Spec.Selector.MatchLabels, feSvc.Name, feSvc.Labels)
 		}

@@ -229,6 +229,10 @@ var chartVariants = []struct {
 		"curve": map[string]any{"existingSecret": "my-curve-keys", "generation": 3},
 	}},
 	{name: "insecure", release: "tandem", namespace: "tandem", set: map[string]any{"insecureEngineSocket": true}},
+	// No engine /metrics: the frontends export every engine's series.
+	{name: "frontends-export-engine-metrics", release: "tandem", namespace: "tandem", set: map[string]any{
+		"engine": map[string]any{"metricsPort": 0},
+	}},
 	{name: "kv-events-llmd", release: "tandem", namespace: "tandem", set: map[string]any{
 		"engine": map[string]any{"kvEvents": map[string]any{"replayPort": 5557, "layout": "array"}},
 		"networkPolicy": map[string]any{"kvEventsFrom": []any{
