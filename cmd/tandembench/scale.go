@@ -195,6 +195,7 @@ type ScaleReport struct {
 	Models        []benchModel `json:"models,omitempty"`
 	Rows          []ScaleRow   `json:"rows"`
 	Memory        *MemoryPart  `json:"memory,omitempty"`
+	MemoryError   string       `json:"memory_error,omitempty"` // why the memory part has no rows
 	Targets       []Target     `json:"targets"`
 	Quick         bool         `json:"quick,omitempty"`
 	Command       string       `json:"command"`
@@ -312,9 +313,15 @@ func runScale(ctx context.Context, o options, stderr io.Writer) error {
 		}
 	}
 	if s.has(partMemory) {
+		// A failure here (the tree does not build, the server does not
+		// start) must not cost the rows measured above: it is reported.
 		mp, err := measureMemory(ctx, o, llamas, stderr)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			rep.MemoryError = err.Error()
+			fmt.Fprintln(stderr, "scale: WARNING: no memory rows:", err)
 		}
 		rep.Memory = mp
 	}

@@ -117,6 +117,9 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 	}
 	table(kindModel, "1B- and 3B-shape models at the DRAM bound")
 	table(kindLong, fmt.Sprintf("Long context on %s (decode at depth P)", filepath.Base(rep.DefaultModel)))
+	if rep.MemoryError != "" {
+		p("**The memory part failed: %s.**\n\n", firstLine(rep.MemoryError))
+	}
 	if m := rep.Memory; m != nil {
 		p("#### Peak memory, %s, context %d tokens\n\n", filepath.Base(m.Model), m.Ctx)
 		p("One completion (%d prompt ids, %d output tokens, %d thread(s)) through `tandem serve --max-model-len %d --max-num-seqs 1 --kv-cache-memory %d` "+
@@ -154,6 +157,11 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 	p("Raw numbers: [%s](%s). Run took %.0f s. Rerun: `%s`.\n", filepath.Base(jsonPath), jsonPath, rep.Seconds, rep.Command)
 	p("%s\n", scaleEnd)
 	return b.String()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // llamaBuffers names the buffer types that held llama.cpp's weights in

@@ -191,12 +191,24 @@ func TestScaleQuick(t *testing.T) {
 			t.Errorf("%s written again, not taken from the cache", m.Name)
 		}
 	}
+	// A memory part that cannot start the server costs no other rows.
+	if err := run(context.Background(), append(args, "--scale", "long,memory", "--tandem-bin", filepath.Join(dir, "no-tandem")), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(filepath.Join(out, "scale-2001-02-03.json"))
+	var failed ScaleReport
+	if err := json.Unmarshal(data, &failed); err != nil {
+		t.Fatal(err)
+	}
+	if failed.MemoryError == "" || failed.Memory != nil || len(failed.Rows) != 1 {
+		t.Errorf("memory error %q, memory %+v, %d rows; want the error and the long row", failed.MemoryError, failed.Memory, len(failed.Rows))
+	}
 	// --replot redraws the section from the JSON.
 	doc2 := filepath.Join(dir, "replot.md")
 	if err := run(context.Background(), []string{"--phase", "scale", "--replot", filepath.Join(out, "scale-2001-02-03.json"), "--out", out, "--doc", doc2}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if md2, _ := os.ReadFile(doc2); !strings.Contains(string(md2), "tiny-q8_0") {
+	if md2, _ := os.ReadFile(doc2); !strings.Contains(string(md2), "The memory part failed") || !strings.Contains(string(md2), "| tiny.gguf | 1 | 64 |") {
 		t.Errorf("replotted doc lacks the rows:\n%s", md2)
 	}
 }
