@@ -114,6 +114,7 @@ func checkCluster(t *testing.T, c *cluster, objs []object) {
 			t.Errorf("frontend %s: session %s reported no cached prompt tokens: not routed to the engine that holds it", p.name, session)
 		}
 	}
+	checkEngineMetricsServed(t, c, sts, dep, port, len(frontends))
 	if err := c.stillUp(); err != nil {
 		t.Fatal(err)
 	}
