@@ -1,8 +1,15 @@
 package deploy
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +110,144 @@ func metricLabel(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestScaledOutPrometheusCountsEachEngineOnce is the chart's layout as
+// local processes with a real Prometheus (Debian's, as the dashboard
+// test uses): two `tandem engine`s with --metrics-address and two
+// `tandem frontend`s with --disable-engine-metrics, every one a scrape
+// target. After traffic through both frontends, Prometheus' sum by
+// (engine) of each engine series is that engine's own number, every
+// engine has one series, and the request counters summed over the
+// frontends count every request once.
+func TestScaledOutPrometheusCountsEachEngineOnce(t *testing.T) {
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus is not installed (Debian package prometheus; scripts/setup.sh installs it)")
+	}
+	bin, err := (&images{t: t}).tandemBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("output:\n%s", logs.String())
+		}
+	})
+	dir := t.TempDir()
+	hb := []string{"--heartbeat-interval", "200ms", "--heartbeat-timeout", "1500ms", "--log-level", "warn"}
+	var eps, engineTargets, frontendTargets []string
+	for i := range 2 {
+		ep := "ipc://" + filepath.Join(dir, fmt.Sprintf("engine-%d.sock", i))
+		addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		startProcess(t, logs, bin, append([]string{"engine", "--model", "dummy", "--listen", ep, "--data-parallel-rank", strconv.Itoa(i),
+			"--max-model-len", "512", "--kv-cache-memory", "32Mi", "--threads", "1", "--metrics-address", addr}, hb...)...)
+		eps, engineTargets = append(eps, ep), append(engineTargets, addr)
+	}
+	for range 2 {
+		addr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
+		_, port, _ := net.SplitHostPort(addr)
+		startProcess(t, logs, bin, append([]string{"frontend", "--engines", strings.Join(eps, ","), "--port", port,
+			"--routing", "round-robin", "--disable-engine-metrics"}, hb...)...)
+		frontendTargets = append(frontendTargets, addr)
+	}
+	promPort := freeTCPPort(t)
+	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\nscrape_configs:\n  - job_name: engine\n    static_configs:\n      - targets: [%q, %q]\n"+
+		"  - job_name: frontend\n    static_configs:\n      - targets: [%q, %q]\n",
+		scrapeInterval, engineTargets[0], engineTargets[1], frontendTargets[0], frontendTargets[1])
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProcess(t, logs, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address=127.0.0.1:"+strconv.Itoa(promPort), "--log.level=warn")
+	s := &liveStack{prom: fmt.Sprintf("http://127.0.0.1:%d", promPort)}
+	none := func() error { return nil }
+	for _, fe := range frontendTargets {
+		waitFor(t, "frontend "+fe+" with both engines", 2*time.Minute, none, func() error { return twoReady("http://" + fe) })
+	}
+
+	const perFrontend = 6
+	for _, fe := range frontendTargets {
+		s.tandem = "http://" + fe
+		for i := range perFrontend {
+			body := map[string]any{"model": "dummy", "prompt": strings.Repeat("every engine counted once. ", 4) + strconv.Itoa(i), "max_tokens": 3}
+			if code, err := s.post("/v1/completions", body, nil); err != nil || code != http.StatusOK {
+				t.Fatalf("completion %d at %s: %d %v", i, fe, code, err)
+			}
+		}
+	}
+	// The engines' own numbers, read directly, then what Prometheus sums.
+	own := map[string]float64{}
+	for _, addr := range engineTargets {
+		for _, m := range scrapeMetrics(t, "http://"+addr+"/metrics")["vllm:prefix_cache_queries_total"].GetMetric() {
+			own[metricLabel(m, "engine")] += m.GetCounter().GetValue()
+		}
+	}
+	if len(own) != 2 || own["0"] == 0 || own["1"] == 0 {
+		t.Fatalf("the engines' own prefix cache queries %v: want both engines to have served requests", own)
+	}
+	instant := func(expr string) (map[string]float64, error) {
+		now := time.Now()
+		res, err := s.queryRange(expr, now, now, time.Second)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]float64{}
+		for _, r := range res {
+			if len(r.Values) == 0 {
+				continue
+			}
+			v, _ := r.Values[len(r.Values)-1][1].(string)
+			out[r.Metric["engine"]], _ = strconv.ParseFloat(v, 64)
+		}
+		return out, nil
+	}
+	expect := func(expr string, want map[string]float64) {
+		t.Helper()
+		waitFor(t, expr, time.Minute, none, func() error {
+			got, err := instant(expr)
+			if err != nil {
+				return err
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("%s = %v, want %v", expr, got, want)
+			}
+			return nil
+		})
+	}
+	expect("sum by (engine) (vllm:prefix_cache_queries_total)", own)
+	for _, name := range engineSeries {
+		expect(fmt.Sprintf("count by (engine) (%s)", name), map[string]float64{"0": 1, "1": 1})
+	}
+	expect(`sum(vllm:request_success_total{job="frontend"})`, map[string]float64{"": 2 * perFrontend})
+	expect(`count(vllm:num_requests_running{job="frontend"}) or vector(0)`, map[string]float64{"": 0})
+	t.Logf("Prometheus: sum by (engine) of vllm:prefix_cache_queries_total over 4 targets = %v, the engines' own", own)
+}
+
+// twoReady: GET /v1/engines at base lists two ready engines.
+func twoReady(base string) error {
+	resp, err := http.Get(base + "/v1/engines")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data []struct {
+			State string `json:"state"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return err
+	}
+	ready := 0
+	for _, e := range r.Data {
+		if e.State == "ready" {
+			ready++
+		}
+	}
+	if ready != 2 {
+		return fmt.Errorf("%d of %d engines ready", ready, len(r.Data))
+	}
+	return nil
 }
