@@ -142,12 +142,19 @@ func runEngine(ctx context.Context, args []string) error {
 	if err := metrics.CheckHiddenVersion(f.showHidden); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	var metricsLn net.Listener
+	// The metrics address is bound and served at once (a taken port fails
+	// before the model loads); it answers 503 until the engine core exists.
+	var engineMetrics swapHandler
+	engineMetrics.set(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "engine starting", http.StatusServiceUnavailable)
+	}))
 	if f.metricsAddress != "" {
-		if metricsLn, err = net.Listen("tcp", f.metricsAddress); err != nil {
+		ln, err := net.Listen("tcp", f.metricsAddress)
+		if err != nil {
 			return fmt.Errorf("engine: --metrics-address: %w", err)
 		}
-		defer metricsLn.Close()
+		defer serveMetrics(ln, &engineMetrics)()
 	}
 	if _, _, err := parseDevice(f.device); err != nil {
 		return fmt.Errorf("engine: %w", err)
@@ -219,12 +226,8 @@ func runEngine(ctx context.Context, args []string) error {
 		defer r.Close()
 		core.ServeReplay(r)
 	}
-	if metricsLn != nil {
-		m := enginemetrics.New(enginemetrics.Config{ModelName: name, Engine: f.rank, BlockSize: f.blockSize, NumBlocks: numBlocks,
-			GPUNames: metrics.ShowsGPUNames(f.showHidden), Stats: core.Stats})
-		stop := serveMetrics(metricsLn, m.Handler())
-		defer stop()
-	}
+	engineMetrics.set(enginemetrics.New(enginemetrics.Config{ModelName: name, Engine: f.rank, BlockSize: f.blockSize, NumBlocks: numBlocks,
+		GPUNames: metrics.ShowsGPUNames(f.showHidden), Stats: core.Stats}).Handler())
 	log.Info("engine core serving", "listen", router.Endpoint(), "metrics", f.metricsAddress, "events", f.events, "kv_topic", core.KVTopic(), "replay", replayEP,
 		"model", name, "max_model_len", f.maxModelLen, "threads", f.threads)
 	notifyReady() // the ROUTER is bound: frontends' messages queue until Serve reads them
