@@ -10,6 +10,10 @@ import "math"
 // whichever rows are computed together, so a row's result never depends
 // on how many rows share the call.
 
+// SoftmaxSlack is how far a score may exceed its row's softmax reference
+// before BlockSoftmax rescales (weights ≤ e^8 ≈ 3,000).
+const SoftmaxSlack = 8
+
 // BlockB is the block size (positions per KV block) of the fast paths;
 // other sizes take the pure-Go loops.
 const BlockB = 16
@@ -68,13 +72,17 @@ func blockAccumGo(acc []float32, d int, w []float32, n int, v []float32, stride 
 }
 
 // BlockSoftmax turns R rows of one block's scores s ([R][B], B = BlockB)
-// into softmax weights against each row's running max m[r] (online
-// softmax). Row r attends to the block's first cnt = rowN[r] − pos
+// into softmax weights e^(s−m[r]) against each row's reference m[r]
+// (online softmax). Row r attends to the block's first cnt = rowN[r] − pos
 // positions (none when ≤ 0, all when ≥ B); its other lanes get weight 0.
-// When a lane beats m[r], m[r] becomes the block's max and the row's
-// output so far, acc[r·d:(r+1)·d], and its denominator, kept lane by lane
-// in l[r·B:(r+1)·B] (its sum is the row's Σ weights), are multiplied by
-// e^(old−new) first. m starts at −Inf, l and acc at 0.
+// When a lane beats m[r] by more than SoftmaxSlack, m[r] becomes the
+// block's max and the row's output so far, acc[r·d:(r+1)·d], and its
+// denominator, kept lane by lane in l[r·B:(r+1)·B] (its sum is the row's
+// Σ weights), are multiplied by e^(old−new) first; otherwise weights may
+// reach e^SoftmaxSlack, which float32 sums hold with room to spare, and
+// the rescale is skipped (as FlashAttention-4 does): with recency-biased
+// scores the max grows in most blocks, and the rescale cost as much as
+// the scores. m starts at −Inf, l and acc at 0.
 func BlockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int) {
 	rows := len(m)
 	blockSoftmax(s[:rows*BlockB], rowN[:rows], pos, m, l[:rows*BlockB], acc[:rows*d], d)
@@ -97,7 +105,7 @@ func softmaxRow(s []float32, cnt int, m *float32, l, acc []float32) {
 	for _, v := range s[1:cnt] {
 		bm = max(bm, v)
 	}
-	if bm > *m {
+	if bm > *m+SoftmaxSlack {
 		f := float32(math.Exp(float64(*m - bm)))
 		Scale(acc, f)
 		Scale(l, f)

@@ -197,3 +197,104 @@ accum1loop:
 	VMOVUPS Y7, 224(DI)
 	VZEROUPPER
 	RET
+
+// exp8's constants (avx2.go), in its order of use.
+DATA expc<>+0x00(SB)/4, $0x42b0c0a5 // 88.3762626647949: clamp above
+DATA expc<>+0x04(SB)/4, $0xc2aeac50 // -87.33654475: clamp below
+DATA expc<>+0x08(SB)/4, $0x3fb8aa3b // log2 e
+DATA expc<>+0x0c(SB)/4, $0xbf318000 // -ln2hi
+DATA expc<>+0x10(SB)/4, $0x395e8083 // -ln2lo
+DATA expc<>+0x14(SB)/4, $0x39506967 // polynomial, highest degree first
+DATA expc<>+0x18(SB)/4, $0x3ab743ce
+DATA expc<>+0x1c(SB)/4, $0x3c088908
+DATA expc<>+0x20(SB)/4, $0x3d2aa9c1
+DATA expc<>+0x24(SB)/4, $0x3e2aaaaa
+DATA expc<>+0x28(SB)/4, $0x3f000000
+DATA expc<>+0x2c(SB)/4, $0x3f800000 // 1
+DATA expc<>+0x30(SB)/4, $127        // exponent bias
+GLOBL expc<>(SB), RODATA|NOPTR, $52
+
+// func softmaxRowAVX2(s, l *float32, m, limit float32) bool
+// One full block of BlockSoftmax's fast path: false, writing nothing, if
+// a lane of s[0:16] exceeds limit; else s = exp8(s − m), l += s, true.
+// The exponential is exp8's, operation for operation.
+TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-25
+	MOVQ s+0(FP), DI
+	MOVQ l+8(FP), SI
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VBROADCASTSS limit+20(FP), Y2
+	VCMPPS $0x1e, Y2, Y0, Y3 // GT_OQ
+	VCMPPS $0x1e, Y2, Y1, Y4
+	VORPS Y4, Y3, Y3
+	VMOVMSKPS Y3, AX
+	TESTL AX, AX
+	JNZ  rescale
+
+	VBROADCASTSS m+16(FP), Y2
+	VSUBPS Y2, Y0, Y0
+	VSUBPS Y2, Y1, Y1
+	VBROADCASTSS expc<>+0x00(SB), Y2
+	VMINPS Y2, Y0, Y0
+	VMINPS Y2, Y1, Y1
+	VBROADCASTSS expc<>+0x04(SB), Y2
+	VMAXPS Y2, Y0, Y0
+	VMAXPS Y2, Y1, Y1
+	VBROADCASTSS expc<>+0x08(SB), Y2
+	VMULPS Y2, Y0, Y4 // n = round(x·log2 e)
+	VMULPS Y2, Y1, Y5
+	VROUNDPS $0, Y4, Y4
+	VROUNDPS $0, Y5, Y5
+	VBROADCASTSS expc<>+0x0c(SB), Y2
+	VFMADD231PS Y2, Y4, Y0 // r = x − n·ln2hi − n·ln2lo
+	VFMADD231PS Y2, Y5, Y1
+	VBROADCASTSS expc<>+0x10(SB), Y2
+	VFMADD231PS Y2, Y4, Y0
+	VFMADD231PS Y2, Y5, Y1
+	VBROADCASTSS expc<>+0x14(SB), Y6 // p
+	VMOVAPS Y6, Y7
+	VBROADCASTSS expc<>+0x18(SB), Y2
+	VFMADD213PS Y2, Y0, Y6 // p = p·r + c
+	VFMADD213PS Y2, Y1, Y7
+	VBROADCASTSS expc<>+0x1c(SB), Y2
+	VFMADD213PS Y2, Y0, Y6
+	VFMADD213PS Y2, Y1, Y7
+	VBROADCASTSS expc<>+0x20(SB), Y2
+	VFMADD213PS Y2, Y0, Y6
+	VFMADD213PS Y2, Y1, Y7
+	VBROADCASTSS expc<>+0x24(SB), Y2
+	VFMADD213PS Y2, Y0, Y6
+	VFMADD213PS Y2, Y1, Y7
+	VBROADCASTSS expc<>+0x28(SB), Y2
+	VFMADD213PS Y2, Y0, Y6
+	VFMADD213PS Y2, Y1, Y7
+	VMULPS Y0, Y0, Y8 // y = p·r² + r + 1
+	VMULPS Y1, Y1, Y9
+	VFMADD213PS Y0, Y8, Y6
+	VFMADD213PS Y1, Y9, Y7
+	VBROADCASTSS expc<>+0x2c(SB), Y2
+	VADDPS Y2, Y6, Y6
+	VADDPS Y2, Y7, Y7
+	VCVTTPS2DQ Y4, Y4 // 2ⁿ = (n + 127) << 23
+	VCVTTPS2DQ Y5, Y5
+	VPBROADCASTD expc<>+0x30(SB), Y2
+	VPADDD Y2, Y4, Y4
+	VPADDD Y2, Y5, Y5
+	VPSLLD $23, Y4, Y4
+	VPSLLD $23, Y5, Y5
+	VMULPS Y4, Y6, Y0
+	VMULPS Y5, Y7, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	MOVB $1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+rescale:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET

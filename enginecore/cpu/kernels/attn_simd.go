@@ -107,19 +107,16 @@ func blockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int
 			softmaxRow(sr[:], int(rowN[r])-pos, &m[r], l[r*BlockB:(r+1)*BlockB], acc[r*d:(r+1)*d])
 			continue
 		}
-		lo := archsimd.LoadFloat32x8((*[8]float32)(sr[0:]))
-		hi := archsimd.LoadFloat32x8((*[8]float32)(sr[8:]))
-		mv := archsimd.BroadcastFloat32x8(m[r])
-		if lo.Greater(mv).Or(hi.Greater(mv)).ToBits() != 0 {
-			// A new max (the first block, then rarely): the exact path.
+		if !softmaxRowAVX2(&sr[0], &l[r*BlockB], m[r], m[r]+SoftmaxSlack) {
+			// A new reference (the first block, then rarely).
 			softmaxRow(sr[:], BlockB, &m[r], l[r*BlockB:(r+1)*BlockB], acc[r*d:(r+1)*d])
-			continue
 		}
-		lo, hi = exp8(lo.Sub(mv)), exp8(hi.Sub(mv))
-		lo.Store((*[8]float32)(sr[0:]))
-		hi.Store((*[8]float32)(sr[8:]))
-		lr := (*[BlockB]float32)(l[r*BlockB:])
-		archsimd.LoadFloat32x8((*[8]float32)(lr[0:])).Add(lo).Store((*[8]float32)(lr[0:]))
-		archsimd.LoadFloat32x8((*[8]float32)(lr[8:])).Add(hi).Store((*[8]float32)(lr[8:]))
 	}
 }
+
+// softmaxRowAVX2 is BlockSoftmax's fast path for one full block
+// (attn_amd64.s): false, writing nothing, if a lane of s[0:16] exceeds
+// limit; else s = exp8(s − m) lane by lane, l[0:16] += s, and true.
+//
+//go:noescape
+func softmaxRowAVX2(s, l *float32, m, limit float32) bool

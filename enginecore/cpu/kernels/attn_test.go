@@ -87,6 +87,7 @@ func TestBlockSoftmax(t *testing.T) {
 		for i := range r0 {
 			r0[i] *= float32(1 + i/BlockB) // later blocks hold larger scores: the max moves
 		}
+		r0[(3*numBlocks+3)*BlockB+5] = 40 // and beats the reference by more than the slack
 		type state struct{ m, l, acc, w []float32 }
 		run := func(sel []int) state {
 			st := state{m: make([]float32, len(sel)), l: make([]float32, len(sel)*BlockB), acc: make([]float32, len(sel)*d)}
@@ -138,8 +139,8 @@ func TestBlockSoftmax(t *testing.T) {
 			if rel := math.Abs(float64(got.acc[r*d])-l) / l; rel > 1e-5 {
 				t.Errorf("row %d: rescaled Σ weights %v, want the denominator %v", r, got.acc[r*d], l)
 			}
-			if float64(got.m[r]) != mx {
-				t.Errorf("row %d: max %v, want %v", r, got.m[r], mx)
+			if m := float64(got.m[r]); m > mx || m < mx-SoftmaxSlack {
+				t.Errorf("row %d: reference %v, want within %d below the max %v", r, got.m[r], SoftmaxSlack, mx)
 			}
 			alone := run([]int{r})
 			for b := range numBlocks {
