@@ -3,7 +3,6 @@
 package main
 
 import (
-	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -19,9 +18,9 @@ func cudaStatus() (ok bool, reason string) {
 
 // newBackend builds the backend for --device; parseDevice has already
 // refused anything but cpu in this build.
-func newBackend(device string, cfg model.Config, w *model.Weights, threads int, prec cpu.Precision) (runner.Backend, error) {
+func newBackend(device string, cfg model.Config, w *model.Weights, threads int, opts cpuOptions) (runner.Backend, error) {
 	if _, _, err := parseDevice(device); err != nil {
 		return nil, err
 	}
-	return newCPU(cfg, w, threads, prec)
+	return newCPU(cfg, w, threads, opts)
 }

@@ -392,7 +392,9 @@ func TestLateFrontendRoutesCachedPrefixes(t *testing.T) {
 		(&scaleout{}).waitEngines(t, base, 2)
 		return base
 	}
-	prefix := func(i int) string { return strings.Repeat(fmt.Sprintf("document %d says rivers run to the sea. ", i), 6) }
+	prefix := func(i int) string {
+		return strings.Repeat(fmt.Sprintf("document %d says rivers run to the sea. ", i), 6)
+	}
 	cached := func(base, prompt string, header map[string]string) float64 {
 		body := map[string]any{"model": "dummy", "prompt": prompt, "max_tokens": 1}
 		code, resp := postJSON(t, base+"/v1/completions", body, header)

@@ -40,6 +40,7 @@ type engineFlags struct {
 	enablePrefixCaching bool
 	threads             int
 	cpuPrecision        cpu.Precision
+	kvCacheDtype        cpu.KVDtype
 	gpu                 gpuFlags
 	heartbeatInterval   time.Duration
 	heartbeatTimeout    time.Duration
@@ -63,6 +64,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in `bytes` (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU `threads` for the forward pass (default: every CPU; serve splits them among its engines)")
+	fs.Var(&f.kvCacheDtype, "kv-cache-dtype", "KV cache element `type` on the CPU: auto (= float32, K/V exactly as computed) or float16 (half the memory and the bytes attention reads, llama.cpp's default; logits move by ~1e-3); docs/architecture.md#cpu-attention")
 	fs.Var(&f.cpuPrecision, "cpu-precision", "`mode` of the CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md")
 	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; for benchmarking the frontend and the wire)")
 	f.gpu.register(fs)
@@ -159,7 +161,7 @@ func runEngine(ctx context.Context, args []string) error {
 	if _, _, err := parseDevice(f.device); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, f.cpuPrecision, log)
+	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype}, log)
 	if err != nil {
 		return err
 	}
@@ -247,7 +249,7 @@ func serveMetrics(ln net.Listener, h http.Handler) (stop func()) {
 // --model: the dummy model, a GGUF file or a Hugging Face directory. The
 // returned backend's Close also releases the model file. The vocabulary
 // (for constrained decoding) is nil when the model does not give it.
-func loadBackend(name, device string, maxModelLen, threads int, prec cpu.Precision, log *slog.Logger) (runner.Backend, runner.ModelInfo, *gguf.Vocab, error) {
+func loadBackend(name, device string, maxModelLen, threads int, opts cpuOptions, log *slog.Logger) (runner.Backend, runner.ModelInfo, *gguf.Vocab, error) {
 	start := time.Now()
 	if name != "dummy" {
 		log.Info("loading model", "path", name)
@@ -263,7 +265,7 @@ func loadBackend(name, device string, maxModelLen, threads int, prec cpu.Precisi
 	} else if isNull {
 		be, err = newNull(cfg, served.Vocab, step)
 	} else {
-		be, err = newBackend(device, cfg, w, threads, prec)
+		be, err = newBackend(device, cfg, w, threads, opts)
 	}
 	if err != nil {
 		if release != nil {

@@ -214,12 +214,19 @@ func deviceKVBlocks(f engineFlags, be runner.Backend, log *slog.Logger) (int, er
 	return kvBlocks(f, be, log)
 }
 
+// cpuOptions are the CPU backend's settings from the engine's flags.
+type cpuOptions struct {
+	precision cpu.Precision // --cpu-precision
+	kvDtype   cpu.KVDtype   // --kv-cache-dtype
+}
+
 // newCPU is cpu.New as a runner.Backend (nil on error, not a nil pointer).
-func newCPU(cfg model.Config, w *model.Weights, threads int, prec cpu.Precision) (runner.Backend, error) {
+func newCPU(cfg model.Config, w *model.Weights, threads int, opts cpuOptions) (runner.Backend, error) {
 	b, err := cpu.New(cfg, w, threads)
 	if err != nil {
 		return nil, err
 	}
-	b.SetPrecision(prec)
+	b.SetPrecision(opts.precision)
+	b.SetKVDtype(opts.kvDtype)
 	return b, nil
 }

@@ -87,6 +87,8 @@ type attnState struct {
 	l      []float32   // [R][B] running denominator, lane by lane (kernels.BlockSoftmax)
 	rowN   []int32     // [R] positions each row attends to
 	rowOut [][]float32 // [R] where each row's output goes in b.att
+	kbuf   []float32   // [D][B] a float16 cache's keys of one block and KV head
+	vbuf   []float32   // [B][D] and its values
 }
 
 // tile computes one tile's rows into b.att.
@@ -97,7 +99,6 @@ func (j *attnJob) tile(st *attnState, tl attnTile) {
 	group := c.NumHeads / c.NumKVHeads
 	kvh := int(tl.h0) / group
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	kc, vc := b.layerKV(j.layer)
 	table := step.Seqs[tl.seq].BlockTable
 
 	nh := int(tl.h1 - tl.h0)
@@ -116,16 +117,15 @@ func (j *attnJob) tile(st *attnState, tl attnTile) {
 	clear(acc)
 	clear(l)
 	if bs != kernels.BlockB {
-		j.tileAnyBlock(st, rows, maxN, table, kc, vc, kvh, scale)
+		j.tileAnyBlock(st, rows, maxN, table, kvh, scale)
 	} else {
 		sc := st.scores[:rows*bs]
 		for pos := 0; pos < maxN; pos += bs {
-			blk := int(table[pos/bs])
-			kOff := (blk*c.NumKVHeads + kvh) * hd * bs
-			vOff := blk*bs*b.kvDim + kvh*hd
-			kernels.BlockScores(sc, q, kc[kOff:], scale)
+			np := min(bs, maxN-pos)
+			k, v, stride := j.block(st, int(table[pos/bs]), kvh, np)
+			kernels.BlockScores(sc, q, k, scale)
 			kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
-			kernels.BlockAccum(acc, hd, sc, min(bs, maxN-pos), vc[vOff:], b.kvDim)
+			kernels.BlockAccum(acc, hd, sc, np, v, stride)
 		}
 	}
 	for r := range rows {
@@ -162,26 +162,42 @@ func (st *attnState) softmaxStep(r int, s []float32, out []float32) {
 
 // tileAnyBlock is the tile's block walk for block sizes other than
 // kernels.BlockB: one row and block at a time.
-func (j *attnJob) tileAnyBlock(st *attnState, rows, maxN int, table []int32, kc, vc []float32, kvh int, scale float32) {
-	b := j.b
-	c := &b.cfg
-	hd, bs := c.HeadDim, b.blockSize
+func (j *attnJob) tileAnyBlock(st *attnState, rows, maxN int, table []int32, kvh int, scale float32) {
+	hd, bs := j.b.cfg.HeadDim, j.b.blockSize
 	for pos := 0; pos < maxN; pos += bs {
-		blk := int(table[pos/bs])
-		kOff := (blk*c.NumKVHeads + kvh) * hd * bs
-		vOff := blk*bs*b.kvDim + kvh*hd
+		k, v, stride := j.block(st, int(table[pos/bs]), kvh, min(bs, maxN-pos))
 		for r := range rows {
 			n := int(st.rowN[r])
 			if pos >= n {
 				continue
 			}
 			s := st.scores[:min(bs, n-pos)]
-			kernels.DotCols(s, st.q[r*hd:(r+1)*hd], kc[kOff:], bs, scale)
+			kernels.DotCols(s, st.q[r*hd:(r+1)*hd], k, bs, scale)
 			out := st.acc[r*hd : (r+1)*hd]
 			st.softmaxStep(r, s, out)
-			kernels.AddRows(out, s, vc[vOff:], b.kvDim)
+			kernels.AddRows(out, s, v, stride)
 		}
 	}
+}
+
+// block returns KV head kvh's keys ([D][B]) and first n value rows
+// (stride floats apart) of cache block blk in this layer: slices of a
+// float32 cache, or a float16 cache's converted into the worker's scratch.
+func (j *attnJob) block(st *attnState, blk, kvh, n int) (k, v []float32, stride int) {
+	b := j.b
+	hd, bs := b.cfg.HeadDim, b.blockSize
+	kOff := (blk*b.cfg.NumKVHeads + kvh) * hd * bs
+	vOff := blk*bs*b.kvDim + kvh*hd
+	if b.kv16 == nil {
+		kc, vc := b.layerKV(j.layer)
+		return kc[kOff:], vc[vOff:], b.kvDim
+	}
+	kc, vc := b.layerKV16(j.layer)
+	kernels.HalfToFloat(st.kbuf, kc[kOff:])
+	for p := range n {
+		kernels.HalfToFloat(st.vbuf[p*hd:(p+1)*hd], vc[vOff+p*b.kvDim:])
+	}
+	return st.kbuf, st.vbuf, hd
 }
 
 // newAttnScratch sizes one attnState per worker.
@@ -198,6 +214,10 @@ func (b *Backend) newAttnScratch() {
 			l:      make([]float32, rows*kernels.BlockB),
 			rowN:   make([]int32, rows),
 			rowOut: make([][]float32, rows),
+		}
+		if b.kvDtype == KVFloat16 {
+			b.attnScratch[w].kbuf = make([]float32, c.HeadDim*b.blockSize)
+			b.attnScratch[w].vbuf = make([]float32, b.blockSize*c.HeadDim)
 		}
 	}
 }

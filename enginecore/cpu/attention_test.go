@@ -129,3 +129,77 @@ func TestPlanTiles(t *testing.T) {
 		})
 	}
 }
+
+// halfKV switches h's backend to a float16 KV cache of the same size.
+func halfKV(t testing.TB, h *harness, numBlocks, bs int) {
+	t.Helper()
+	h.be.SetKVDtype(KVFloat16)
+	if err := h.be.AllocateKV(numBlocks, bs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKVFloat16 runs the long-context reference check on a float16 cache
+// (logits within 2e-3 of the float64 reference: the cache rounds K and V
+// to 11 bits), that a row's bits still ignore the tiling, and that the
+// cache takes half the bytes.
+func TestKVFloat16(t *testing.T) {
+	cfg, w := dummy()
+	const n = 250
+	toks := prompt(n, 3)
+	ref := newRef(t, cfg, w)
+	var want []float64
+	for _, tok := range toks {
+		want = ref.next(tok)
+	}
+	for _, bs := range []int{16, 3} {
+		t.Run(fmt.Sprintf("block=%d", bs), func(t *testing.T) {
+			h := newHarness(t, cfg, w, 2, n/bs+8, bs, 5)
+			f32 := h.be.KVBytesPerBlock(bs)
+			halfKV(t, h, n/bs+8, bs)
+			if got := h.be.KVBytesPerBlock(bs); got*2 != f32 {
+				t.Errorf("KVBytesPerBlock = %d, want half of float32's %d", got, f32)
+			}
+			var s seqState
+			var got []float32
+			for c := 0; c < n; c += 100 {
+				got = h.feed(&s, toks[c:min(c+100, n)])
+			}
+			if d := maxDiff(got, want); d > 2e-3 {
+				t.Fatalf("prefill at depth %d: max |Δlogit| = %g, want ≤ 2e-3", n, d)
+			}
+		})
+	}
+	t.Run("bits ignore tiling", func(t *testing.T) {
+		run := func(threads, others int) []float32 {
+			h := newHarness(t, cfg, w, threads, 64, 16, uint64(threads+others))
+			halfKV(t, h, 64, 16)
+			var s seqState
+			h.feed(&s, toks[:200])
+			var step runner.Step
+			h.add(&step, &s, []int32{7}, true)
+			for i := range others {
+				h.add(&step, &seqState{}, prompt(3+i%5, uint64(i)), true)
+			}
+			return h.forward(&step)[0]
+		}
+		want := run(1, 0)
+		if diff := cmp.Diff(want, run(2, 8)); diff != "" {
+			t.Errorf("2 threads among 8 others differ from 1 thread alone:\n%s", diff)
+		}
+	})
+}
+
+func TestParseKVDtype(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want KVDtype
+		ok   bool
+	}{{"auto", KVFloat32, true}, {"float32", KVFloat32, true}, {"float16", KVFloat16, true}, {"FP16", KVFloat16, true}, {"fp8", 0, false}, {"", 0, false}} {
+		var d KVDtype
+		err := d.Set(tc.in)
+		if (err == nil) != tc.ok || tc.ok && d != tc.want {
+			t.Errorf("Set(%q) = %v, %v; want %v, ok %v", tc.in, d, err, tc.want, tc.ok)
+		}
+	}
+}

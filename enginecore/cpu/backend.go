@@ -33,7 +33,9 @@ type Backend struct {
 	freq   []float64 // [D/2] RoPE inverse frequencies, scaled (see ropeFreqs)
 
 	// KV cache: [L] × {K [numBlocks][Hkv][D][B], V [numBlocks][B][Hkv][D]}, see the package doc.
-	kv        []float32
+	kv        []float32 // float32 cache, or nil
+	kv16      []uint16  // float16 cache (KVFloat16), or nil
+	kvDtype   KVDtype   // what the next AllocateKV makes
 	numBlocks int
 	blockSize int // B, tokens per block
 
@@ -152,7 +154,7 @@ func (b *Backend) Model() runner.ModelInfo {
 
 // KVBytesPerBlock is 2·L·B·Hkv·D·4 bytes: K and V of every layer, float32.
 func (b *Backend) KVBytesPerBlock(blockSize int) int64 {
-	return 2 * int64(b.cfg.NumLayers) * int64(blockSize) * int64(b.kvDim) * 4
+	return 2 * int64(b.cfg.NumLayers) * int64(blockSize) * int64(b.kvDim) * int64(b.kvDtype.bytes())
 }
 
 // AllocateKV replaces the KV cache with a zeroed pool of numBlocks blocks
@@ -164,8 +166,13 @@ func (b *Backend) AllocateKV(numBlocks, blockSize int) error {
 	if numBlocks <= 0 || blockSize <= 0 {
 		return fmt.Errorf("cpu: allocate %d blocks of %d tokens: sizes must be positive", numBlocks, blockSize)
 	}
-	b.kv = nil // let the old pool go before allocating the new one
-	b.kv = make([]float32, 2*b.cfg.NumLayers*numBlocks*blockSize*b.kvDim)
+	b.kv, b.kv16 = nil, nil // let the old pool go before allocating the new one
+	n := 2 * b.cfg.NumLayers * numBlocks * blockSize * b.kvDim
+	if b.kvDtype == KVFloat16 {
+		b.kv16 = make([]uint16, n)
+	} else {
+		b.kv = make([]float32, n)
+	}
 	b.numBlocks, b.blockSize = numBlocks, blockSize
 	b.newAttnScratch()
 	return nil
@@ -179,13 +186,20 @@ func (b *Backend) layerKV(l int) (k, v []float32) {
 	return b.kv[base : base+n], b.kv[base+n : base+2*n]
 }
 
+// layerKV16 is layerKV of a float16 cache.
+func (b *Backend) layerKV16(l int) (k, v []uint16) {
+	n := b.numBlocks * b.blockSize * b.kvDim
+	base := 2 * l * n
+	return b.kv16[base : base+n], b.kv16[base+n : base+2*n]
+}
+
 // Close stops the worker goroutines and drops the weights and the cache.
 func (b *Backend) Close() error {
 	if b.pool == nil {
 		return nil
 	}
 	b.pool.close()
-	b.pool, b.w, b.kv, b.layers, b.output = nil, nil, nil, nil, nil
+	b.pool, b.w, b.kv, b.kv16, b.layers, b.output = nil, nil, nil, nil, nil, nil
 	return nil
 }
 

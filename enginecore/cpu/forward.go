@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
+	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
@@ -18,7 +19,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	switch {
 	case b.pool == nil:
 		return ErrClosed
-	case b.kv == nil:
+	case b.kv == nil && b.kv16 == nil:
 		return ErrNoKVCache
 	}
 	numTok := len(step.TokenIDs)
@@ -86,7 +87,6 @@ func (b *Backend) layer(l int, step *runner.Step) {
 		addRows(k, w.BK)
 		addRows(v, w.BV)
 	}
-	kc, vc := b.layerKV(l)
 	for t := range numTok {
 		qt, kt := q[t*b.qDim:(t+1)*b.qDim], k[t*b.kvDim:(t+1)*b.kvDim]
 		if c.QKNorm {
@@ -96,9 +96,7 @@ func (b *Backend) layer(l int, step *runner.Step) {
 		cs, sn := b.cos[t*half:(t+1)*half], b.sin[t*half:(t+1)*half]
 		rope(qt, c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
 		rope(kt, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
-		slot := int(step.SlotMapping[t])
-		b.writeK(kc, slot, kt)
-		copy(vc[slot*b.kvDim:(slot+1)*b.kvDim], v[t*b.kvDim:(t+1)*b.kvDim])
+		b.writeKV(l, int(step.SlotMapping[t]), kt, v[t*b.kvDim:(t+1)*b.kvDim])
 	}
 	b.attn.layer, b.attn.step = l, step
 	b.pool.run(&b.attn, b.attnWork(step))
@@ -116,13 +114,26 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	add(b.x[:numTok*dim], b.xb2)
 }
 
-// writeK stores k ([Hkv][D]) of KV slot s in a layer's K cache, laid out
-// [numBlocks][Hkv][D][B] (see the package doc).
-func (b *Backend) writeK(kc []float32, s int, k []float32) {
+// writeKV stores k and v ([Hkv][D] each) of KV slot s in layer l's
+// cache: K laid out [numBlocks][Hkv][D][B], V [numBlocks][B][Hkv][D] (see
+// the package doc), as float32 or float16.
+func (b *Backend) writeKV(l, s int, k, v []float32) {
 	bs := b.blockSize
 	base := (s / bs) * b.kvDim * bs
 	off := s % bs
-	for i, v := range k { // i = h·D + d
-		kc[base+i*bs+off] = v
+	if b.kv16 != nil {
+		kc, vc := b.layerKV16(l)
+		for i, x := range k { // i = h·D + d
+			kc[base+i*bs+off] = model.F32ToF16(x)
+		}
+		for i, x := range v {
+			vc[s*b.kvDim+i] = model.F32ToF16(x)
+		}
+		return
 	}
+	kc, vc := b.layerKV(l)
+	for i, x := range k {
+		kc[base+i*bs+off] = x
+	}
+	copy(vc[s*b.kvDim:(s+1)*b.kvDim], v)
 }

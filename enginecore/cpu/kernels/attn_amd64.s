@@ -298,3 +298,20 @@ rescale:
 	MOVB $0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func halfToFloatF16C(dst *float32, src *uint16, n int)
+// dst[0:8n] = float32(src[0:8n]), n ≥ 1.
+TEXT ·halfToFloatF16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+halfloop:
+	VCVTPH2PS (SI), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  halfloop
+	VZEROUPPER
+	RET

@@ -120,3 +120,17 @@ func blockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int
 //
 //go:noescape
 func softmaxRowAVX2(s, l *float32, m, limit float32) bool
+
+func halfToFloat(dst []float32, src []uint16) {
+	n := 0
+	if level >= levelAVX2 && hasF16C && len(dst) >= 8 {
+		n = len(dst) &^ 7
+		halfToFloatF16C(&dst[0], &src[0], n/8)
+	}
+	halfToFloatGo(dst[n:], src[n:])
+}
+
+// halfToFloatF16C converts 8·n float16 values (attn_amd64.s, VCVTPH2PS).
+//
+//go:noescape
+func halfToFloatF16C(dst *float32, src *uint16, n int)

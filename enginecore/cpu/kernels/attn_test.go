@@ -177,3 +177,23 @@ func BenchmarkBlockKernels(b *testing.B) {
 		})
 	}
 }
+
+// TestHalfToFloat checks the conversion on every path against the
+// scalar one, over every float16 bit pattern.
+func TestHalfToFloat(t *testing.T) {
+	src := make([]uint16, 1<<16+5)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	want := make([]float32, len(src))
+	halfToFloatGo(want, src)
+	paths(t, func(t *testing.T) {
+		got := make([]float32, len(src))
+		HalfToFloat(got, src)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(want[i]))) {
+				t.Fatalf("%#04x: %v, want %v", src[i], got[i], want[i])
+			}
+		}
+	})
+}

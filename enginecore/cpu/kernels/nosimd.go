@@ -30,3 +30,4 @@ func blockAccum(acc []float32, d int, w []float32, n int, v []float32, stride in
 func blockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int) {
 	blockSoftmaxGo(s, rowN, pos, m, l, acc, d)
 }
+func halfToFloat(dst []float32, src []uint16) { halfToFloatGo(dst, src) }
