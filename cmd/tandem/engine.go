@@ -64,7 +64,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.kvCacheMemory, "kv-cache-memory", "", "KV-cache size in `bytes` (suffixes K, M, G, Ki, Mi, Gi); default: 25% of available memory, capped at what max-num-seqs × max-model-len can use")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", true, "reuse KV blocks of identical prefixes")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU `threads` for the forward pass (default: every CPU; serve splits them among its engines)")
-	fs.Var(&f.kvCacheDtype, "kv-cache-dtype", "KV cache element `type` on the CPU: auto (= float32, K/V exactly as computed) or float16 (half the memory and the bytes attention reads, llama.cpp's default; logits move by ~1e-3); docs/architecture.md#cpu-attention")
+	fs.Var(&f.kvCacheDtype, "kv-cache-dtype", "KV cache element `type` on the CPU: auto (= float32, K/V exactly as computed) or float16 (half the memory: twice the tokens per --kv-cache-memory, llama.cpp's default; logits move by ~1e-3); docs/architecture.md#cpu-attention")
 	fs.Var(&f.cpuPrecision, "cpu-precision", "`mode` of the CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md")
 	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; for benchmarking the frontend and the wire)")
 	f.gpu.register(fs)

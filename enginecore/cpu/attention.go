@@ -25,10 +25,20 @@ import (
 const tileTokens = 16 // tokens of one sequence per tile
 
 // attnTile is the attention of tokens [t0, t1) of Step.Seqs[seq] for
-// query heads [h0, h1) (all of one KV head's group).
+// query heads [h0, h1) (all of one KV head's group, or one head) over KV
+// blocks [b0, b1). part < 0: the tile covers all its blocks and writes
+// b.att; else it is one span of a split tile and leaves its unnormalized
+// (m, l, acc) in parts slot part, for mergeParts.
 type attnTile struct {
 	seq, t0, t1, h0, h1 int32
+	b0, b1              int32
+	part                int32
 }
+
+// spanBlocks is the blocks of one online-softmax span. Every row starts
+// afresh at each span boundary and the spans are merged in order, on one
+// worker or after several, so a row's bits never depend on the split.
+const spanBlocks = 16
 
 // attnJob is causal attention of one layer over a step's tiles; worker
 // w takes tiles w, w+numWorkers, ….
@@ -37,6 +47,8 @@ type attnJob struct {
 	layer int
 	step  *runner.Step
 	tiles []attnTile
+	split bool      // tiles are spans of split tiles; mergeParts finishes them
+	parts []float32 // per split item: m [R], l [R][B], acc [R][D]
 }
 
 // planTiles cuts step into tiles. With fewer tiles than two per worker
@@ -46,15 +58,42 @@ func (b *Backend) planTiles(step *runner.Step) []attnTile {
 	c := &b.cfg
 	group := c.NumHeads / c.NumKVHeads
 	tiles := b.attn.tiles[:0]
+	long := false
 	for si, s := range step.Seqs {
 		for t0 := s.Start; t0 < s.Start+s.Len; t0 += tileTokens {
 			t1 := min(t0+tileTokens, s.Start+s.Len)
+			maxN := 0
+			for t := t0; t < t1; t++ {
+				maxN = max(maxN, int(step.Positions[t])+1)
+			}
+			nb := int32((maxN + b.blockSize - 1) / b.blockSize)
+			long = long || nb > spanBlocks
 			for h := 0; h < c.NumHeads; h += group {
-				tiles = append(tiles, attnTile{int32(si), int32(t0), int32(t1), int32(h), int32(h + group)})
+				tiles = append(tiles, attnTile{int32(si), int32(t0), int32(t1), int32(h), int32(h + group), 0, nb, -1})
 			}
 		}
 	}
-	if group > 1 && len(tiles) < 2*b.pool.numWorkers {
+	b.attn.split = false
+	switch {
+	case len(tiles) >= 2*b.pool.numWorkers:
+	case long:
+		// Few tiles over long contexts (decode at depth): one item per
+		// span, whole KV groups kept, merged after (flash-decoding).
+		n, part := len(tiles), int32(0)
+		for i := range n {
+			tl := tiles[i]
+			for s0 := tl.b0; s0 < tl.b1; s0 += spanBlocks {
+				tiles = append(tiles, attnTile{tl.seq, tl.t0, tl.t1, tl.h0, tl.h1, s0, min(s0+spanBlocks, tl.b1), part})
+				part++
+			}
+		}
+		tiles = append(tiles[:0], tiles[n:]...)
+		b.attn.split = true
+		rows := tileTokens * group
+		if need := int(part) * rows * (c.HeadDim + kernels.BlockB + 1); len(b.attn.parts) < need {
+			b.attn.parts = make([]float32, max(need, 2*len(b.attn.parts)))
+		}
+	case group > 1:
 		// One head per tile, a group's heads next to each other: the
 		// workers then read the same KV blocks at about the same time,
 		// and the second read hits the shared cache.
@@ -62,7 +101,7 @@ func (b *Backend) planTiles(step *runner.Step) []attnTile {
 		for i := range n {
 			tl := tiles[i]
 			for h := tl.h0; h < tl.h1; h++ {
-				tiles = append(tiles, attnTile{tl.seq, tl.t0, tl.t1, h, h + 1})
+				tiles = append(tiles, attnTile{tl.seq, tl.t0, tl.t1, h, h + 1, tl.b0, tl.b1, -1})
 			}
 		}
 		tiles = append(tiles[:0], tiles[n:]...)
@@ -87,54 +126,148 @@ type attnState struct {
 	l      []float32   // [R][B] running denominator, lane by lane (kernels.BlockSoftmax)
 	rowN   []int32     // [R] positions each row attends to
 	rowOut [][]float32 // [R] where each row's output goes in b.att
+	pm     []float32   // [R] the spans so far, merged (fold): reference
+	pl     []float32   // [R][B] denominator
+	pacc   []float32   // [R][D] unnormalized output
 	kbuf   []float32   // [D][B] a float16 cache's keys of one block and KV head
 	vbuf   []float32   // [B][D] and its values
 }
 
-// tile computes one tile's rows into b.att.
+// tile computes one tile's rows: over its spans, folded in order, into
+// b.att; or, for a split tile's span, into its parts slot.
 func (j *attnJob) tile(st *attnState, tl attnTile) {
-	b, step := j.b, j.step
-	c := &b.cfg
-	hd, bs := c.HeadDim, b.blockSize
-	group := c.NumHeads / c.NumKVHeads
-	kvh := int(tl.h0) / group
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	table := step.Seqs[tl.seq].BlockTable
+	hd := j.b.cfg.HeadDim
+	rows, maxN := j.loadRows(st, tl)
+	if tl.part >= 0 {
+		j.span(st, tl, rows, maxN, int(tl.b0), int(tl.b1))
+		m, l, acc := j.part(tl.part, rows)
+		copy(m, st.m[:rows])
+		copy(l, st.l[:rows*kernels.BlockB])
+		copy(acc, st.acc[:rows*hd])
+		return
+	}
+	for s0 := int(tl.b0); s0 < int(tl.b1); s0 += spanBlocks {
+		j.span(st, tl, rows, maxN, s0, min(s0+spanBlocks, int(tl.b1)))
+		st.fold(rows, hd, s0 == int(tl.b0), st.m, st.l, st.acc)
+	}
+	st.finish(rows, hd)
+}
 
+// mergeParts finishes split tiles: each tile's spans (consecutive in
+// j.tiles, the first at block 0) folded in order, as tile does on one
+// worker.
+func (j *attnJob) mergeParts() {
+	st := &j.b.attnScratch[0]
+	hd := j.b.cfg.HeadDim
+	for i := 0; i < len(j.tiles); {
+		rows, _ := j.loadRows(st, j.tiles[i])
+		for first := true; first || i < len(j.tiles) && j.tiles[i].b0 != 0; first = false {
+			m, l, acc := j.part(j.tiles[i].part, rows)
+			st.fold(rows, hd, first, m, l, acc)
+			i++
+		}
+		st.finish(rows, hd)
+	}
+}
+
+// part is parts slot p: m [rows], l [rows][B], acc [rows][D].
+func (j *attnJob) part(p int32, rows int) (m, l, acc []float32) {
+	hd, bb := j.b.cfg.HeadDim, kernels.BlockB
+	c := &j.b.cfg
+	size := tileTokens * (c.NumHeads / c.NumKVHeads) * (hd + bb + 1)
+	slot := j.parts[int(p)*size:]
+	return slot[:rows], slot[rows : rows+rows*bb], slot[rows+rows*bb : rows+rows*bb+rows*hd]
+}
+
+// loadRows fills st's per-row query, context length and output slices
+// for tl's rows (token-major, then head) and returns their count and
+// longest context.
+func (j *attnJob) loadRows(st *attnState, tl attnTile) (rows, maxN int) {
+	b, step := j.b, j.step
+	hd := b.cfg.HeadDim
 	nh := int(tl.h1 - tl.h0)
-	rows := int(tl.t1-tl.t0) * nh
-	maxN := 0
+	rows = int(tl.t1-tl.t0) * nh
 	for r := range rows {
 		t, h := int(tl.t0)+r/nh, int(tl.h0)+r%nh
 		n := int(step.Positions[t]) + 1 // attend to positions 0..p
 		st.rowN[r] = int32(n)
 		copy(st.q[r*hd:(r+1)*hd], b.q[t*b.qDim+h*hd:t*b.qDim+(h+1)*hd])
 		st.rowOut[r] = b.att[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
-		st.m[r] = float32(math.Inf(-1))
 		maxN = max(maxN, n)
 	}
+	return rows, maxN
+}
+
+// span runs the rows of tl over blocks [b0, b1) from a fresh state into
+// st.m, st.l, st.acc.
+func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
+	b := j.b
+	c := &b.cfg
+	hd, bs := c.HeadDim, b.blockSize
+	kvh := int(tl.h0) / (c.NumHeads / c.NumKVHeads)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	table := j.step.Seqs[tl.seq].BlockTable
 	q, acc, l := st.q[:rows*hd], st.acc[:rows*hd], st.l[:rows*kernels.BlockB]
+	for r := range rows {
+		st.m[r] = float32(math.Inf(-1))
+	}
 	clear(acc)
 	clear(l)
 	if bs != kernels.BlockB {
-		j.tileAnyBlock(st, rows, maxN, table, kvh, scale)
-	} else {
-		sc := st.scores[:rows*bs]
-		for pos := 0; pos < maxN; pos += bs {
-			np := min(bs, maxN-pos)
-			k, v, stride := j.block(st, int(table[pos/bs]), kvh, np)
-			kernels.BlockScores(sc, q, k, scale)
-			kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
-			kernels.BlockAccum(acc, hd, sc, np, v, stride)
-		}
+		j.spanAnyBlock(st, rows, maxN, b0, b1, table, kvh, scale)
+		return
+	}
+	sc := st.scores[:rows*bs]
+	for blk := b0; blk < b1; blk++ {
+		pos := blk * bs
+		np := min(bs, maxN-pos)
+		k, v, stride := j.block(st, int(table[blk]), kvh, np)
+		kernels.BlockScores(sc, q, k, scale)
+		kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
+		kernels.BlockAccum(acc, hd, sc, np, v, stride)
+	}
+}
+
+// fold merges one span's unnormalized (m, l, acc) into the running
+// (pm, pl, pacc): copied when first, else both scaled to the larger
+// reference and added.
+func (st *attnState) fold(rows, hd int, first bool, m, l, acc []float32) {
+	bb := kernels.BlockB
+	if first {
+		copy(st.pm[:rows], m[:rows])
+		copy(st.pl[:rows*bb], l[:rows*bb])
+		copy(st.pacc[:rows*hd], acc[:rows*hd])
+		return
 	}
 	for r := range rows {
+		if math.IsInf(float64(m[r]), -1) {
+			continue // the row ends before this span
+		}
+		ref := max(st.pm[r], m[r])
+		fo := float32(math.Exp(float64(st.pm[r] - ref)))
+		fa := float32(math.Exp(float64(m[r] - ref)))
+		po, a := st.pacc[r*hd:(r+1)*hd], acc[r*hd:(r+1)*hd]
+		for i := range po {
+			po[i] = po[i]*fo + a[i]*fa
+		}
+		pl, sl := st.pl[r*bb:(r+1)*bb], l[r*bb:(r+1)*bb]
+		for i := range pl {
+			pl[i] = pl[i]*fo + sl[i]*fa
+		}
+		st.pm[r] = ref
+	}
+}
+
+// finish writes the rows' normalized outputs: pacc / Σ pl.
+func (st *attnState) finish(rows, hd int) {
+	bb := kernels.BlockB
+	for r := range rows {
 		var sum float32
-		for _, v := range l[r*kernels.BlockB : (r+1)*kernels.BlockB] {
+		for _, v := range st.pl[r*bb : (r+1)*bb] {
 			sum += v
 		}
 		out := st.rowOut[r]
-		copy(out, acc[r*hd:(r+1)*hd])
+		copy(out, st.pacc[r*hd:(r+1)*hd])
 		kernels.Scale(out, 1/sum)
 	}
 }
@@ -160,12 +293,13 @@ func (st *attnState) softmaxStep(r int, s []float32, out []float32) {
 	*l += kernels.ExpShift(s, st.m[r])
 }
 
-// tileAnyBlock is the tile's block walk for block sizes other than
+// spanAnyBlock is span's block walk for block sizes other than
 // kernels.BlockB: one row and block at a time.
-func (j *attnJob) tileAnyBlock(st *attnState, rows, maxN int, table []int32, kvh int, scale float32) {
+func (j *attnJob) spanAnyBlock(st *attnState, rows, maxN, b0, b1 int, table []int32, kvh int, scale float32) {
 	hd, bs := j.b.cfg.HeadDim, j.b.blockSize
-	for pos := 0; pos < maxN; pos += bs {
-		k, v, stride := j.block(st, int(table[pos/bs]), kvh, min(bs, maxN-pos))
+	for blk := b0; blk < b1; blk++ {
+		pos := blk * bs
+		k, v, stride := j.block(st, int(table[blk]), kvh, min(bs, maxN-pos))
 		for r := range rows {
 			n := int(st.rowN[r])
 			if pos >= n {
@@ -214,6 +348,9 @@ func (b *Backend) newAttnScratch() {
 			l:      make([]float32, rows*kernels.BlockB),
 			rowN:   make([]int32, rows),
 			rowOut: make([][]float32, rows),
+			pm:     make([]float32, rows),
+			pl:     make([]float32, rows*kernels.BlockB),
+			pacc:   make([]float32, rows*c.HeadDim),
 		}
 		if b.kvDtype == KVFloat16 {
 			b.attnScratch[w].kbuf = make([]float32, c.HeadDim*b.blockSize)

@@ -77,8 +77,9 @@ func TestAttentionBitsIgnoreTiling(t *testing.T) {
 	}
 }
 
-// TestPlanTiles checks the tiling covers every (token, head) once, whole
-// KV groups unless there are fewer tiles than two per worker.
+// TestPlanTiles checks the tiling covers every (token, head, block)
+// once: whole KV groups unless there are fewer tiles than two per worker,
+// then spans of long contexts, else single heads.
 func TestPlanTiles(t *testing.T) {
 	cfg, w := dummy() // 4 heads, 2 KV heads
 	tests := []struct {
@@ -92,19 +93,28 @@ func TestPlanTiles(t *testing.T) {
 		{"decode of one, one thread", []int{1}, 1, 2, 2},
 		{"prefill of 40 tokens", []int{40}, 2, 6, 2},
 		{"mixed", []int{17, 1, 1, 16}, 2, 10, 2},
+		{"decode at depth 300, split to spans", []int{-300}, 2, 4, 2}, // 19 blocks: spans of 16 + 3, per KV head
+		{"decode at depth 300, one thread", []int{-300}, 1, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, cfg, w, tt.threads, 64, 4, 0)
+			h := newHarness(t, cfg, w, tt.threads, 64, 16, 0)
 			var step runner.Step
 			for i, n := range tt.lens {
+				if n < 0 { // one decode token after -n cached positions
+					s := &seqState{}
+					var warm runner.Step
+					h.add(&warm, s, prompt(-n, uint64(i)), false)
+					h.add(&step, s, []int32{1}, true)
+					continue
+				}
 				h.add(&step, &seqState{}, prompt(n, uint64(i)), true)
 			}
 			tiles := h.be.planTiles(&step)
 			if len(tiles) != tt.want {
 				t.Fatalf("%d tiles, want %d: %v", len(tiles), tt.want, tiles)
 			}
-			seen := map[[2]int32]int{}
+			seen := map[[3]int32]int{}
 			for _, tl := range tiles {
 				if tl.h1-tl.h0 != tt.heads {
 					t.Errorf("tile %v has %d heads, want %d", tl, tl.h1-tl.h0, tt.heads)
@@ -113,16 +123,24 @@ func TestPlanTiles(t *testing.T) {
 				if int(tl.t0) < s.Start || int(tl.t1) > s.Start+s.Len || tl.t1-tl.t0 > tileTokens {
 					t.Errorf("tile %v outside seq %d [%d,+%d)", tl, tl.seq, s.Start, s.Len)
 				}
+				if (tl.part >= 0) != h.be.attn.split || tl.b1 <= tl.b0 || tl.part >= 0 && tl.b1-tl.b0 > spanBlocks {
+					t.Errorf("tile %v: blocks or part wrong (split %v)", tl, h.be.attn.split)
+				}
 				for tok := tl.t0; tok < tl.t1; tok++ {
 					for hd := tl.h0; hd < tl.h1; hd++ {
-						seen[[2]int32{tok, hd}]++
+						for blk := tl.b0; blk < tl.b1; blk++ {
+							seen[[3]int32{tok, hd, blk}]++
+						}
 					}
 				}
 			}
 			for tok := range len(step.TokenIDs) {
+				nb := (int(step.Positions[tok]) + 16) / 16
 				for hd := range cfg.NumHeads {
-					if c := seen[[2]int32{int32(tok), int32(hd)}]; c != 1 {
-						t.Errorf("token %d head %d in %d tiles, want 1", tok, hd, c)
+					for blk := range nb {
+						if c := seen[[3]int32{int32(tok), int32(hd), int32(blk)}]; c != 1 {
+							t.Errorf("token %d head %d block %d in %d tiles, want 1", tok, hd, blk, c)
+						}
 					}
 				}
 			}

@@ -153,20 +153,30 @@ func BenchmarkLongContext(b *testing.B) {
 				h.add(step, s, toks[n-chunk:], true)
 				benchForward(b, h, step)
 			})
-			b.Run(fmt.Sprintf("decode/depth=%d/threads=%d", n, th), func(b *testing.B) {
-				h := newHarness(b, cfg, w, th, n/16+1, 16, 0)
-				s := &seqState{}
-				toks := prompt(n, 1)
-				for c := 0; c < n-1; c += chunk {
-					var warm runner.Step
-					h.add(&warm, s, toks[c:min(c+chunk, n-1)], false)
-					h.forward(&warm)
-				}
-				step := &runner.Step{}
-				h.add(step, s, toks[n-1:], true)
-				benchForward(b, h, step)
-			})
+			for _, kv := range []KVDtype{KVFloat32, KVFloat16} {
+				b.Run(fmt.Sprintf("decode/depth=%d/kv=%s/threads=%d", n, kv, th), func(b *testing.B) {
+					h := newHarness(b, cfg, w, th, n/16+1, 16, 0)
+					halfKVIf(b, h, kv, n/16+1)
+					s := &seqState{}
+					toks := prompt(n, 1)
+					for c := 0; c < n-1; c += chunk {
+						var warm runner.Step
+						h.add(&warm, s, toks[c:min(c+chunk, n-1)], false)
+						h.forward(&warm)
+					}
+					step := &runner.Step{}
+					h.add(step, s, toks[n-1:], true)
+					benchForward(b, h, step)
+				})
+			}
 		}
+	}
+}
+
+// halfKVIf switches h to a float16 cache of numBlocks blocks when kv says so.
+func halfKVIf(b *testing.B, h *harness, kv KVDtype, numBlocks int) {
+	if kv == KVFloat16 {
+		halfKV(b, h, numBlocks, 16)
 	}
 }
 

@@ -100,6 +100,9 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	}
 	b.attn.layer, b.attn.step = l, step
 	b.pool.run(&b.attn, b.attnWork(step))
+	if b.attn.split {
+		b.attn.mergeParts()
+	}
 	b.attn.step = nil
 	b.matmul(b.att[:numTok*b.qDim], numTok, matmulOp{out: b.xb2, m: m.wo})
 	add(b.x[:numTok*dim], b.xb2)
