@@ -107,7 +107,9 @@ func New(cfg model.Config, w *model.Weights, threads int) (*Backend, error) {
 	return b, nil
 }
 
-// pack packs every matrix, threads at a time.
+// pack packs every matrix, threads at a time, and releases each source's
+// file pages once packed (a tied embedding table faults back in row by
+// row as tokens read it).
 func (b *Backend) pack(threads int) error {
 	type task struct {
 		dst **kernels.Matrix
@@ -128,6 +130,9 @@ func (b *Backend) pack(threads int) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			*t.dst, errs[i] = kernels.Pack(t.src)
+			if errs[i] == nil {
+				releasePages(t.src.Data)
+			}
 		})
 	}
 	wg.Wait()

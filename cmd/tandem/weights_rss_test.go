@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tandem-llm/tandem/enginecore/cpu"
+)
+
+// TestWeightsResidentOnce loads the default model into the CPU backend
+// and checks that the GGUF's mapped pages do not stay resident next to
+// the packed matrices: the backend releases each source once packed, so
+// the weights count once in the engine's RSS, not twice.
+func TestWeightsResidentOnce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/self/smaps")
+	}
+	path := defaultModel(t)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, _, _, err := loadBackend(path, "cpu", 1024, 1, cpuOptions{cpu.PrecisionPrompt, cpu.KVFloat32}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	rss := mappedRSS(t, path)
+	t.Logf("model file %d MiB, resident of its mapping after packing: %d KiB", st.Size()>>20, rss>>10)
+	if rss > st.Size()/10 {
+		t.Errorf("%d KiB of the %d MiB model file stay resident after packing, want < 10%%", rss>>10, st.Size()>>20)
+	}
+}
+
+// mappedRSS sums the Rss of this process's mappings of file path.
+func mappedRSS(t *testing.T, path string) int64 {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var total int64
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) >= 6 && strings.Contains(fields[0], "-"):
+			in = fields[5] == abs
+		case in && len(fields) == 3 && fields[0] == "Rss:":
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			total += kb << 10
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package cpu
+
+// releasePages is a no-op off Linux.
+func releasePages([]byte) {}
