@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -274,32 +272,10 @@ func frontendTargets(rows []FrontendRow) []Target {
 
 // writeFrontend writes frontend-DATE.json and the doc's frontend section.
 func writeFrontend(rep *FrontendReport, o options, stderr io.Writer) error {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := writePhase(o, stderr, "frontend", rep.Date, rep, func(doc, rel string) string {
+		return spliceFrontend(doc, renderFrontend(rep, rel))
+	}); err != nil {
 		return err
-	}
-	path := filepath.Join(o.out, "frontend-"+rep.Date+".json")
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "wrote %s\n", path)
-	if o.doc != "" {
-		rel, err := filepath.Rel(filepath.Dir(o.doc), path)
-		if err != nil {
-			rel = path
-		}
-		old, err := os.ReadFile(o.doc)
-		if err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("doc: %w", err)
-		}
-		doc := spliceFrontend(string(old), renderFrontend(rep, filepath.ToSlash(rel)))
-		if err := os.WriteFile(o.doc, []byte(doc), 0o644); err != nil {
-			return fmt.Errorf("doc: %w", err)
-		}
-		fmt.Fprintf(stderr, "updated %s\n", o.doc)
 	}
 	for _, t := range rep.Targets {
 		fmt.Fprintf(stderr, "target %-60s want %s got %.2f %s\n", t.Name, t.Want, t.Value, metWord(t.Met))

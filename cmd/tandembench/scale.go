@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -380,32 +379,10 @@ func scaleTargets(rep *ScaleReport) []Target {
 
 // writeScale writes scale-DATE.json and the doc's scale section.
 func writeScale(rep *ScaleReport, o options, stderr io.Writer) error {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := writePhase(o, stderr, "scale", rep.Date, rep, func(doc, rel string) string {
+		return spliceScale(doc, renderScale(rep, rel))
+	}); err != nil {
 		return err
-	}
-	path := filepath.Join(o.out, "scale-"+rep.Date+".json")
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "wrote %s\n", path)
-	if o.doc != "" {
-		rel, err := filepath.Rel(filepath.Dir(o.doc), path)
-		if err != nil {
-			rel = path
-		}
-		old, err := os.ReadFile(o.doc)
-		if err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("doc: %w", err)
-		}
-		doc := spliceScale(string(old), renderScale(rep, filepath.ToSlash(rel)))
-		if err := os.WriteFile(o.doc, []byte(doc), 0o644); err != nil {
-			return fmt.Errorf("doc: %w", err)
-		}
-		fmt.Fprintf(stderr, "updated %s\n", o.doc)
 	}
 	for _, t := range rep.Targets {
 		fmt.Fprintf(stderr, "target %-70s want %s got %s %s\n", t.Name, t.Want, fmtTarget(t), metWord(t.Met))

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -265,32 +263,10 @@ const (
 
 // writeStructured writes structured-DATE.json and the doc section.
 func writeStructured(rep *StructuredReport, o options, stderr io.Writer) error {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := writePhase(o, stderr, "structured", rep.Date, rep, func(doc, rel string) string {
+		return spliceStructured(doc, renderStructured(rep, rel))
+	}); err != nil {
 		return err
-	}
-	path := filepath.Join(o.out, "structured-"+rep.Date+".json")
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "wrote %s\n", path)
-	if o.doc != "" {
-		rel, err := filepath.Rel(filepath.Dir(o.doc), path)
-		if err != nil {
-			rel = path
-		}
-		old, err := os.ReadFile(o.doc)
-		if err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("doc: %w", err)
-		}
-		doc := spliceStructured(string(old), renderStructured(rep, filepath.ToSlash(rel)))
-		if err := os.WriteFile(o.doc, []byte(doc), 0o644); err != nil {
-			return fmt.Errorf("doc: %w", err)
-		}
-		fmt.Fprintf(stderr, "updated %s\n", o.doc)
 	}
 	for _, t := range rep.Targets {
 		fmt.Fprintf(stderr, "target %-60s want %s got %.2f %s\n", t.Name, t.Want, t.Value, metWord(t.Met))
