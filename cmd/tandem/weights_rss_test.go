@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,12 +18,23 @@ import (
 // TestWeightsResidentOnce loads the default model into the CPU backend
 // and checks that the GGUF's mapped pages do not stay resident next to
 // the packed matrices: the backend releases each source once packed, so
-// the weights count once in the engine's RSS, not twice.
+// the weights count once in the engine's RSS, not twice. The load runs in
+// a child process: other tests of this binary map the same file.
 func TestWeightsResidentOnce(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/self/smaps")
 	}
 	path := defaultModel(t)
+	if os.Getenv("TANDEM_RSS_CHILD") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWeightsResidentOnce$", "-test.v")
+		cmd.Env = append(os.Environ(), "TANDEM_RSS_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		t.Logf("child:\n%s", out)
+		if err != nil {
+			t.Fatalf("child: %v", err)
+		}
+		return
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)

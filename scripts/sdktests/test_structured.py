@@ -335,8 +335,13 @@ def other_checks():
 
     def required(prompt):
         def fn():
-            r = with_retry(lambda kw: c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": prompt}],
-                                                                 tools=tools, tool_choice="required", **kw))
+            # create() returns a call cut by max_tokens (finish_reason
+            # "length") instead of raising: retry it like with_retry does.
+            for i in range(4):
+                r = c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": prompt}],
+                                              tools=tools, tool_choice="required", **dict(SAMPLING, seed=SAMPLING["seed"] + i))
+                if r.choices[0].finish_reason != "length":
+                    break
             ch = r.choices[0]
             assert ch.finish_reason == "tool_calls" and ch.message.tool_calls, (ch.finish_reason, ch.message)
             for call in ch.message.tool_calls:
