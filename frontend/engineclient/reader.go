@@ -153,18 +153,13 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 				tokens += len(s.req.PromptTokenIDs) - min(out.NumCachedTokens, len(s.req.PromptTokenIDs))
 			}
 		}
-		// A last output frees its request id before the stream's reader
-		// can see it, so the id may be reused at once.
-		if out.FinishReason != wire.FinishNone || s.push(out, o.Timestamp) {
+		if s.push(out, o.Timestamp) {
 			c.mu.Lock()
 			if c.streams[out.RequestID] == s {
 				delete(c.streams, out.RequestID)
 				c.settle(s)
 			}
 			c.mu.Unlock()
-		}
-		if out.FinishReason != wire.FinishNone {
-			s.push(out, o.Timestamp)
 		}
 	}
 	if fn := c.onIteration.Load(); fn != nil && tokens > 0 {
