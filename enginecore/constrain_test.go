@@ -131,7 +131,7 @@ func TestStructuredOutputsConstrainTheModel(t *testing.T) {
 // or more than one, is refused with an error naming it.
 func TestStructuredOutputsRefused(t *testing.T) {
 	c := constrainedEngine(t)
-	for _, tt := range []struct {
+	for i, tt := range []struct {
 		so   wire.StructuredOutputs
 		want string
 	}{
@@ -144,7 +144,9 @@ func TestStructuredOutputsRefused(t *testing.T) {
 		p := wire.DefaultSamplingParams()
 		so := tt.so
 		p.StructuredOutputs = &so
-		_, finish, reason := generate(t, c, "bad", p)
+		// Each its own id: an id is free again only once the client's
+		// reader has forgotten it, just after the last output.
+		_, finish, reason := generate(t, c, fmt.Sprint("bad-", i), p)
 		msg, _ := reason.(string)
 		if finish != wire.FinishError || !strings.Contains(msg, tt.want) {
 			t.Errorf("%+v: finish %v %q, want an error containing %q", tt.so, finish, msg, tt.want)
