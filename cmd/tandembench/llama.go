@@ -138,3 +138,14 @@ func checkFile(what, path, hint string) error {
 	}
 	return nil
 }
+
+// llamaSides is the llama.cpp side of a run, scratch files in tmp: the
+// prebuilt libraries, then the native build where there is one; missing
+// says why there is not.
+func llamaSides(o options, tmp string) (llamas []*llamaBench, missing string) {
+	llamas = []*llamaBench{{name: "llama.cpp prebuilt", bin: o.llamaBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp}}
+	if missing = nativeMissing(o.nativeBin); missing != "" {
+		return llamas, missing
+	}
+	return append(llamas, &llamaBench{name: "llama.cpp native", bin: o.nativeBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp}), ""
+}

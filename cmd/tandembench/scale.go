@@ -222,12 +222,9 @@ func runScale(ctx context.Context, o options, stderr io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		llamas = append(llamas, &llamaBench{name: "llama.cpp prebuilt", bin: o.llamaBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp})
-		if why := nativeMissing(o.nativeBin); why != "" {
-			rep.NativeMissing = why
-			fmt.Fprintln(stderr, "scale: WARNING: no native llama.cpp column: "+why+"; the targets use the prebuilt libraries")
-		} else {
-			llamas = append(llamas, &llamaBench{name: "llama.cpp native", bin: o.nativeBin, model: o.model, kvType: o.kvType, ubatch: o.ubatch, tmp: tmp})
+		llamas, rep.NativeMissing = llamaSides(o, tmp)
+		if rep.NativeMissing != "" {
+			fmt.Fprintln(stderr, "scale: WARNING: no native llama.cpp column: "+rep.NativeMissing+"; the targets use the prebuilt libraries")
 		}
 		for i, l := range llamas {
 			st, err := l.probe(ctx)
