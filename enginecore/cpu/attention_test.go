@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
@@ -16,11 +17,7 @@ func TestLongContextMatchesReference(t *testing.T) {
 	cfg, w := dummy()
 	const n = 250
 	toks := prompt(n, 3)
-	ref := newRef(t, cfg, w)
-	var want []float64
-	for _, tok := range toks {
-		want = ref.next(tok)
-	}
+	ref, want := refAfter(t, cfg, w, toks)
 	next := []int32{5, 9}
 	var wantDecode [][]float64
 	for _, tok := range next {
@@ -148,6 +145,17 @@ func TestPlanTiles(t *testing.T) {
 	}
 }
 
+// refAfter runs toks through the float64 reference and returns it with
+// the last token's logits.
+func refAfter(t *testing.T, cfg model.Config, w *model.Weights, toks []int32) (*refModel, []float64) {
+	ref := newRef(t, cfg, w)
+	var want []float64
+	for _, tok := range toks {
+		want = ref.next(tok)
+	}
+	return ref, want
+}
+
 // halfKV switches h's backend to a float16 KV cache of the same size.
 func halfKV(t testing.TB, h *harness, numBlocks, bs int) {
 	t.Helper()
@@ -165,11 +173,7 @@ func TestKVFloat16(t *testing.T) {
 	cfg, w := dummy()
 	const n = 250
 	toks := prompt(n, 3)
-	ref := newRef(t, cfg, w)
-	var want []float64
-	for _, tok := range toks {
-		want = ref.next(tok)
-	}
+	_, want := refAfter(t, cfg, w, toks)
 	for _, bs := range []int{16, 3} {
 		t.Run(fmt.Sprintf("block=%d", bs), func(t *testing.T) {
 			h := newHarness(t, cfg, w, 2, n/bs+8, bs, 5)
