@@ -88,10 +88,15 @@ func (d *dec) float64Rows() ([][]float64, error) {
 
 var outputFields = []string{
 	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens", "error_code", "events",
+	"new_prompt_logprobs_tensors",
 }
 
 func (o *EngineCoreOutput) encode(e *enc) {
-	e.arrayLen(len(outputFields))
+	if o.NewPromptLogprobs == nil {
+		e.arrayLen(len(outputFields) - 1) // the common output stays 8 fields
+	} else {
+		e.arrayLen(len(outputFields))
+	}
 	e.str(o.RequestID)
 	e.int32s(o.NewTokenIDs)
 	if o.NewLogprobs == nil {
@@ -110,6 +115,9 @@ func (o *EngineCoreOutput) encode(e *enc) {
 		for _, ev := range o.Events {
 			ev.encode(e)
 		}
+	}
+	if o.NewPromptLogprobs != nil {
+		o.NewPromptLogprobs.encode(e)
 	}
 }
 
@@ -144,6 +152,12 @@ func (o *EngineCoreOutput) decode(d *dec) error {
 			o.ErrorCode = ErrorCode(code)
 		case 7:
 			o.Events, err = list(d, d.event)
+		case 8:
+			var isNil bool
+			if isNil, err = d.takeNil(); !isNil && err == nil {
+				o.NewPromptLogprobs = new(Logprobs)
+				err = o.NewPromptLogprobs.decode(d)
+			}
 		default:
 			err = d.skip()
 		}

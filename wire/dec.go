@@ -410,6 +410,16 @@ func list[T any](d *dec, elem func() (T, error)) ([]T, error) {
 
 func (d *dec) int32s() ([]int32, error) { return list(d, d.int32) }
 
+// nonNilInt32s is int32s where an empty array reads as an empty, non-nil
+// slice: a set but empty list differs from an absent one.
+func (d *dec) nonNilInt32s() ([]int32, error) {
+	s, err := d.int32s()
+	if s == nil && err == nil {
+		s = []int32{}
+	}
+	return s, err
+}
+
 func (d *dec) strs() ([]string, error) { return list(d, d.str) }
 
 // finishReason reads nil or one of vLLM's FinishReason ints.

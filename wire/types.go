@@ -42,21 +42,29 @@ const (
 // value differs from the default (like vLLM's omit_defaults msgspec
 // struct). Unknown keys are ignored when decoding. Keys use vLLM's names.
 type SamplingParams struct {
-	N                 int                // "n", default 1
-	PresencePenalty   float64            // "presence_penalty", default 0
-	FrequencyPenalty  float64            // "frequency_penalty", default 0
-	RepetitionPenalty float64            // "repetition_penalty", default 1
-	Temperature       float64            // "temperature", default 1
-	TopP              float64            // "top_p", default 1
-	TopK              int                // "top_k", default 0 (= off)
-	MinP              float64            // "min_p", default 0
-	Seed              *int64             // "seed", default nil (= random)
-	StopTokenIDs      []int32            // "stop_token_ids", default empty
-	IgnoreEOS         bool               // "ignore_eos", default false
-	MaxTokens         int                // "max_tokens", default 16
-	MinTokens         int                // "min_tokens", default 0
-	Logprobs          *int               // "logprobs", default nil (= none); number of top logprobs per sampled token
-	PromptLogprobs    *int               // "prompt_logprobs", default nil
+	N                 int     // "n", default 1
+	PresencePenalty   float64 // "presence_penalty", default 0
+	FrequencyPenalty  float64 // "frequency_penalty", default 0
+	RepetitionPenalty float64 // "repetition_penalty", default 1
+	Temperature       float64 // "temperature", default 1
+	TopP              float64 // "top_p", default 1
+	TopK              int     // "top_k", default 0 (= off)
+	MinP              float64 // "min_p", default 0
+	Seed              *int64  // "seed", default nil (= random)
+	StopTokenIDs      []int32 // "stop_token_ids", default empty
+	IgnoreEOS         bool    // "ignore_eos", default false
+	MaxTokens         int     // "max_tokens", default 16
+	MinTokens         int     // "min_tokens", default 0
+	Logprobs          *int    // "logprobs", default nil (= none); number of top logprobs per sampled token
+	PromptLogprobs    *int    // "prompt_logprobs", default nil; top logprobs per prompt token (-1 = the whole vocabulary)
+	// AllowedTokenIDs ("allowed_token_ids", default nil = any token): only
+	// these tokens may be sampled. Non-nil and empty is an error (vLLM's
+	// "allowed_token_ids is not None and empty!").
+	AllowedTokenIDs []int32
+	// LogprobTokenIDs ("logprob_token_ids", default nil): the logprobs of
+	// each sampled token are of exactly these tokens (after the sampled
+	// one), not of the top ones; Logprobs, when set, equals their count.
+	LogprobTokenIDs   []int32
 	StructuredOutputs *StructuredOutputs // "structured_outputs", default nil (= unconstrained)
 	LogitBias         map[int32]float64  // "logit_bias", default nil
 	EOSTokenID        *int32             // "_eos_token_id", default nil (= the engine model's EOS)
@@ -136,6 +144,7 @@ type Logprobs struct {
 //	5 num_cached_tokens int (prompt tokens served from the prefix cache)
 //	6 error_code        int (with finish_reason error: why, an ErrorCode)
 //	7 events            [EngineCoreEvent] | nil (what happened to the request since its last output)
+//	8 new_prompt_logprobs_tensors Logprobs | nil (vLLM's name and three fields; written only when set)
 type EngineCoreOutput struct {
 	RequestID       string
 	NewTokenIDs     []int32
@@ -145,6 +154,11 @@ type EngineCoreOutput struct {
 	NumCachedTokens int
 	ErrorCode       ErrorCode
 	Events          []EngineCoreEvent
+	// NewPromptLogprobs (with prompt_logprobs set, on the request's first
+	// output) holds one row per prompt position 1..P-1: column 0 is the
+	// prompt token there, then the top-k alternatives, as vLLM's
+	// LogprobsTensors [P-1][k+1] (position 0 has no logprob).
+	NewPromptLogprobs *Logprobs
 }
 
 // EngineCoreEventType is what happened to a request in the engine, with

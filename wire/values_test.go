@@ -61,6 +61,8 @@ func fullSamplingParams() wire.SamplingParams {
 		MinTokens:         3,
 		Logprobs:          ptr(5),
 		PromptLogprobs:    ptr(0),
+		AllowedTokenIDs:   []int32{5, 7},
+		LogprobTokenIDs:   []int32{9},
 		StructuredOutputs: &wire.StructuredOutputs{JSON: `{"type":"object","properties":{"a":{"type":"integer"}}}`, DisableAnyWhitespace: true},
 		LogitBias:         map[int32]float64{1: 100, 2: -100, 300: 0.5},
 		EOSTokenID:        ptr[int32](128001),

@@ -78,6 +78,23 @@ func TestRoundTrip(t *testing.T) {
 				{RequestID: "e", FinishReason: wire.FinishStop, StopReason: int64(7)},
 			}},
 		},
+		{
+			name: "outputs with prompt logprobs (index 8)", typ: wire.MsgOutputs,
+			payload: &wire.EngineCoreOutputs{Outputs: []wire.EngineCoreOutput{
+				{RequestID: "a", NewTokenIDs: []int32{3}, NewPromptLogprobs: &wire.Logprobs{
+					TokenIDs: [][]int32{{7, 1, 7}, {8, 1, 2}}, Logprobs: [][]float64{{-0.5, -0.25, -0.5}, {-3, -0.1, -1}}, Ranks: []int32{2, 4},
+				}},
+				{RequestID: "b", NewTokenIDs: []int32{4}},
+			}},
+		},
+		{
+			name: "add with allowed_token_ids and logprob_token_ids set but empty", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
+				p := wire.DefaultSamplingParams()
+				p.AllowedTokenIDs, p.LogprobTokenIDs, p.Logprobs, p.PromptLogprobs = []int32{}, []int32{}, ptr(-1), ptr(-1)
+				return p
+			}()},
+		},
 		{name: "outputs empty", typ: wire.MsgOutputs, payload: &wire.EngineCoreOutputs{Timestamp: 2}},
 		{name: "utility result", typ: wire.MsgUtilityResult, payload: sampleUtilityResult(t)},
 		{
