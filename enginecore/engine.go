@@ -175,8 +175,18 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 
 		LongPrefillTokenThreshold: cfg.LongPrefillTokenThreshold,
 		StepTarget:                cfg.StepTarget,
+		PromptLogprobsChunk:       promptLogprobsChunk(be.Model().VocabSize),
 	}, kv)
 	return e, nil
+}
+
+// promptLogprobsRowBytes bounds the logits one step of a request with
+// prompt_logprobs asks for (a row of V float32 per token): 64 MiB, 341
+// tokens of a 49,152-token vocabulary.
+const promptLogprobsRowBytes = 64 << 20
+
+func promptLogprobsChunk(vocab int) int {
+	return max(16, promptLogprobsRowBytes/(4*max(vocab, 1)))
 }
 
 // Step runs one schedule → execute → update round and returns the outputs
@@ -271,11 +281,12 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 	for _, o := range outs {
 		r := o.Req
 		eo := wire.EngineCoreOutput{
-			RequestID:       r.WireID,
-			NewTokenIDs:     o.NewTokens,
-			NewLogprobs:     o.Logprobs,
-			NumCachedTokens: r.NumCachedTokens(),
-			Events:          e.life.take(r.ID),
+			RequestID:         r.WireID,
+			NewTokenIDs:       o.NewTokens,
+			NewLogprobs:       o.Logprobs,
+			NewPromptLogprobs: o.PromptLogprobs,
+			NumCachedTokens:   r.NumCachedTokens(),
+			Events:            e.life.take(r.ID),
 		}
 		if r.SessionID != "" {
 			e.sessions.generated(r.SessionID, len(o.NewTokens), t)

@@ -53,15 +53,13 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 	b.lastLen = len(st.TokenIDs)
 	row := 0
 	for _, s := range st.Seqs {
-		if !s.Logits {
-			continue
+		first, n := s.LogitRows()
+		for t := first; t < first+n; t++ {
+			out := logits[row*b.vocab : (row+1)*b.vocab]
+			clear(out)
+			out[(int(st.TokenIDs[t])+1)%b.vocab] = 10
+			row++
 		}
-		out := logits[row*b.vocab : (row+1)*b.vocab]
-		for i := range out {
-			out[i] = 0
-		}
-		out[(int(st.TokenIDs[s.Start+s.Len-1])+1)%b.vocab] = 10
-		row++
 	}
 	return nil
 }

@@ -13,7 +13,9 @@ const (
 	maxIDBytes        = 1024 // request_id, external id, session id, cache salt
 	maxStopTokenIDs   = 1024
 	maxLogitBiasTerms = 1024
-	maxLogprobs       = 20 // top logprobs per token, as vLLM's default max_logprobs
+	maxLogprobs       = 20  // top logprobs per token, as vLLM's default max_logprobs
+	maxLogprobTokens  = 128 // logprob_token_ids, vLLM's MAX_LOGPROB_TOKEN_IDS
+	maxAllowedTokens  = 1 << 20
 )
 
 // validateRequest checks an ADD against the model (vocab token ids) the
@@ -60,10 +62,6 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32) error {
 		return fmt.Errorf("max_tokens %d: want ≥ 1", p.MaxTokens)
 	case p.MinTokens < 0 || p.MinTokens > p.MaxTokens:
 		return fmt.Errorf("min_tokens %d: want [0, max_tokens %d]", p.MinTokens, p.MaxTokens)
-	case p.Logprobs != nil && (*p.Logprobs < 0 || *p.Logprobs > maxLogprobs):
-		return fmt.Errorf("logprobs %d: want [0, %d]", *p.Logprobs, maxLogprobs)
-	case p.PromptLogprobs != nil:
-		return fmt.Errorf("prompt_logprobs are not supported")
 	case len(p.StopTokenIDs) > maxStopTokenIDs:
 		return fmt.Errorf("%d stop_token_ids: at most %d", len(p.StopTokenIDs), maxStopTokenIDs)
 	case len(p.LogitBias) > maxLogitBiasTerms:
@@ -74,6 +72,9 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32) error {
 		return fmt.Errorf("_tandem_constraint_prefix %d: want [0, %d), fewer than the prompt's tokens", p.ConstraintPrefix, len(r.PromptTokenIDs))
 	case p.ConstraintPrefix > 0 && p.StructuredOutputs == nil:
 		return fmt.Errorf("_tandem_constraint_prefix needs structured_outputs")
+	}
+	if err := validateLogprobs(p, vocab); err != nil {
+		return err
 	}
 	for _, t := range p.StopTokenIDs {
 		if t < 0 {
@@ -87,3 +88,74 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32) error {
 	}
 	return nil
 }
+
+// validateLogprobs checks logprobs, prompt_logprobs, logprob_token_ids and
+// allowed_token_ids with vLLM's rules and messages (SamplingParams'
+// _validate_logprobs and _validate_allowed_token_ids): -1 stands for the
+// whole vocabulary, which max logprobs (20, vLLM's default) then refuses.
+func validateLogprobs(p *wire.SamplingParams, vocab int32) error {
+	count := func(n int) int {
+		if n == -1 {
+			return int(vocab)
+		}
+		return n
+	}
+	if p.Logprobs != nil {
+		if *p.Logprobs < -1 {
+			return vllmErrorf("logprobs must be non-negative or -1, got %d.", *p.Logprobs)
+		}
+		if n := count(*p.Logprobs); n > maxLogprobs {
+			return vllmErrorf("Requested sample logprobs of %d, which is greater than max allowed: %d", n, maxLogprobs)
+		}
+	}
+	if ids := p.LogprobTokenIDs; ids != nil {
+		n := len(ids)
+		if n > maxLogprobTokens {
+			return vllmErrorf("Requested logprob_token_ids of length %d, which is greater than max allowed: %d", n, maxLogprobTokens)
+		}
+		if bad := outOfVocab(ids, vocab); len(bad) > 0 {
+			return vllmErrorf("token_id(s) %v in logprob_token_ids contain out-of-vocab token ids. Vocabulary size: %d", bad, vocab)
+		}
+		if p.Logprobs != nil && *p.Logprobs != n {
+			return vllmErrorf("When both logprobs and logprob_token_ids are set, logprobs must equal len(logprob_token_ids). Got logprobs=%d, len(logprob_token_ids)=%d.", *p.Logprobs, n)
+		}
+	}
+	if p.PromptLogprobs != nil {
+		if *p.PromptLogprobs < -1 {
+			return vllmErrorf("prompt_logprobs must be non-negative or -1, got %d.", *p.PromptLogprobs)
+		}
+		if n := count(*p.PromptLogprobs); n > maxLogprobs {
+			return vllmErrorf("Requested prompt logprobs of %d, which is greater than max allowed: %d", n, maxLogprobs)
+		}
+	}
+	if ids := p.AllowedTokenIDs; ids != nil {
+		switch {
+		case len(ids) == 0:
+			return vllmErrorf("allowed_token_ids is not None and empty!")
+		case len(ids) > maxAllowedTokens:
+			return fmt.Errorf("%d allowed_token_ids: at most %d", len(ids), maxAllowedTokens)
+		case len(outOfVocab(ids, vocab)) > 0:
+			return vllmErrorf("allowed_token_ids contains out-of-vocab token id!")
+		}
+	}
+	return nil
+}
+
+// outOfVocab returns the ids outside [0, vocab), at most 16 of them.
+func outOfVocab(ids []int32, vocab int32) []int32 {
+	var bad []int32
+	for _, id := range ids {
+		if (id < 0 || id >= vocab) && len(bad) < 16 {
+			bad = append(bad, id)
+		}
+	}
+	return bad
+}
+
+// vllmError is an error worded exactly as vLLM words it (capitalised, with
+// its punctuation), so clients that match vLLM's messages match these.
+type vllmError string
+
+func (e vllmError) Error() string { return string(e) }
+
+func vllmErrorf(format string, a ...any) error { return vllmError(fmt.Sprintf(format, a...)) }

@@ -2,6 +2,7 @@ package enginecore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -46,9 +47,27 @@ func TestValidateRequest(t *testing.T) {
 		{"repetition 0", func(r *wire.EngineCoreRequest) { r.SamplingParams.RepetitionPenalty = 0 }, "repetition_penalty"},
 		{"max_tokens 0", func(r *wire.EngineCoreRequest) { r.SamplingParams.MaxTokens = 0 }, "max_tokens"},
 		{"min over max", func(r *wire.EngineCoreRequest) { r.SamplingParams.MinTokens = 17 }, "min_tokens"},
-		{"negative logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.Logprobs = &neg }, "logprobs -1"},
-		{"too many logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.Logprobs = &big }, "logprobs 21"},
-		{"prompt logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = &big }, "prompt_logprobs"},
+		{"logprobs -1 is the vocabulary, above max logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.Logprobs = &neg },
+			fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: 20", model.DummyVocabSize)},
+		{"logprobs -2", func(r *wire.EngineCoreRequest) { r.SamplingParams.Logprobs = ptrTo(-2) }, "logprobs must be non-negative or -1, got -2."},
+		{"too many logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.Logprobs = &big }, "Requested sample logprobs of 21, which is greater than max allowed: 20"},
+		{"prompt logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = ptrTo(20) }, ""},
+		{"prompt logprobs 0", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = ptrTo(0) }, ""},
+		{"too many prompt logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = &big }, "Requested prompt logprobs of 21, which is greater than max allowed: 20"},
+		{"prompt logprobs -1", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = &neg }, "Requested prompt logprobs of"},
+		{"prompt logprobs -3", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = ptrTo(-3) }, "prompt_logprobs must be non-negative or -1, got -3."},
+		{"allowed token ids", func(r *wire.EngineCoreRequest) { r.SamplingParams.AllowedTokenIDs = []int32{1, 2} }, ""},
+		{"allowed token ids empty", func(r *wire.EngineCoreRequest) { r.SamplingParams.AllowedTokenIDs = []int32{} }, "allowed_token_ids is not None and empty!"},
+		{"allowed token ids out of vocab", func(r *wire.EngineCoreRequest) { r.SamplingParams.AllowedTokenIDs = []int32{1, model.DummyVocabSize} },
+			"allowed_token_ids contains out-of-vocab token id!"},
+		{"logprob token ids", func(r *wire.EngineCoreRequest) { r.SamplingParams.LogprobTokenIDs = []int32{3, 4} }, ""},
+		{"logprob token ids out of vocab", func(r *wire.EngineCoreRequest) { r.SamplingParams.LogprobTokenIDs = []int32{-1, 3} },
+			fmt.Sprintf("token_id(s) [-1] in logprob_token_ids contain out-of-vocab token ids. Vocabulary size: %d", model.DummyVocabSize)},
+		{"logprob token ids too many", func(r *wire.EngineCoreRequest) { r.SamplingParams.LogprobTokenIDs = make([]int32, 129) },
+			"Requested logprob_token_ids of length 129, which is greater than max allowed: 128"},
+		{"logprob token ids and another logprobs", func(r *wire.EngineCoreRequest) {
+			r.SamplingParams.LogprobTokenIDs, r.SamplingParams.Logprobs = []int32{3, 4}, ptrTo(1)
+		}, "When both logprobs and logprob_token_ids are set, logprobs must equal len(logprob_token_ids). Got logprobs=1, len(logprob_token_ids)=2."},
 		{"negative stop id", func(r *wire.EngineCoreRequest) { r.SamplingParams.StopTokenIDs = []int32{4, -1} }, "stop_token_ids: -1"},
 		{"too many stop ids", func(r *wire.EngineCoreRequest) { r.SamplingParams.StopTokenIDs = make([]int32, 1025) }, "1025 stop_token_ids"},
 		{"negative eos", func(r *wire.EngineCoreRequest) { r.SamplingParams.EOSTokenID = &eos }, "_eos_token_id -3"},
@@ -143,3 +162,5 @@ func rejected(outs []Out) bool {
 	}
 	return false
 }
+
+func ptrTo[T any](v T) *T { return &v }

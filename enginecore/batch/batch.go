@@ -36,4 +36,7 @@ type Item struct {
 type Result struct {
 	Sampled  []int32          // [len(Items)]
 	Logprobs []*wire.Logprobs // [len(Items)], nil unless requested
+	// PromptLogprobs ([len(Items)], nil unless some item has them) holds
+	// an item's prompt logprobs on its first sample: [P-1] rows.
+	PromptLogprobs []*wire.Logprobs
 }

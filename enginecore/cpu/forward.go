@@ -11,8 +11,8 @@ import (
 )
 
 // Forward runs step: writes every token's K/V through SlotMapping, reads
-// context through BlockTable, and writes V logits per Seq with Logits set
-// into consecutive rows of logits. Errors wrap ErrInvalidStep,
+// context through BlockTable, and writes V logits per token of each Seq's
+// LogitRows into consecutive rows of logits. Errors wrap ErrInvalidStep,
 // ErrNoKVCache, ErrClosed or ctx's error (checked between layers; the KV
 // of a cancelled step is partly written and must not be trusted).
 func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float32) error {
@@ -55,8 +55,8 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	// Final norm and LM head, only on the rows asked for.
 	r := 0
 	for _, s := range step.Seqs {
-		if s.Logits {
-			t := s.Start + s.Len - 1
+		first, n := s.LogitRows()
+		for t := first; t < first+n; t++ {
 			rmsnorm(b.xl[r*dim:(r+1)*dim], b.x[t*dim:(t+1)*dim], b.w.OutNorm, b.eps)
 			r++
 		}

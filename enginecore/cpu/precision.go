@@ -73,8 +73,7 @@ func (b *Backend) markPrecise(step *runner.Step) {
 	}
 	b.rowPrecise = b.rowPrecise[:0]
 	for _, s := range step.Seqs {
-		if s.Logits {
-			b.rowPrecise = append(b.rowPrecise, b.precise[s.Start+s.Len-1])
-		}
+		first, n := s.LogitRows()
+		b.rowPrecise = append(b.rowPrecise, b.precise[first:first+n]...)
 	}
 }

@@ -95,13 +95,15 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	b.numForward++
 	v, row := b.info.VocabSize, 0
 	for _, s := range step.Seqs {
-		if !s.Logits {
-			continue
+		first, n := s.LogitRows()
+		for t := first; t < first+n; t++ {
+			out := logits[row*v : (row+1)*v]
+			clear(out)
+			// Token t sits at position ContextLen-(first+n-t); the row
+			// predicts the one after it.
+			out[b.Next(s.ContextLen-(first+n-t)+1-s.PromptLen)] = Margin
+			row++
 		}
-		out := logits[row*v : (row+1)*v]
-		clear(out)
-		out[b.Next(s.ContextLen-s.PromptLen)] = Margin
-		row++
 	}
 	return nil
 }

@@ -22,7 +22,22 @@ type Seq struct {
 	ContextLen int     // tokens of this request in the KV cache after the step (positions 0..ContextLen-1)
 	BlockTable []int32 // [ceil(ContextLen/B)] physical KV block ids, in position order
 	Logits     bool    // whether the caller wants logits for this request's last token
-	PromptLen  int     // positions below this are the request's prompt (0: unknown; the CPU backend computes prompt tokens more precisely, see cpu.Precision)
+	// AllLogits asks for logits at every token of the span, in order, not
+	// only at the last (prompt logprobs); it implies Logits.
+	AllLogits bool
+	PromptLen int // positions below this are the request's prompt (0: unknown; the CPU backend computes prompt tokens more precisely, see cpu.Precision)
+}
+
+// LogitRows returns which tokens of s get logits rows: the span's last n,
+// indices [first, first+n) into Step.TokenIDs.
+func (s *Seq) LogitRows() (first, n int) {
+	switch {
+	case s.AllLogits:
+		return s.Start, s.Len
+	case s.Logits:
+		return s.Start + s.Len - 1, 1
+	}
+	return 0, 0
 }
 
 // Backend computes forward passes over a paged KV cache it owns.
@@ -37,10 +52,9 @@ type Backend interface {
 	// caller can size the pool from a memory budget.
 	KVBytesPerBlock(blockSize int) int64
 	// Forward runs the step, writing K/V of every token through
-	// SlotMapping and reading context through BlockTable. For each Seq with
-	// Logits set, in order, it writes V logits into logits (rows packed:
-	// row i belongs to the i-th Seq with Logits set). len(logits) must be
-	// at least rows*V. Forward allocates nothing on the steady path.
+	// SlotMapping and reading context through BlockTable. For each Seq, in
+	// order, it writes V logits per token of its LogitRows into logits
+	// (rows packed, in token order). len(logits) must be at least rows*V. Forward allocates nothing on the steady path.
 	Forward(ctx context.Context, step *Step, logits []float32) error
 	// Close releases the weights and the KV cache.
 	Close() error

@@ -20,17 +20,34 @@ type Runner struct {
 	logits    []float32 // [rows][V], grown as needed
 	rows      int       // rows of logits the last Forward wrote
 	raw       []float32 // [V] unmodified logits of the row being sampled
+	kept      []float32 // [len(allowed_token_ids)] logits saved by keepOnly
 	samplers  map[string]*sample.Sampler
+	firstRow  []int  // [len(Items)] of the last Forward: the item's first logits row
+	allRows   []bool // [len(Items)] of the last Forward: the item has a row per token
+	// prompts holds, per request with prompt_logprobs, the rows gathered
+	// so far (one per prompt position 1..P-1, in order) until they are
+	// sent with its first token; then only that they were.
+	prompts map[string]*promptLogprobs
+}
+
+// promptLogprobs is one request's prompt logprobs in the making.
+type promptLogprobs struct {
+	lp   wire.Logprobs
+	sent bool
 }
 
 // New returns a runner over be, whose KV cache must already be allocated
 // with blocks of blockSize tokens.
 func New(be Backend, blockSize int) *Runner {
-	return &Runner{be: be, blockSize: blockSize, vocab: be.Model().VocabSize, samplers: map[string]*sample.Sampler{}}
+	return &Runner{be: be, blockSize: blockSize, vocab: be.Model().VocabSize, samplers: map[string]*sample.Sampler{}, prompts: map[string]*promptLogprobs{}}
 }
 
-// Forget drops per-request state (the sampler's RNG) of a finished request.
-func (r *Runner) Forget(id string) { delete(r.samplers, id) }
+// Forget drops per-request state (the sampler's RNG, prompt logprobs) of
+// a finished request.
+func (r *Runner) Forget(id string) {
+	delete(r.samplers, id)
+	delete(r.prompts, id)
+}
 
 // Execute runs one forward pass over b and samples a token for every item
 // whose chunk reaches the end of its tokens: Forward, then Sample.
@@ -43,8 +60,9 @@ func (r *Runner) Execute(ctx context.Context, b *batch.Batch) (*batch.Result, er
 
 // Forward runs b's forward pass and keeps the logits for Sample. Of b's
 // items it reads only what lays the tokens out (RequestID, Tokens,
-// NumPrompt, Start, Len, BlockTable, Sample), never the sampling fields
-// (Params, MaskStop, StopTokenIDs, Allowed): another goroutine may fill
+// NumPrompt, Start, Len, BlockTable, Sample, and Params.PromptLogprobs,
+// which asks for a logits row per prompt token), never the other sampling
+// fields (MaskStop, StopTokenIDs, Allowed): another goroutine may fill
 // those meanwhile, as the engine fills structured-output masks.
 func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 	st := &r.step
@@ -52,6 +70,7 @@ func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 	st.Positions = st.Positions[:0]
 	st.SlotMapping = st.SlotMapping[:0]
 	st.Seqs = st.Seqs[:0]
+	r.firstRow, r.allRows = r.firstRow[:0], r.allRows[:0]
 	rows := 0
 	for i := range b.Items {
 		it := &b.Items[i]
@@ -71,11 +90,12 @@ func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 			ContextLen: it.Start + it.Len,
 			BlockTable: it.BlockTable,
 			Logits:     it.Sample,
+			AllLogits:  r.wantsPromptRows(it),
 			PromptLen:  it.NumPrompt,
 		})
-		if it.Sample {
-			rows++
-		}
+		_, n := st.Seqs[len(st.Seqs)-1].LogitRows()
+		r.firstRow, r.allRows = append(r.firstRow, rows), append(r.allRows, st.Seqs[len(st.Seqs)-1].AllLogits)
+		rows += n
 	}
 	if need := rows * r.vocab; cap(r.logits) < need {
 		r.logits = make([]float32, need)
@@ -93,15 +113,26 @@ func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 func (r *Runner) Sample(b *batch.Batch) *batch.Result {
 	logits := r.logits[:r.rows*r.vocab]
 	res := &batch.Result{Sampled: make([]int32, len(b.Items))}
-	row := 0
 	for i := range b.Items {
 		it := &b.Items[i]
+		row := r.firstRow[i]
+		if r.allRows[i] {
+			r.gatherPrompt(it, logits[row*r.vocab:(row+it.Len)*r.vocab])
+			row += it.Len - 1 // the last token's row, the one sampled from
+		}
 		if !it.Sample {
 			continue
 		}
+		if it.Params.PromptLogprobs != nil {
+			if pl := r.takePrompt(it.RequestID); pl != nil {
+				if res.PromptLogprobs == nil {
+					res.PromptLogprobs = make([]*wire.Logprobs, len(b.Items))
+				}
+				res.PromptLogprobs[i] = pl
+			}
+		}
 		lg := logits[row*r.vocab : (row+1)*r.vocab]
-		row++
-		lp := it.Params.Logprobs
+		lp := numLogprobs(it.Params, r.vocab)
 		if lp != nil {
 			// Logprobs are of the raw model distribution (vLLM's default),
 			// so keep a copy before sampling modifies the logits; with
@@ -116,10 +147,33 @@ func (r *Runner) Sample(b *batch.Batch) *batch.Result {
 			if res.Logprobs == nil {
 				res.Logprobs = make([]*wire.Logprobs, len(b.Items))
 			}
-			res.Logprobs[i] = logprobs(r.raw, res.Sampled[i], *lp)
+			res.Logprobs[i] = r.logprobs(it.Params, res.Sampled[i], *lp)
 		}
 	}
 	return res
+}
+
+// numLogprobs is how many logprobs to report per sampled token besides
+// its own: logprobs (-1 = V), or len(logprob_token_ids); nil for none.
+func numLogprobs(p *wire.SamplingParams, vocab int) *int {
+	switch {
+	case p.LogprobTokenIDs != nil:
+		n := len(p.LogprobTokenIDs)
+		return &n
+	case p.Logprobs != nil && *p.Logprobs < 0:
+		return &vocab
+	}
+	return p.Logprobs
+}
+
+// logprobs reports the sampled token and the top k alternatives, or the
+// logprob_token_ids, of the raw logits.
+func (r *Runner) logprobs(p *wire.SamplingParams, tok int32, k int) *wire.Logprobs {
+	if p.LogprobTokenIDs != nil {
+		ids, lps, rank := sample.TokenLogprobs(r.raw, tok, p.LogprobTokenIDs)
+		return &wire.Logprobs{TokenIDs: [][]int32{ids}, Logprobs: [][]float64{lps}, Ranks: []int32{rank}}
+	}
+	return logprobs(r.raw, tok, k)
 }
 
 func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
@@ -138,6 +192,9 @@ func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
 	if it.Allowed != nil {
 		applyMask(lg, it.Allowed)
 	}
+	if ids := it.Params.AllowedTokenIDs; ids != nil {
+		r.kept = keepOnly(lg, ids, r.kept)
+	}
 	p := it.Params
 	sp := sample.Params{
 		Temperature:       p.Temperature,
@@ -150,6 +207,29 @@ func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
 		LogitBias:         p.LogitBias,
 	}
 	return s.Sample(lg, &sp, it.Tokens[:it.NumPrompt], it.Tokens[it.NumPrompt:])
+}
+
+// keepOnly sets every logit but those of ids to -Inf (allowed_token_ids),
+// saving their values in kept (grown and returned) while it fills.
+func keepOnly(lg []float32, ids []int32, kept []float32) []float32 {
+	kept = kept[:0]
+	for _, id := range ids {
+		v := float32(math.Inf(-1))
+		if id >= 0 && int(id) < len(lg) { // the engine refuses other ids; never index with one
+			v = lg[id]
+		}
+		kept = append(kept, v)
+	}
+	copy(lg, ninfs[:])
+	for i := 32; i < len(lg); i *= 2 {
+		copy(lg[i:], lg[:i])
+	}
+	for j, id := range ids {
+		if id >= 0 && int(id) < len(lg) {
+			lg[id] = kept[j]
+		}
+	}
+	return kept
 }
 
 // ninfs is a word's worth of -Inf logits.
@@ -190,4 +270,61 @@ func applyMask(lg []float32, mask []uint32) {
 func logprobs(lg []float32, tok int32, k int) *wire.Logprobs {
 	ids, lps, rank := sample.TopLogprobs(lg, tok, k)
 	return &wire.Logprobs{TokenIDs: [][]int32{ids}, Logprobs: [][]float64{lps}, Ranks: []int32{rank}}
+}
+
+// wantsPromptRows reports whether it's chunk needs a logits row per token:
+// its request asks for prompt logprobs that are not yet sent and the chunk
+// covers prompt positions below the last (whose row predicts the first
+// output token).
+func (r *Runner) wantsPromptRows(it *batch.Item) bool {
+	if it.Params == nil || it.Params.PromptLogprobs == nil || it.Start >= it.NumPrompt-1 {
+		return false
+	}
+	pl := r.prompts[it.RequestID]
+	return pl == nil || !pl.sent
+}
+
+// gatherPrompt appends the prompt logprobs of it's chunk from its rows
+// ([Len][V]: row j predicts the token at position Start+j+1). Positions
+// gathered before (a chunk computed again after a preemption) are skipped.
+func (r *Runner) gatherPrompt(it *batch.Item, rows []float32) {
+	pl := r.prompts[it.RequestID]
+	if pl == nil {
+		pl = &promptLogprobs{}
+		r.prompts[it.RequestID] = pl
+	}
+	k := *it.Params.PromptLogprobs
+	if k < 0 {
+		k = r.vocab
+	}
+	for j := range it.Len {
+		pos := it.Start + j + 1 // the prompt token row j predicts
+		if pos >= it.NumPrompt {
+			break
+		}
+		if pos-1 < len(pl.lp.Ranks) {
+			continue
+		}
+		ids, lps, rank := sample.TopLogprobs(rows[j*r.vocab:(j+1)*r.vocab], it.Tokens[pos], k)
+		pl.lp.TokenIDs = append(pl.lp.TokenIDs, ids)
+		pl.lp.Logprobs = append(pl.lp.Logprobs, lps)
+		pl.lp.Ranks = append(pl.lp.Ranks, rank)
+	}
+}
+
+// takePrompt returns a request's prompt logprobs the first time it
+// samples (every prompt position is computed by then), nil afterwards.
+func (r *Runner) takePrompt(id string) *wire.Logprobs {
+	pl := r.prompts[id]
+	if pl == nil {
+		pl = &promptLogprobs{} // a one-token prompt: no position has a logprob
+		r.prompts[id] = pl
+	}
+	if pl.sent {
+		return nil
+	}
+	pl.sent = true
+	lp := pl.lp
+	pl.lp = wire.Logprobs{}
+	return &lp
 }

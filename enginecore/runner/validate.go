@@ -19,7 +19,7 @@ type Limits struct {
 
 // Shape is what a valid Step needs of its backend.
 type Shape struct {
-	NumRows   int // logits rows: Seqs with Logits set
+	NumRows   int // logits rows: Σ the Seqs' LogitRows
 	MaxCtx    int // the longest attention span, positions
 	MaxBlocks int // the longest block table in use (at least 1)
 }
@@ -44,9 +44,8 @@ func (st *Step) Validate(l Limits, numLogits int) (Shape, error) {
 			return sh, fmt.Errorf("%w: seq %d spans [%d,+%d), want start %d within %d tokens", ErrInvalidStep, si, s.Start, s.Len, next, numTok)
 		}
 		next = s.Start + s.Len
-		if s.Logits {
-			sh.NumRows++
-		}
+		_, numRows := s.LogitRows()
+		sh.NumRows += numRows
 		for t := s.Start; t < next; t++ {
 			id, pos, slot := st.TokenIDs[t], int(st.Positions[t]), int(st.SlotMapping[t])
 			if id < 0 || int(id) >= l.VocabSize {

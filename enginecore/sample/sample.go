@@ -266,16 +266,49 @@ func argmax(logits []float32) int32 {
 // Compute it from the logits before Sample modifies them.
 func TopLogprobs(logits []float32, tok int32, k int) (ids []int32, lps []float64, rank int32) {
 	k = max(0, min(k, len(logits)))
-	maxLogit := float64(logits[argmax(logits)])
-	var sum float64
-	for _, l := range logits {
-		sum += math.Exp(float64(l) - maxLogit)
-	}
-	lse := maxLogit + math.Log(sum)
+	lse := logSumExp(logits)
 
 	ids = make([]int32, 1, k+1)
 	ids[0] = tok
-	rank = 1
+	if k > sortAbove {
+		ids, rank = topBySort(logits, tok, k, ids)
+	} else {
+		ids, rank = topByInsertion(logits, tok, k, ids)
+	}
+	lps = make([]float64, len(ids))
+	for i, id := range ids {
+		lps[i] = float64(logits[id]) - lse
+	}
+	return ids, lps, rank
+}
+
+// sortAbove is the k above which TopLogprobs sorts the whole vocabulary
+// (O(V log V)) instead of inserting into the top k (O(V·k)).
+const sortAbove = 64
+
+// topBySort appends the k most likely tokens to ids by sorting them all.
+func topBySort(logits []float32, tok int32, k int, ids []int32) ([]int32, int32) {
+	order := make([]int32, len(logits))
+	rank := int32(1)
+	for i, l := range logits {
+		order[i] = int32(i)
+		if l > logits[tok] {
+			rank++
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(logits[b], logits[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return append(ids, order[:k]...), rank
+}
+
+// topByInsertion appends the k most likely tokens to ids, keeping them
+// sorted as it scans.
+func topByInsertion(logits []float32, tok int32, k int, ids []int32) ([]int32, int32) {
+	rank := int32(1)
 	for i, l := range logits {
 		if l > logits[tok] {
 			rank++
@@ -295,9 +328,33 @@ func TopLogprobs(logits []float32, tok int32, k int) (ids []int32, lps []float64
 		}
 		ids[j] = int32(i)
 	}
+	return ids, rank
+}
+
+// TokenLogprobs is TopLogprobs for the given tokens instead of the top k
+// (logprob_token_ids): ids is tok followed by want, in want's order.
+func TokenLogprobs(logits []float32, tok int32, want []int32) (ids []int32, lps []float64, rank int32) {
+	lse := logSumExp(logits)
+	ids = append(append(make([]int32, 0, len(want)+1), tok), want...)
 	lps = make([]float64, len(ids))
 	for i, id := range ids {
 		lps[i] = float64(logits[id]) - lse
 	}
+	rank = 1
+	for _, l := range logits {
+		if l > logits[tok] {
+			rank++
+		}
+	}
 	return ids, lps, rank
+}
+
+// logSumExp is log Σ exp(logits), computed stably.
+func logSumExp(logits []float32) float64 {
+	maxLogit := float64(logits[argmax(logits)])
+	var sum float64
+	for _, l := range logits {
+		sum += math.Exp(float64(l) - maxLogit)
+	}
+	return maxLogit + math.Log(sum)
 }

@@ -2,6 +2,8 @@ package sample
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -243,5 +245,25 @@ func BenchmarkSample(b *testing.B) {
 				s.Sample(logits, &tt.p, out, out)
 			}
 		})
+	}
+}
+
+// TestTopBySortIsTopByInsertion: the sorting path for large k picks the
+// same tokens in the same order (ties: lower id first) and the same rank
+// as the insertion path.
+func TestTopBySortIsTopByInsertion(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	logits := make([]float32, 300)
+	for i := range logits {
+		logits[i] = float32(rng.IntN(40)) / 4 // many ties
+	}
+	for _, k := range []int{0, 1, 65, 299, 300} {
+		for _, tok := range []int32{0, 17, 299} {
+			a, ra := topBySort(logits, tok, k, []int32{tok})
+			b, rb := topByInsertion(logits, tok, k, []int32{tok})
+			if !slices.Equal(a, b) || ra != rb {
+				t.Fatalf("k %d tok %d: sort %v rank %d, insertion %v rank %d", k, tok, a, ra, b, rb)
+			}
+		}
 	}
 }

@@ -27,6 +27,10 @@ type Config struct {
 	// StepTarget is the step time Pace aims at; 0 = every step may use
 	// MaxNumBatchedTokens.
 	StepTarget time.Duration
+	// PromptLogprobsChunk caps the tokens per step of a request with
+	// prompt_logprobs, whose every token gets a logits row ([V] floats);
+	// 0 = no cap of its own.
+	PromptLogprobsChunk int
 }
 
 // Output is one request's news from one step.
@@ -34,7 +38,9 @@ type Output struct {
 	Req       *Request
 	NewTokens []int32 // [k] tokens sampled this step (k ≤ 1 for now)
 	Logprobs  *wire.Logprobs
-	Finished  bool
+	// PromptLogprobs are the request's prompt logprobs, on its first output.
+	PromptLogprobs *wire.Logprobs
+	Finished       bool
 }
 
 // Scheduler decides every step's batch. Not safe for concurrent use.
@@ -214,7 +220,7 @@ func (s *Scheduler) Schedule() *batch.Batch {
 			}
 			break
 		}
-		if r.numComputedTokens == 0 {
+		if r.numComputedTokens == 0 && r.Params.PromptLogprobs == nil { // vLLM: prompt logprobs need every prompt token computed
 			cached := s.kv.Lookup(r.ID, r.tokens, r.CacheSalt, r.SessionID)
 			r.numComputedTokens = cached
 			if !r.admitted {
@@ -285,6 +291,9 @@ func (s *Scheduler) numNew(r *Request) int {
 	if t := s.cfg.LongPrefillTokenThreshold; t > 0 {
 		n = min(n, t)
 	}
+	if c := s.cfg.PromptLogprobsChunk; c > 0 && r.Params.PromptLogprobs != nil && r.numComputedTokens < r.numPrompt {
+		n = min(n, c)
+	}
 	return n
 }
 
@@ -319,6 +328,9 @@ func (s *Scheduler) Update(b *batch.Batch, res *batch.Result) []Output {
 		out := Output{Req: r, NewTokens: []int32{tok}}
 		if res.Logprobs != nil {
 			out.Logprobs = res.Logprobs[i]
+		}
+		if res.PromptLogprobs != nil {
+			out.PromptLogprobs = res.PromptLogprobs[i]
 		}
 		if r.checkStop(s.cfg.MaxModelLen) {
 			s.finish(r)

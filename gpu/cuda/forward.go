@@ -159,8 +159,9 @@ func (b *Backend) uploadMeta(step *runner.Step, numRows, maxBlocks int) (stepMet
 		for t := s.Start; t < s.Start+s.Len; t++ {
 			seqOf[t] = int32(si)
 		}
-		if s.Logits {
-			rows[r] = int32(s.Start + s.Len - 1)
+		first, numLogits := s.LogitRows()
+		for t := first; t < first+numLogits; t++ {
+			rows[r] = int32(t)
 			r++
 		}
 		row := tables[si*maxBlocks : (si+1)*maxBlocks]
