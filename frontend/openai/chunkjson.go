@@ -13,11 +13,11 @@ import (
 // common chunk — one choice, content or role, no tool calls, logprobs or
 // usage — is written directly, anything else goes through MarshalJSON.
 func (c ChatCompletionChunk) AppendJSON(b []byte) ([]byte, error) {
-	if len(c.Choices) != 1 || c.Usage != nil {
+	if len(c.Choices) != 1 || c.Usage != nil || c.PromptTokenIDs != nil || c.Metrics != nil {
 		return appendMarshal(b, c)
 	}
 	ch := &c.Choices[0]
-	if ch.Logprobs != nil || len(ch.Delta.ToolCalls) > 0 || !ch.StopReason.IsZero() {
+	if ch.Logprobs != nil || len(ch.Delta.ToolCalls) > 0 || !ch.StopReason.IsZero() || ch.TokenIDs != nil {
 		return appendMarshal(b, c)
 	}
 	b = append(b, `{"id":`...)

@@ -58,6 +58,12 @@ type Params struct {
 	CacheSalt string         `json:"cache_salt,omitempty"`
 	SessionID string         `json:"session_id,omitempty"` // resolve with package session, not directly
 	VLLMXArgs map[string]any `json:"vllm_xargs,omitempty"`
+
+	// ReturnTokensAsTokenIDs writes logprobs' tokens as "token_id:N";
+	// nil = the server's --return-tokens-as-token-ids.
+	ReturnTokensAsTokenIDs *bool `json:"return_tokens_as_token_ids,omitempty"`
+	// ReturnTokenIDs adds prompt_token_ids and token_ids to the answer.
+	ReturnTokenIDs bool `json:"return_token_ids,omitempty"`
 }
 
 // StreamOptions is stream_options.

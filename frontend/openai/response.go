@@ -12,6 +12,7 @@ const (
 	ObjectTextCompletion      = "text_completion" // completions and their chunks
 	ObjectList                = "list"
 	ObjectModel               = "model"
+	ObjectModelPermission     = "model_permission"
 )
 
 // OwnedBy is the owned_by of every served model.
@@ -137,6 +138,10 @@ type ChatCompletion struct {
 	Choices           []ChatChoice `json:"choices"`
 	Usage             Usage        `json:"usage"`
 	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
+	// vLLM's fields beyond OpenAI's, null unless asked for.
+	PromptLogprobs PromptLogprobs     `json:"prompt_logprobs"`
+	PromptTokenIDs []int32            `json:"prompt_token_ids"` // return_token_ids
+	Metrics        *PerRequestMetrics `json:"metrics"`          // --enable-per-request-metrics
 }
 
 // ChatChoice is one choice of a ChatCompletion.
@@ -146,6 +151,30 @@ type ChatChoice struct {
 	Logprobs     *ChatLogprobs    `json:"logprobs"` // null unless requested
 	FinishReason string           `json:"finish_reason"`
 	StopReason   StopReason       `json:"stop_reason"`
+	TokenIDs     []int32          `json:"token_ids"` // the generated tokens with return_token_ids, else null
+}
+
+// PromptLogprobs is prompt_logprobs, vLLM's form: one entry per prompt
+// token, null for the first (it has no context), else the token's and its
+// alternatives' logprobs keyed by token id. A nil PromptLogprobs is null.
+type PromptLogprobs []map[string]PromptLogprob
+
+// PromptLogprob is one token of a PromptLogprobs entry (vLLM's Logprob).
+type PromptLogprob struct {
+	Logprob      Logprob `json:"logprob"`
+	Rank         *int    `json:"rank"`          // 1 = most likely
+	DecodedToken *string `json:"decoded_token"` // the token's text
+}
+
+// PerRequestMetrics is a response's "metrics" (vLLM's PerRequestMetrics):
+// the timings of one sequence, in milliseconds on the engine's clock; a
+// field the engine gave no timestamps for is null.
+type PerRequestMetrics struct {
+	TimeToFirstTokenMs *float64 `json:"time_to_first_token_ms"` // scheduled → first token
+	GenerationTimeMs   *float64 `json:"generation_time_ms"`     // first token → last token
+	QueueTimeMs        *float64 `json:"queue_time_ms"`          // queued → scheduled
+	MeanITLMs          *float64 `json:"mean_itl_ms"`            // mean gap between tokens
+	TokensPerSecond    *float64 `json:"tokens_per_second"`      // tokens / (scheduled → last token)
 }
 
 // AssistantMessage is the generated message of a ChatChoice.
@@ -158,13 +187,15 @@ type AssistantMessage struct {
 // ChatCompletionChunk is one server-sent event of a streaming chat response.
 // A nil Choices marshals as [] (the final usage chunk has "choices":[]).
 type ChatCompletionChunk struct {
-	ID                string            `json:"id"`
-	Object            string            `json:"object"`  // ObjectChatCompletionChunk
-	Created           int64             `json:"created"` // Unix seconds
-	Model             string            `json:"model"`
-	SystemFingerprint string            `json:"system_fingerprint,omitempty"`
-	Choices           []ChatChunkChoice `json:"choices"`
-	Usage             *Usage            `json:"usage,omitempty"`
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`  // ObjectChatCompletionChunk
+	Created           int64              `json:"created"` // Unix seconds
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
+	Choices           []ChatChunkChoice  `json:"choices"`
+	Usage             *Usage             `json:"usage,omitempty"`
+	PromptTokenIDs    []int32            `json:"prompt_token_ids,omitempty"` // first chunk, with return_token_ids
+	Metrics           *PerRequestMetrics `json:"metrics,omitempty"`          // the usage chunk, with --enable-per-request-metrics
 }
 
 // ChatChunkChoice is one choice of a ChatCompletionChunk.
@@ -174,6 +205,7 @@ type ChatChunkChoice struct {
 	Logprobs     *ChatLogprobs `json:"logprobs"`      // null unless requested
 	FinishReason *string       `json:"finish_reason"` // null until the choice's last chunk
 	StopReason   StopReason    `json:"stop_reason,omitzero"`
+	TokenIDs     []int32       `json:"token_ids,omitempty"` // this chunk's tokens, with return_token_ids
 }
 
 // ChatDelta is the new part of the message. The first chunk of a choice
@@ -209,15 +241,20 @@ type Completion struct {
 	Choices           []CompletionChoice `json:"choices"`
 	Usage             Usage              `json:"usage"`
 	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
+	Metrics           *PerRequestMetrics `json:"metrics"` // --enable-per-request-metrics
 }
 
-// CompletionChoice is one choice of a Completion.
+// CompletionChoice is one choice of a Completion. The last three fields
+// are vLLM's, null unless asked for.
 type CompletionChoice struct {
-	Index        int                 `json:"index"`
-	Text         string              `json:"text"`
-	Logprobs     *CompletionLogprobs `json:"logprobs"` // null unless requested
-	FinishReason string              `json:"finish_reason"`
-	StopReason   StopReason          `json:"stop_reason"`
+	Index          int                 `json:"index"`
+	Text           string              `json:"text"`
+	Logprobs       *CompletionLogprobs `json:"logprobs"` // null unless requested
+	FinishReason   string              `json:"finish_reason"`
+	StopReason     StopReason          `json:"stop_reason"`
+	TokenIDs       []int32             `json:"token_ids"` // return_token_ids
+	PromptLogprobs PromptLogprobs      `json:"prompt_logprobs"`
+	PromptTokenIDs []int32             `json:"prompt_token_ids"` // return_token_ids
 }
 
 // CompletionChunk is one server-sent event of a streaming completions
@@ -230,6 +267,7 @@ type CompletionChunk struct {
 	SystemFingerprint string                  `json:"system_fingerprint,omitempty"`
 	Choices           []CompletionChunkChoice `json:"choices"`
 	Usage             *Usage                  `json:"usage,omitempty"`
+	Metrics           *PerRequestMetrics      `json:"metrics,omitempty"` // the usage chunk, with --enable-per-request-metrics
 }
 
 // CompletionChunkChoice is one choice of a CompletionChunk.
@@ -239,6 +277,10 @@ type CompletionChunkChoice struct {
 	Logprobs     *CompletionLogprobs `json:"logprobs"`      // null unless requested
 	FinishReason *string             `json:"finish_reason"` // null until the choice's last chunk
 	StopReason   StopReason          `json:"stop_reason,omitzero"`
+	// With return_token_ids: the prompt's tokens (first chunk of the
+	// choice) and this chunk's.
+	PromptTokenIDs []int32 `json:"prompt_token_ids,omitempty"`
+	TokenIDs       []int32 `json:"token_ids,omitempty"`
 }
 
 // ModelList is the response of GET /v1/models.
@@ -247,14 +289,41 @@ type ModelList struct {
 	Data   []Model `json:"data"`
 }
 
-// Model describes one served model.
+// Model describes one served model: vLLM's ModelCard, whose root,
+// parent and permission the OpenAI SDKs read back.
 type Model struct {
-	ID          string `json:"id"`
-	Object      string `json:"object"`  // ObjectModel
-	Created     int64  `json:"created"` // Unix seconds
-	OwnedBy     string `json:"owned_by"`
-	Root        string `json:"root,omitempty"`          // the model path or name it was loaded from
-	MaxModelLen int    `json:"max_model_len,omitempty"` // tokens
+	ID          string            `json:"id"`
+	Object      string            `json:"object"`  // ObjectModel
+	Created     int64             `json:"created"` // Unix seconds
+	OwnedBy     string            `json:"owned_by"`
+	Root        *string           `json:"root"`                    // the model path or name it was loaded from; null when unknown
+	Parent      *string           `json:"parent"`                  // the base model of an adapter; null for a base model
+	MaxModelLen int               `json:"max_model_len,omitempty"` // tokens
+	Permission  []ModelPermission `json:"permission"`
+}
+
+// ModelPermission is one entry of a model card's permission list, with
+// the values vLLM sends.
+type ModelPermission struct {
+	ID                 string  `json:"id"`     // "modelperm-…"
+	Object             string  `json:"object"` // ObjectModelPermission
+	Created            int64   `json:"created"`
+	AllowCreateEngine  bool    `json:"allow_create_engine"`
+	AllowSampling      bool    `json:"allow_sampling"`
+	AllowLogprobs      bool    `json:"allow_logprobs"`
+	AllowSearchIndices bool    `json:"allow_search_indices"`
+	AllowView          bool    `json:"allow_view"`
+	AllowFineTuning    bool    `json:"allow_fine_tuning"`
+	Organization       string  `json:"organization"`
+	Group              *string `json:"group"`
+	IsBlocking         bool    `json:"is_blocking"`
+}
+
+// DefaultPermission is vLLM's ModelPermission() with the given id and
+// creation time.
+func DefaultPermission(id string, created int64) ModelPermission {
+	return ModelPermission{ID: id, Object: ObjectModelPermission, Created: created, AllowSampling: true, AllowLogprobs: true,
+		AllowView: true, Organization: "*"}
 }
 
 // The MarshalJSON methods below render nil slices as [] rather than null.
@@ -288,6 +357,14 @@ func (c CompletionChunk) MarshalJSON() ([]byte, error) {
 	type plain CompletionChunk
 	p := plain(c)
 	p.Choices = nonNil(p.Choices)
+	return json.Marshal(p)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (m Model) MarshalJSON() ([]byte, error) {
+	type plain Model
+	p := plain(m)
+	p.Permission = nonNil(p.Permission)
 	return json.Marshal(p)
 }
 

@@ -29,7 +29,7 @@ func TestResponseJSON(t *testing.T) {
 				Choices: []openai.ChatChoice{{Index: 0, Message: openai.AssistantMessage{Role: "assistant", Content: ptr("hi")}, FinishReason: openai.FinishStop, StopReason: openai.StopString("###")}},
 				Usage:   usage,
 			},
-			want: `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"dummy","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":null,"finish_reason":"stop","stop_reason":"###"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}`,
+			want: `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"dummy","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":null,"finish_reason":"stop","stop_reason":"###","token_ids":null}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":4}},"prompt_logprobs":null,"prompt_token_ids":null,"metrics":null}`,
 		},
 		{
 			name: "chat completion, stop token, no choices",
@@ -37,7 +37,7 @@ func TestResponseJSON(t *testing.T) {
 				ID: "c", Object: openai.ObjectChatCompletion, Model: "m", SystemFingerprint: "fp",
 				Usage: openai.Usage{},
 			},
-			want: `{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"system_fingerprint":"fp"}`,
+			want: `{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"system_fingerprint":"fp","prompt_logprobs":null,"prompt_token_ids":null,"metrics":null}`,
 		},
 		{
 			name: "first chat chunk",
@@ -78,7 +78,7 @@ func TestResponseJSON(t *testing.T) {
 					TopLogprobs: []openai.ChatTopLogprob{{Token: "é", Logprob: -0.5, Bytes: []int{195, 169}}, {Token: "e", Logprob: openai.Logprob(math.Inf(-1)), Bytes: []int{101}}},
 				}}},
 			},
-			want: `{"index":0,"message":{"role":"assistant","content":"é"},"logprobs":{"content":[{"token":"é","logprob":-0.5,"bytes":[195,169],"top_logprobs":[{"token":"é","logprob":-0.5,"bytes":[195,169]},{"token":"e","logprob":-9999,"bytes":[101]}]}]},"finish_reason":"length","stop_reason":null}`,
+			want: `{"index":0,"message":{"role":"assistant","content":"é"},"logprobs":{"content":[{"token":"é","logprob":-0.5,"bytes":[195,169],"top_logprobs":[{"token":"é","logprob":-0.5,"bytes":[195,169]},{"token":"e","logprob":-9999,"bytes":[101]}]}]},"finish_reason":"length","stop_reason":null,"token_ids":null}`,
 		},
 		{
 			name: "completion with logprobs",
@@ -93,7 +93,7 @@ func TestResponseJSON(t *testing.T) {
 				}},
 				Usage: openai.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2},
 			},
-			want: `{"id":"cmpl-1","object":"text_completion","created":2,"model":"m","choices":[{"index":0,"text":"ab","logprobs":{"tokens":["a","b"],"token_logprobs":[null,-1.25],"top_logprobs":[null,{"b":-1.25}],"text_offset":[0,1]},"finish_reason":"length","stop_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+			want: `{"id":"cmpl-1","object":"text_completion","created":2,"model":"m","choices":[{"index":0,"text":"ab","logprobs":{"tokens":["a","b"],"token_logprobs":[null,-1.25],"top_logprobs":[null,{"b":-1.25}],"text_offset":[0,1]},"finish_reason":"length","stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2},"metrics":null}`,
 		},
 		{
 			name: "completion chunk",
@@ -111,9 +111,9 @@ func TestResponseJSON(t *testing.T) {
 		{
 			name: "model list",
 			v: openai.ModelList{Object: openai.ObjectList, Data: []openai.Model{{
-				ID: "dummy", Object: openai.ObjectModel, Created: 3, OwnedBy: openai.OwnedBy, Root: "dummy", MaxModelLen: 2048,
+				ID: "dummy", Object: openai.ObjectModel, Created: 3, OwnedBy: openai.OwnedBy, Root: &dummyRoot, MaxModelLen: 2048,
 			}}},
-			want: `{"object":"list","data":[{"id":"dummy","object":"model","created":3,"owned_by":"tandem","root":"dummy","max_model_len":2048}]}`,
+			want: `{"object":"list","data":[{"id":"dummy","object":"model","created":3,"owned_by":"tandem","root":"dummy","parent":null,"max_model_len":2048,"permission":[]}]}`,
 		},
 		{
 			name: "empty model list",
@@ -133,6 +133,8 @@ func TestResponseJSON(t *testing.T) {
 		})
 	}
 }
+
+var dummyRoot = "dummy"
 
 func TestLogprobMarshal(t *testing.T) {
 	tests := []struct {

@@ -202,7 +202,6 @@ func TestCheckUnsupported(t *testing.T) {
 		{name: "none", body: `{"prompt":"x"}`},
 		{name: "empty values are unset", body: `{"allowed_token_ids":[],"bad_words":null,"guided_json":{},"return_token_ids":false,"guided_regex":""}`},
 		{name: "allowed_token_ids", body: `{"allowed_token_ids":[1,2]}`, wantParam: "allowed_token_ids"},
-		{name: "return_token_ids", body: `{"return_token_ids":true}`, wantParam: "return_token_ids"},
 		{name: "not an object", body: `[1]`},
 	}
 	for _, tc := range tests {

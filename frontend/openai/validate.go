@@ -253,8 +253,7 @@ func (p *Params) validateCandidates() *Error {
 // Ignoring them like unknown fields would silently change what the client
 // asked for, so a non-empty value is a 400 naming the field.
 var unsupportedFields = []string{
-	"allowed_token_ids", "bad_words", "prompt_embeds", "logprob_token_ids", "return_tokens_as_token_ids",
-	"return_token_ids", "kv_transfer_params", "mm_processor_kwargs", "documents", "thinking_token_budget",
+	"allowed_token_ids", "bad_words", "prompt_embeds", "logprob_token_ids", "kv_transfer_params", "mm_processor_kwargs", "documents", "thinking_token_budget",
 	"repetition_detection",
 }
 

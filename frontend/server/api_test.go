@@ -213,7 +213,7 @@ func TestContinuousUsageAndFingerprint(t *testing.T) {
 	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("ab", wire.FinishLength) }}
 	ts := newTestServer(t, f, "")
 	code, body := do(t, ts, http.MethodPost, "/v1/chat/completions",
-		`{"messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"continuous_usage_stats":true},"max_tokens":2}`, nil)
+		`{"messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true},"max_tokens":2}`, nil)
 	if code != http.StatusOK {
 		t.Fatalf("%d %s", code, body)
 	}
@@ -237,7 +237,7 @@ func TestContinuousUsageAndFingerprint(t *testing.T) {
 		}
 		completion = append(completion, ch.Usage.CompletionTokens)
 	}
-	if diff := cmp.Diff([]int{0, 1, 2}, completion); diff != "" {
+	if diff := cmp.Diff([]int{0, 1, 2, 2}, completion); diff != "" { // the last is the usage chunk
 		t.Fatalf("completion tokens per chunk (-want +got):\n%s", diff)
 	}
 }

@@ -80,16 +80,24 @@ func (s *Server) chat(c echo.Context) error {
 	if req.Stream {
 		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo,
 			tools: tools, calls: map[int]*strings.Builder{}, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID}
-		return s.stream(c, gens, src, st, req.IncludeUsage(), req.ContinuousUsage())
+		if req.ReturnTokenIDs {
+			st.promptIDs = prompt
+		}
+		opts := s.streamOptionsOf(&req.Params)
+		opts.metrics = s.cfg.EnablePerRequestMetrics && plan.numGenerated == 1
+		return s.stream(c, gens, src, st, opts)
 	}
-	res, err := s.collect(c.Request().Context(), gens, src)
+	res, err := s.collect(c.Request().Context(), gens, src, s.tokensAsIDs(&req.Params))
 	if err != nil {
 		return respondCollected(c, nil, err)
 	}
 	usage := usageOf(gens, res)
 	res = plan.pick(gens, res)
 	out := openai.ChatCompletion{ID: id, Object: openai.ObjectChatCompletion, Created: created, Model: s.cfg.ServedModelName,
-		Usage: usage, SystemFingerprint: s.fingerprint}
+		Usage: usage, SystemFingerprint: s.fingerprint, Metrics: s.requestMetrics(gens, res)}
+	if req.ReturnTokenIDs {
+		out.PromptTokenIDs = nonNilIDs(prompt)
+	}
 	for i, r := range res {
 		text := r.text.String()
 		content := echo + text
@@ -106,6 +114,9 @@ func (s *Server) chat(c echo.Context) error {
 		}
 		if req.Logprobs {
 			ch.Logprobs = chatLogprobs(r.logprobs)
+		}
+		if req.ReturnTokenIDs {
+			ch.TokenIDs = nonNilIDs(r.tokenIDs)
 		}
 		out.Choices = append(out.Choices, ch)
 	}
@@ -145,6 +156,9 @@ type chatStreamer struct {
 	parsers map[int]toolparse.Parser
 	called  map[int]bool
 	newID   func() string // call ids
+	// promptIDs, with return_token_ids, go on each choice's first chunk,
+	// and each chunk carries its tokens.
+	promptIDs []int32
 	// scratch holds the plain path's chunk, reused from token to token
 	// (stream writes each chunk before it asks for the next), so a token
 	// costs no chunk, choice or string allocations.
@@ -164,6 +178,7 @@ func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 	echo := cs.echo
 	ch.Choices = []openai.ChatChunkChoice{{Index: index, Delta: openai.ChatDelta{Role: "assistant", Content: &echo}}}
 	ch.Usage = u
+	ch.PromptTokenIDs = cs.promptIDs
 	return ch
 }
 
@@ -191,6 +206,9 @@ func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usa
 		choice.FinishReason = &sc.finish
 		choice.StopReason = stopReasonOf(ev.stopReason)
 	}
+	if cs.promptIDs != nil {
+		choice.TokenIDs = nonNilIDs(ev.tokenIDs)
+	}
 	sc.choices[0] = choice
 	sc.chunk = cs.base()
 	sc.chunk.Choices = sc.choices[:]
@@ -198,9 +216,19 @@ func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usa
 	return &sc.chunk
 }
 
-func (cs *chatStreamer) usage(u openai.Usage) any {
+func (cs *chatStreamer) usage(u openai.Usage, m *openai.PerRequestMetrics) any {
 	ch := cs.base()
 	ch.Choices = []openai.ChatChunkChoice{}
 	ch.Usage = &u
+	ch.Metrics = m
 	return ch
+}
+
+// nonNilIDs is ids, [] for none (a list of token ids that is there,
+// where nil would be null).
+func nonNilIDs(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
 }

@@ -87,34 +87,47 @@ func (s *Server) completions(c echo.Context) error {
 	if req.Stream {
 		st := &completionStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint,
 			echo: func(choice int) string { return echoText(choice / n) }, logprobs: req.Logprobs != nil}
-		return s.stream(c, gens, src, st, req.IncludeUsage(), req.ContinuousUsage())
+		if req.ReturnTokenIDs {
+			st.promptIDs = func(choice int) []int32 { return prompts[choice/n] }
+			st.sentPrompt = map[int]bool{}
+		}
+		opts := s.streamOptionsOf(&req.Params)
+		opts.metrics = s.cfg.EnablePerRequestMetrics && len(gens) == 1 && n == 1
+		return s.stream(c, gens, src, st, opts)
 	}
-	res, err := s.collect(c.Request().Context(), gens, src)
+	res, err := s.collect(c.Request().Context(), gens, src, s.tokensAsIDs(&req.Params))
 	if err != nil {
 		return respondCollected(c, nil, err)
 	}
 	usage := usageOf(gens, res)
 	res = plan.pick(gens, res)
 	out := openai.Completion{ID: id, Object: openai.ObjectTextCompletion, Created: created, Model: s.cfg.ServedModelName,
-		Usage: usage, SystemFingerprint: s.fingerprint}
+		Usage: usage, SystemFingerprint: s.fingerprint, Metrics: s.requestMetrics(gens, res)}
 	for i, r := range res {
 		prefix := echoText(i / plan.numReturned)
 		ch := openai.CompletionChoice{Index: i, Text: prefix + r.text.String(), FinishReason: r.finish, StopReason: r.stopReason}
 		if req.Logprobs != nil {
 			ch.Logprobs = completionLogprobs(r.logprobs, len(prefix))
 		}
+		if req.ReturnTokenIDs {
+			ch.PromptTokenIDs, ch.TokenIDs = nonNilIDs(prompts[i/plan.numReturned]), nonNilIDs(r.tokenIDs)
+		}
 		out.Choices = append(out.Choices, ch)
 	}
 	return respondCollected(c, out, nil)
 }
 
+// completionLogprobs writes logprobs in the completions form. As in
+// OpenAI's API and vLLM, each position's top_logprobs holds the sampled
+// token as well as the logprobs alternatives (so logprobs 0 gives the
+// sampled token alone).
 func completionLogprobs(lps []tokenLogprob, offset int) *openai.CompletionLogprobs {
 	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []map[string]openai.Logprob{}, TextOffset: []int{}}
 	for _, l := range lps {
 		lp := openai.Logprob(l.logprob)
 		out.Tokens = append(out.Tokens, l.token)
 		out.TokenLogprobs = append(out.TokenLogprobs, &lp)
-		top := map[string]openai.Logprob{}
+		top := map[string]openai.Logprob{l.token: lp}
 		for _, t := range l.top {
 			top[t.token] = openai.Logprob(t.logprob)
 		}
@@ -132,6 +145,22 @@ type completionStreamer struct {
 	fingerprint string
 	echo        func(choice int) string
 	logprobs    bool
+	// promptIDs, with return_token_ids, is a choice's prompt, sent on its
+	// first chunk (sentPrompt); every chunk then carries its tokens.
+	promptIDs  func(choice int) []int32
+	sentPrompt map[int]bool
+}
+
+// withTokenIDs adds return_token_ids' fields to a chunk's choice.
+func (cs *completionStreamer) withTokenIDs(choice *openai.CompletionChunkChoice, ids []int32) {
+	if cs.promptIDs == nil {
+		return
+	}
+	if !cs.sentPrompt[choice.Index] {
+		cs.sentPrompt[choice.Index] = true
+		choice.PromptTokenIDs = cs.promptIDs(choice.Index)
+	}
+	choice.TokenIDs = ids
 }
 
 func (cs *completionStreamer) base() openai.CompletionChunk {
@@ -141,7 +170,9 @@ func (cs *completionStreamer) base() openai.CompletionChunk {
 func (cs *completionStreamer) first(index int, u *openai.Usage) any {
 	if t := cs.echo(index); t != "" {
 		ch := cs.base()
-		ch.Choices = []openai.CompletionChunkChoice{{Index: index, Text: t}}
+		choice := openai.CompletionChunkChoice{Index: index, Text: t}
+		cs.withTokenIDs(&choice, nil)
+		ch.Choices = []openai.CompletionChunkChoice{choice}
 		ch.Usage = u
 		return ch
 	}
@@ -162,14 +193,16 @@ func (cs *completionStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *open
 		choice.FinishReason = &f
 		choice.StopReason = stopReasonOf(ev.stopReason)
 	}
+	cs.withTokenIDs(&choice, ev.tokenIDs)
 	ch.Choices = []openai.CompletionChunkChoice{choice}
 	ch.Usage = u
 	return ch
 }
 
-func (cs *completionStreamer) usage(u openai.Usage) any {
+func (cs *completionStreamer) usage(u openai.Usage, m *openai.PerRequestMetrics) any {
 	ch := cs.base()
 	ch.Choices = []openai.CompletionChunkChoice{}
 	ch.Usage = &u
+	ch.Metrics = m
 	return ch
 }

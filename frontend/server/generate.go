@@ -40,10 +40,11 @@ type choiceEvent struct {
 	text       string  // new text to emit
 	tokenIDs   []int32 // tokens this event stands for
 	logprobs   *wire.Logprobs
-	finish     string // "", "stop", "length", "abort", "error"
-	stopReason any    // stop string, stop token id, or nil
-	numCached  int    // prompt tokens served from cache
-	err        error  // engine failure; ends the request
+	finish     string              // "", "stop", "length", "abort", "error"
+	stopReason any                 // stop string, stop token id, or nil
+	numCached  int                 // prompt tokens served from cache
+	err        error               // engine failure; ends the request
+	timing     engineclient.Timing // the engine's timestamps, on the finishing event
 }
 
 func randomHex(n int) string {
@@ -157,6 +158,7 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 		}
 		ev.text = emit
 		if ev.finish != "" {
+			ev.timing = timingOf(st)
 			s.observeFinish(g, st, ps, start, seq.NumTokens(), numCached, ev.finish)
 		}
 		if !send(ev) || ev.finish != "" {

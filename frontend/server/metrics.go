@@ -9,6 +9,7 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/metrics"
+	"github.com/tandem-llm/tandem/frontend/openai"
 )
 
 // What the server reads of a Stream for metrics, when the stream has it
@@ -105,4 +106,42 @@ func contentLength(res *echo.Response) int64 {
 		return 0
 	}
 	return res.Size
+}
+
+// requestMetrics is a response's "metrics", vLLM's per-request timings:
+// only with --enable-per-request-metrics and for one sequence (one
+// prompt, one choice), whose timestamps they are; nil otherwise.
+func (s *Server) requestMetrics(gens []*genRequest, res []*choiceResult) *openai.PerRequestMetrics {
+	if !s.cfg.EnablePerRequestMetrics || len(gens) != 1 || len(res) != 1 {
+		return nil
+	}
+	return perRequestMetrics(res[0].timing, res[0].numTokens)
+}
+
+// perRequestMetrics computes the timings of one sequence that generated
+// numTokens tokens from the engine's timestamps (unix seconds, 0 =
+// unknown), as vLLM's build_per_request_timing_metrics does: a field
+// whose timestamps are unknown stays nil.
+func perRequestMetrics(t engineclient.Timing, numTokens int) *openai.PerRequestMetrics {
+	ms := func(d float64) *float64 { v := d * 1000; return &v }
+	m := &openai.PerRequestMetrics{}
+	if t.Scheduled > 0 && t.FirstToken > 0 {
+		m.TimeToFirstTokenMs = ms(t.FirstToken - t.Scheduled)
+	}
+	if t.FirstToken > 0 && t.LastToken > 0 {
+		m.GenerationTimeMs = ms(t.LastToken - t.FirstToken)
+		if numTokens > 1 {
+			m.MeanITLMs = ms((t.LastToken - t.FirstToken) / float64(numTokens-1))
+		}
+	}
+	if t.Queued > 0 && t.Scheduled > 0 {
+		m.QueueTimeMs = ms(t.Scheduled - t.Queued)
+	}
+	if t.Scheduled > 0 && t.LastToken > 0 {
+		if inference := t.LastToken - t.Scheduled; inference > 0 {
+			tps := float64(numTokens) / inference
+			m.TokensPerSecond = &tps
+		}
+	}
+	return m
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -110,6 +112,9 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 	if p.Model != "" && p.Model != s.cfg.ServedModelName {
 		return cm, openai.ModelNotFound(p.Model)
 	}
+	if e := s.checkLogitBias(p.LogitBias); e != nil {
+		return cm, e
+	}
 	h := c.Request().Header
 	id, src, err := session.Resolve(p.SessionID, h, p.VLLMXArgs)
 	if err != nil {
@@ -211,6 +216,38 @@ func samplingParams(p *openai.Params, maxTokens int, logprobs *int, eos []int32)
 	}
 	sp.StructuredOutputs = so
 	return sp, nil
+}
+
+// vocabSize is the model's vocabulary: the engines' (READY), else the
+// tokenizer's.
+func (s *Server) vocabSize() int {
+	if s.cfg.VocabSize > 0 {
+		return s.cfg.VocabSize
+	}
+	return s.tok.VocabSize()
+}
+
+// checkLogitBias refuses logit_bias ids outside the model's vocabulary
+// with vLLM's message, which lists them (in increasing order here: JSON
+// object keys reach Go unordered) and the vocabulary size. Validate has
+// checked that every key is a non-negative integer.
+func (s *Server) checkLogitBias(bias map[string]float64) *openai.Error {
+	v := s.vocabSize()
+	var bad []int64
+	for k := range bias {
+		if id, err := strconv.ParseInt(k, 10, 64); err == nil && id >= int64(v) {
+			bad = append(bad, id)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	ids := make([]string, len(bad))
+	for i, id := range bad {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	return openai.BadRequest("logit_bias", "token_id(s) [%s] in logit_bias contain out-of-vocab token ids. Vocabulary size: %d", strings.Join(ids, ", "), v)
 }
 
 // checkTokens rejects token ids outside the vocabulary.

@@ -114,7 +114,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	if req.Stream {
 		return s.streamResponse(c, gens, call)
 	}
-	res, err := s.collect(c.Request().Context(), gens, s.startAll)
+	res, err := s.collect(c.Request().Context(), gens, s.startAll, false)
 	if err != nil {
 		return respondCollected(c, nil, err)
 	}

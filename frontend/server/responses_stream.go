@@ -67,7 +67,7 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 		}
 		var lps []openai.ChatTokenLogprob
 		if call.logprobs {
-			lps = chatTokenLogprobs(s.decodeLogprobs(ev.logprobs))
+			lps = chatTokenLogprobs(s.decodeLogprobs(ev.logprobs, false))
 		}
 		out.text(ev.text, lps)
 	}

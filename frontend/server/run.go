@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +22,8 @@ type choiceResult struct {
 	stopReason openai.StopReason
 	numCached  int
 	logprobs   []tokenLogprob
+	tokenIDs   []int32             // the generated tokens, for return_token_ids
+	timing     engineclient.Timing // the engine's timestamps, for per-request metrics
 }
 
 // tokenLogprob is one generated token's logprobs, decoded for the API.
@@ -47,24 +50,44 @@ func stopReasonOf(v any) openai.StopReason {
 	return openai.StopReason{}
 }
 
-// decodeLogprobs turns an output's logprobs into API entries.
-func (s *Server) decodeLogprobs(lp *wire.Logprobs) []tokenLogprob {
+// decodeLogprobs turns an output's logprobs into API entries; asIDs
+// writes each token as "token_id:N" (return_tokens_as_token_ids).
+func (s *Server) decodeLogprobs(lp *wire.Logprobs, asIDs bool) []tokenLogprob {
 	if lp == nil {
 		return nil
+	}
+	text := func(id int32) (string, []int) {
+		if asIDs {
+			t := tokenIDText(id)
+			return t, openai.ByteValues(t)
+		}
+		return tokenText(s.tok, id)
 	}
 	out := make([]tokenLogprob, len(lp.TokenIDs))
 	for i, ids := range lp.TokenIDs {
 		if len(ids) == 0 {
 			continue
 		}
-		t, b := tokenText(s.tok, ids[0])
+		t, b := text(ids[0])
 		out[i] = tokenLogprob{token: t, bytes: b, logprob: lp.Logprobs[i][0]}
 		for j := 1; j < len(ids); j++ {
-			tt, bb := tokenText(s.tok, ids[j])
+			tt, bb := text(ids[j])
 			out[i].top = append(out[i].top, topLogprob{token: tt, bytes: bb, logprob: lp.Logprobs[i][j]})
 		}
 	}
 	return out
+}
+
+// tokenIDText is a token written as its id, vLLM's "token_id:N".
+func tokenIDText(id int32) string { return "token_id:" + strconv.Itoa(int(id)) }
+
+// tokensAsIDs resolves return_tokens_as_token_ids: the request's value,
+// else the server's --return-tokens-as-token-ids.
+func (s *Server) tokensAsIDs(p *openai.Params) bool {
+	if p.ReturnTokensAsTokenIDs != nil {
+		return *p.ReturnTokensAsTokenIDs
+	}
+	return s.cfg.ReturnTokensAsTokenIDs
 }
 
 // source starts generating every choice of a request and returns the
@@ -110,8 +133,9 @@ func (s *Server) startAll(ctx context.Context, gens []*genRequest) (<-chan choic
 	return events, cancelAll, nil
 }
 
-// collect waits for every choice to finish.
-func (s *Server) collect(ctx context.Context, gens []*genRequest, src source) ([]*choiceResult, error) {
+// collect waits for every choice to finish; asIDs writes logprobs'
+// tokens as ids.
+func (s *Server) collect(ctx context.Context, gens []*genRequest, src source, asIDs bool) ([]*choiceResult, error) {
 	events, cancel, err := src(ctx, gens)
 	if err != nil {
 		return nil, err
@@ -135,10 +159,11 @@ func (s *Server) collect(ctx context.Context, gens []*genRequest, src source) ([
 		r := res[ev.index]
 		r.text.WriteString(ev.text)
 		r.numTokens += len(ev.tokenIDs)
+		r.tokenIDs = append(r.tokenIDs, ev.tokenIDs...)
 		r.numCached = max(r.numCached, ev.numCached)
-		r.logprobs = append(r.logprobs, s.decodeLogprobs(ev.logprobs)...)
+		r.logprobs = append(r.logprobs, s.decodeLogprobs(ev.logprobs, asIDs)...)
 		if ev.finish != "" {
-			r.finish, r.stopReason = ev.finish, stopReasonOf(ev.stopReason)
+			r.finish, r.stopReason, r.timing = ev.finish, stopReasonOf(ev.stopReason), ev.timing
 			left--
 		}
 	}
@@ -175,8 +200,28 @@ type streamer interface {
 	// or nil to skip it. The event may be reused by the next call: the
 	// caller writes it out first.
 	chunk(ev *choiceEvent, lps []tokenLogprob, usage *openai.Usage) any
-	// usage returns the final usage-only event.
-	usage(u openai.Usage) any
+	// usage returns the final usage-only event, with the request's
+	// metrics when they are sent.
+	usage(u openai.Usage, m *openai.PerRequestMetrics) any
+}
+
+// streamOptions are what a stream sends besides the choices.
+type streamOptions struct {
+	includeUsage bool // a final usage chunk
+	continuous   bool // usage on every chunk
+	tokensAsIDs  bool // logprobs' tokens as "token_id:N"
+	metrics      bool // per-request metrics on the usage chunk
+}
+
+// streamOptionsOf resolves stream_options as vLLM does: usage on every
+// chunk only with include_usage, and both with
+// --enable-force-include-usage.
+func (s *Server) streamOptionsOf(p *openai.Params) streamOptions {
+	o := streamOptions{includeUsage: p.IncludeUsage(), continuous: p.IncludeUsage() && p.ContinuousUsage(), tokensAsIDs: s.tokensAsIDs(p)}
+	if s.cfg.ForceIncludeUsage {
+		o.includeUsage, o.continuous = true, true
+	}
+	return o
 }
 
 // chunks are the events a streamer sends for one choice event, in order.
@@ -184,7 +229,7 @@ type chunks []any
 
 // stream runs gens and writes SSE events until every choice finished.
 // Failures after the first byte become an error event, then [DONE].
-func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st streamer, includeUsage, continuous bool) error {
+func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st streamer, opts streamOptions) error {
 	ctx := c.Request().Context()
 	events, cancel, err := src(ctx, gens)
 	if err != nil {
@@ -199,7 +244,7 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 	}
 	for i := range res {
 		var u *openai.Usage
-		if continuous {
+		if opts.continuous {
 			uu := usageOf(gens, res)
 			u = &uu
 		}
@@ -227,14 +272,14 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 		r.numCached = max(r.numCached, ev.numCached)
 		if ev.finish != "" {
 			left--
-			r.finish = ev.finish
+			r.finish, r.timing = ev.finish, ev.timing
 		}
 		var u *openai.Usage
-		if continuous {
+		if opts.continuous {
 			uu := usageOf(gens, res)
 			u = &uu
 		}
-		chunk := st.chunk(&ev, s.decodeLogprobs(ev.logprobs), u)
+		chunk := st.chunk(&ev, s.decodeLogprobs(ev.logprobs, opts.tokensAsIDs), u)
 		many, ok := chunk.(chunks)
 		if !ok && chunk != nil {
 			if err := out.write(chunk); err != nil {
@@ -250,8 +295,12 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 			out.flush()
 		}
 	}
-	if includeUsage {
-		_ = out.send(st.usage(usageOf(gens, res)))
+	if opts.includeUsage {
+		var m *openai.PerRequestMetrics
+		if opts.metrics {
+			m = s.requestMetrics(gens, res)
+		}
+		_ = out.send(st.usage(usageOf(gens, res), m))
 	}
 	out.done()
 	return nil

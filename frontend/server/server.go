@@ -58,6 +58,29 @@ type Config struct {
 	// the syntax the model writes them (--tool-call-parser); nil: those
 	// answers are text.
 	ToolParser *toolparse.Format
+	// ModelRoot is the model the engines loaded (a path or "dummy"), the
+	// root of /v1/models' cards.
+	ModelRoot string
+	// VocabSize is the model's vocabulary (READY's vocab_size), which
+	// logit_bias ids must be under; 0 = the tokenizer's.
+	VocabSize int
+	// ForceIncludeUsage sends usage on every stream, as if each asked
+	// for include_usage and continuous_usage_stats
+	// (--enable-force-include-usage).
+	ForceIncludeUsage bool
+	// ReturnTokensAsTokenIDs writes logprobs' tokens as "token_id:N"
+	// unless a request says otherwise (--return-tokens-as-token-ids).
+	ReturnTokensAsTokenIDs bool
+	// EnableTokenizerInfo serves GET /tokenizer_info
+	// (--enable-tokenizer-info-endpoint).
+	EnableTokenizerInfo bool
+	// EnablePerRequestMetrics adds "metrics" (timings of the request) to
+	// single-sequence responses (--enable-per-request-metrics).
+	EnablePerRequestMetrics bool
+	// RootPath is the path prefix a proxy strips before the request
+	// reaches this server (--root-path): the OpenAPI document's server
+	// URL, and a prefix also accepted on every route.
+	RootPath string
 }
 
 // Server is the frontend's HTTP API.
@@ -69,8 +92,11 @@ type Server struct {
 	e       *echo.Echo
 	metrics *metrics.Metrics
 	created int64 // unix seconds, for /v1/models
-	store   *responses.Store
-	keys    []apiKey // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
+	// permissionID is the id of the model card's permission, fixed for
+	// the process as the card's created time is.
+	permissionID string
+	store        *responses.Store
+	keys         []apiKey // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
 	// fingerprint is system_fingerprint: a hash of the version and the
 	// served model, the same on every frontend of one deployment.
 	fingerprint string
@@ -95,6 +121,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 		keys:  newKeys(allKeys(cfg))}
 	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
 	s.fingerprint = "fp_" + hex.EncodeToString(fp[:5])
+	s.permissionID = "modelperm-" + randomHex(16)
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
@@ -111,6 +138,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.GET("/version", s.version)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.Handler()))
 	e.GET("/v1/models", s.models)
+	e.GET("/v1/models/*", s.model)
 	e.GET("/v1/engines", s.engines)
 	e.POST("/v1/chat/completions", s.chat)
 	e.POST("/v1/completions", s.completions)
@@ -231,12 +259,6 @@ func (s *Server) health(c echo.Context) error {
 
 func (s *Server) version(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"version": s.cfg.Version})
-}
-
-func (s *Server) models(c echo.Context) error {
-	return c.JSON(http.StatusOK, openai.ModelList{Object: "list", Data: []openai.Model{{
-		ID: s.cfg.ServedModelName, Object: "model", Created: s.created, OwnedBy: "tandem", MaxModelLen: s.cfg.MaxModelLen,
-	}}})
 }
 
 // engineError maps a submit/stream failure to an API error.

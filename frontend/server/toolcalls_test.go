@@ -69,27 +69,27 @@ func TestAutoToolCalls(t *testing.T) {
 		{"content and two calls", "hermes", "", hermesAnswer, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":"Checking both.","tool_calls":[` +
 				`{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}},` +
-				`{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}`},
+				`{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
 		{"tool_choice auto, a call only", "hermes", `,"tool_choice":"auto"`, []string{"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"}, wire.FinishStop,
-			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}`},
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
 		{"plain text", "hermes", "", []string{"It is ", "sunny."}, wire.FinishStop,
-			`{"index":0,"message":{"role":"assistant","content":"It is sunny."},"logprobs":null,"finish_reason":"stop","stop_reason":null}`},
+			`{"index":0,"message":{"role":"assistant","content":"It is sunny."},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"an undeclared tool is text", "hermes", "", []string{"<tool_call>{\"name\": \"rm\"}</tool_call>"}, wire.FinishStop,
-			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"rm\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null}`},
+			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"rm\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"cut by max_tokens", "hermes", "", []string{"<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zü"}, wire.FinishLength,
-			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null}`},
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
 		{"parallel_tool_calls false: the first call", "hermes", `,"parallel_tool_calls":false`, hermesAnswer, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":"Checking both.","tool_calls":[` +
-				`{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}`},
+				`{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
 		{"tool_choice none", "hermes", `,"tool_choice":"none"`, []string{"<tool_call>{\"name\": \"get_time\"}</tool_call>"}, wire.FinishStop,
-			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null}`},
+			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"no parser", "", "", []string{"<tool_call>{\"name\": \"get_time\"}</tool_call>"}, wire.FinishStop,
-			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null}`},
+			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"llama3_json", "llama3_json", "", []string{`{"name": "get_weather", "parameters": {"city": "Oslo"}}`}, wire.FinishStop,
-			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}`},
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
 		{"pythonic", "pythonic", "", []string{`[get_weather(city="Oslo"), get_time()]`}, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}},` +
-				`{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}`},
+				`{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,291 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// The checks of vLLM's HTTP behaviours that issue #18 listed (parity).
+
+// sseData returns the JSON events of an SSE body, without [DONE].
+func sseData(t *testing.T, body string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func decodeMap(t *testing.T, body string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("%q: %v", body, err)
+	}
+	return m
+}
+
+// isNull reports whether m has key with the value null.
+func isNull(m map[string]any, key string) bool {
+	v, ok := m[key]
+	return ok && v == nil
+}
+
+func TestStreamUsageFollowsIncludeUsage(t *testing.T) {
+	tests := []struct {
+		name      string
+		options   string // stream_options, "" = none
+		force     bool   // --enable-force-include-usage
+		wantUsage []bool // per event: whether it carries usage
+	}{
+		{"continuous without include_usage", `{"include_usage":false,"continuous_usage_stats":true}`, false, []bool{false, false, false}},
+		{"continuous alone", `{"continuous_usage_stats":true}`, false, []bool{false, false, false}},
+		{"include_usage and continuous", `{"include_usage":true,"continuous_usage_stats":true}`, false, []bool{true, true, true, true}},
+		{"include_usage alone", `{"include_usage":true}`, false, []bool{false, false, false, true}},
+		{"forced without options", "", true, []bool{true, true, true, true}},
+		{"forced over include_usage false", `{"include_usage":false}`, true, []bool{true, true, true, true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("ab", wire.FinishLength) }}
+			ts := newTestServerWith(t, f, func(c *Config) { c.ForceIncludeUsage = tc.force }, tokenizer.NewByte())
+			body := `{"messages":[{"role":"user","content":"x"}],"stream":true,"max_tokens":2`
+			if tc.options != "" {
+				body += `,"stream_options":` + tc.options
+			}
+			code, resp := do(t, ts, http.MethodPost, "/v1/chat/completions", body+"}", nil)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, resp)
+			}
+			var got []bool
+			for _, ev := range sseData(t, resp) {
+				_, has := ev["usage"]
+				got = append(got, has)
+			}
+			if diff := cmp.Diff(tc.wantUsage, got); diff != "" {
+				t.Fatalf("usage per event (-want +got):\n%s\n%s", diff, resp)
+			}
+		})
+	}
+}
+
+// logprobScript answers with text, each token with logprob -0.5 and, when
+// withTop, the alternative token 'z' at -2.
+func logprobScript(text string, withTop bool) func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+	return func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		outs := tokens(text, wire.FinishLength)
+		for i := range outs {
+			ids, lps := []int32{outs[i].NewTokenIDs[0]}, []float64{-0.5}
+			if withTop {
+				ids, lps = append(ids, 'z'), append(lps, -2)
+			}
+			outs[i].NewLogprobs = &wire.Logprobs{TokenIDs: [][]int32{ids}, Logprobs: [][]float64{lps}}
+		}
+		return outs
+	}
+}
+
+func TestCompletionLogprobsHoldTheSampledToken(t *testing.T) {
+	tests := []struct {
+		name     string
+		logprobs int
+		withTop  bool
+		want     string
+	}{
+		{"logprobs 0", 0, false, `{"tokens":["a","b"],"token_logprobs":[-0.5,-0.5],"top_logprobs":[{"a":-0.5},{"b":-0.5}],"text_offset":[0,1]}`},
+		{"logprobs 1", 1, true, `{"tokens":["a","b"],"token_logprobs":[-0.5,-0.5],"top_logprobs":[{"a":-0.5,"z":-2},{"b":-0.5,"z":-2}],"text_offset":[0,1]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{script: logprobScript("ab", tc.withTop)}
+			ts := newTestServer(t, f, "")
+			code, body := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"x","max_tokens":2,"logprobs":`+string(rune('0'+tc.logprobs))+`}`, nil)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			var resp struct {
+				Choices []struct {
+					Logprobs json.RawMessage
+				}
+			}
+			if err := json.Unmarshal([]byte(body), &resp); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(resp.Choices[0].Logprobs)); diff != "" {
+				t.Fatalf("logprobs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLogitBiasOutsideTheVocabulary(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+	ts := newTestServerWith(t, f, func(c *Config) { c.VocabSize = 300 }, tokenizer.NewByte())
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions"} {
+		body := `{"prompt":"x","messages":[{"role":"user","content":"x"}],"max_tokens":1,"logit_bias":{"1000":1,"5":2,"300":-1}}`
+		code, resp := do(t, ts, http.MethodPost, path, body, nil)
+		e := decodeMap(t, resp)["error"].(map[string]any)
+		want := "token_id(s) [300, 1000] in logit_bias contain out-of-vocab token ids. Vocabulary size: 300"
+		if code != http.StatusBadRequest || e["message"] != want || e["param"] != "logit_bias" {
+			t.Fatalf("%s: %d %s, want 400 %q", path, code, resp, want)
+		}
+	}
+	if code, resp := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"x","max_tokens":1,"logit_bias":{"299":1}}`, nil); code != http.StatusOK {
+		t.Fatalf("the last id of the vocabulary: %d %s", code, resp)
+	}
+}
+
+func TestResponsesCarryVLLMsNullFields(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("ab", wire.FinishLength) }}
+	ts := newTestServer(t, f, "")
+	_, body := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"x","max_tokens":2}`, nil)
+	choice := decodeMap(t, body)["choices"].([]any)[0].(map[string]any)
+	for _, k := range []string{"prompt_logprobs", "prompt_token_ids", "token_ids"} {
+		if !isNull(choice, k) {
+			t.Errorf("completion choice: %s is not null: %s", k, body)
+		}
+	}
+	_, body = do(t, ts, http.MethodPost, "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2}`, nil)
+	chat := decodeMap(t, body)
+	for _, k := range []string{"prompt_logprobs", "prompt_token_ids"} {
+		if !isNull(chat, k) {
+			t.Errorf("chat completion: %s is not null: %s", k, body)
+		}
+	}
+	if !isNull(chat["choices"].([]any)[0].(map[string]any), "token_ids") {
+		t.Errorf("chat choice: token_ids is not null: %s", body)
+	}
+}
+
+func TestModelCards(t *testing.T) {
+	f := &fakeEngine{}
+	ts := newTestServerWith(t, f, func(c *Config) { c.ServedModelName, c.ModelRoot = "org/m", "/models/m.gguf" }, tokenizer.NewByte())
+	code, body := do(t, ts, http.MethodGet, "/v1/models", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	card := decodeMap(t, body)["data"].([]any)[0].(map[string]any)
+	perms, _ := card["permission"].([]any)
+	if card["root"] != "/models/m.gguf" || !isNull(card, "parent") || len(perms) != 1 {
+		t.Fatalf("card %s: want root, parent null and one permission", body)
+	}
+	perm := perms[0].(map[string]any)
+	if perm["object"] != "model_permission" || perm["allow_sampling"] != true || perm["organization"] != "*" || !isNull(perm, "group") ||
+		!strings.HasPrefix(perm["id"].(string), "modelperm-") {
+		t.Fatalf("permission %v", perm)
+	}
+	for _, path := range []string{"/v1/models/org/m", "/v1/models/org%2Fm"} {
+		code, got := do(t, ts, http.MethodGet, path, "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, code, got)
+		}
+		if diff := cmp.Diff(card, decodeMap(t, got)); diff != "" {
+			t.Fatalf("GET %s is not the listed card (-list +got):\n%s", path, diff)
+		}
+	}
+	code, body = do(t, ts, http.MethodGet, "/v1/models/other", "", nil)
+	e := decodeMap(t, body)["error"].(map[string]any)
+	if code != http.StatusNotFound || e["code"] != "model_not_found" || e["param"] != "model" {
+		t.Fatalf("unknown model: %d %s", code, body)
+	}
+}
+
+func TestReturnTokenIDs(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("ab", wire.FinishLength) }}
+	ts := newTestServer(t, f, "")
+	_, body := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":[7,8],"max_tokens":2,"return_token_ids":true}`, nil)
+	choice := decodeMap(t, body)["choices"].([]any)[0].(map[string]any)
+	if diff := cmp.Diff([]any{7.0, 8.0}, choice["prompt_token_ids"]); diff != "" {
+		t.Errorf("completion prompt_token_ids (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{97.0, 98.0}, choice["token_ids"]); diff != "" {
+		t.Errorf("completion token_ids (-want +got):\n%s", diff)
+	}
+	_, body = do(t, ts, http.MethodPost, "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"return_token_ids":true}`, nil)
+	chat := decodeMap(t, body)
+	if ids, _ := chat["prompt_token_ids"].([]any); len(ids) == 0 {
+		t.Errorf("chat prompt_token_ids: %s", body)
+	}
+	if diff := cmp.Diff([]any{97.0, 98.0}, chat["choices"].([]any)[0].(map[string]any)["token_ids"]); diff != "" {
+		t.Errorf("chat token_ids (-want +got):\n%s", diff)
+	}
+	_, body = do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":[7,8],"max_tokens":2,"return_token_ids":true,"stream":true}`, nil)
+	var prompts, outs []any
+	for _, ev := range sseData(t, body) {
+		for _, c := range ev["choices"].([]any) {
+			ch := c.(map[string]any)
+			if p, ok := ch["prompt_token_ids"].([]any); ok {
+				prompts = append(prompts, p...)
+			}
+			if o, ok := ch["token_ids"].([]any); ok {
+				outs = append(outs, o...)
+			}
+		}
+	}
+	if diff := cmp.Diff([]any{7.0, 8.0, 97.0, 98.0}, append(prompts, outs...)); diff != "" {
+		t.Errorf("streamed prompt_token_ids then token_ids (-want +got):\n%s", diff)
+	}
+}
+
+func TestReturnTokensAsTokenIDs(t *testing.T) {
+	tests := []struct {
+		name   string
+		server bool   // --return-tokens-as-token-ids
+		field  string // the request's return_tokens_as_token_ids, "" = unset
+		want   string // the first logprobs token
+	}{
+		{"off", false, "", "a"},
+		{"request", false, "true", "token_id:97"},
+		{"server", true, "", "token_id:97"},
+		{"request overrides server", true, "false", "a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{script: logprobScript("ab", true)}
+			ts := newTestServerWith(t, f, func(c *Config) { c.ReturnTokensAsTokenIDs = tc.server }, tokenizer.NewByte())
+			extra := ""
+			if tc.field != "" {
+				extra = `,"return_tokens_as_token_ids":` + tc.field
+			}
+			_, body := do(t, ts, http.MethodPost, "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"logprobs":true,"top_logprobs":1`+extra+`}`, nil)
+			var chat struct {
+				Choices []struct {
+					Logprobs struct {
+						Content []struct {
+							Token       string
+							Bytes       []int
+							TopLogprobs []struct{ Token string } `json:"top_logprobs"`
+						}
+					}
+				}
+			}
+			if err := json.Unmarshal([]byte(body), &chat); err != nil {
+				t.Fatal(err)
+			}
+			got := chat.Choices[0].Logprobs.Content[0]
+			if got.Token != tc.want || string(rune(got.Bytes[0])) != tc.want[:1] {
+				t.Fatalf("chat token %q bytes %v, want %q: %s", got.Token, got.Bytes, tc.want, body)
+			}
+			_, body = do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"x","max_tokens":2,"logprobs":1`+extra+`}`, nil)
+			if !strings.Contains(body, `"tokens":["`+tc.want+`"`) {
+				t.Fatalf("completion tokens, want %q first: %s", tc.want, body)
+			}
+		})
+	}
+}
