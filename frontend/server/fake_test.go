@@ -22,7 +22,12 @@ type fakeEngine struct {
 	numWaiting int
 	// hold, when set, blocks every stream's first Next until it is closed.
 	hold chan struct{}
+	// timing is what every stream's Timing reports.
+	timing engineclient.Timing
 }
+
+// Timing reports the engine's timestamps, as engineclient's streams do.
+func (s *fakeStream) Timing() engineclient.Timing { return s.f.timing }
 
 func (f *fakeEngine) Submit(ctx context.Context, req *wire.EngineCoreRequest) (Stream, error) {
 	if f.failWith != nil {

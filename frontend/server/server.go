@@ -125,6 +125,9 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
+	if cfg.RootPath != "" && cfg.RootPath != "/" {
+		e.Pre(s.rootPath)
+	}
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return randomHex(16) }}))
 	e.Use(s.accessLog)
@@ -135,12 +138,15 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 
 	e.GET("/health", s.health)
 	e.GET("/ping", s.health)
+	e.POST("/ping", s.health)
 	e.GET("/version", s.version)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.Handler()))
 	e.GET("/v1/models", s.models)
 	e.GET("/v1/models/*", s.model)
 	e.GET("/v1/engines", s.engines)
 	e.POST("/v1/chat/completions", s.chat)
+	e.POST("/v1/chat/completions/batch", s.batchChat)
+	e.POST("/invocations", s.invocations)
 	e.POST("/v1/completions", s.completions)
 	e.POST("/v1/responses", s.createResponse)
 	e.GET("/v1/responses/:id", s.getResponse)
@@ -149,6 +155,10 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/detokenize", s.detokenize)
 	e.GET("/v1/sessions/:id", s.getSession)
 	e.DELETE("/v1/sessions/:id", s.deleteSession)
+	e.GET("/openapi.json", s.openAPI)
+	if cfg.EnableTokenizerInfo {
+		e.GET("/tokenizer_info", s.tokenizerInfo)
+	}
 	if c, ok := eng.(iterationReporter); ok {
 		c.OnIteration(s.metrics.ObserveIteration)
 	}
@@ -178,9 +188,9 @@ func allKeys(cfg Config) []string {
 	return keys
 }
 
-// openPaths stay reachable without the API key: probes, Prometheus and
-// the version.
-var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true, "/version": true}
+// openPaths stay reachable without the API key: probes, Prometheus, the
+// version and the OpenAPI document.
+var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true, "/version": true, "/openapi.json": true}
 
 // auth checks Authorization: Bearer <key> on every route but openPaths
 // when a key is set. The keys' SHA-256 digests are compared in constant

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
 
 // checkModel answers 404 for a model other than the served one ("" is
@@ -48,7 +51,7 @@ func (s *Server) tokenize(c echo.Context) error {
 	if req.ReturnTokenStrs {
 		out.TokenStrs = make([]string, len(ids))
 		for i, id := range ids {
-			out.TokenStrs[i], _ = tokenText(s.tok, id)
+			out.TokenStrs[i] = s.tokenString(id)
 		}
 	}
 	return c.JSON(http.StatusOK, out)
@@ -71,4 +74,65 @@ func (s *Server) detokenize(c echo.Context) error {
 		return writeError(c, e)
 	}
 	return c.JSON(http.StatusOK, openai.DetokenizeResponse{Prompt: s.tok.Decode(req.Tokens, false)})
+}
+
+// vocabTexter is a tokenizer that keeps its vocabulary's token strings
+// (tokenizer.BPE: "Ġhello", "▁world", "<0x0A>").
+type vocabTexter interface {
+	TokenText(id int32) (string, bool)
+}
+
+// tokenString is id's token string as the tokenizer's vocabulary writes
+// it, what vLLM's convert_ids_to_tokens gives for token_strs; a
+// tokenizer without one (the byte tokenizer) gives the token's bytes.
+func (s *Server) tokenString(id int32) string {
+	if v, ok := s.tok.(vocabTexter); ok {
+		if t, ok := v.TokenText(id); ok {
+			return t
+		}
+	}
+	t, _ := tokenText(s.tok, id)
+	return t
+}
+
+// tokenizerInfo serves GET /tokenizer_info (with
+// --enable-tokenizer-info-endpoint, as in vLLM): the tokenizer's
+// configuration in tokenizer_config.json's terms, with its class and chat
+// template.
+func (s *Server) tokenizerInfo(c echo.Context) error {
+	class := strings.TrimPrefix(fmt.Sprintf("%T", s.tok), "*") // vLLM gives the Python class; this is the Go type
+	info := map[string]any{
+		"tokenizer_class":  class[strings.LastIndex(class, ".")+1:],
+		"model_max_length": s.cfg.MaxModelLen,
+		"vocab_size":       s.tok.VocabSize(),
+	}
+	if t, ok := s.tok.(interface{ BOSText() string }); ok {
+		if bos := t.BOSText(); bos != "" {
+			info["bos_token"] = bos
+		}
+	}
+	if t, ok := s.tok.(interface{ EOSText() string }); ok {
+		if eos := t.EOSText(); eos != "" {
+			info["eos_token"] = eos
+		}
+	}
+	if t, ok := s.tok.(interface{ AddBOS() bool }); ok {
+		info["add_bos_token"] = t.AddBOS()
+	}
+	if src := chatTemplateSource(s.tok); src != "" {
+		info["chat_template"] = src
+	}
+	return c.JSON(http.StatusOK, info)
+}
+
+// chatTemplateSource is the Jinja source of the chat template in use:
+// --chat-template's, else the model's ("" for none).
+func chatTemplateSource(tok tokenizer.Tokenizer) string {
+	if t, ok := tok.ChatTemplate().(interface{ Source() string }); ok {
+		return t.Source()
+	}
+	if t, ok := tok.(interface{ ChatTemplateSource() string }); ok {
+		return t.ChatTemplateSource()
+	}
+	return ""
 }

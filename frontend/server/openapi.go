@@ -1,0 +1,160 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// apiOperation is one route in the OpenAPI document.
+type apiOperation struct {
+	method, path string // path in OpenAPI's form: /v1/models/{model}
+	summary      string
+	request      string // schema name of the JSON body; "" = none
+	response     string // schema name of the JSON answer; "" = none (or not JSON)
+	stream       bool   // answers text/event-stream with "stream": true
+}
+
+// apiOperations are the routes Tandem serves (TestOpenAPICoversEveryRoute
+// checks it against the router).
+var apiOperations = []apiOperation{
+	{"get", "/health", "Liveness and readiness: 200, or 503 without a live engine core", "", "", false},
+	{"get", "/ping", "SageMaker's health check (as /health)", "", "", false},
+	{"post", "/ping", "SageMaker's health check (as /health)", "", "", false},
+	{"get", "/version", "The server's version", "", "Version", false},
+	{"get", "/metrics", "Prometheus metrics (text exposition format)", "", "", false},
+	{"get", "/v1/models", "The served model", "", "ModelList", false},
+	{"get", "/v1/models/{model}", "One model's card", "", "Model", false},
+	{"get", "/v1/engines", "The engine cores this frontend knows", "", "Object", false},
+	{"post", "/v1/chat/completions", "Chat completion", "ChatCompletionRequest", "ChatCompletion", true},
+	{"post", "/v1/chat/completions/batch", "Chat completions of several conversations, one choice each", "BatchChatCompletionRequest", "ChatCompletion", false},
+	{"post", "/v1/completions", "Text completion", "CompletionRequest", "Completion", true},
+	{"post", "/invocations", "SageMaker inference: a chat or a completions request, by its shape", "Object", "Object", true},
+	{"post", "/v1/responses", "Create a response (Responses API)", "Object", "Object", true},
+	{"get", "/v1/responses/{response_id}", "A stored response", "", "Object", false},
+	{"delete", "/v1/responses/{response_id}", "Delete a stored response", "", "Object", false},
+	{"post", "/tokenize", "Text or chat messages to token ids", "TokenizeRequest", "TokenizeResponse", false},
+	{"post", "/detokenize", "Token ids to text", "DetokenizeRequest", "DetokenizeResponse", false},
+	{"get", "/tokenizer_info", "The tokenizer's configuration (with --enable-tokenizer-info-endpoint)", "", "Object", false},
+	{"get", "/v1/sessions/{session_id}", "Which engine holds a session and what it caches", "", "Object", false},
+	{"delete", "/v1/sessions/{session_id}", "End a session and release its cache", "", "Object", false},
+	{"get", "/openapi.json", "This document", "", "Object", false},
+}
+
+// apiSchemas are the document's component schemas: the main fields of
+// each body (docs/api.md has every parameter), open to more.
+var apiSchemas = map[string]any{
+	"Object":  map[string]any{"type": "object"},
+	"Version": object(nil, map[string]any{"version": str()}),
+	"Model": object([]string{"id", "object"}, map[string]any{"id": str(), "object": str(), "created": integer(), "owned_by": str(),
+		"root": nullable(str()), "parent": nullable(str()), "max_model_len": integer(), "permission": array(map[string]any{"type": "object"})}),
+	"ModelList": object([]string{"object", "data"}, map[string]any{"object": str(), "data": array(ref("Model"))}),
+	"ChatCompletionRequest": object([]string{"messages"}, map[string]any{"model": str(), "messages": array(map[string]any{"type": "object"}),
+		"max_tokens": integer(), "max_completion_tokens": integer(), "temperature": number(), "top_p": number(), "n": integer(),
+		"stream": boolean(), "stream_options": map[string]any{"type": "object"}, "stop": map[string]any{}, "logprobs": boolean(),
+		"top_logprobs": integer(), "tools": array(map[string]any{"type": "object"}), "tool_choice": map[string]any{},
+		"response_format": map[string]any{"type": "object"}, "session_id": str()}),
+	"BatchChatCompletionRequest": object([]string{"messages"}, map[string]any{"model": str(),
+		"messages": array(array(map[string]any{"type": "object"})), "max_tokens": integer(), "temperature": number()}),
+	"ChatCompletion": object([]string{"id", "object", "choices", "usage"}, map[string]any{"id": str(), "object": str(), "created": integer(),
+		"model": str(), "choices": array(map[string]any{"type": "object"}), "usage": ref("Usage")}),
+	"CompletionRequest": object([]string{"prompt"}, map[string]any{"model": str(), "prompt": map[string]any{}, "max_tokens": integer(),
+		"temperature": number(), "n": integer(), "stream": boolean(), "logprobs": integer(), "echo": boolean(), "session_id": str()}),
+	"Completion": object([]string{"id", "object", "choices", "usage"}, map[string]any{"id": str(), "object": str(), "created": integer(),
+		"model": str(), "choices": array(map[string]any{"type": "object"}), "usage": ref("Usage")}),
+	"Usage": object([]string{"prompt_tokens", "total_tokens"}, map[string]any{"prompt_tokens": integer(), "completion_tokens": integer(),
+		"total_tokens": integer(), "prompt_tokens_details": map[string]any{"type": "object"}}),
+	"TokenizeRequest": object(nil, map[string]any{"model": str(), "prompt": str(), "messages": array(map[string]any{"type": "object"}),
+		"add_special_tokens": boolean(), "return_token_strs": boolean()}),
+	"TokenizeResponse": object([]string{"count", "max_model_len", "tokens"}, map[string]any{"count": integer(), "max_model_len": integer(),
+		"tokens": array(integer()), "token_strs": nullable(array(str()))}),
+	"DetokenizeRequest":  object([]string{"tokens"}, map[string]any{"model": str(), "tokens": array(integer())}),
+	"DetokenizeResponse": object([]string{"prompt"}, map[string]any{"prompt": str()}),
+	"ErrorResponse": object([]string{"error"}, map[string]any{"error": object([]string{"message", "type"}, map[string]any{
+		"message": str(), "type": str(), "param": nullable(str()), "code": map[string]any{}})}),
+}
+
+func object(required []string, props map[string]any) map[string]any {
+	o := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+func str() map[string]any            { return map[string]any{"type": "string"} }
+func integer() map[string]any        { return map[string]any{"type": "integer"} }
+func number() map[string]any         { return map[string]any{"type": "number"} }
+func boolean() map[string]any        { return map[string]any{"type": "boolean"} }
+func array(items any) map[string]any { return map[string]any{"type": "array", "items": items} }
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+func nullable(s map[string]any) any {
+	return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+}
+func jsonContent(schema any) any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+func operationID(o apiOperation) string {
+	id := o.method + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(o.path)
+	return strings.TrimSuffix(id, "_")
+}
+
+// openAPIDocument is the OpenAPI 3.1 document of the routes this server
+// serves; with --root-path its server URL is the prefix, as FastAPI
+// writes it.
+func (s *Server) openAPIDocument() map[string]any {
+	paths := map[string]any{}
+	for _, o := range apiOperations {
+		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo {
+			continue
+		}
+		op := map[string]any{"summary": o.summary, "operationId": operationID(o)}
+		ok := map[string]any{"description": "Successful Response"}
+		switch {
+		case o.response != "" && o.stream:
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(o.response)},
+				"text/event-stream": map[string]any{"schema": str()}}
+		case o.response != "":
+			ok["content"] = jsonContent(ref(o.response))
+		}
+		op["responses"] = map[string]any{"200": ok, "default": map[string]any{"description": "Error", "content": jsonContent(ref("ErrorResponse"))}}
+		if o.request != "" {
+			op["requestBody"] = map[string]any{"required": true, "content": jsonContent(ref(o.request))}
+		}
+		if params := pathParams(o.path); len(params) > 0 {
+			op["parameters"] = params
+		}
+		item, _ := paths[o.path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[o.path] = item
+		}
+		item[o.method] = op
+	}
+	doc := map[string]any{
+		"openapi":    "3.1.0",
+		"info":       map[string]any{"title": "Tandem", "version": s.cfg.Version, "description": "An OpenAI-compatible LLM server (docs/api.md)."},
+		"paths":      paths,
+		"components": map[string]any{"schemas": apiSchemas},
+	}
+	if s.cfg.RootPath != "" {
+		doc["servers"] = []any{map[string]any{"url": s.cfg.RootPath}}
+	}
+	return doc
+}
+
+// pathParams are the {name} parameters of an OpenAPI path.
+func pathParams(path string) []any {
+	var out []any
+	for _, seg := range strings.Split(path, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			out = append(out, map[string]any{"name": strings.TrimSuffix(name, "}"), "in": "path", "required": true, "schema": str()})
+		}
+	}
+	return out
+}
+
+// openAPI serves GET /openapi.json.
+func (s *Server) openAPI(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.openAPIDocument())
+}
