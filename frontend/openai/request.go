@@ -46,7 +46,13 @@ type Params struct {
 	UseBeamSearch           bool                    `json:"use_beam_search,omitempty"`
 	BestOf                  *int                    `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
 	LengthPenalty           *float64                `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
-	PromptLogprobs          *int                    `json:"prompt_logprobs,omitempty"` // not supported yet
+	PromptLogprobs          *int                    `json:"prompt_logprobs,omitempty"` // top logprobs per prompt token; -1 = the vocabulary
+	// AllowedTokenIDs restricts sampling to these ids (nil = any; [] is
+	// refused, as vLLM).
+	AllowedTokenIDs []int32 `json:"allowed_token_ids,omitempty"`
+	// LogprobTokenIDs reports logprobs of exactly these ids instead of the
+	// top ones (vLLM; at most MaxLogprobTokenIDs, needs logprobs).
+	LogprobTokenIDs []int32 `json:"logprob_token_ids,omitempty"`
 	// TruncatePromptTokens keeps only the last k prompt tokens; -1 keeps
 	// the last max_model_len - 1.
 	TruncatePromptTokens *int  `json:"truncate_prompt_tokens,omitempty"`

@@ -201,7 +201,8 @@ func TestCheckUnsupported(t *testing.T) {
 	}{
 		{name: "none", body: `{"prompt":"x"}`},
 		{name: "empty values are unset", body: `{"allowed_token_ids":[],"bad_words":null,"guided_json":{},"return_token_ids":false,"guided_regex":""}`},
-		{name: "allowed_token_ids", body: `{"allowed_token_ids":[1,2]}`, wantParam: "allowed_token_ids"},
+		{name: "allowed_token_ids is supported", body: `{"allowed_token_ids":[1,2],"logprob_token_ids":[3]}`},
+		{name: "bad_words", body: `{"bad_words":["x"]}`, wantParam: "bad_words"},
 		{name: "not an object", body: `[1]`},
 	}
 	for _, tc := range tests {

@@ -56,12 +56,15 @@ func (r *ChatCompletionRequest) Validate() *Error {
 		return BadRequest("max_completion_tokens", "'max_completion_tokens' must be at least 1, got %d.", *r.MaxCompletionTokens)
 	}
 	if r.TopLogprobs != nil {
-		if v := *r.TopLogprobs; v < 0 || v > MaxLogprobs {
-			return BadRequest("top_logprobs", "'top_logprobs' must be between 0 and %d, got %d.", MaxLogprobs, v)
+		if v := *r.TopLogprobs; v < -1 || v > MaxLogprobs {
+			return BadRequest("top_logprobs", "'top_logprobs' must be between 0 and %d, or -1 (the whole vocabulary), got %d.", MaxLogprobs, v)
 		}
-		if *r.TopLogprobs > 0 && !r.Logprobs {
+		if *r.TopLogprobs != 0 && !r.Logprobs {
 			return BadRequest("top_logprobs", "'top_logprobs' requires 'logprobs' to be true.")
 		}
+	}
+	if len(r.LogprobTokenIDs) > 0 && !r.Logprobs {
+		return BadRequest("logprob_token_ids", "when using `logprob_token_ids`, `logprobs` must be true.")
 	}
 	if r.ChatTemplate != nil {
 		return BadRequest("chat_template", "A per-request 'chat_template' is not accepted; the server's template is used (start it with --chat-template to change it).")
@@ -97,9 +100,12 @@ func (r *CompletionRequest) Validate() *Error {
 		return e
 	}
 	if r.Logprobs != nil {
-		if v := *r.Logprobs; v < 0 || v > MaxLogprobs {
-			return BadRequest("logprobs", "'logprobs' must be between 0 and %d, got %d.", MaxLogprobs, v)
+		if v := *r.Logprobs; v < -1 || v > MaxLogprobs {
+			return BadRequest("logprobs", "'logprobs' must be between 0 and %d, or -1 (the whole vocabulary), got %d.", MaxLogprobs, v)
 		}
+	}
+	if len(r.LogprobTokenIDs) > 0 && r.Logprobs == nil {
+		return BadRequest("logprob_token_ids", "when using `logprob_token_ids`, `logprobs` must be set.")
 	}
 	if r.Suffix != nil && *r.Suffix != "" {
 		return BadRequest("suffix", "'suffix' is not supported.")
@@ -212,8 +218,8 @@ func (p *Params) validate() *Error {
 	if k := p.TruncatePromptTokens; k != nil && *k < 1 && *k != -1 {
 		return BadRequest("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or at least 1, got %d.", *k)
 	}
-	if p.PromptLogprobs != nil {
-		return BadRequest("prompt_logprobs", "'prompt_logprobs' is not supported yet.")
+	if e := p.validateLogprobFields(); e != nil {
+		return e
 	}
 	return p.validateCandidates()
 }
@@ -253,7 +259,7 @@ func (p *Params) validateCandidates() *Error {
 // Ignoring them like unknown fields would silently change what the client
 // asked for, so a non-empty value is a 400 naming the field.
 var unsupportedFields = []string{
-	"allowed_token_ids", "bad_words", "prompt_embeds", "logprob_token_ids", "kv_transfer_params", "mm_processor_kwargs", "documents", "thinking_token_budget",
+	"bad_words", "prompt_embeds", "kv_transfer_params", "mm_processor_kwargs", "documents", "thinking_token_budget",
 	"repetition_detection",
 }
 

@@ -34,10 +34,16 @@ func (s *Server) chat(c echo.Context) error {
 		}
 		lp = &k
 	}
+	if e := s.checkLogprobParams(&req.Params, lp); e != nil {
+		return writeError(c, e)
+	}
 	plan := planCandidates(&req.Params, lp)
 	sp, e := samplingParams(&req.Params, maxTokens, plan.engineLogprobs, s.tok.EOS())
 	if e != nil {
 		return writeError(c, e)
+	}
+	if !req.Stream {
+		sp.PromptLogprobs = req.PromptLogprobs
 	}
 	tools, e := req.ToolPlanOf() // validated: no other constraint with a tool one
 	if e != nil {
@@ -97,6 +103,9 @@ func (s *Server) chat(c echo.Context) error {
 		Usage: usage, SystemFingerprint: s.fingerprint, Metrics: s.requestMetrics(gens, res)}
 	if req.ReturnTokenIDs {
 		out.PromptTokenIDs = nonNilIDs(prompt)
+	}
+	if len(res) > 0 {
+		out.PromptLogprobs = s.promptLogprobsOf(res[0].promptLogprobs)
 	}
 	for i, r := range res {
 		text := r.text.String()

@@ -40,6 +40,9 @@ func (s *Server) completions(c echo.Context) error {
 			}
 		}
 	}
+	if e := s.checkLogprobParams(&req.Params, req.Logprobs); e != nil {
+		return writeError(c, e)
+	}
 	id := "cmpl-" + cm.baseID
 	plan := planCandidates(&req.Params, req.Logprobs)
 	n := plan.numGenerated
@@ -57,6 +60,7 @@ func (s *Server) completions(c echo.Context) error {
 		if e != nil {
 			return writeError(c, e)
 		}
+		sp.PromptLogprobs = completionPromptLogprobs(&req)
 		gens = append(gens, &genRequest{
 			internalID:  fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)),
 			externalID:  fmt.Sprintf("%s-%d", id, i),
@@ -108,7 +112,11 @@ func (s *Server) completions(c echo.Context) error {
 		ch := openai.CompletionChoice{Index: i, Text: prefix + r.text.String(), FinishReason: r.finish, StopReason: r.stopReason}
 		if req.Logprobs != nil {
 			ch.Logprobs = completionLogprobs(r.logprobs, len(prefix))
+			if req.Echo { // vLLM: the echoed prompt's tokens come first, the first with null
+				ch.Logprobs = appendLogprobs(s.echoedLogprobs(prompts[i/plan.numReturned], r.promptLogprobs), ch.Logprobs)
+			}
 		}
+		ch.PromptLogprobs = s.promptLogprobsOf(r.promptLogprobs)
 		if req.ReturnTokenIDs {
 			ch.PromptTokenIDs, ch.TokenIDs = nonNilIDs(prompts[i/plan.numReturned]), nonNilIDs(r.tokenIDs)
 		}

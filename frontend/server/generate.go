@@ -45,6 +45,9 @@ type choiceEvent struct {
 	numCached  int                 // prompt tokens served from cache
 	err        error               // engine failure; ends the request
 	timing     engineclient.Timing // the engine's timestamps, on the finishing event
+	// promptLogprobs are the prompt's logprobs (prompt_logprobs), on the
+	// first event of a request that asked for them.
+	promptLogprobs *wire.Logprobs
 }
 
 func randomHex(n int) string {
@@ -127,7 +130,7 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			}
 			return
 		}
-		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, numCached: out.NumCachedTokens}
+		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, promptLogprobs: out.NewPromptLogprobs, numCached: out.NumCachedTokens}
 		if len(out.NewTokenIDs) > 0 {
 			w.finish()
 			t, engine := time.Now(), engineOf(st)

@@ -196,6 +196,10 @@ func samplingParams(p *openai.Params, maxTokens int, logprobs *int, eos []int32)
 	sp.StopTokenIDs = p.StopTokenIDs
 	sp.IgnoreEOS = p.IgnoreEOS
 	sp.Logprobs = logprobs
+	sp.AllowedTokenIDs = p.AllowedTokenIDs
+	if len(p.LogprobTokenIDs) > 0 { // vLLM: these replace logprobs' top k
+		sp.LogprobTokenIDs, sp.Logprobs = p.LogprobTokenIDs, nil
+	}
 	if len(p.LogitBias) > 0 {
 		sp.LogitBias = make(map[int32]float64, len(p.LogitBias))
 		for k, v := range p.LogitBias {

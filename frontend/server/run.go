@@ -24,6 +24,8 @@ type choiceResult struct {
 	logprobs   []tokenLogprob
 	tokenIDs   []int32             // the generated tokens, for return_token_ids
 	timing     engineclient.Timing // the engine's timestamps, for per-request metrics
+	// promptLogprobs are the engine's prompt logprobs (prompt_logprobs).
+	promptLogprobs *wire.Logprobs
 }
 
 // tokenLogprob is one generated token's logprobs, decoded for the API.
@@ -161,6 +163,9 @@ func (s *Server) collect(ctx context.Context, gens []*genRequest, src source, as
 		r.numTokens += len(ev.tokenIDs)
 		r.tokenIDs = append(r.tokenIDs, ev.tokenIDs...)
 		r.numCached = max(r.numCached, ev.numCached)
+		if ev.promptLogprobs != nil {
+			r.promptLogprobs = ev.promptLogprobs
+		}
 		r.logprobs = append(r.logprobs, s.decodeLogprobs(ev.logprobs, asIDs)...)
 		if ev.finish != "" {
 			r.finish, r.stopReason, r.timing = ev.finish, stopReasonOf(ev.stopReason), ev.timing

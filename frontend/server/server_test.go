@@ -231,7 +231,7 @@ func TestErrors(t *testing.T) {
 		{name: "body too large", method: "POST", path: "/v1/completions", body: `{"prompt":"` + strings.Repeat("a", 2000) + `"}`, status: 413},
 		{name: "missing key", method: "POST", path: "/v1/completions", body: `{"prompt":"x"}`, key: "k", status: 401},
 		{name: "wrong key", method: "POST", path: "/v1/completions", body: `{"prompt":"x"}`, key: "k", hdr: map[string]string{"Authorization": "Bearer nope"}, status: 401},
-		{name: "unsupported vLLM field", method: "POST", path: "/v1/completions", body: `{"prompt":"x","allowed_token_ids":[1]}`, status: 400, param: "allowed_token_ids"},
+		{name: "unsupported vLLM field", method: "POST", path: "/v1/completions", body: `{"prompt":"x","bad_words":["y"]}`, status: 400, param: "bad_words"},
 		{name: "two constraints", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"x"}],"guided_json":{"type":"object"},"guided_regex":"a"}`, status: 400, param: "guided_regex"},
 		{name: "no engine", method: "POST", path: "/v1/completions", body: `{"prompt":"x"}`, status: 503, submitErr: engineclient.ErrNoEngine},
 	}

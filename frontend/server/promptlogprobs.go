@@ -1,0 +1,119 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// checkLogprobParams refuses, with vLLM's messages, what needs the
+// vocabulary to check: allowed_token_ids and logprob_token_ids out of it,
+// and -1 logprobs (the whole vocabulary) above the max logprobs.
+func (s *Server) checkLogprobParams(p *openai.Params, logprobs *int) *openai.Error {
+	v := int32(s.tok.VocabSize())
+	for _, id := range p.AllowedTokenIDs {
+		if id < 0 || id >= v {
+			return openai.BadRequest("allowed_token_ids", "allowed_token_ids contains out-of-vocab token id!")
+		}
+	}
+	var bad []int32
+	for _, id := range p.LogprobTokenIDs {
+		if id < 0 || id >= v {
+			bad = append(bad, id)
+		}
+	}
+	if len(bad) > 0 {
+		return openai.BadRequest("logprob_token_ids", "token_id(s) %v in logprob_token_ids contain out-of-vocab token ids. Vocabulary size: %d", bad, v)
+	}
+	if logprobs != nil && *logprobs == -1 && len(p.LogprobTokenIDs) == 0 && int(v) > openai.MaxLogprobs {
+		return openai.BadRequest("logprobs", "Requested sample logprobs of %d, which is greater than max allowed: %d", v, openai.MaxLogprobs)
+	}
+	if k := p.PromptLogprobs; k != nil && *k == -1 && int(v) > openai.MaxLogprobs {
+		return openai.BadRequest("prompt_logprobs", "Requested prompt logprobs of %d, which is greater than max allowed: %d", v, openai.MaxLogprobs)
+	}
+	return nil
+}
+
+// promptLogprobsOf writes the engine's prompt logprobs (rows for prompt
+// positions 1..P-1) in vLLM's form: null for the first token, then per
+// position the prompt token and the top alternatives by token id, each
+// with its logprob, rank and text. A nil lp (none asked for) is null.
+func (s *Server) promptLogprobsOf(lp *wire.Logprobs) openai.PromptLogprobs {
+	if lp == nil {
+		return nil
+	}
+	out := make(openai.PromptLogprobs, 1, len(lp.TokenIDs)+1)
+	for p, ids := range lp.TokenIDs {
+		entry := make(map[string]openai.PromptLogprob, len(ids))
+		for j, id := range ids {
+			rank := j // the alternatives are in rank order
+			if j == 0 {
+				rank = int(lp.Ranks[p])
+			}
+			text, _ := tokenText(s.tok, id)
+			key := strconv.Itoa(int(id))
+			if _, dup := entry[key]; dup && j > 0 {
+				continue // the prompt token among the top: keep its own entry
+			}
+			entry[key] = openai.PromptLogprob{Logprob: openai.Logprob(lp.Logprobs[p][j]), Rank: &rank, DecodedToken: &text}
+		}
+		out = append(out, entry)
+	}
+	return out
+}
+
+// echoedLogprobs is the completions logprobs of an echoed prompt (echo
+// with logprobs, as vLLM): the first token has none (null), the others
+// the prompt logprobs' entries; offsets count from the prompt's start.
+func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs) *openai.CompletionLogprobs {
+	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []map[string]openai.Logprob{}, TextOffset: []int{}}
+	offset := 0
+	for i, id := range prompt {
+		text, _ := tokenText(s.tok, id)
+		out.Tokens = append(out.Tokens, text)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(text)
+		p := i - 1 // the prompt logprobs' row of position i
+		if lp == nil || p < 0 || p >= len(lp.TokenIDs) {
+			out.TokenLogprobs = append(out.TokenLogprobs, nil)
+			out.TopLogprobs = append(out.TopLogprobs, nil)
+			continue
+		}
+		l := openai.Logprob(lp.Logprobs[p][0])
+		out.TokenLogprobs = append(out.TokenLogprobs, &l)
+		top := map[string]openai.Logprob{text: l}
+		for j := 1; j < len(lp.TokenIDs[p]); j++ {
+			t, _ := tokenText(s.tok, lp.TokenIDs[p][j])
+			top[t] = openai.Logprob(lp.Logprobs[p][j])
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+	}
+	return out
+}
+
+// appendLogprobs appends b's positions to a's (b's offsets already count
+// the text before it).
+func appendLogprobs(a, b *openai.CompletionLogprobs) *openai.CompletionLogprobs {
+	a.Tokens = append(a.Tokens, b.Tokens...)
+	a.TokenLogprobs = append(a.TokenLogprobs, b.TokenLogprobs...)
+	a.TopLogprobs = append(a.TopLogprobs, b.TopLogprobs...)
+	a.TextOffset = append(a.TextOffset, b.TextOffset...)
+	return a
+}
+
+// completionPromptLogprobs is the prompt_logprobs a completions request
+// asks the engine for: its own, else with echo its logprobs (vLLM's
+// to_sampling_params), none when streaming (refused, or echo's, which
+// streams without them).
+func completionPromptLogprobs(req *openai.CompletionRequest) *int {
+	switch {
+	case req.Stream:
+		return nil
+	case req.PromptLogprobs != nil:
+		return req.PromptLogprobs
+	case req.Echo:
+		return req.Logprobs
+	}
+	return nil
+}
