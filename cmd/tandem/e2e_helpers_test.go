@@ -67,7 +67,15 @@ func (s *syncBuffer) String() string {
 // startProc runs `tandem args…` until the test ends.
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startProcIn(t, "", args...)
+}
+
+// startProcIn runs `tandem args…` in the working directory dir ("" = the
+// test's) until the test ends.
+func startProcIn(t *testing.T, dir string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(binPath, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {

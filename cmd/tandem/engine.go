@@ -176,9 +176,13 @@ func runEngine(ctx context.Context, args []string) error {
 		return err
 	}
 	name := enginecore.ServedName(f.servedModelName, f.model)
+	ref, err := modelRef(f.model)
+	if err != nil {
+		return err
+	}
 	core, err := enginecore.New(enginecore.Config{
 		EngineIndex:         f.rank,
-		Model:               f.model,
+		Model:               ref,
 		ServedModelName:     name,
 		MaxModelLen:         f.maxModelLen,
 		BlockSize:           f.blockSize,

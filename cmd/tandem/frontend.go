@@ -17,7 +17,6 @@ import (
 
 	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
-	"github.com/tandem-llm/tandem/frontend/llm"
 	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/router"
@@ -45,6 +44,7 @@ type frontendFlags struct {
 	tokenizer         string
 	chatTemplate      string
 	tools             toolFlags
+	api               apiFlags
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
 	log               logFlags
@@ -62,6 +62,30 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many `requests` wait for a first token; 0 = no limit")
 	fs.StringVar(&f.routing, "routing", string(router.Session), "routing `policy`: session, prefix, least-loaded or round-robin (docs/routing.md)")
 	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "also export the deprecated metric names vLLM `version` X.Y could still export (vllm:gpu_cache_usage_perc, …; docs/metrics.md)")
+	f.api.register(fs)
+}
+
+// apiFlags are vLLM's API-server settings of the same names.
+type apiFlags struct {
+	forceIncludeUsage bool
+	tokensAsIDs       bool
+	tokenizerInfo     bool
+	perRequestMetrics bool
+	rootPath          string
+}
+
+func (a *apiFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&a.forceIncludeUsage, "enable-force-include-usage", false, "send usage on every stream, on every chunk and in a final chunk, as if each request asked for it")
+	fs.BoolVar(&a.tokensAsIDs, "return-tokens-as-token-ids", false, `write logprobs' tokens as "token_id:N" unless a request sets return_tokens_as_token_ids`)
+	fs.BoolVar(&a.tokenizerInfo, "enable-tokenizer-info-endpoint", false, "serve GET /tokenizer_info (the tokenizer's configuration and chat template)")
+	fs.BoolVar(&a.perRequestMetrics, "enable-per-request-metrics", false, `add "metrics" (queue time, time to first token, mean ITL, tokens/s) to one-sequence responses and to a stream's usage chunk`)
+	fs.StringVar(&a.rootPath, "root-path", "", "the path `prefix` a proxy serves this server under: stripped from request paths, and the OpenAPI document's server URL")
+}
+
+// apply sets the settings in cfg.
+func (a *apiFlags) apply(cfg *server.Config) {
+	cfg.ForceIncludeUsage, cfg.ReturnTokensAsTokenIDs = a.forceIncludeUsage, a.tokensAsIDs
+	cfg.EnableTokenizerInfo, cfg.EnablePerRequestMetrics, cfg.RootPath = a.tokenizerInfo, a.perRequestMetrics, a.rootPath
 }
 
 // frontendCommand is `tandem frontend`'s command line.
@@ -167,13 +191,9 @@ func runFrontend(ctx context.Context, args []string) error {
 		log.Info("still waiting for engine cores", "engines", f.engines)
 	}
 	info, _ := client.Info()
-	tokPath := f.tokenizer
-	if tokPath == "" {
-		tokPath = info.Model
-	}
-	tok, err := llm.LoadTokenizer(tokPath, f.chatTemplate)
+	tok, err := loadTokenizer(info, f.tokenizer, f.chatTemplate)
 	if err != nil {
-		return err
+		return fmt.Errorf("frontend: %w", err)
 	}
 	toolParser, err := f.tools.format(tok)
 	if err != nil {
@@ -183,8 +203,10 @@ func runFrontend(ctx context.Context, args []string) error {
 	if name == "" {
 		name = info.ServedModelName
 	}
-	srv := server.New(server.Config{
+	cfg := server.Config{
 		ServedModelName:    name,
+		ModelRoot:          info.Model,
+		VocabSize:          info.VocabSize,
 		MaxModelLen:        info.MaxModelLen,
 		BlockSize:          info.BlockSize,
 		NumBlocks:          info.NumBlocks,
@@ -200,7 +222,9 @@ func runFrontend(ctx context.Context, args []string) error {
 		ShowHiddenMetricsForVersion: f.showHidden,
 		MetricsPeers:                splitList(f.metricsPeers),
 		DisableEngineMetrics:        f.noEngineMetrics,
-	}, server.ClientEngine(client), tok)
+	}
+	f.api.apply(&cfg)
+	srv := server.New(cfg, server.ClientEngine(client), tok)
 	if f.metricsSocket != "" {
 		stop, err := serveUnix(f.metricsSocket, srv.OwnMetrics())
 		if err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 	"github.com/tandem-llm/tandem/frontend/batch"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
-	"github.com/tandem-llm/tandem/frontend/llm"
 	"github.com/tandem-llm/tandem/frontend/server"
 )
 
@@ -110,20 +109,16 @@ func runBatch(ctx context.Context, args []string) error {
 		return enginesFailed(ctx, err)
 	}
 	info, _ := client.Info()
-	tokPath := f.tokenizer
-	if tokPath == "" {
-		tokPath = info.Model
-	}
-	tok, err := llm.LoadTokenizer(tokPath, f.chatTemplate)
+	tok, err := loadTokenizer(info, f.tokenizer, f.chatTemplate)
 	if err != nil {
-		return err
+		return fmt.Errorf("run-batch: %w", err)
 	}
 	toolParser, err := f.tools.format(tok)
 	if err != nil {
 		return fmt.Errorf("run-batch: %w", err)
 	}
 	srv := server.New(server.Config{
-		ServedModelName: info.ServedModelName, MaxModelLen: info.MaxModelLen, BlockSize: info.BlockSize,
+		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, BlockSize: info.BlockSize,
 		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log, ToolParser: toolParser,
 	}, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
