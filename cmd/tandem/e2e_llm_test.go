@@ -230,3 +230,22 @@ func TestDefaultModelLLMBatch(t *testing.T) {
 		t.Errorf("2+2: %q", res[1].Completions[0].Text)
 	}
 }
+
+// TestLLMPromptLogprobs: the Go API returns a completion's prompt
+// logprobs, a row per prompt token after the first, the prompt token in
+// column 0.
+func TestLLMPromptLogprobs(t *testing.T) {
+	_, l := startInproc(t, "dummy", 512)
+	ctx := ctxTimeout(t, time.Minute)
+	p := greedyParams(2)
+	k := 1
+	p.SamplingParams.PromptLogprobs = &k
+	res, err := l.Complete(ctx, "prompt logprobs", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := res.Completions[0].PromptLogprobs
+	if lp == nil || len(lp.Ranks) != res.PromptTokens-1 || len(lp.TokenIDs[0]) != k+1 {
+		t.Fatalf("prompt logprobs %+v for %d prompt tokens: want %d rows of %d", lp, res.PromptTokens, res.PromptTokens-1, k+1)
+	}
+}

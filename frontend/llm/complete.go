@@ -10,6 +10,7 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // Completion is one sample's whole answer.
@@ -20,6 +21,9 @@ type Completion struct {
 	Logprobs   []float64 // per token, the sampled token's logprob (only when asked for, or for BestOf)
 	Finish     string    // "stop", "length" or "abort"
 	StopReason any
+	// PromptLogprobs (with SamplingParams.PromptLogprobs) are the prompt's:
+	// a row per position 1..P-1, the prompt token first, then the top k.
+	PromptLogprobs *wire.Logprobs
 }
 
 // MeanLogprob is the mean logprob per token, -Inf without tokens or
@@ -98,6 +102,9 @@ func (l *LLM) CompleteTokens(ctx context.Context, prompt []int32, p Params, opts
 		}
 		if d.Finish != "" {
 			c.Finish, c.StopReason = d.Finish, d.StopReason
+		}
+		if d.PromptLogprobs != nil {
+			c.PromptLogprobs = d.PromptLogprobs
 		}
 		res.NumCachedTokens = max(res.NumCachedTokens, d.NumCachedTokens)
 	}

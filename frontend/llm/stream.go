@@ -21,6 +21,9 @@ type Delta struct {
 	Finish          string         // "" until the sample ends, then "stop", "length" or "abort"
 	StopReason      any            // with Finish "stop": the stop string, the stop token id, or nil for EOS
 	NumCachedTokens int            // prompt tokens served from the KV cache
+	// PromptLogprobs, with Params.PromptLogprobs, on a sample's first
+	// delta: a row per prompt position 1..P-1, the prompt token first.
+	PromptLogprobs *wire.Logprobs
 }
 
 // Stream is one request's samples in flight. Read it with Next until
@@ -103,7 +106,8 @@ func (s *Stream) Next(ctx context.Context) (Delta, error) {
 		}
 		finished := o.FinishReason != wire.FinishNone
 		text, stopped, which := s.seqs[o.Index].Push(o.NewTokenIDs, finished, o.FinishReason == wire.FinishStop)
-		d := Delta{Index: o.Index, Text: text, TokenIDs: o.NewTokenIDs, Logprobs: o.NewLogprobs, NumCachedTokens: o.NumCachedTokens}
+		d := Delta{Index: o.Index, Text: text, TokenIDs: o.NewTokenIDs, Logprobs: o.NewLogprobs, NumCachedTokens: o.NumCachedTokens,
+			PromptLogprobs: o.NewPromptLogprobs}
 		switch {
 		case stopped:
 			s.ended[o.Index] = true
