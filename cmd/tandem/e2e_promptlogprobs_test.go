@@ -90,6 +90,11 @@ func TestPromptLogprobsModel(t *testing.T) {
 		if offsets[0] != 0 || !strings.HasPrefix(ch["text"].(string), prompt) {
 			t.Errorf("offsets %v, text %q: want the echoed prompt from offset 0", offsets, ch["text"])
 		}
+		for i := 1; i < len(offsets); i++ { // vLLM: offsets run on over the token strings
+			if want := offsets[i-1] + len(tokens[i-1].(string)); offsets[i] != want {
+				t.Errorf("text_offset[%d] = %d after %q at %d, want %d", i, offsets[i], tokens[i-1], offsets[i-1], want)
+			}
+		}
 		checkPromptLogprobs(t, ch["prompt_logprobs"], promptIDs, 1)
 	})
 

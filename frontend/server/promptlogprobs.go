@@ -92,13 +92,20 @@ func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs) *openai.Compl
 	return out
 }
 
-// appendLogprobs appends b's positions to a's (b's offsets already count
-// the text before it).
+// appendLogprobs appends b's positions to a's. As vLLM computes them,
+// offsets run on over the token strings: b's first token starts where
+// a's last one ends, whatever offset b started from.
 func appendLogprobs(a, b *openai.CompletionLogprobs) *openai.CompletionLogprobs {
+	end := 0
+	if n := len(a.Tokens); n > 0 {
+		end = a.TextOffset[n-1] + len(a.Tokens[n-1])
+	}
 	a.Tokens = append(a.Tokens, b.Tokens...)
 	a.TokenLogprobs = append(a.TokenLogprobs, b.TokenLogprobs...)
 	a.TopLogprobs = append(a.TopLogprobs, b.TopLogprobs...)
-	a.TextOffset = append(a.TextOffset, b.TextOffset...)
+	for _, o := range b.TextOffset {
+		a.TextOffset = append(a.TextOffset, o-b.TextOffset[0]+end)
+	}
 	return a
 }
 

@@ -128,7 +128,11 @@ const checks = {
     const r = await client().completions.create({ model: 'dummy', prompt: 'Once upon', max_tokens: 5, logprobs: 2, echo: true, ignore_eos: true });
     expect(r.id.startsWith('cmpl-') && r.object === 'text_completion', r.id);
     expect(r.choices[0].text.startsWith('Once upon'), r.choices[0].text);
-    expect(r.choices[0].logprobs.tokens.length === 5 && r.usage.completion_tokens === 5, r.choices[0].logprobs);
+    // echo covers the prompt's tokens too (vLLM: the first one has no logprob), offsets run on
+    const lp = r.choices[0].logprobs;
+    expect(lp.tokens.length === r.usage.prompt_tokens + 5 && r.usage.completion_tokens === 5, lp);
+    expect(lp.token_logprobs[0] === null && lp.top_logprobs[0] === null, lp);
+    expect(lp.text_offset.every((o, i) => i === 0 ? o === 0 : o === lp.text_offset[i - 1] + lp.tokens[i - 1].length), lp);
   },
 
   async completionBatchN2() {

@@ -163,8 +163,12 @@ def completion():
     expect(r.id.startswith("cmpl-") and r.object == "text_completion", r.id)
     ch = r.choices[0]
     expect(ch.text.startswith("Once upon"), f"echo missing: {ch.text!r}")
+    # echo covers the prompt's tokens too (vLLM: the first one has no logprob);
     # top_logprobs hold the sampled token and the 2 alternatives (OpenAI's logprobs + 1)
-    expect(len(ch.logprobs.tokens) == 5 and len(ch.logprobs.top_logprobs[0]) <= 3, ch.logprobs)
+    lp = ch.logprobs
+    expect(len(lp.tokens) == r.usage.prompt_tokens + 5, lp)
+    expect(lp.token_logprobs[0] is None and lp.top_logprobs[0] is None, lp)
+    expect(all(len(t) <= 3 for t in lp.top_logprobs[1:]), lp)
     expect(r.usage.completion_tokens == 5, r.usage)
 
 
