@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tandem-llm/tandem/enginecore/cpu"
 )
 
 // The scale phase (issue 16, parts 4, 5 and 7): Tandem and llama.cpp on
@@ -161,6 +163,25 @@ type ScaleRow struct {
 	DRAMTandem *float64 `json:"dram_share_tandem,omitempty"`
 	DRAMLlama  *float64 `json:"dram_share_llama_cpp,omitempty"`
 	DRAMNative *float64 `json:"dram_share_llama_cpp_native,omitempty"`
+	// Fast is Tandem at --cpu-precision fast: prompt tokens at int8 as
+	// well, llama.cpp's arithmetic, where the run's precision computes them
+	// at 15 bits (twice the integer work of prefill); nil when the run is
+	// already fast or the row is not a model row. FastPrefillRatio is its
+	// prefill over the baseline llama.cpp column's.
+	Fast             *Measure `json:"tandem_fast,omitempty"`
+	FastPrefillRatio *float64 `json:"fast_prefill_ratio,omitempty"`
+}
+
+// setFast records m as the row's fast-precision measure.
+func (r *ScaleRow) setFast(m *Measure) {
+	r.Fast = m
+	base := r.Native
+	if base == nil {
+		base = r.Llama
+	}
+	if base != nil {
+		r.FastPrefillRatio = ratio(m.Prefill, base.Prefill)
+	}
 }
 
 // shares fills the DRAM shares from bw.
@@ -265,9 +286,21 @@ func runScale(ctx context.Context, o options, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, r := range rows {
+		var fast []Row // the model rows again, Tandem alone at --cpu-precision fast
+		if cfgs[0].Kind == kindModel && o.precision != cpu.PrecisionFast {
+			of := oo
+			of.precision = cpu.PrecisionFast
+			fmt.Fprintf(stderr, "scale: %s again at --cpu-precision fast (prompt tokens at int8, as llama.cpp)\n", name)
+			if fast, err = measureThreads(ctx, of, cfgs, nil, stderr); err != nil {
+				return err
+			}
+		}
+		for i, r := range rows {
 			depth := r.PromptTokens + r.GenTokens/2
 			sr := ScaleRow{Model: name, Row: r, BytesTandem: db.at(depth, 4), BytesLlama: db.at(depth, kvElem)}
+			if i < len(fast) {
+				sr.setFast(&fast[i].Tandem)
+			}
 			sr.shares(rep.Bandwidth)
 			fmt.Fprintf(stderr, "scale: %s %s: DRAM bound share tandem %s llama.cpp %s native %s\n", name, r.Config, fmtShare(sr.DRAMTandem), fmtShare(sr.DRAMLlama), fmtShare(sr.DRAMNative))
 			rep.Rows = append(rep.Rows, sr)
@@ -360,6 +393,7 @@ func scaleTargets(rep *ScaleReport) []Target {
 					Want: fmt.Sprintf("≥ %.0f%%", 100*wantDRAMShare), Value: *r.DRAMTandem, Met: *r.DRAMTandem >= wantDRAMShare})
 			}
 			ratioTarget(fmt.Sprintf("%s prefill vs %s, %d thread(s)", r.Model, base, r.Threads), prefill)
+			ratioTarget(fmt.Sprintf("%s prefill at --cpu-precision fast (llama.cpp's int8 arithmetic) vs %s, %d thread(s)", r.Model, base, r.Threads), r.FastPrefillRatio)
 		case r.Kind == kindLong && r.PromptTokens == targetLongPrompt:
 			ratioTarget(fmt.Sprintf("P = %d prefill vs %s, %d thread(s)", r.PromptTokens, base, r.Threads), prefill)
 			ratioTarget(fmt.Sprintf("decode at depth %d vs %s, %d thread(s)", r.PromptTokens, base, r.Threads), decode)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -41,9 +42,13 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 	if busy(rep.Machine.LoadAvgStart) {
 		p("**The machine was busy when this run started (load average %s): these numbers are unreliable.**\n\n", rep.Machine.LoadAvgStart)
 	}
-	p("`make bench`'s scale phase on %s, %d logical cores; Tandem %s kernels, KV f32; llama.cpp as in the CPU sections (%s, KV %s). "+
+	p("`make bench`'s scale phase on %s, %d logical cores; Tandem %s kernels, KV f32, --cpu-precision %s; llama.cpp as in the CPU sections (%s, KV %s). "+
 		"Single stream, greedy, the same random prompt ids for every engine; each number is the median of %d repetition(s) after one warm-up (few, because these rows take minutes). ",
-		orUnknown(rep.Machine.CPU), rep.Machine.Cores, orUnknown(rep.Tandem.Kernels), scaleColumns(rep), kvOf(rep), repsOf(rep))
+		orUnknown(rep.Machine.CPU), rep.Machine.Cores, orUnknown(rep.Tandem.Kernels), orUnknown(rep.Tandem.Precision), scaleColumns(rep), kvOf(rep), repsOf(rep))
+	if slices.ContainsFunc(rep.Rows, func(r ScaleRow) bool { return r.Fast != nil }) {
+		p("Tandem's default precision computes prompt tokens at 15 bits (an int8 row and its int8 residual: twice the integer work of prefill, for logits within about 1e-3 of float64); "+
+			"llama.cpp's activations are int8. \"prefill Tandem fast\" is the same model again at --cpu-precision fast, llama.cpp's arithmetic. ")
+	}
 	if rep.NativeMissing != "" {
 		p("**No native llama.cpp column (%s): the targets use the prebuilt libraries.** ", rep.NativeMissing)
 	}
@@ -72,9 +77,13 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 			return
 		}
 		p("#### %s\n\n", title)
+		hasFast := slices.ContainsFunc(rows, func(r ScaleRow) bool { return r.Fast != nil })
 		head := []string{"model", "threads", "P", "D", "prefill Tandem"}
 		for _, c := range cols {
 			head = append(head, "prefill "+c.name, "ratio")
+		}
+		if hasFast {
+			head = append(head, "prefill Tandem fast", "ratio")
 		}
 		head = append(head, "decode Tandem")
 		for _, c := range cols {
@@ -96,6 +105,9 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 			for _, c := range cols {
 				m, pre, _, _ := c.of(r.Row)
 				cells = append(cells, llamaNum(m, true), fmtRatio(pre))
+			}
+			if hasFast {
+				cells = append(cells, llamaNum(r.Fast, true), fmtRatio(r.FastPrefillRatio))
 			}
 			cells = append(cells, fmt.Sprintf("%.2f", r.Tandem.Decode))
 			for _, c := range cols {

@@ -90,7 +90,7 @@ func TestScaleTargets(t *testing.T) {
 	native := &Measure{Decode: 10, Prefill: 100}
 	rep := &ScaleReport{
 		Rows: []ScaleRow{
-			{Model: "1b-q4_0", Row: Row{Config: Config{Kind: kindModel, Threads: 1}, Native: native, NativeDecodeRatio: f(0.95), NativePrefillRatio: f(0.5)}, DRAMTandem: f(0.8)},
+			{Model: "1b-q4_0", Row: Row{Config: Config{Kind: kindModel, Threads: 1}, Native: native, NativeDecodeRatio: f(0.95), NativePrefillRatio: f(0.5)}, DRAMTandem: f(0.8), FastPrefillRatio: f(0.91)},
 			{Model: "1b-q8_0", Row: Row{Config: Config{Kind: kindModel, Threads: 1}, Native: native, NativeDecodeRatio: f(0.5)}},
 			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 2048}, Native: native, NativeDecodeRatio: f(1.2), NativePrefillRatio: f(0.89)}},
 			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 8192}, Native: native, NativeDecodeRatio: f(0.1)}},
@@ -105,6 +105,7 @@ func TestScaleTargets(t *testing.T) {
 		"1b-q4_0 decode vs llama.cpp native, 1 thread(s) 0.95× yes",
 		"1b-q4_0 decode, share of the DRAM bound, 1 thread(s) 80% yes",
 		"1b-q4_0 prefill vs llama.cpp native, 1 thread(s) 0.50× no",
+		"1b-q4_0 prefill at --cpu-precision fast (llama.cpp's int8 arithmetic) vs llama.cpp native, 1 thread(s) 0.91× yes",
 		"P = 2048 prefill vs llama.cpp native, 2 thread(s) 0.89× no",
 		"decode at depth 2048 vs llama.cpp native, 2 thread(s) 1.20× yes",
 		"memory the CPU backend allocates loading the model, share of the weights file (mapped, not copied) 60% no",
@@ -156,6 +157,10 @@ func TestScaleQuick(t *testing.T) {
 		if r.Tandem.Decode <= 0 || r.BytesTandem <= 0 || r.DRAMTandem == nil || *r.DRAMTandem <= 0 {
 			t.Errorf("%s %v: decode %g, bytes %g, DRAM share %v", r.Model, r.Config, r.Tandem.Decode, r.BytesTandem, r.DRAMTandem)
 		}
+		// The run's precision is the default (prompt): model rows are measured again at fast.
+		if fast := r.Fast != nil && r.Fast.Prefill > 0; fast != (r.Kind == kindModel) {
+			t.Errorf("%s %v: fast-precision measure %+v", r.Model, r.Config, r.Fast)
+		}
 	}
 	want := []string{
 		"tiny-q4_0 model threads=1 streams=1 P=16 D=8",
@@ -172,7 +177,7 @@ func TestScaleQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{scaleBegin, scaleEnd, "Quick smoke run", "% of DRAM bound Tandem", "Long context on tiny.gguf"} {
+	for _, w := range []string{scaleBegin, scaleEnd, "Quick smoke run", "% of DRAM bound Tandem", "Long context on tiny.gguf", "prefill Tandem fast"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("doc lacks %q:\n%s", w, md)
 		}
