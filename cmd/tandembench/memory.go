@@ -25,10 +25,13 @@ import (
 // context, next to llama.cpp's bench process (scripts/llamabench) on the
 // same model, context and prompt.
 
-// wantCopiedShare: what the engine allocates besides the mapped file when
-// it loads the model stays under half the weights file, i.e. the weights
-// are mapped, not copied.
-const wantCopiedShare = 0.5
+// wantResidentShare: the weights are resident once, never copied twice.
+// The CPU backend repacks every matrix into its kernels' layout (as
+// llama.cpp's CPU_REPACK buffers do) and then releases the mapped pages
+// it packed from, so the repacked heap plus the engine's resident pages
+// of the model file stay near one weights file; a second copy would be
+// two.
+const wantResidentShare = 1.5
 
 // memoryGen is the request's output tokens.
 const memoryGen = 16
@@ -41,6 +44,11 @@ type ProcMem struct {
 	VmHWMKiB   int64  `json:"vm_hwm_kib"`
 	RssAnonKiB int64  `json:"rss_anon_kib"`
 	RssFileKiB int64  `json:"rss_file_kib"`
+	// ModelPssKiB is the resident part of the process's mappings of the
+	// model file, from /proc/PID/smaps (Tandem's engine; 0 elsewhere):
+	// its Pss, so that a page another process maps too (a second server
+	// on the same file) counts by its share.
+	ModelPssKiB int64 `json:"model_pss_kib,omitempty"`
 }
 
 // MemoryEngine is one engine's processes; PeakKiB sums their peaks.
@@ -78,13 +86,18 @@ type MemoryPart struct {
 	Native        *MemoryEngine `json:"llama_cpp_native,omitempty"`
 }
 
-// copiedShare is LoadHeapBytes as a share of the weights file (ok false
-// without the numbers).
-func (m *MemoryPart) copiedShare() (float64, bool) {
-	if m.LoadHeapBytes <= 0 || m.WeightsBytes <= 0 {
+// residentShare is the weights Tandem's engine holds, LoadHeapBytes plus
+// its resident pages of the model file at the end, as a share of the
+// weights file (ok false without the numbers).
+func (m *MemoryPart) residentShare() (float64, bool) {
+	if m.LoadHeapBytes <= 0 || m.WeightsBytes <= 0 || m.Tandem == nil {
 		return 0, false
 	}
-	return float64(m.LoadHeapBytes) / float64(m.WeightsBytes), true
+	var mapped int64
+	for _, p := range m.Tandem.Processes {
+		mapped += p.ModelPssKiB << 10
+	}
+	return float64(m.LoadHeapBytes+mapped) / float64(m.WeightsBytes), true
 }
 
 // loadHeap is the Go heap loading path into the CPU backend adds.
@@ -228,6 +241,13 @@ func serveMemory(ctx context.Context, o options, mp *MemoryPart, prompt []int32,
 	if resp.StatusCode != http.StatusOK {
 		return fail(fmt.Errorf("completion: %s: %s", resp.Status, got))
 	}
+	modelPath, err := filepath.Abs(o.model)
+	if err != nil {
+		return fail(err)
+	}
+	if p, err := filepath.EvalSymlinks(modelPath); err == nil {
+		modelPath = p
+	}
 	ps := []ProcMem{readProcMem(cmd.Process.Pid, "serve")}
 	for _, child := range childPIDs(cmd.Process.Pid) {
 		role := "child"
@@ -236,7 +256,11 @@ func serveMemory(ctx context.Context, o options, mp *MemoryPart, prompt []int32,
 				role = f[1] // tandem engine … / tandem frontend …
 			}
 		}
-		ps = append(ps, readProcMem(child, role))
+		pm := readProcMem(child, role)
+		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", child)); err == nil {
+			pm.ModelPssKiB = mappedPssKiB(smaps, modelPath)
+		}
+		ps = append(ps, pm)
 	}
 	return newMemoryEngine(ps...), nil
 }
@@ -298,6 +322,25 @@ func readProcMem(pid int, role string) ProcMem {
 	}
 	p.VmHWMKiB, p.RssAnonKiB, p.RssFileKiB = statusKiB(data, "VmHWM"), statusKiB(data, "RssAnon"), statusKiB(data, "RssFile")
 	return p
+}
+
+// mappedPssKiB sums the Pss of the mappings of file in a /proc/PID/smaps
+// text: a mapping's header line ends with its path, its "Pss:" line
+// follows.
+func mappedPssKiB(smaps []byte, file string) int64 {
+	var total int64
+	in := false
+	for line := range strings.SplitSeq(string(smaps), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			in = len(f) >= 6 && strings.Join(f[5:], " ") == file // address perms offset dev inode [path]
+		case in && len(f) >= 2 && f[0] == "Pss:":
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			total += n
+		}
+	}
+	return total
 }
 
 // statusKiB is the kB value of a "Name:" line of a /proc status file.

@@ -138,11 +138,12 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 			"(real processes: the supervisor, its engine and its frontend), next to llama.cpp's bench process with n_ctx %d on the same prompt. "+
 			"Peak is VmHWM from /proc/PID/status (summed over Tandem's processes); anonymous and file-backed (mapped weights, binary) RSS are read at the end. "+
 			"Weights file %s; KV pool for the context: Tandem %s (f32), llama.cpp %s (%s); pages of it never written are not resident. "+
-			"Loading the model into Tandem's CPU backend allocates %s of Go heap besides the mapped file (measured in-process: its repacked matrices, kernels.Pack); "+
+			"Loading the model into Tandem's CPU backend allocates %s of Go heap besides the mapped file (measured in-process: its repacked matrices, kernels.Pack, as llama.cpp's CPU_REPACK buffers); "+
+			"the engine then releases the mapped pages it packed from, and \"model file resident\" is what stays of its mappings of the file (Pss in /proc/PID/smaps: pages read in place, such as the embedding rows of the tokens seen; a page another process maps too counts by its share). "+
 			"llama.cpp's weights sit in %s.\n\n",
 			m.PromptTokens, m.GenTokens, m.Threads, m.Ctx, m.KVBytesTandem, m.Ctx, fmtBytes(float64(m.WeightsBytes)), fmtBytes(float64(m.KVBytesTandem)), fmtBytes(float64(m.KVBytesLlama)), kvOf(rep),
 			fmtBytes(float64(m.LoadHeapBytes)), llamaBuffers(rep))
-		p("| engine | process | peak RSS | anonymous at end | file-backed at end |\n|---|---|---:|---:|---:|\n")
+		p("| engine | process | peak RSS | anonymous at end | file-backed at end | model file resident |\n|---|---|---:|---:|---:|---:|\n")
 		for _, e := range []struct {
 			name string
 			m    *MemoryEngine
@@ -151,10 +152,14 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 				continue
 			}
 			for _, pr := range e.m.Processes {
-				p("| %s | %s | %s | %s | %s |\n", e.name, pr.Role, fmtKiB(pr.VmHWMKiB), fmtKiB(pr.RssAnonKiB), fmtKiB(pr.RssFileKiB))
+				resident := "—"
+				if pr.ModelPssKiB > 0 {
+					resident = fmtKiB(pr.ModelPssKiB)
+				}
+				p("| %s | %s | %s | %s | %s | %s |\n", e.name, pr.Role, fmtKiB(pr.VmHWMKiB), fmtKiB(pr.RssAnonKiB), fmtKiB(pr.RssFileKiB), resident)
 			}
 			if len(e.m.Processes) > 1 {
-				p("| %s | **all** | **%s** | | |\n", e.name, fmtKiB(e.m.PeakKiB))
+				p("| %s | **all** | **%s** | | | |\n", e.name, fmtKiB(e.m.PeakKiB))
 			}
 		}
 		p("\n")

@@ -95,7 +95,8 @@ func TestScaleTargets(t *testing.T) {
 			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 2048}, Native: native, NativeDecodeRatio: f(1.2), NativePrefillRatio: f(0.89)}},
 			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 8192}, Native: native, NativeDecodeRatio: f(0.1)}},
 		},
-		Memory: &MemoryPart{WeightsBytes: 100 << 20, LoadHeapBytes: 60 << 20},
+		Memory: &MemoryPart{WeightsBytes: 100 << 20, LoadHeapBytes: 130 << 20, Tandem: newMemoryEngine(
+			ProcMem{Role: "serve"}, ProcMem{Role: "engine", ModelPssKiB: 30 << 10}, ProcMem{Role: "frontend"})},
 	}
 	var got []string
 	for _, tg := range scaleTargets(rep) {
@@ -108,10 +109,32 @@ func TestScaleTargets(t *testing.T) {
 		"1b-q4_0 prefill at --cpu-precision fast (llama.cpp's int8 arithmetic) vs llama.cpp native, 1 thread(s) 0.91× yes",
 		"P = 2048 prefill vs llama.cpp native, 2 thread(s) 0.89× no",
 		"decode at depth 2048 vs llama.cpp native, 2 thread(s) 1.20× yes",
-		"memory the CPU backend allocates loading the model, share of the weights file (mapped, not copied) 60% no",
+		"weights the engine holds (repacked heap + resident pages of the model file), share of the weights file (resident once) 160% no",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+}
+
+func TestMappedRssKiB(t *testing.T) {
+	smaps := []byte(`55d0c0000000-55d0c0100000 r-xp 00000000 fd:01 42                         /usr/bin/tandem
+Rss:                 100 kB
+7f0000000000-7f0001000000 r--p 00000000 fd:01 77                         /m/a model.gguf
+Size:              16384 kB
+Rss:                 600 kB
+Pss:                 300 kB
+7f0001000000-7f0002000000 rw-p 00000000 00:00 0 
+Rss:                  50 kB
+7f0002000000-7f0003000000 r--p 01000000 fd:01 77                         /m/a model.gguf
+Rss:                  20 kB
+Pss:                  20 kB
+VmFlags: rd mr mw me sd
+`)
+	if got := mappedPssKiB(smaps, "/m/a model.gguf"); got != 320 {
+		t.Errorf("model file Pss %d kB, want 320", got)
+	}
+	if got := mappedPssKiB(smaps, "/m/other.gguf"); got != 0 {
+		t.Errorf("unmapped file Pss %d kB, want 0", got)
 	}
 }
 
