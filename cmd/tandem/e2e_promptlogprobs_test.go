@@ -96,6 +96,7 @@ func TestPromptLogprobsModel(t *testing.T) {
 			}
 		}
 		checkPromptLogprobs(t, ch["prompt_logprobs"], promptIDs, 1)
+		t.Run("streamed", func(t *testing.T) { checkStreamedEcho(t, base, prompt, ch) })
 	})
 
 	t.Run("chat prompt_logprobs", func(t *testing.T) {

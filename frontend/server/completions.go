@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // nowUnix is the "created" clock; tests replace it.
@@ -90,7 +91,14 @@ func (s *Server) completions(c echo.Context) error {
 	src := s.sourceFor(&req.Params, req.Logprobs)
 	if req.Stream {
 		st := &completionStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint,
-			echo: func(choice int) string { return echoText(choice / n) }, logprobs: req.Logprobs != nil}
+			echo: func(choice int) string { return echoText(choice / n) }, logprobs: req.Logprobs != nil,
+			started: map[int]bool{}, sent: map[int]int{}}
+		if req.Echo && req.Logprobs != nil {
+			asIDs := s.tokensAsIDs(&req.Params)
+			st.echoLogprobs = func(choice int, lp *wire.Logprobs) *openai.CompletionLogprobs {
+				return s.echoedLogprobs(prompts[choice/n], lp, asIDs)
+			}
+		}
 		if req.ReturnTokenIDs {
 			st.promptIDs = func(choice int) []int32 { return prompts[choice/n] }
 			st.sentPrompt = map[int]bool{}
@@ -113,7 +121,7 @@ func (s *Server) completions(c echo.Context) error {
 		if req.Logprobs != nil {
 			ch.Logprobs = completionLogprobs(r.logprobs, len(prefix))
 			if req.Echo { // vLLM: the echoed prompt's tokens come first, the first with null
-				ch.Logprobs = appendLogprobs(s.echoedLogprobs(prompts[i/plan.numReturned], r.promptLogprobs), ch.Logprobs)
+				ch.Logprobs = appendLogprobs(s.echoedLogprobs(prompts[i/plan.numReturned], r.promptLogprobs, s.tokensAsIDs(&req.Params)), ch.Logprobs)
 			}
 		}
 		ch.PromptLogprobs = s.promptLogprobsOf(r.promptLogprobs)
@@ -151,8 +159,15 @@ type completionStreamer struct {
 	created     int64
 	model       string
 	fingerprint string
-	echo        func(choice int) string
-	logprobs    bool
+	// echo is the prompt text a choice starts with ("" without echo),
+	// sent with its first tokens as vLLM does; echoLogprobs, with echo
+	// and logprobs, is that prompt's logprobs from the engine's prompt
+	// logprobs (which come with the first tokens).
+	echo         func(choice int) string
+	echoLogprobs func(choice int, lp *wire.Logprobs) *openai.CompletionLogprobs
+	logprobs     bool
+	started      map[int]bool // choices whose first chunk is sent
+	sent         map[int]int  // text bytes sent per choice: the next text_offset
 	// promptIDs, with return_token_ids, is a choice's prompt, sent on its
 	// first chunk (sentPrompt); every chunk then carries its tokens.
 	promptIDs  func(choice int) []int32
@@ -175,26 +190,35 @@ func (cs *completionStreamer) base() openai.CompletionChunk {
 	return openai.CompletionChunk{ID: cs.id, Object: openai.ObjectTextCompletion, Created: cs.created, Model: cs.model, SystemFingerprint: cs.fingerprint}
 }
 
-func (cs *completionStreamer) first(index int, u *openai.Usage) any {
-	if t := cs.echo(index); t != "" {
-		ch := cs.base()
-		choice := openai.CompletionChunkChoice{Index: index, Text: t}
-		cs.withTokenIDs(&choice, nil)
-		ch.Choices = []openai.CompletionChunkChoice{choice}
-		ch.Usage = u
-		return ch
-	}
-	return nil
-}
+// first sends nothing: completions have no role chunk, and the echo goes
+// with the first tokens.
+func (cs *completionStreamer) first(int, *openai.Usage) any { return nil }
 
+// chunk is a choice's next text and logprobs. A choice's first chunk
+// starts with its echoed prompt and, with logprobs, the prompt's
+// logprobs (the first token's null), as vLLM's; text_offset counts the
+// choice's text sent before.
 func (cs *completionStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
-	if ev.text == "" && ev.finish == "" && len(lps) == 0 {
+	first := !cs.started[ev.index]
+	echo := ""
+	if first {
+		echo = cs.echo(ev.index)
+	}
+	echoing := first && (echo != "" || cs.echoLogprobs != nil)
+	if !echoing && ev.text == "" && ev.finish == "" && len(lps) == 0 {
 		return nil
 	}
+	cs.started[ev.index] = true
+	offset := cs.sent[ev.index]
+	text := echo + ev.text
+	cs.sent[ev.index] += len(text)
 	ch := cs.base()
-	choice := openai.CompletionChunkChoice{Index: ev.index, Text: ev.text}
+	choice := openai.CompletionChunkChoice{Index: ev.index, Text: text}
 	if cs.logprobs {
-		choice.Logprobs = completionLogprobs(lps, 0)
+		choice.Logprobs = completionLogprobs(lps, offset+len(echo))
+		if echoing && cs.echoLogprobs != nil {
+			choice.Logprobs = appendLogprobs(cs.echoLogprobs(ev.index, ev.promptLogprobs), choice.Logprobs)
+		}
 	}
 	if ev.finish != "" {
 		f := ev.finish

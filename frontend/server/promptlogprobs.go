@@ -66,11 +66,19 @@ func (s *Server) promptLogprobsOf(lp *wire.Logprobs) openai.PromptLogprobs {
 // echoedLogprobs is the completions logprobs of an echoed prompt (echo
 // with logprobs, as vLLM): the first token has none (null), the others
 // the prompt logprobs' entries; offsets count from the prompt's start.
-func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs) *openai.CompletionLogprobs {
+// asIDs writes tokens as "token_id:N" (return_tokens_as_token_ids).
+func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs, asIDs bool) *openai.CompletionLogprobs {
 	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []map[string]openai.Logprob{}, TextOffset: []int{}}
+	textOf := func(id int32) string {
+		if asIDs {
+			return tokenIDText(id)
+		}
+		t, _ := tokenText(s.tok, id)
+		return t
+	}
 	offset := 0
 	for i, id := range prompt {
-		text, _ := tokenText(s.tok, id)
+		text := textOf(id)
 		out.Tokens = append(out.Tokens, text)
 		out.TextOffset = append(out.TextOffset, offset)
 		offset += len(text)
@@ -84,8 +92,7 @@ func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs) *openai.Compl
 		out.TokenLogprobs = append(out.TokenLogprobs, &l)
 		top := map[string]openai.Logprob{text: l}
 		for j := 1; j < len(lp.TokenIDs[p]); j++ {
-			t, _ := tokenText(s.tok, lp.TokenIDs[p][j])
-			top[t] = openai.Logprob(lp.Logprobs[p][j])
+			top[textOf(lp.TokenIDs[p][j])] = openai.Logprob(lp.Logprobs[p][j])
 		}
 		out.TopLogprobs = append(out.TopLogprobs, top)
 	}
@@ -111,11 +118,11 @@ func appendLogprobs(a, b *openai.CompletionLogprobs) *openai.CompletionLogprobs 
 
 // completionPromptLogprobs is the prompt_logprobs a completions request
 // asks the engine for: its own, else with echo its logprobs (vLLM's
-// to_sampling_params), none when streaming (refused, or echo's, which
-// streams without them).
+// to_sampling_params). A stream sends no prompt_logprobs (Validate
+// refuses all but 0), so it asks only for what echo with logprobs shows.
 func completionPromptLogprobs(req *openai.CompletionRequest) *int {
 	switch {
-	case req.Stream:
+	case req.Stream && (!req.Echo || req.Logprobs == nil):
 		return nil
 	case req.PromptLogprobs != nil:
 		return req.PromptLogprobs
