@@ -45,6 +45,9 @@ type Config struct {
 	HeartbeatTimeout    time.Duration  // a frontend silent this long is gone
 	MaxSessionRecords   int            // session records kept at most (LRU); default 16384
 	KVEvents            KVEventsConfig // the KV-events PUB socket's topic, layout and buffers
+	// MaxLogprobs caps logprobs and prompt_logprobs per token (vLLM's
+	// --max-logprobs); -1 = the whole vocabulary; nil = 20, vLLM's default.
+	MaxLogprobs *int
 	// Vocab is what each token id stands for, for structured outputs
 	// (enginecore/structured); nil: requests with a constraint are refused.
 	Vocab   *gguf.Vocab
@@ -131,6 +134,12 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 	cfg.ServedModelName = ServedName(cfg.ServedModelName, cfg.Model)
 	if cfg.BlockSize <= 0 || cfg.NumBlocks <= 0 {
 		return nil, fmt.Errorf("enginecore: block size %d and block count %d must be positive", cfg.BlockSize, cfg.NumBlocks)
+	}
+	if cfg.MaxLogprobs == nil {
+		n := wire.DefaultMaxLogprobs
+		cfg.MaxLogprobs = &n
+	} else if *cfg.MaxLogprobs < -1 {
+		return nil, fmt.Errorf("enginecore: max logprobs %d: want -1 (the whole vocabulary) or ≥ 0", *cfg.MaxLogprobs)
 	}
 	if cfg.LongPrefillTokenThreshold < 0 || cfg.StepTarget < 0 {
 		return nil, fmt.Errorf("enginecore: long-prefill-token-threshold %d and target-step-time %v must not be negative", cfg.LongPrefillTokenThreshold, cfg.StepTarget)

@@ -51,6 +51,7 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 		EngineID:        e.engineID,
 		PID:             e.pid,
 		Version:         e.cfg.Version,
+		MaxLogprobs:     *e.cfg.MaxLogprobs,
 	}
 	if h.ProtocolVersion != wire.ProtocolVersion {
 		ready.Error = fmt.Sprintf("protocol version mismatch: frontend speaks %d, engine speaks %d", h.ProtocolVersion, wire.ProtocolVersion)
@@ -72,7 +73,7 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	if !e.clients.ready(client) {
 		return []Out{e.reject(now, client, r.RequestID, wire.CodeUnknownFrontend, "unknown frontend: send HELLO first")}
 	}
-	if err := validateRequest(r, int32(e.be.Model().VocabSize)); err != nil {
+	if err := validateRequest(r, int32(e.be.Model().VocabSize), *e.cfg.MaxLogprobs); err != nil {
 		return fail("%v", err)
 	}
 	req := sched.NewRequest(r, client, e.eos)

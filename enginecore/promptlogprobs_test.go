@@ -137,3 +137,58 @@ func TestPromptLogprobsEngine(t *testing.T) {
 		t.Errorf("chunked greedy tokens %v, want %v", tokens(got), tokens(plain))
 	}
 }
+
+// TestMaxLogprobsEngine: --max-logprobs reaches READY and the requests'
+// checks; with -1 a request gets the whole vocabulary per position, as
+// vLLM's max_logprobs -1 allows.
+func TestMaxLogprobsEngine(t *testing.T) {
+	cfg, w := model.Dummy(64)
+	be, err := cpu.New(cfg, w, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	newEngine := func(max *int) (*Engine, error) {
+		return NewEngine(Config{MaxModelLen: 64, BlockSize: 4, NumBlocks: 64, MaxNumSeqs: 4, MaxNumBatchedTokens: 64, MaxLogprobs: max,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, be)
+	}
+	if _, err := newEngine(ptrTo(-2)); err == nil {
+		t.Error("max logprobs -2 accepted; want an error")
+	}
+	for _, tt := range []struct {
+		max  *int
+		want int
+	}{{nil, 20}, {ptrTo(-1), -1}, {ptrTo(3), 3}} {
+		e, err := newEngine(tt.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs := e.Handle(time.Unix(1000, 0), "fe", &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "fe"})
+		if r, ok := outs[0].Payload.(*wire.Ready); !ok || r.MaxLogprobs != tt.want {
+			t.Errorf("max logprobs %v: READY %+v, want max_logprobs %d", tt.max, outs[0].Payload, tt.want)
+		}
+	}
+
+	e, err := newEngine(ptrTo(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Handle(time.Unix(1000, 0), "fe", &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "fe"})
+	sp := wire.DefaultSamplingParams()
+	sp.Temperature, sp.MaxTokens, sp.IgnoreEOS, sp.Logprobs, sp.PromptLogprobs = 0, 2, true, ptrTo(-1), ptrTo(-1)
+	outs := runToEnd(t, e, &wire.EngineCoreRequest{RequestID: "all", PromptTokenIDs: []int32{5, 6, 7}, SamplingParams: sp})
+	if outs[0].FinishReason == wire.FinishError {
+		t.Fatalf("refused: %v", outs[0].StopReason)
+	}
+	v := cfg.VocabSize
+	for p, row := range outs[0].NewPromptLogprobs.TokenIDs {
+		if len(row) != v+1 { // the prompt token, then every token by rank
+			t.Errorf("prompt row %d: %d entries, want %d", p, len(row), v+1)
+		}
+	}
+	for i, o := range outs {
+		if n := len(o.NewLogprobs.TokenIDs[0]); n != v+1 {
+			t.Errorf("output %d: %d logprobs, want %d", i, n, v+1)
+		}
+	}
+}

@@ -13,16 +13,15 @@ const (
 	maxIDBytes        = 1024 // request_id, external id, session id, cache salt
 	maxStopTokenIDs   = 1024
 	maxLogitBiasTerms = 1024
-	maxLogprobs       = 20  // top logprobs per token, as vLLM's default max_logprobs
 	maxLogprobTokens  = 128 // logprob_token_ids, vLLM's MAX_LOGPROB_TOKEN_IDS
 	maxAllowedTokens  = 1 << 20
 )
 
-// validateRequest checks an ADD against the model (vocab token ids) the
-// way the HTTP layer checks a request, so that a hostile or buggy peer
+// validateRequest checks an ADD against the model (vocab token ids) and
+// max logprobs (-1: the vocabulary) the way the HTTP layer checks a request, so that a hostile or buggy peer
 // gets a per-request error instead of a panic or an unbounded cost. The
 // scheduler then checks the lengths against max_model_len and the cache.
-func validateRequest(r *wire.EngineCoreRequest, vocab int32) error {
+func validateRequest(r *wire.EngineCoreRequest, vocab int32, maxLogprobs int) error {
 	for _, f := range []struct{ name, v string }{
 		{"request_id", r.RequestID}, {"external_req_id", r.ExternalReqID}, {"session_id", r.SessionID}, {"cache_salt", r.CacheSalt},
 	} {
@@ -73,7 +72,7 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32) error {
 	case p.ConstraintPrefix > 0 && p.StructuredOutputs == nil:
 		return fmt.Errorf("_tandem_constraint_prefix needs structured_outputs")
 	}
-	if err := validateLogprobs(p, vocab); err != nil {
+	if err := validateLogprobs(p, vocab, maxLogprobs); err != nil {
 		return err
 	}
 	for _, t := range p.StopTokenIDs {
@@ -92,14 +91,16 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32) error {
 // validateLogprobs checks logprobs, prompt_logprobs, logprob_token_ids and
 // allowed_token_ids with vLLM's rules and messages (SamplingParams'
 // _validate_logprobs and _validate_allowed_token_ids): -1 stands for the
-// whole vocabulary, which max logprobs (20, vLLM's default) then refuses.
-func validateLogprobs(p *wire.SamplingParams, vocab int32) error {
+// whole vocabulary, in a request as in maxLogprobs (--max-logprobs, 20 by
+// default, which then refuses a request's -1).
+func validateLogprobs(p *wire.SamplingParams, vocab int32, maxLogprobs int) error {
 	count := func(n int) int {
 		if n == -1 {
 			return int(vocab)
 		}
 		return n
 	}
+	maxLogprobs = count(maxLogprobs)
 	if p.Logprobs != nil {
 		if *p.Logprobs < -1 {
 			return vllmErrorf("logprobs must be non-negative or -1, got %d.", *p.Logprobs)

@@ -83,12 +83,47 @@ func TestValidateRequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := good()
 			tt.mod(r)
-			err := validateRequest(r, model.DummyVocabSize)
+			err := validateRequest(r, model.DummyVocabSize, wire.DefaultMaxLogprobs)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("rejected: %v", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidateMaxLogprobs checks requests against --max-logprobs: -1 lets
+// a request ask for the whole vocabulary, as vLLM's max_logprobs -1.
+func TestValidateMaxLogprobs(t *testing.T) {
+	v := int(model.DummyVocabSize)
+	tests := []struct {
+		name                 string
+		max                  int
+		logprobs, promptLogp *int
+		want                 string // "" = valid
+	}{
+		{"no cap: logprobs -1", -1, ptrTo(-1), nil, ""},
+		{"no cap: prompt_logprobs -1", -1, nil, ptrTo(-1), ""},
+		{"no cap: the vocabulary", -1, ptrTo(v), ptrTo(v), ""},
+		{"no cap: past the vocabulary", -1, ptrTo(v + 1), nil, fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: %d", v+1, v)},
+		{"5: logprobs 5", 5, ptrTo(5), ptrTo(5), ""},
+		{"5: logprobs 6", 5, ptrTo(6), nil, "Requested sample logprobs of 6, which is greater than max allowed: 5"},
+		{"5: prompt_logprobs -1", 5, nil, ptrTo(-1), fmt.Sprintf("Requested prompt logprobs of %d, which is greater than max allowed: 5", v)},
+		{"0: logprobs 0", 0, ptrTo(0), ptrTo(0), ""},
+		{"0: logprobs 1", 0, ptrTo(1), nil, "Requested sample logprobs of 1, which is greater than max allowed: 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &wire.EngineCoreRequest{RequestID: "r", PromptTokenIDs: []int32{1, 2}, SamplingParams: wire.DefaultSamplingParams()}
+			r.SamplingParams.Logprobs, r.SamplingParams.PromptLogprobs = tt.logprobs, tt.promptLogp
+			err := validateRequest(r, model.DummyVocabSize, tt.max)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want):
+				t.Fatalf("error %v, want %q", err, tt.want)
 			}
 		})
 	}

@@ -340,7 +340,7 @@ func (d *dec) outputs() ([]EngineCoreOutput, error) {
 
 var readyFields = []string{
 	"protocol_version", "engine_index", "error", "model", "served_model_name", "max_model_len",
-	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version",
+	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version", "max_logprobs",
 }
 
 func (r *Ready) encode(e *enc) {
@@ -358,10 +358,11 @@ func (r *Ready) encode(e *enc) {
 	e.str(r.EngineID)
 	e.int(int64(r.PID))
 	e.str(r.Version)
+	e.int(int64(r.MaxLogprobs))
 }
 
 func (r *Ready) decode(d *dec) error {
-	*r = Ready{}
+	*r = Ready{MaxLogprobs: DefaultMaxLogprobs}
 	n, err := d.arrayLen()
 	if err != nil {
 		return fmt.Errorf("Ready: %w", err)
@@ -395,6 +396,8 @@ func (r *Ready) decode(d *dec) error {
 			r.PID, err = d.int()
 		case 12:
 			r.Version, err = d.str()
+		case 13:
+			r.MaxLogprobs, err = d.int()
 		default:
 			err = d.skip()
 		}

@@ -183,7 +183,7 @@ func TestDecodeTolerance(t *testing.T) {
 			name:    "ready with nil error and missing tail",
 			typ:     wire.MsgReady,
 			payload: []any{1, 0, nil, "m"},
-			want:    &wire.Ready{ProtocolVersion: 1, Model: "m"},
+			want:    &wire.Ready{ProtocolVersion: 1, Model: "m", MaxLogprobs: wire.DefaultMaxLogprobs},
 		},
 		{
 			name:    "utility with nil args",

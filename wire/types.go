@@ -247,6 +247,8 @@ type Hello struct {
 //	10 engine_id        str (random per engine process start)
 //	11 pid              int
 //	12 version          str (tandem build version)
+//	13 max_logprobs     int (--max-logprobs: logprobs per token at most;
+//	                    -1 = the whole vocabulary; absent = 20)
 type Ready struct {
 	ProtocolVersion int
 	EngineIndex     int
@@ -261,7 +263,13 @@ type Ready struct {
 	EngineID        string
 	PID             int
 	Version         string
+	MaxLogprobs     int
 }
+
+// DefaultMaxLogprobs is Ready.MaxLogprobs when a READY leaves it out (an
+// engine from before it): vLLM's default max_logprobs, which such
+// engines enforced.
+const DefaultMaxLogprobs = 20
 
 // Abort is a list of internal request ids (msgpack array of str).
 type Abort struct {

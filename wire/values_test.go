@@ -146,6 +146,7 @@ func sampleReady() *wire.Ready {
 		EngineID:        "e-5f2c",
 		PID:             4242,
 		Version:         "v0.1.0",
+		MaxLogprobs:     -1,
 	}
 }
 

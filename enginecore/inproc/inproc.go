@@ -32,6 +32,7 @@ type Config struct {
 	// MaxNumSeqs requests of MaxModelLen tokens can use.
 	KVCacheBytes         int64
 	DisablePrefixCaching bool
+	MaxLogprobs          *int         // --max-logprobs: logprobs per token at most, -1 = the vocabulary; default 20
 	WarmUpTokens         int          // prompt tokens of the warm-up step before serving; default 64, negative for none
 	Logger               *slog.Logger // default: discard
 }
@@ -89,6 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		MaxNumSeqs:          cfg.MaxNumSeqs,
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
 		EnablePrefixCaching: !cfg.DisablePrefixCaching,
+		MaxLogprobs:         cfg.MaxLogprobs,
 		Vocab:               served.Vocab,
 		Version:             "inproc",
 		Logger:              log,
