@@ -30,6 +30,7 @@ type engineFlags struct {
 	device              string
 	rank                int
 	maxModelLen         int
+	maxLogprobs         int
 	maxNumSeqs          int
 	maxSessionRecords   int
 	maxNumBatchedTokens int
@@ -55,6 +56,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.model, "model", "dummy", `a GGUF file, a Hugging Face directory, or "dummy" (random weights, byte tokenizer)`)
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: dummy, or the model's base name)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "max `tokens` per request, prompt + output")
+	fs.IntVar(&f.maxLogprobs, "max-logprobs", 20, "most logprobs (and prompt_logprobs) a request may ask for per token; -1 = no cap (the whole vocabulary, as a request's -1)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")
 	fs.IntVar(&f.maxSessionRecords, "max-session-records", 16384, "session records (GET /v1/sessions counters) kept at most, least recently active dropped first; a session with no request and no cached block has none")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 2048, "max `tokens` computed per engine step")
@@ -161,6 +163,9 @@ func runEngine(ctx context.Context, args []string) error {
 	if _, _, err := parseDevice(f.device); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	if f.maxLogprobs < -1 {
+		return fmt.Errorf("engine: --max-logprobs %d: want -1 (no cap) or ≥ 0", f.maxLogprobs)
+	}
 	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype}, log)
 	if err != nil {
 		return err
@@ -185,6 +190,7 @@ func runEngine(ctx context.Context, args []string) error {
 		Model:               ref,
 		ServedModelName:     name,
 		MaxModelLen:         f.maxModelLen,
+		MaxLogprobs:         &f.maxLogprobs,
 		BlockSize:           f.blockSize,
 		NumBlocks:           numBlocks,
 		MaxNumSeqs:          f.maxNumSeqs,

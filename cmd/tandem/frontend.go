@@ -208,6 +208,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		ModelRoot:          info.Model,
 		VocabSize:          info.VocabSize,
 		MaxModelLen:        info.MaxModelLen,
+		MaxLogprobs:        &info.MaxLogprobs,
 		BlockSize:          info.BlockSize,
 		NumBlocks:          info.NumBlocks,
 		MaxRequestBody:     f.maxRequestBody,

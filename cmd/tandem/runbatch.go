@@ -118,7 +118,7 @@ func runBatch(ctx context.Context, args []string) error {
 		return fmt.Errorf("run-batch: %w", err)
 	}
 	srv := server.New(server.Config{
-		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, BlockSize: info.BlockSize,
+		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, MaxLogprobs: &info.MaxLogprobs, BlockSize: info.BlockSize,
 		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log, ToolParser: toolParser,
 	}, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)

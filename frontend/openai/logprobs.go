@@ -7,7 +7,8 @@ const MaxLogprobTokenIDs = 128
 // validateLogprobFields checks prompt_logprobs, allowed_token_ids and
 // logprob_token_ids with vLLM's rules and messages (its request models'
 // check_logprobs and SamplingParams' checks). What needs the vocabulary
-// (ids in range, -1 against the max logprobs) the server checks.
+// or the engines' max logprobs (ids in range, counts against the max)
+// the server checks.
 func (p *Params) validateLogprobFields() *Error {
 	if v := p.PromptLogprobs; v != nil {
 		if p.Stream && (*v > 0 || *v == -1) {
@@ -15,9 +16,6 @@ func (p *Params) validateLogprobFields() *Error {
 		}
 		if *v < -1 {
 			return BadRequest("prompt_logprobs", "`prompt_logprobs` must be a positive value or -1.")
-		}
-		if *v > MaxLogprobs {
-			return BadRequest("prompt_logprobs", "Requested prompt logprobs of %d, which is greater than max allowed: %d", *v, MaxLogprobs)
 		}
 	}
 	if p.AllowedTokenIDs != nil && len(p.AllowedTokenIDs) == 0 {

@@ -176,8 +176,8 @@ func (r *ResponsesRequest) Validate() *Error {
 	if r.NumChoices() != 1 || r.UseBeamSearch || r.Echo || r.NumCandidates() != 1 {
 		return BadRequest("n", "The Responses API generates one output; 'n', 'best_of', 'echo' and 'use_beam_search' are not supported.")
 	}
-	if r.TopLogprobs != nil && (*r.TopLogprobs < 0 || *r.TopLogprobs > MaxLogprobs) {
-		return BadRequest("top_logprobs", "'top_logprobs' must be between 0 and %d, got %d.", MaxLogprobs, *r.TopLogprobs)
+	if r.TopLogprobs != nil && *r.TopLogprobs < 0 { // the server checks the max logprobs
+		return BadRequest("top_logprobs", "'top_logprobs' must be at least 0, got %d.", *r.TopLogprobs)
 	}
 	if r.Text != nil && r.Text.Format != nil {
 		if r.ResponseFormat != nil {

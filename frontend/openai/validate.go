@@ -13,9 +13,9 @@ import (
 
 // Limits on request fields.
 const (
-	MaxN         = 128 // most choices per request
-	MaxLogprobs  = 20  // most top logprobs per token (vLLM's default max_logprobs)
-	MaxBeamWidth = 10  // widest beam: each beam step asks for 2·width logprobs, at most MaxLogprobs
+	MaxN               = 128 // most choices per request
+	DefaultMaxLogprobs = 20  // most top logprobs per token unless the engines say (vLLM's default max_logprobs)
+	MaxBeamWidth       = 10  // widest beam: each beam step asks for 2·width logprobs, at most DefaultMaxLogprobs
 
 	// Bounds on what one request may cost (issue #14: one 5 KB body of
 	// prompts × n became 128,000 engine requests; one 8 MB id grew the
@@ -56,8 +56,8 @@ func (r *ChatCompletionRequest) Validate() *Error {
 		return BadRequest("max_completion_tokens", "'max_completion_tokens' must be at least 1, got %d.", *r.MaxCompletionTokens)
 	}
 	if r.TopLogprobs != nil {
-		if v := *r.TopLogprobs; v < -1 || v > MaxLogprobs {
-			return BadRequest("top_logprobs", "'top_logprobs' must be between 0 and %d, or -1 (the whole vocabulary), got %d.", MaxLogprobs, v)
+		if *r.TopLogprobs < -1 { // the server checks the max logprobs
+			return BadRequest("top_logprobs", "`top_logprobs` must be a positive value or -1.")
 		}
 		if *r.TopLogprobs != 0 && !r.Logprobs {
 			return BadRequest("top_logprobs", "'top_logprobs' requires 'logprobs' to be true.")
@@ -100,8 +100,8 @@ func (r *CompletionRequest) Validate() *Error {
 		return e
 	}
 	if r.Logprobs != nil {
-		if v := *r.Logprobs; v < -1 || v > MaxLogprobs {
-			return BadRequest("logprobs", "'logprobs' must be between 0 and %d, or -1 (the whole vocabulary), got %d.", MaxLogprobs, v)
+		if *r.Logprobs < -1 { // the server checks the max logprobs
+			return BadRequest("logprobs", "`logprobs` must be a positive value or -1.")
 		}
 	}
 	if len(r.LogprobTokenIDs) > 0 && r.Logprobs == nil {

@@ -127,6 +127,9 @@ func (s *Server) batchGen(req *openai.ChatCompletionRequest, cm common, internal
 		}
 		lp = &k
 	}
+	if e := s.checkLogprobParams(&req.Params, lp); e != nil {
+		return nil, e
+	}
 	sp, e := samplingParams(&req.Params, maxTokens, lp, s.tok.EOS())
 	if e != nil {
 		return nil, e

@@ -57,8 +57,8 @@ func (s *Server) checkOutput(gens []*genRequest) *openai.Error {
 	total := 0
 	for _, g := range gens {
 		per := 1
-		if lp := g.params.Logprobs; lp != nil && *lp > 0 {
-			per += *lp
+		if lp := g.params.Logprobs; lp != nil && *lp != 0 {
+			per += s.logprobsCount(*lp) // -1: the whole vocabulary
 		}
 		total += g.n * g.params.MaxTokens * per
 		if total > limit {

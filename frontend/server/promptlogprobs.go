@@ -8,8 +8,11 @@ import (
 )
 
 // checkLogprobParams refuses, with vLLM's messages, what needs the
-// vocabulary to check: allowed_token_ids and logprob_token_ids out of it,
-// and -1 logprobs (the whole vocabulary) above the max logprobs.
+// vocabulary or the engines' max logprobs to check: allowed_token_ids and
+// logprob_token_ids out of the vocabulary, and logprobs (the sampled
+// tokens', logprobs in completions, top_logprobs in chat), prompt_logprobs
+// and beam search's 2·width above the max logprobs, -1 counting as the
+// whole vocabulary.
 func (s *Server) checkLogprobParams(p *openai.Params, logprobs *int) *openai.Error {
 	v := int32(s.tok.VocabSize())
 	for _, id := range p.AllowedTokenIDs {
@@ -26,13 +29,50 @@ func (s *Server) checkLogprobParams(p *openai.Params, logprobs *int) *openai.Err
 	if len(bad) > 0 {
 		return openai.BadRequest("logprob_token_ids", "token_id(s) %v in logprob_token_ids contain out-of-vocab token ids. Vocabulary size: %d", bad, v)
 	}
-	if logprobs != nil && *logprobs == -1 && len(p.LogprobTokenIDs) == 0 && int(v) > openai.MaxLogprobs {
-		return openai.BadRequest("logprobs", "Requested sample logprobs of %d, which is greater than max allowed: %d", v, openai.MaxLogprobs)
+	if len(p.LogprobTokenIDs) == 0 { // with them, the engine reports exactly those
+		if e := s.checkMaxLogprobs("logprobs", logprobs); e != nil {
+			return e
+		}
 	}
-	if k := p.PromptLogprobs; k != nil && *k == -1 && int(v) > openai.MaxLogprobs {
-		return openai.BadRequest("prompt_logprobs", "Requested prompt logprobs of %d, which is greater than max allowed: %d", v, openai.MaxLogprobs)
+	if p.UseBeamSearch {
+		n := 2 * p.NumCandidates() // each beam step's candidates
+		if e := s.checkMaxLogprobs("n", &n); e != nil {
+			return e
+		}
+	}
+	if k := p.PromptLogprobs; k != nil && s.logprobsCount(*k) > s.maxLogprobs() {
+		return openai.BadRequest("prompt_logprobs", "Requested prompt logprobs of %d, which is greater than max allowed: %d", s.logprobsCount(*k), s.maxLogprobs())
 	}
 	return nil
+}
+
+// checkMaxLogprobs refuses a logprobs count (nil: none) above the max
+// logprobs, with vLLM's message, naming param.
+func (s *Server) checkMaxLogprobs(param string, logprobs *int) *openai.Error {
+	if logprobs == nil {
+		return nil
+	}
+	if n, limit := s.logprobsCount(*logprobs), s.maxLogprobs(); n > limit {
+		return openai.BadRequest(param, "Requested sample logprobs of %d, which is greater than max allowed: %d", n, limit)
+	}
+	return nil
+}
+
+// maxLogprobs is the most logprobs per token the engines give
+// (Config.MaxLogprobs, -1 standing for the vocabulary).
+func (s *Server) maxLogprobs() int {
+	if s.cfg.MaxLogprobs == nil {
+		return openai.DefaultMaxLogprobs
+	}
+	return s.logprobsCount(*s.cfg.MaxLogprobs)
+}
+
+// logprobsCount is n logprobs per token, -1 being the whole vocabulary.
+func (s *Server) logprobsCount(n int) int {
+	if n == -1 {
+		return s.vocabSize()
+	}
+	return n
 }
 
 // promptLogprobsOf writes the engine's prompt logprobs (rows for prompt

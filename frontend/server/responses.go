@@ -81,6 +81,9 @@ func (s *Server) createResponse(c echo.Context) error {
 		return writeError(c, e)
 	}
 	lp := req.TopLogprobs
+	if e := s.checkMaxLogprobs("top_logprobs", lp); e != nil {
+		return writeError(c, e)
+	}
 	call.logprobs = lp != nil
 	sp, e := samplingParams(&req.Params, maxTokens, lp, s.tok.EOS())
 	if e != nil {

@@ -64,6 +64,10 @@ type Config struct {
 	// VocabSize is the model's vocabulary (READY's vocab_size), which
 	// logit_bias ids must be under; 0 = the tokenizer's.
 	VocabSize int
+	// MaxLogprobs is the engines' max logprobs per token (READY's
+	// max_logprobs, their --max-logprobs); -1 = the whole vocabulary;
+	// nil = 20, vLLM's default.
+	MaxLogprobs *int
 	// ForceIncludeUsage sends usage on every stream, as if each asked
 	// for include_usage and continuous_usage_stats
 	// (--enable-force-include-usage).
