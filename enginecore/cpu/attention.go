@@ -218,6 +218,18 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 		return
 	}
 	sc := st.scores[:rows*bs]
+	if b.kv16 != nil && kernels.HalfDirect(hd) { // float16 blocks read in place
+		kc, vc := b.layerKV16(j.layer)
+		for blk := b0; blk < b1; blk++ {
+			pos := blk * bs
+			np := min(bs, maxN-pos)
+			kOff, vOff := b.blockOffsets(int(table[blk]), kvh)
+			kernels.BlockScoresHalf(sc, q, kc[kOff:], scale)
+			kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
+			kernels.BlockAccumHalf(acc, hd, sc, np, vc[vOff:], b.kvDim)
+		}
+		return
+	}
 	for blk := b0; blk < b1; blk++ {
 		pos := blk * bs
 		np := min(bs, maxN-pos)
@@ -226,6 +238,13 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 		kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
 		kernels.BlockAccum(acc, hd, sc, np, v, stride)
 	}
+}
+
+// blockOffsets is where KV head kvh's keys ([D][B]) and first value row
+// (then every kvDim) of cache block blk start in a layer's K and V.
+func (b *Backend) blockOffsets(blk, kvh int) (kOff, vOff int) {
+	hd, bs := b.cfg.HeadDim, b.blockSize
+	return (blk*b.cfg.NumKVHeads + kvh) * hd * bs, blk*bs*b.kvDim + kvh*hd
 }
 
 // fold merges one span's unnormalized (m, l, acc) into the running
@@ -316,12 +335,12 @@ func (j *attnJob) spanAnyBlock(st *attnState, rows, maxN, b0, b1 int, table []in
 
 // block returns KV head kvh's keys ([D][B]) and first n value rows
 // (stride floats apart) of cache block blk in this layer: slices of a
-// float32 cache, or a float16 cache's converted into the worker's scratch.
+// float32 cache, or a float16 cache's converted into the worker's scratch
+// (where the kernels cannot read it in place).
 func (j *attnJob) block(st *attnState, blk, kvh, n int) (k, v []float32, stride int) {
 	b := j.b
-	hd, bs := b.cfg.HeadDim, b.blockSize
-	kOff := (blk*b.cfg.NumKVHeads + kvh) * hd * bs
-	vOff := blk*bs*b.kvDim + kvh*hd
+	hd := b.cfg.HeadDim
+	kOff, vOff := b.blockOffsets(blk, kvh)
 	if b.kv16 == nil {
 		kc, vc := b.layerKV(j.layer)
 		return kc[kOff:], vc[vOff:], b.kvDim

@@ -140,19 +140,22 @@ func BenchmarkLongContext(b *testing.B) {
 	const chunk = 512
 	for _, n := range []int{2048, 8192} {
 		for _, th := range []int{1, 2} {
-			b.Run(fmt.Sprintf("prefill/depth=%d/threads=%d", n, th), func(b *testing.B) {
-				h := newHarness(b, cfg, w, th, n/16+1, 16, 0)
-				s := &seqState{}
-				toks := prompt(n, 1)
-				for c := 0; c < n-chunk; c += chunk {
-					var warm runner.Step
-					h.add(&warm, s, toks[c:c+chunk], false)
-					h.forward(&warm)
-				}
-				step := &runner.Step{}
-				h.add(step, s, toks[n-chunk:], true)
-				benchForward(b, h, step)
-			})
+			for _, kv := range []KVDtype{KVFloat32, KVFloat16} {
+				b.Run(fmt.Sprintf("prefill/depth=%d/kv=%s/threads=%d", n, kv, th), func(b *testing.B) {
+					h := newHarness(b, cfg, w, th, n/16+1, 16, 0)
+					halfKVIf(b, h, kv, n/16+1)
+					s := &seqState{}
+					toks := prompt(n, 1)
+					for c := 0; c < n-chunk; c += chunk {
+						var warm runner.Step
+						h.add(&warm, s, toks[c:c+chunk], false)
+						h.forward(&warm)
+					}
+					step := &runner.Step{}
+					h.add(step, s, toks[n-chunk:], true)
+					benchForward(b, h, step)
+				})
+			}
 			for _, kv := range []KVDtype{KVFloat32, KVFloat16} {
 				b.Run(fmt.Sprintf("decode/depth=%d/kv=%s/threads=%d", n, kv, th), func(b *testing.B) {
 					h := newHarness(b, cfg, w, th, n/16+1, 16, 0)

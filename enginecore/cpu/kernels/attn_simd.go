@@ -134,3 +134,65 @@ func halfToFloat(dst []float32, src []uint16) {
 //
 //go:noescape
 func halfToFloatF16C(dst *float32, src *uint16, n int)
+
+func halfDirect(d int) bool { return level >= levelAVX2 && hasF16C && d%32 == 0 && d > 0 }
+
+func blockScoresHalf(out, q []float32, k []uint16, d int, s float32) {
+	rows := len(out) / BlockB
+	r := 0
+	for ; r+2 <= rows; r += 2 {
+		o, qq := out[r*BlockB:(r+2)*BlockB], q[r*d:(r+2)*d]
+		scores2HalfAVX2(&o[0], &qq[0], &k[0], d, s)
+	}
+	if r < rows {
+		o, qq := out[r*BlockB:(r+1)*BlockB], q[r*d:(r+1)*d]
+		scores1HalfAVX2(&o[0], &qq[0], &k[0], d, s)
+	}
+}
+
+func blockAccumHalf(acc []float32, d int, w []float32, n int, v []uint16, stride int) {
+	rows := len(acc) / d
+	r := 0
+	for ; r+2 <= rows; r += 2 {
+		for i := 0; i < d; i += 32 {
+			y0, y1 := acc[r*d+i:r*d+i+32], acc[(r+1)*d+i:(r+1)*d+i+32]
+			vv := v[i : (n-1)*stride+i+32]
+			accum2HalfAVX2(&y0[0], &y1[0], &w[r*BlockB], &w[(r+1)*BlockB], n, &vv[0], stride)
+		}
+	}
+	if r < rows {
+		i := 0
+		for ; i+64 <= d; i += 64 {
+			y, vv := acc[r*d+i:r*d+i+64], v[i:(n-1)*stride+i+64]
+			accum1x64HalfAVX2(&y[0], &w[r*BlockB], n, &vv[0], stride)
+		}
+		if i < d { // 32 lanes left: widen them, then accum1's chains
+			var vf [BlockB * 32]float32
+			for p := range min(n, BlockB) {
+				halfToFloatF16C(&vf[p*32], &v[p*stride+i], 4)
+			}
+			accum1(acc[r*d+i:], w[r*BlockB:], n, vf[:], 32)
+		}
+	}
+}
+
+// scores2HalfAVX2 is scores2AVX2 with float16 keys (attn_amd64.s).
+//
+//go:noescape
+func scores2HalfAVX2(out, q *float32, k *uint16, d int, s float32)
+
+// scores1HalfAVX2 is scores1AVX2 with float16 keys.
+//
+//go:noescape
+func scores1HalfAVX2(out, q *float32, k *uint16, d int, s float32)
+
+// accum2HalfAVX2 is accum2AVX2 with float16 value rows, stride halves
+// apart.
+//
+//go:noescape
+func accum2HalfAVX2(y0, y1, w0, w1 *float32, n int, v *uint16, stride int)
+
+// accum1x64HalfAVX2 is accum1x64AVX2 with float16 value rows.
+//
+//go:noescape
+func accum1x64HalfAVX2(y, w *float32, n int, v *uint16, stride int)

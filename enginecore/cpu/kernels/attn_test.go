@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
 // TestBlockKernels checks BlockScores and BlockAccum against float64 on
@@ -196,4 +198,53 @@ func TestHalfToFloat(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBlockKernelsHalf checks that BlockScoresHalf and BlockAccumHalf
+// give, bit for bit, what BlockScores and BlockAccum give on the block
+// widened by HalfToFloat, on every path (direct or converting), for rows
+// and head dims around the register widths and partial blocks.
+func TestBlockKernelsHalf(t *testing.T) {
+	const stride = 3*64 + 32 // V rows of a block are Hkv·D apart
+	toHalf := func(x []float32) []uint16 {
+		h := make([]uint16, len(x))
+		for i, v := range x {
+			h[i] = model.F32ToF16(v)
+		}
+		return h
+	}
+	paths(t, func(t *testing.T) {
+		for _, d := range []int{8, 32, 64, 96, 128} {
+			for _, rows := range []int{1, 2, 3, 5} {
+				for _, n := range []int{1, 7, 16} {
+					t.Run(fmt.Sprintf("d=%d/rows=%d/n=%d", d, rows, n), func(t *testing.T) {
+						q := randX(rows*d, uint64(d*rows))
+						k16 := toHalf(randX(d*BlockB, uint64(d+1)))
+						v16 := toHalf(randX(BlockB*stride, uint64(d+2)))
+						k, v := make([]float32, len(k16)), make([]float32, len(v16))
+						HalfToFloat(k, k16)
+						HalfToFloat(v, v16)
+
+						want, got := make([]float32, rows*BlockB), make([]float32, rows*BlockB)
+						BlockScores(want, q, k, 0.125)
+						BlockScoresHalf(got, q, k16, 0.125)
+						if !bitsEqual(got, want) {
+							t.Fatalf("scores from float16 keys differ:\n%v\n%v", got, want)
+						}
+						accWant := randX(rows*d, 9)
+						accGot := slices.Clone(accWant)
+						BlockAccum(accWant, d, want, n, v, stride)
+						BlockAccumHalf(accGot, d, want, n, v16, stride)
+						if !bitsEqual(accGot, accWant) {
+							t.Fatalf("accumulation from float16 values differs:\n%v\n%v", accGot, accWant)
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+func bitsEqual(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }

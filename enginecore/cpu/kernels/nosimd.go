@@ -31,3 +31,11 @@ func blockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int
 	blockSoftmaxGo(s, rowN, pos, m, l, acc, d)
 }
 func halfToFloat(dst []float32, src []uint16) { halfToFloatGo(dst, src) }
+
+func halfDirect(int) bool { return false }
+func blockScoresHalf(out, q []float32, k []uint16, d int, s float32) {
+	panic("kernels: no float16 attention kernels in this build")
+}
+func blockAccumHalf(acc []float32, d int, w []float32, n int, v []uint16, stride int) {
+	panic("kernels: no float16 attention kernels in this build")
+}
