@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -136,7 +137,8 @@ func (s *Server) completions(c echo.Context) error {
 // completionLogprobs writes logprobs in the completions form. As in
 // OpenAI's API and vLLM, each position's top_logprobs holds the sampled
 // token as well as the logprobs alternatives (so logprobs 0 gives the
-// sampled token alone).
+// sampled token alone), and text_offset counts characters (Unicode code
+// points, Python's len), not bytes.
 func completionLogprobs(lps []tokenLogprob, offset int) *openai.CompletionLogprobs {
 	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []map[string]openai.Logprob{}, TextOffset: []int{}}
 	for _, l := range lps {
@@ -149,7 +151,7 @@ func completionLogprobs(lps []tokenLogprob, offset int) *openai.CompletionLogpro
 		}
 		out.TopLogprobs = append(out.TopLogprobs, top)
 		out.TextOffset = append(out.TextOffset, offset)
-		offset += len(l.token)
+		offset += utf8.RuneCountInString(l.token)
 	}
 	return out
 }
@@ -167,7 +169,7 @@ type completionStreamer struct {
 	echoLogprobs func(choice int, lp *wire.Logprobs) *openai.CompletionLogprobs
 	logprobs     bool
 	started      map[int]bool // choices whose first chunk is sent
-	sent         map[int]int  // text bytes sent per choice: the next text_offset
+	sent         map[int]int  // text characters sent per choice: the next text_offset
 	// promptIDs, with return_token_ids, is a choice's prompt, sent on its
 	// first chunk (sentPrompt); every chunk then carries its tokens.
 	promptIDs  func(choice int) []int32
@@ -211,11 +213,11 @@ func (cs *completionStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *open
 	cs.started[ev.index] = true
 	offset := cs.sent[ev.index]
 	text := echo + ev.text
-	cs.sent[ev.index] += len(text)
+	cs.sent[ev.index] += utf8.RuneCountInString(text)
 	ch := cs.base()
 	choice := openai.CompletionChunkChoice{Index: ev.index, Text: text}
 	if cs.logprobs {
-		choice.Logprobs = completionLogprobs(lps, offset+len(echo))
+		choice.Logprobs = completionLogprobs(lps, offset+utf8.RuneCountInString(echo))
 		if echoing && cs.echoLogprobs != nil {
 			choice.Logprobs = appendLogprobs(cs.echoLogprobs(ev.index, ev.promptLogprobs), choice.Logprobs)
 		}

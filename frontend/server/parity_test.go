@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -287,5 +288,20 @@ func TestReturnTokensAsTokenIDs(t *testing.T) {
 				t.Fatalf("completion tokens, want %q first: %s", tc.want, body)
 			}
 		})
+	}
+}
+
+// TestTextOffsetCountsCharacters: vLLM's text_offset is Python's len of
+// the token strings, code points, so a client can slice the text with it.
+func TestTextOffsetCountsCharacters(t *testing.T) {
+	lps := []tokenLogprob{{token: "é"}, {token: "日本"}, {token: "x"}, {token: "🙂"}, {token: "y"}}
+	got := completionLogprobs(lps, 2).TextOffset
+	if diff := cmp.Diff([]int{2, 3, 5, 6, 7}, got); diff != "" {
+		t.Errorf("text_offset (-want +got):\n%s", diff)
+	}
+	echoed := &openai.CompletionLogprobs{Tokens: []string{"ü", "ber"}, TextOffset: []int{0, 1}, TokenLogprobs: []*openai.Logprob{nil, nil}, TopLogprobs: []map[string]openai.Logprob{nil, nil}}
+	all := appendLogprobs(echoed, completionLogprobs(lps[:2], 9))
+	if diff := cmp.Diff([]int{0, 1, 4, 5}, all.TextOffset); diff != "" {
+		t.Errorf("echoed then generated text_offset (-want +got):\n%s", diff)
 	}
 }

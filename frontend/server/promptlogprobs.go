@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
@@ -121,7 +122,7 @@ func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs, asIDs bool) *
 		text := textOf(id)
 		out.Tokens = append(out.Tokens, text)
 		out.TextOffset = append(out.TextOffset, offset)
-		offset += len(text)
+		offset += utf8.RuneCountInString(text)
 		p := i - 1 // the prompt logprobs' row of position i
 		if lp == nil || p < 0 || p >= len(lp.TokenIDs) {
 			out.TokenLogprobs = append(out.TokenLogprobs, nil)
@@ -145,7 +146,7 @@ func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs, asIDs bool) *
 func appendLogprobs(a, b *openai.CompletionLogprobs) *openai.CompletionLogprobs {
 	end := 0
 	if n := len(a.Tokens); n > 0 {
-		end = a.TextOffset[n-1] + len(a.Tokens[n-1])
+		end = a.TextOffset[n-1] + utf8.RuneCountInString(a.Tokens[n-1])
 	}
 	a.Tokens = append(a.Tokens, b.Tokens...)
 	a.TokenLogprobs = append(a.TokenLogprobs, b.TokenLogprobs...)
