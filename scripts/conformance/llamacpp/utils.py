@@ -1,0 +1,72 @@
+"""Tandem's stand-in for llama.cpp's tools/server/tests/utils.py.
+
+Everything of llama.cpp's utils.py (renamed llama_utils.py in the run tree:
+request helpers, presets, match_regex) is kept; ServerProcess.start runs
+`tandem serve` on the default model instead of llama-server, mapping the
+preset's options onto Tandem's flags. Presets' models (stories260K,
+bert-bge-small, …) are not downloaded: every preset serves Tandem's model
+under the preset's alias.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.environ["TANDEM_CONFORMANCE_DIR"])
+
+import llama_utils  # noqa: E402
+from llama_utils import *  # noqa: E402,F401,F403
+from tandem import Server  # noqa: E402
+
+
+def _template_file(name: str | None) -> str | None:
+    """llama.cpp's --chat-template NAME as a file of its models/templates/."""
+    if not name:
+        return None
+    src = os.environ.get("TANDEM_LLAMA_CPP_SRC", "")
+    for cand in (name, os.path.join(src, "models", "templates", name + ".jinja")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> None:
+    args: list[str] = []
+    if self.n_ctx:
+        per_slot = self.n_ctx // self.n_slots if self.n_slots and not self.kv_unified else self.n_ctx
+        args += ["--max-model-len", str(per_slot)]
+    if self.n_slots:
+        args += ["--max-num-seqs", str(self.n_slots)]
+    if self.n_batch:
+        args += ["--max-num-batched-tokens", str(max(self.n_batch, 32))]
+    if self.api_key:
+        args += ["--api-key", self.api_key]
+    template = _template_file(self.chat_template_file) or _template_file(self.chat_template)
+    if template:
+        args += ["--chat-template", template]
+    elif self.chat_template or self.chat_template_file:
+        print(f"[tandem] llama.cpp chat template {self.chat_template or self.chat_template_file!r} not found; model's own used")
+    ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "model_draft",
+                                             "enable_ctx_shift", "n_predict", "temperature", "reasoning_format",
+                                             "slot_save_path", "pooling", "mmproj_url", "models_dir")
+               if getattr(self, k, None)}
+    if ignored:
+        print(f"[tandem] llama-server options with no Tandem flag, ignored: {ignored}")
+    self._tandem = Server(self.model_alias or "tinyllama-2", args, port=self.server_port, host=self.server_host)
+    self.process = self._tandem.proc
+    llama_utils.server_instances.add(self)
+    self._tandem.wait_healthy(timeout=max(timeout_seconds, 120),
+                              headers={"Authorization": f"Bearer {self.api_key}"} if self.api_key else None)
+    self.ready = True
+
+
+def _stop(self) -> None:
+    llama_utils.server_instances.discard(self)
+    if getattr(self, "_tandem", None):
+        self._tandem.stop()
+        self._tandem = None
+    self.process = None
+
+
+llama_utils.ServerProcess.start = _start
+llama_utils.ServerProcess.stop = _stop
+llama_utils.ServerPreset.load_all = staticmethod(lambda: None)
