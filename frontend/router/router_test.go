@@ -404,3 +404,31 @@ func BenchmarkRouteSession(b *testing.B) {
 		_, _ = r.Route(router.Request{SessionID: "500", TokenIDs: prompt}, es)
 	}
 }
+
+func TestSessionsNewestFirst(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r, err := router.New(router.Config{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ApplySessions(0, &wire.SessionReport{Added: []string{"old"}})
+	now = now.Add(time.Second)
+	r.ApplySessions(1, &wire.SessionReport{Added: []string{"new", "also-new"}})
+	r.ApplySessions(0, &wire.SessionReport{Added: []string{"new"}})
+	tests := []struct {
+		limit int
+		want  []string
+	}{
+		{0, []string{"also-new@1", "new@0", "new@1", "old@0"}},
+		{2, []string{"also-new@1", "new@0"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, h := range r.Sessions(tc.limit) {
+			got = append(got, fmt.Sprintf("%s@%d", h.Session, h.Engine))
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Sessions(%d) (-want +got):\n%s", tc.limit, diff)
+		}
+	}
+}

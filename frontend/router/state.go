@@ -2,6 +2,7 @@ package router
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tandem-llm/tandem/wire"
@@ -157,6 +158,39 @@ func (r *Router) Holders(session string) []int {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// Holding is one engine's report that it holds a session.
+type Holding struct {
+	Session string
+	Engine  int
+	Since   time.Time // when the engine first reported it (this frontend's clock)
+}
+
+// Sessions lists every session the engines report holding, newest first
+// (then by session and engine), at most limit of them (0 = all).
+func (r *Router) Sessions(limit int) []Holding {
+	r.mu.Lock()
+	var out []Holding
+	for id, st := range r.engines {
+		for s, t := range st.sessions {
+			out = append(out, Holding{Session: s, Engine: id, Since: t})
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(out, func(a, b Holding) int {
+		if c := b.Since.Compare(a.Since); c != 0 {
+			return c
+		}
+		if a.Session != b.Session {
+			return strings.Compare(a.Session, b.Session)
+		}
+		return a.Engine - b.Engine
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 // NumCachedBlocks is the number of blocks engine id reports cached.
