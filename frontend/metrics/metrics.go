@@ -153,7 +153,13 @@ func New(cfg Config) *Metrics {
 // Handler serves the Prometheus text exposition: this frontend's series
 // plus its peers' own (Config.Peers), summed.
 func (m *Metrics) Handler() http.Handler {
-	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+	return m.touching(promhttp.HandlerFor(m.Gatherer(), promhttp.HandlerOpts{}))
+}
+
+// Gatherer gathers what Handler serves: this frontend's series, the
+// engines' and its peers' (the web console reads it, frontend/webui).
+func (m *Metrics) Gatherer() prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		own, err := m.own.Gather()
 		if err != nil {
 			return nil, err
@@ -164,7 +170,6 @@ func (m *Metrics) Handler() http.Handler {
 		}
 		return mergeFamilies(append(own, shared...), gatherPeers(m.peers)...), nil
 	})
-	return m.touching(promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 }
 
 // OwnHandler serves only what this frontend observed, for its peers'
