@@ -41,6 +41,7 @@ type frontendFlags struct {
 	metricsSocket     string // --metrics-socket: this frontend's own series, for its peers
 	metricsPeers      string // --metrics-peers: the other frontends' sockets
 	noEngineMetrics   bool   // --disable-engine-metrics: the engines export their own
+	disableWebUI      bool   // --disable-web-ui
 	tokenizer         string
 	chatTemplate      string
 	tools             toolFlags
@@ -61,6 +62,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxOutput, "max-request-output-tokens", server.DefaultMaxRequestOutputTokens, "most `tokens` one request may generate: the sum over its prompts × n of max_tokens × (1 + logprobs); more is a 400; negative = no limit")
 	fs.IntVar(&f.maxWaiting, "max-waiting-requests", 0, "answer 429 (with Retry-After) while this many `requests` wait for a first token; 0 = no limit")
 	fs.StringVar(&f.routing, "routing", string(router.Session), "routing `policy`: session, prefix, least-loaded or round-robin (docs/routing.md)")
+	fs.BoolVar(&f.disableWebUI, "disable-web-ui", false, "do not serve the web console (the chat page at /, the cluster view at /console; docs/webui.md)")
 	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "also export the deprecated metric names vLLM `version` X.Y could still export (vllm:gpu_cache_usage_perc, …; docs/metrics.md)")
 	f.api.register(fs)
 }
@@ -223,6 +225,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		ShowHiddenMetricsForVersion: f.showHidden,
 		MetricsPeers:                splitList(f.metricsPeers),
 		DisableEngineMetrics:        f.noEngineMetrics,
+		DisableWebUI:                f.disableWebUI,
 	}
 	f.api.apply(&cfg)
 	srv := server.New(cfg, server.ClientEngine(client), tok)

@@ -85,6 +85,9 @@ type Config struct {
 	// reaches this server (--root-path): the OpenAPI document's server
 	// URL, and a prefix also accepted on every route.
 	RootPath string
+	// DisableWebUI leaves out the web console (/, /console; see
+	// frontend/webui; --disable-web-ui).
+	DisableWebUI bool
 }
 
 // Server is the frontend's HTTP API.
@@ -163,6 +166,9 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	if cfg.EnableTokenizerInfo {
 		e.GET("/tokenizer_info", s.tokenizerInfo)
 	}
+	if !cfg.DisableWebUI {
+		s.mountWebUI()
+	}
 	if c, ok := eng.(iterationReporter); ok {
 		c.OnIteration(s.metrics.ObserveIteration)
 	}
@@ -197,13 +203,14 @@ func allKeys(cfg Config) []string {
 var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true, "/version": true, "/openapi.json": true}
 
 // auth checks Authorization: Bearer <key> on every route but openPaths
-// when a key is set. The keys' SHA-256 digests are compared in constant
+// when a key is set (the web console's pages are open too: they ask for
+// the key and send it). The keys' SHA-256 digests are compared in constant
 // time, as vLLM does, so neither content nor length leaks. CORS preflight
 // (OPTIONS) passes.
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if len(s.keys) == 0 || openPaths[r.URL.Path] || r.Method == http.MethodOptions {
+		if len(s.keys) == 0 || openPaths[r.URL.Path] || s.openPage(r.URL.Path) || r.Method == http.MethodOptions {
 			return next(c)
 		}
 		got, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")
