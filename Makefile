@@ -34,6 +34,12 @@ setup: ## install missing system packages (libzmq3-dev, pkg-config, gcc)
 oracle: ## install the test oracles (npm llama.cpp libs, HF tokenizers, jinja) into scripts/oracle
 	@./scripts/oracle.sh
 
+webui: ## install the web console's pinned npm tooling (esbuild, playwright-core) into frontend/webui
+	@./scripts/webui.sh
+
+webui-build: ## rebuild frontend/webui/dist from frontend/webui/src (commit both)
+	@./scripts/webui.sh build
+
 model: ## fetch the default model (SmolLM2-135M-Instruct Q4_1, ~93 MB) into models/
 	@./scripts/model.sh
 
@@ -60,7 +66,7 @@ sdktests: ## install the Python OpenAI SDK and pyzmq+msgpack (KV-event consumer)
 conformance: build model ## vLLM's and llama.cpp's own HTTP server tests (pytest) against tandem serve; not part of make test (docs/conformance.md)
 	@./scripts/conformance/run.sh
 
-test: setup oracle model wheels sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
+test: setup oracle webui model wheels sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m ./...
 	@echo "== default-model logits against llama.cpp (skipped under -race above)"
 	$(TEST_ENV) $(GO) test -count=1 ./enginecore/conformance/

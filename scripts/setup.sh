@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and test Tandem:
 # libzmq3-dev + pkg-config (cgo ZeroMQ), a C compiler (cgo, -race), and
-# the tools the tests use (npm, pip, promtool, iproute2).
+# the tools the tests use (npm, pip, promtool, iproute2, chromium).
 # As root it installs them; otherwise it prints the exact commands.
 set -euo pipefail
 
@@ -14,6 +14,9 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus) # promtool checks /metrics in tests; compose's Prometheus runs it
+# The web console's browser test (cmd/tandem/e2e_webui_test.go) drives
+# Debian's headless chromium with playwright-core.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # The deploy tests run every pod in its own network namespace (ip, nsenter).
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
