@@ -15,6 +15,22 @@ import (
 // The endpoints and server settings of vLLM's that issue #18 listed.
 
 func TestOpenAPICoversEveryRoute(t *testing.T) {
+	for _, disableUI := range []bool{false, true} {
+		s := New(Config{ServedModelName: "dummy", MaxModelLen: 64, DisableWebUI: disableUI}, &fakeEngine{}, tokenizer.NewByte())
+		routes := map[string]bool{}
+		for _, r := range s.e.Routes() {
+			if !strings.HasPrefix(r.Method, "echo_") {
+				routes[strings.ToLower(r.Method)+" "+openAPIPath(r.Path)] = true
+			}
+		}
+		for p, item := range s.openAPIDocument()["paths"].(map[string]any) {
+			for method := range item.(map[string]any) {
+				if !routes[method+" "+p] {
+					t.Errorf("web UI disabled %v: /openapi.json has %s %s, which the server does not route", disableUI, method, p)
+				}
+			}
+		}
+	}
 	s := New(Config{ServedModelName: "dummy", MaxModelLen: 64, EnableTokenizerInfo: true, RootPath: "/api"}, &fakeEngine{}, tokenizer.NewByte())
 	doc := s.openAPIDocument()
 	paths := doc["paths"].(map[string]any)
@@ -22,8 +38,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		if r.Method == "echo_route_any" || strings.HasPrefix(r.Method, "echo_") {
 			continue
 		}
-		p := strings.NewReplacer("/v1/models/*", "/v1/models/{model}", "/v1/responses/:id", "/v1/responses/{response_id}",
-			"/v1/sessions/:id", "/v1/sessions/{session_id}").Replace(r.Path)
+		p := openAPIPath(r.Path)
 		item, ok := paths[p].(map[string]any)
 		if !ok || item[strings.ToLower(r.Method)] == nil {
 			t.Errorf("route %s %s (%s) is not in /openapi.json", r.Method, r.Path, p)
@@ -35,6 +50,12 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	if diff := cmp.Diff([]any{map[string]any{"url": "/api"}}, doc["servers"]); diff != "" {
 		t.Errorf("servers (-want +got):\n%s", diff)
 	}
+}
+
+// openAPIPath is an echo route's path in OpenAPI's form.
+func openAPIPath(path string) string {
+	return strings.NewReplacer("/v1/models/*", "/v1/models/{model}", "/v1/responses/:id", "/v1/responses/{response_id}",
+		"/v1/sessions/:id", "/v1/sessions/{session_id}", "/webui/*", "/webui/{asset}").Replace(path)
 }
 
 func TestInvocationsRoutesByShape(t *testing.T) {

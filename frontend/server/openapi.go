@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -40,6 +41,15 @@ var apiOperations = []apiOperation{
 	{"get", "/v1/sessions/{session_id}", "Which engine holds a session and what it caches", "", "Object", false},
 	{"delete", "/v1/sessions/{session_id}", "End a session and release its cache", "", "Object", false},
 	{"get", "/openapi.json", "This document", "", "Object", false},
+}
+
+// webUIOperations are the web console's routes (frontend/webui), in the
+// document unless --disable-web-ui leaves them out.
+var webUIOperations = []apiOperation{
+	{"get", "/", "The web console's chat page (HTML)", "", "", false},
+	{"get", "/console", "The web console's cluster view (HTML)", "", "", false},
+	{"get", "/webui/{asset}", "The web console's scripts and styles", "", "", false},
+	{"get", "/console/events", "The cluster view's live feed: engines, sessions, routing (text/event-stream)", "", "", false},
 }
 
 // apiSchemas are the document's component schemas: the main fields of
@@ -104,7 +114,11 @@ func operationID(o apiOperation) string {
 // writes it.
 func (s *Server) openAPIDocument() map[string]any {
 	paths := map[string]any{}
-	for _, o := range apiOperations {
+	ops := apiOperations
+	if !s.cfg.DisableWebUI {
+		ops = append(slices.Clip(ops), webUIOperations...)
+	}
+	for _, o := range ops {
 		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo {
 			continue
 		}
