@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"testing"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
 // BenchmarkMatMul times one thread doing X [T][in] · Wᵀ (activation
@@ -48,5 +50,38 @@ func BenchmarkMatMul(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkMatMulDRAM times one thread's decode matmuls (one token) over
+// matrices of the 1B shape's FFN (in 2048, out 8192) cycled so that the
+// working set (~64 MB) is far beyond the caches, as at batch 1 each
+// token reads every weight from DRAM once: GB/s of packed weights is
+// then the kernel's share of the DRAM bandwidth (compare tandembench's
+// measured bandwidth).
+func BenchmarkMatMulDRAM(b *testing.B) {
+	const in, out = 2048, 8192
+	for _, typ := range []model.DType{model.Q4_0, model.Q4_K, model.Q8_0, model.Q6_K} {
+		b.Run(typ.String(), func(b *testing.B) {
+			var ms []*Matrix
+			var set int64
+			for i := 0; set < 64<<20; i++ {
+				m, err := Pack(randTensor(b, typ, out, in, uint64(i+1)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms, set = append(ms, m), set+m.Bytes()
+			}
+			res := make([]float32, out)
+			var a Activations
+			a.Reset(randX(in, 2), 1, in)
+			a.Quantize(0, 1)
+			for b.Loop() {
+				for _, m := range ms {
+					m.MulGroups(res, &a, 0, m.NumGroups())
+				}
+			}
+			b.ReportMetric(float64(set)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
 }
