@@ -59,7 +59,7 @@ def pytest_collection_modifyitems(config, items):
     entries = load_out_of_scope(suite)
     keep, deselected = [], []
     for item in items:
-        rel = os.path.relpath(str(item.path), root)
+        rel = os.path.relpath(os.path.realpath(item.path), os.path.realpath(root))
         nodeid = rel + "::" + "::".join(item.nodeid.split("::")[1:])
         if os.environ.get("TANDEM_CONFORMANCE_HTTP_ONLY") == "1" and not _talks_http(item):
             deselected.append(item)

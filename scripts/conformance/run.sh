@@ -26,7 +26,7 @@ py=$root/.cache/conformance-venv/bin/python
 results=$root/.cache/conformance/results
 file_timeout=${CONFORMANCE_FILE_TIMEOUT:-1200}
 test_timeout=${CONFORMANCE_TEST_TIMEOUT:-120}
-pids=$root/.cache/conformance/pids
+pids=$root/.cache/conformance/pids/$$ # this run's own: runs side by side must not end each other's servers
 export TANDEM_CONFORMANCE_PIDS=$pids
 mkdir -p "$results" "$pids"
 
@@ -76,7 +76,7 @@ for suite in $suites; do
     ;;
   *) echo "conformance: unknown suite $suite (vllm, llamacpp)" >&2; exit 2 ;;
   esac
-  rm -rf "${results:?}/$suite"
+  [ "$glob" = "*" ] && rm -rf "${results:?}/$suite" # a run of some files keeps the others' results
   echo "conformance: $suite: $(echo "$files" | wc -w) test files"
   for rel in $files; do
     # shellcheck disable=SC2053

@@ -86,12 +86,16 @@ if [ ! -d .cache/llama.cpp/tools/server/tests ]; then
   ./scripts/oracle.sh
 fi
 lrun="$work/llamacpp-run"
-lsum=$( (cd .cache/llama.cpp && git rev-parse HEAD); cat scripts/conformance/llamacpp/utils.py | sha256sum)
+lsum=$( (cd .cache/llama.cpp && git rev-parse HEAD); cat scripts/conformance/llamacpp/utils.py scripts/conformance/setup.sh | sha256sum)
 lsum=$(echo "$lsum" | sha256sum | cut -c1-12)
 if [ ! -f "$lrun/.ready-$lsum" ]; then
   say "copying llama.cpp tools/server/tests into $lrun…"
-  rm -rf "$lrun" && mkdir -p "$lrun"
-  cp -r .cache/llama.cpp/tools/server/tests/. "$lrun/"
+  # At the same depth as in llama.cpp's tree: the tests name chat templates
+  # as ../../../models/templates/*.jinja.
+  rm -rf "$work/llamacpp-tree" "$lrun" && mkdir -p "$work/llamacpp-tree/tools/server"
+  cp -r .cache/llama.cpp/tools/server/tests "$work/llamacpp-tree/tools/server/"
+  ln -s "$PWD/.cache/llama.cpp/models" "$work/llamacpp-tree/models"
+  ln -s llamacpp-tree/tools/server/tests "$lrun"
   mv "$lrun/utils.py" "$lrun/llama_utils.py"
   cp scripts/conformance/llamacpp/utils.py "$lrun/utils.py"
   touch "$lrun/.ready-$lsum"
