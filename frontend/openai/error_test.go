@@ -145,6 +145,8 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "content number", body: `{"messages":[{"role":"user","content":7}]}`, wantParam: "messages.content", wantMsg: "a string or an array of content parts, got number"},
 		{name: "content parts of strings", body: `{"messages":[{"role":"user","content":["a"]}]}`, wantParam: "messages.content", wantMsg: "array of strings"},
 		{name: "logit_bias value", body: `{"logit_bias":{"5":"x"}}`, wantParam: "logit_bias", wantMsg: "expected a number"},
+		{name: "seed above int64", body: `{"seed":9223372036854775808}`, wantParam: "seed", wantMsg: "Input should be less than or equal to 9223372036854775807 [type=less_than_equal"},
+		{name: "seed below int64", body: `{"seed":-9223372036854775809}`, wantParam: "seed", wantMsg: "Input should be greater than or equal to -9223372036854775808 [type=greater_than_equal"},
 		{name: "stop_token_ids overflow", body: `{"stop_token_ids":[3000000000]}`, wantParam: "stop_token_ids", wantMsg: "3000000000"},
 	}
 	for _, tt := range tests {

@@ -118,11 +118,9 @@ func (r *CompletionRequest) Validate() *Error {
 
 func (r *CompletionRequest) validatePrompt() *Error {
 	p := r.Prompt
-	if p.Kind == PromptNone {
-		return BadRequest("prompt", "'prompt' is required.")
-	}
-	if p.Len() == 0 {
-		return BadRequest("prompt", "'prompt' must not be empty.")
+	// vLLM's wording, for a missing prompt, "" and [] alike.
+	if p.Kind == PromptNone || p.Len() == 0 || p.Kind == PromptText && p.Texts[0] == "" {
+		return BadRequest("prompt", "Either prompt or prompt_embeds must be provided and non-empty.")
 	}
 	if n := p.Len(); n > MaxPrompts {
 		return BadRequest("prompt", "'prompt' holds %d prompts; at most %d per request.", n, MaxPrompts)
@@ -136,7 +134,7 @@ func (r *CompletionRequest) validatePrompt() *Error {
 		}
 		for _, id := range ids {
 			if id < 0 {
-				return BadRequest("prompt", "'prompt' token ids must be non-negative, got %d.", id)
+				return BadRequest("prompt", "'prompt' token ids must be non-negative: Input should be greater than or equal to 0, got %d.", id)
 			}
 		}
 	}

@@ -29,7 +29,11 @@ func TestTokenize(t *testing.T) {
 		{"neither", "/tokenize", `{}`, 400, `"param":"prompt"`},
 		{"unknown model", "/tokenize", `{"model":"x","prompt":"a"}`, 404, `"code":"model_not_found"`},
 		{"detokenize", "/detokenize", `{"tokens":[256,104,105]}`, 200, `{"prompt":"\u003c|begin_of_text|\u003ehi"}`},
-		{"detokenize out of vocab", "/detokenize", `{"tokens":[1000]}`, 400, `"param":"tokens"`},
+		{"detokenize out of vocab", "/detokenize", `{"tokens":[1000]}`, 400, `"message":"Token id 1000 is out of vocabulary`},
+		// vLLM's wording, which its HTTP tests match (tests/entrypoints/openai).
+		{"completion out of vocab", "/v1/completions", `{"prompt":[999999],"max_tokens":1}`, 400, `"message":"Token id 999999 is out of vocabulary (size 320).","type":"invalid_request_error","param":"prompt"`},
+		{"completion empty prompt", "/v1/completions", `{"prompt":"","max_tokens":1}`, 400, `"message":"Either prompt or prompt_embeds must be provided and non-empty.","type":"invalid_request_error","param":"prompt"`},
+		{"chat seed too large", "/v1/chat/completions", `{"messages":[{"role":"user","content":"a"}],"seed":9223372036854775808}`, 400, `less_than_equal`},
 		{"detokenize missing", "/detokenize", `{}`, 400, `"param":"tokens"`},
 	}
 	for _, tc := range tests {

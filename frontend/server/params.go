@@ -259,7 +259,7 @@ func (s *Server) checkTokens(param string, ids []int32) *openai.Error {
 	v := int32(s.tok.VocabSize())
 	for _, id := range ids {
 		if id < 0 || id >= v {
-			return openai.BadRequest(param, "token id %d is outside the vocabulary [0, %d)", id, v)
+			return openai.BadRequest(param, "Token id %d is out of vocabulary (size %d).", id, v)
 		}
 	}
 	return nil
