@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -184,16 +186,24 @@ func parametersSchema(t Tool) (string, *Error) {
 // requiredSchema is the schema of a "required" answer: a list of calls.
 func requiredSchema(tools []Tool, parallel bool) (*wire.StructuredOutputs, *Error) {
 	alts := make([]json.RawMessage, len(tools))
+	defs := map[string]json.RawMessage{}
 	for i, t := range tools {
 		params, e := parametersSchema(t)
 		if e != nil {
 			return nil, e
 		}
+		hoisted, err := hoistDefs([]byte(params), t.Function.Name, defs)
+		if err != nil {
+			return nil, BadRequest("tools", "the parameters of tool %q are not a usable JSON schema: %v", t.Function.Name, err)
+		}
 		name, _ := json.Marshal(t.Function.Name)
-		alts[i] = json.RawMessage(`{"type":"object","properties":{"name":{"const":` + string(name) + `},"parameters":` + params +
+		alts[i] = json.RawMessage(`{"type":"object","properties":{"name":{"const":` + string(name) + `},"parameters":` + string(hoisted) +
 			`},"required":["name","parameters"],"additionalProperties":false}`)
 	}
 	schema := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": alts}}
+	if len(defs) > 0 {
+		schema["$defs"] = defs
+	}
 	if !parallel {
 		schema["maxItems"] = 1
 	}
@@ -203,6 +213,48 @@ func requiredSchema(tools []Tool, parallel bool) (*wire.StructuredOutputs, *Erro
 	}
 	return &wire.StructuredOutputs{JSON: string(b), DisableAdditionalProperties: true}, nil
 }
+
+// PartialToolCalls reads the calls out of an answer under plan (ToolsNamed
+// or ToolsRequired) that max_tokens cut short, as vLLM answers it: the
+// call being written carries its arguments' text so far. ok is false when
+// not even a name is there yet (ToolsRequired).
+func (p ToolPlan) PartialToolCalls(text string, newID func() string) (calls []ToolCall, ok bool) {
+	switch p.Mode {
+	case ToolsNamed:
+		return []ToolCall{{ID: newID(), Type: "function", Function: FunctionCall{Name: p.Name, Arguments: text}}}, true
+	case ToolsRequired:
+		dec := json.NewDecoder(strings.NewReader(text))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return nil, false
+		}
+		for dec.More() {
+			at := dec.InputOffset()
+			var c struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			}
+			if err := dec.Decode(&c); err != nil {
+				m := partialCall.FindStringSubmatch(text[at:])
+				if m == nil {
+					break
+				}
+				var name string
+				if json.Unmarshal([]byte(m[1]), &name) != nil {
+					break
+				}
+				calls = append(calls, ToolCall{ID: newID(), Type: "function", Function: FunctionCall{Name: name, Arguments: m[2]}})
+				break
+			}
+			calls = append(calls, ToolCall{ID: newID(), Type: "function", Function: FunctionCall{Name: c.Name, Arguments: compactJSON(string(c.Parameters))}})
+		}
+		return calls, len(calls) > 0
+	}
+	return nil, false
+}
+
+// partialCall is the start of a cut "required" call: its name, then its
+// parameters so far (the constraint writes them in that order).
+var partialCall = regexp.MustCompile(`^\s*,?\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*(?:,\s*"parameters"\s*:\s*)?([\s\S]*)$`)
 
 // ToolCalls reads the calls out of an answer generated under plan
 // (ToolsRequired or ToolsNamed), with ids from newID; ok is false when the
