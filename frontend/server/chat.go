@@ -118,6 +118,8 @@ func (s *Server) chat(c echo.Context) error {
 		}
 		if calls, ok := tools.ToolCalls(content, newID); ok && r.finish == openai.FinishStop {
 			ch.Message.Content, ch.Message.ToolCalls, ch.FinishReason, ch.StopReason = nil, calls, openai.FinishToolCalls, openai.StopReason{}
+		} else if calls, ok := tools.PartialToolCalls(content, newID); ok && r.finish == openai.FinishLength {
+			ch.Message.Content, ch.Message.ToolCalls = nil, calls
 		} else if auto != nil {
 			withToolCalls(&ch, auto, tools, echo, text, newID)
 		}

@@ -141,7 +141,8 @@ func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai
 
 // toolChunk keeps a tool-call answer's text (tool_choice required or
 // named) until it ends, then sends its calls as one delta with
-// finish_reason tool_calls (or, cut short, the text as content).
+// finish_reason tool_calls (or, cut by max_tokens, the calls so far with
+// finish_reason length, as vLLM; else the text as content).
 func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
 	b := cs.calls[ev.index]
 	if b == nil {
@@ -161,6 +162,12 @@ func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
 				Function: openai.FunctionCallDelta{Name: c.Function.Name, Arguments: c.Function.Arguments}})
 		}
 		f = openai.FinishToolCalls
+	} else if calls, ok := cs.tools.PartialToolCalls(b.String(), cs.newID); ok && ev.finish == openai.FinishLength {
+		for i, c := range calls {
+			choice.Delta.ToolCalls = append(choice.Delta.ToolCalls, openai.ToolCallDelta{Index: i, ID: c.ID, Type: c.Type,
+				Function: openai.FunctionCallDelta{Name: c.Function.Name, Arguments: c.Function.Arguments}})
+		}
+		choice.StopReason = stopReasonOf(ev.stopReason)
 	} else {
 		t := b.String()
 		choice.Delta.Content = &t

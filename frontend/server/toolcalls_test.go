@@ -85,6 +85,15 @@ func TestAutoToolCalls(t *testing.T) {
 			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"no parser", "", "", []string{"<tool_call>{\"name\": \"get_time\"}</tool_call>"}, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
+		{"named", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zürich"}`}, wire.FinishStop,
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
+		{"named, cut by max_tokens: the partial arguments", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü`}, wire.FinishLength,
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
+		{"required, cut by max_tokens: the calls so far", "", `,"tool_choice":"required"`, []string{`[{"name": "get_time", "parameters": {}}, `, `{"name": "get_weather", "parameters": {"city": "Zü`}, wire.FinishLength,
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}},` +
+				`{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
+		{"required, cut inside the first name: text", "", `,"tool_choice":"required"`, []string{`[{"name": "get_wea`}, wire.FinishLength,
+			`{"index":0,"message":{"role":"assistant","content":"[{\"name\": \"get_wea"},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
 		{"llama3_json", "llama3_json", "", []string{`{"name": "get_weather", "parameters": {"city": "Oslo"}}`}, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
 		{"pythonic", "pythonic", "", []string{`[get_weather(city="Oslo"), get_time()]`}, wire.FinishStop,
@@ -316,5 +325,74 @@ func TestToolLoopPrompt(t *testing.T) {
 	got := tokenizer.NewByte().Decode(f.requests()[0].PromptTokenIDs, false)
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("prompt (-want +got):\n%s", diff)
+	}
+}
+
+// TestToolChoiceCutStream: a named or required answer that max_tokens
+// cuts streams its calls so far with finish_reason length, as vLLM.
+func TestToolChoiceCutStream(t *testing.T) {
+	tests := []struct {
+		name, choice string
+		answer       []string
+		want         string // the last chunk's choice
+	}{
+		{"named", `{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü`},
+			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length"}`},
+		{"required", `"required"`, []string{`[{"name": "get_weather", "parameters": {"ci`},
+			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"ci"}}]},"logprobs":null,"finish_reason":"length"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+				return outputs(wire.FinishLength, nil, tc.answer...)
+			}}
+			url := toolServer(t, f, "", tokenizer.NewByte())
+			code, body := post(t, url, `{"messages":[{"role":"user","content":"Weather?"}],`+toolsBody+`,"tool_choice":`+tc.choice+`,"stream":true,"max_tokens":5}`)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			var last string
+			for _, line := range strings.Split(body, "\n") {
+				if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"finish_reason":"`) {
+					var ch struct{ Choices []json.RawMessage }
+					if err := json.Unmarshal([]byte(data), &ch); err != nil || len(ch.Choices) != 1 {
+						t.Fatalf("%v: %s", err, data)
+					}
+					last = string(ch.Choices[0])
+				}
+			}
+			if diff := cmp.Diff(tc.want, callIDs.ReplaceAllString(last, "ID")); diff != "" {
+				t.Errorf("last choice (-want +got):\n%s\n%s", diff, body)
+			}
+		})
+	}
+}
+
+// TestRequiredToolWithDefs: a tool whose parameters $ref their own $defs
+// under tool_choice "required" reaches the engine with the defs at the
+// combined schema's root.
+func TestRequiredToolWithDefs(t *testing.T) {
+	var schema string
+	f := &fakeEngine{script: func(r *wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		if so := r.SamplingParams.StructuredOutputs; so != nil {
+			schema = so.JSON
+		}
+		return outputs(wire.FinishStop, []int32{eosIMEnd}, `[{"name": "get_weather", "parameters": {"city": "Oslo", "options": {"unit": "C"}}}]`)
+	}}
+	url := toolServer(t, f, "", tokenizer.NewByte())
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},` +
+		`"options":{"$ref":"#/$defs/Opt"}},"$defs":{"Opt":{"type":"object","properties":{"unit":{"type":"string"}}}}}}}]`
+	code, body := post(t, url, `{"messages":[{"role":"user","content":"Weather?"}],`+tools+`,"tool_choice":"required","max_tokens":50}`)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if !strings.Contains(body, `"arguments":"{\"city\":\"Oslo\",\"options\":{\"unit\":\"C\"}}"`) {
+		t.Errorf("no call in %s", body)
+	}
+	var got struct {
+		Defs map[string]json.RawMessage `json:"$defs"`
+	}
+	if err := json.Unmarshal([]byte(schema), &got); err != nil || got.Defs["Opt"] == nil {
+		t.Errorf("the constraint's root has no $defs.Opt (%v): %s", err, schema)
 	}
 }
