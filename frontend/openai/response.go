@@ -125,7 +125,7 @@ type ChatTopLogprob struct {
 type CompletionLogprobs struct {
 	Tokens        []string             `json:"tokens"`
 	TokenLogprobs []*Logprob           `json:"token_logprobs"` // nil element = null (first echoed prompt token)
-	TopLogprobs   []map[string]Logprob `json:"top_logprobs"`   // token text → logprob; nil element = null
+	TopLogprobs   []TopLogprobs        `json:"top_logprobs"`   // token text → logprob, sampled first; nil element = null
 	TextOffset    []int                `json:"text_offset"`    // byte offset of each token in the choice text
 }
 

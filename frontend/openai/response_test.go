@@ -88,7 +88,7 @@ func TestResponseJSON(t *testing.T) {
 					Text: "ab", FinishReason: openai.FinishLength,
 					Logprobs: &openai.CompletionLogprobs{
 						Tokens: []string{"a", "b"}, TokenLogprobs: []*openai.Logprob{nil, lp(-1.25)},
-						TopLogprobs: []map[string]openai.Logprob{nil, {"b": -1.25}}, TextOffset: []int{0, 1},
+						TopLogprobs: []openai.TopLogprobs{nil, {{Token: "b", Logprob: -1.25}}}, TextOffset: []int{0, 1},
 					},
 				}},
 				Usage: openai.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2},

@@ -140,14 +140,14 @@ func (s *Server) completions(c echo.Context) error {
 // sampled token alone), and text_offset counts characters (Unicode code
 // points, Python's len), not bytes.
 func completionLogprobs(lps []tokenLogprob, offset int) *openai.CompletionLogprobs {
-	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []map[string]openai.Logprob{}, TextOffset: []int{}}
+	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []openai.TopLogprobs{}, TextOffset: []int{}}
 	for _, l := range lps {
 		lp := openai.Logprob(l.logprob)
 		out.Tokens = append(out.Tokens, l.token)
 		out.TokenLogprobs = append(out.TokenLogprobs, &lp)
-		top := map[string]openai.Logprob{l.token: lp}
+		top := openai.TopLogprobs{{Token: l.token, Logprob: lp}}
 		for _, t := range l.top {
-			top[t.token] = openai.Logprob(t.logprob)
+			top.Set(t.token, openai.Logprob(t.logprob))
 		}
 		out.TopLogprobs = append(out.TopLogprobs, top)
 		out.TextOffset = append(out.TextOffset, offset)

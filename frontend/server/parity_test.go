@@ -299,9 +299,24 @@ func TestTextOffsetCountsCharacters(t *testing.T) {
 	if diff := cmp.Diff([]int{2, 3, 5, 6, 7}, got); diff != "" {
 		t.Errorf("text_offset (-want +got):\n%s", diff)
 	}
-	echoed := &openai.CompletionLogprobs{Tokens: []string{"ü", "ber"}, TextOffset: []int{0, 1}, TokenLogprobs: []*openai.Logprob{nil, nil}, TopLogprobs: []map[string]openai.Logprob{nil, nil}}
+	echoed := &openai.CompletionLogprobs{Tokens: []string{"ü", "ber"}, TextOffset: []int{0, 1}, TokenLogprobs: []*openai.Logprob{nil, nil}, TopLogprobs: []openai.TopLogprobs{nil, nil}}
 	all := appendLogprobs(echoed, completionLogprobs(lps[:2], 9))
 	if diff := cmp.Diff([]int{0, 1, 4, 5}, all.TextOffset); diff != "" {
 		t.Errorf("echoed then generated text_offset (-want +got):\n%s", diff)
+	}
+}
+
+// TestTopLogprobsSampledFirst: vLLM's clients read a position's first
+// top_logprobs key as the sampled token (tests/entrypoints/openai's
+// test_return_tokens_as_ids), so it comes first even when an alternative
+// sorts before it.
+func TestTopLogprobsSampledFirst(t *testing.T) {
+	lps := []tokenLogprob{{token: "zz", logprob: -0.5, top: []topLogprob{{token: "aa", logprob: -1}, {token: "zz", logprob: -0.5}}}}
+	got, err := json.Marshal(completionLogprobs(lps, 0).TopLogprobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(`[{"zz":-0.5,"aa":-1}]`, string(got)); diff != "" {
+		t.Errorf("top_logprobs (-want +got):\n%s", diff)
 	}
 }

@@ -109,7 +109,7 @@ func (s *Server) promptLogprobsOf(lp *wire.Logprobs) openai.PromptLogprobs {
 // the prompt logprobs' entries; offsets count from the prompt's start.
 // asIDs writes tokens as "token_id:N" (return_tokens_as_token_ids).
 func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs, asIDs bool) *openai.CompletionLogprobs {
-	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []map[string]openai.Logprob{}, TextOffset: []int{}}
+	out := &openai.CompletionLogprobs{Tokens: []string{}, TokenLogprobs: []*openai.Logprob{}, TopLogprobs: []openai.TopLogprobs{}, TextOffset: []int{}}
 	textOf := func(id int32) string {
 		if asIDs {
 			return tokenIDText(id)
@@ -131,9 +131,9 @@ func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs, asIDs bool) *
 		}
 		l := openai.Logprob(lp.Logprobs[p][0])
 		out.TokenLogprobs = append(out.TokenLogprobs, &l)
-		top := map[string]openai.Logprob{text: l}
+		top := openai.TopLogprobs{{Token: text, Logprob: l}}
 		for j := 1; j < len(lp.TokenIDs[p]); j++ {
-			top[textOf(lp.TokenIDs[p][j])] = openai.Logprob(lp.Logprobs[p][j])
+			top.Set(textOf(lp.TokenIDs[p][j]), openai.Logprob(lp.Logprobs[p][j]))
 		}
 		out.TopLogprobs = append(out.TopLogprobs, top)
 	}
