@@ -123,10 +123,10 @@ type ChatTopLogprob struct {
 // CompletionLogprobs is a completions choice's logprobs; the four slices are
 // parallel, one element per token.
 type CompletionLogprobs struct {
-	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []*Logprob           `json:"token_logprobs"` // nil element = null (first echoed prompt token)
-	TopLogprobs   []TopLogprobs        `json:"top_logprobs"`   // token text → logprob, sampled first; nil element = null
-	TextOffset    []int                `json:"text_offset"`    // byte offset of each token in the choice text
+	Tokens        []string      `json:"tokens"`
+	TokenLogprobs []*Logprob    `json:"token_logprobs"` // nil element = null (first echoed prompt token)
+	TopLogprobs   []TopLogprobs `json:"top_logprobs"`   // token text → logprob, sampled first; nil element = null
+	TextOffset    []int         `json:"text_offset"`    // byte offset of each token in the choice text
 }
 
 // ChatCompletion is the non-streaming chat response.
