@@ -126,7 +126,7 @@ type CompletionLogprobs struct {
 	Tokens        []string      `json:"tokens"`
 	TokenLogprobs []*Logprob    `json:"token_logprobs"` // nil element = null (first echoed prompt token)
 	TopLogprobs   []TopLogprobs `json:"top_logprobs"`   // token text → logprob, sampled first; nil element = null
-	TextOffset    []int         `json:"text_offset"`    // byte offset of each token in the choice text
+	TextOffset    []int         `json:"text_offset"`    // character (code point) offset of each token in the choice text
 }
 
 // ChatCompletion is the non-streaming chat response.
