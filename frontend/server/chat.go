@@ -168,8 +168,10 @@ type chatStreamer struct {
 	called  map[int]bool
 	newID   func() string // call ids
 	// promptIDs, with return_token_ids, go on each choice's first chunk,
-	// and each chunk carries its tokens.
+	// and each chunk carries its tokens: those of events that sent no
+	// chunk (a character's first bytes) wait in heldIDs for the next.
 	promptIDs []int32
+	heldIDs   map[int][]int32
 	// scratch holds the plain path's chunk, reused from token to token
 	// (stream writes each chunk before it asks for the next), so a token
 	// costs no chunk, choice or string allocations.
@@ -201,6 +203,9 @@ func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usa
 		return cs.toolChunk(ev, u)
 	}
 	if ev.text == "" && ev.finish == "" && len(lps) == 0 {
+		if cs.promptIDs != nil {
+			cs.heldIDs = holdIDs(cs.heldIDs, ev.index, ev.tokenIDs)
+		}
 		return nil
 	}
 	sc := &cs.scratch
@@ -218,7 +223,7 @@ func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usa
 		choice.StopReason = stopReasonOf(ev.stopReason)
 	}
 	if cs.promptIDs != nil {
-		choice.TokenIDs = nonNilIDs(ev.tokenIDs)
+		choice.TokenIDs = nonNilIDs(takeIDs(cs.heldIDs, ev.index, ev.tokenIDs))
 	}
 	sc.choices[0] = choice
 	sc.chunk = cs.base()
@@ -233,6 +238,29 @@ func (cs *chatStreamer) usage(u openai.Usage, m *openai.PerRequestMetrics) any {
 	ch.Usage = &u
 	ch.Metrics = m
 	return ch
+}
+
+// holdIDs keeps ids (copied: events are reused) of a choice whose event
+// sent no chunk, for its next one.
+func holdIDs(held map[int][]int32, choice int, ids []int32) map[int][]int32 {
+	if len(ids) == 0 {
+		return held
+	}
+	if held == nil {
+		held = map[int][]int32{}
+	}
+	held[choice] = append(held[choice], ids...)
+	return held
+}
+
+// takeIDs is a choice's held ids followed by ids, and forgets the held.
+func takeIDs(held map[int][]int32, choice int, ids []int32) []int32 {
+	h, ok := held[choice]
+	if !ok {
+		return ids
+	}
+	delete(held, choice)
+	return append(h, ids...)
 }
 
 // nonNilIDs is ids, [] for none (a list of token ids that is there,

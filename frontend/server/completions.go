@@ -174,6 +174,7 @@ type completionStreamer struct {
 	// first chunk (sentPrompt); every chunk then carries its tokens.
 	promptIDs  func(choice int) []int32
 	sentPrompt map[int]bool
+	heldIDs    map[int][]int32 // tokens of events that sent no chunk, for the next (chatStreamer's)
 }
 
 // withTokenIDs adds return_token_ids' fields to a chunk's choice.
@@ -185,7 +186,7 @@ func (cs *completionStreamer) withTokenIDs(choice *openai.CompletionChunkChoice,
 		cs.sentPrompt[choice.Index] = true
 		choice.PromptTokenIDs = cs.promptIDs(choice.Index)
 	}
-	choice.TokenIDs = ids
+	choice.TokenIDs = takeIDs(cs.heldIDs, choice.Index, ids)
 }
 
 func (cs *completionStreamer) base() openai.CompletionChunk {
@@ -208,6 +209,9 @@ func (cs *completionStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *open
 	}
 	echoing := first && (echo != "" || cs.echoLogprobs != nil)
 	if !echoing && ev.text == "" && ev.finish == "" && len(lps) == 0 {
+		if cs.promptIDs != nil {
+			cs.heldIDs = holdIDs(cs.heldIDs, ev.index, ev.tokenIDs)
+		}
 		return nil
 	}
 	cs.started[ev.index] = true

@@ -320,3 +320,45 @@ func TestTopLogprobsSampledFirst(t *testing.T) {
 		t.Errorf("top_logprobs (-want +got):\n%s", diff)
 	}
 }
+
+// TestStreamedTokenIDsAcrossSplitCharacters: a token holding only a
+// character's first bytes sends no text; with return_token_ids its id
+// still reaches the client, on the next chunk (vLLM's
+// test_chat_completion_with_emoji_and_token_ids decodes them back).
+func TestStreamedTokenIDsAcrossSplitCharacters(t *testing.T) {
+	const text = "é🐱!" // byte tokens: 2 + 4 + 1
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens(text, wire.FinishLength) }}
+	ts := newTestServer(t, f, "")
+	var want []any
+	for _, b := range []byte(text) {
+		want = append(want, float64(b))
+	}
+	for _, tc := range []struct{ path, body, field string }{
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":7,"return_token_ids":true,"stream":true}`, "delta"},
+		{"/v1/completions", `{"prompt":[7],"max_tokens":7,"return_token_ids":true,"stream":true}`, "text"},
+	} {
+		_, body := do(t, ts, http.MethodPost, tc.path, tc.body, nil)
+		var ids []any
+		var got string
+		for _, ev := range sseData(t, body) {
+			for _, c := range ev["choices"].([]any) {
+				ch := c.(map[string]any)
+				if o, ok := ch["token_ids"].([]any); ok {
+					ids = append(ids, o...)
+				}
+				if d, ok := ch["delta"].(map[string]any); ok {
+					s, _ := d["content"].(string)
+					got += s
+				} else if s, ok := ch["text"].(string); ok {
+					got += s
+				}
+			}
+		}
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Errorf("%s: streamed token_ids (-want +got):\n%s", tc.path, diff)
+		}
+		if got != text {
+			t.Errorf("%s: streamed text %q, want %q", tc.path, got, text)
+		}
+	}
+}
