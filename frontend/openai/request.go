@@ -193,6 +193,19 @@ func (r *ChatCompletionRequest) MaxOutputTokens() (n int, ok bool) {
 	}
 }
 
+// SampleLogprobs is the alternatives per sampled token the engine must
+// return: top_logprobs (0 when unset) with logprobs, nil without.
+func (r *ChatCompletionRequest) SampleLogprobs() *int {
+	if !r.Logprobs {
+		return nil
+	}
+	k := 0
+	if r.TopLogprobs != nil {
+		k = *r.TopLogprobs
+	}
+	return &k
+}
+
 // AddGenPrompt returns add_generation_prompt: its value when set, else true
 // unless continue_final_message is set.
 func (r *ChatCompletionRequest) AddGenPrompt() bool {

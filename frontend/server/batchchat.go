@@ -119,14 +119,7 @@ func (s *Server) batchGen(req *openai.ChatCompletionRequest, cm common, internal
 	if e != nil {
 		return nil, e
 	}
-	var lp *int
-	if req.Logprobs {
-		k := 0
-		if req.TopLogprobs != nil {
-			k = *req.TopLogprobs
-		}
-		lp = &k
-	}
+	lp := req.SampleLogprobs()
 	if e := s.checkLogprobParams(&req.Params, lp); e != nil {
 		return nil, e
 	}

@@ -26,14 +26,7 @@ func (s *Server) chat(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	var lp *int
-	if req.Logprobs {
-		k := 0
-		if req.TopLogprobs != nil {
-			k = *req.TopLogprobs
-		}
-		lp = &k
-	}
+	lp := req.SampleLogprobs()
 	if e := s.checkLogprobParams(&req.Params, lp); e != nil {
 		return writeError(c, e)
 	}
