@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -136,6 +137,26 @@ func TestPromptLogprobsModel(t *testing.T) {
 			if _, ok := m["token_id:200"]; !ok {
 				t.Errorf("position %d: top_logprobs %v without token 200", i, m)
 			}
+		}
+	})
+
+	t.Run("chat logprob_token_ids list the sampled token too", func(t *testing.T) {
+		status, out := postJSON(t, base+"/v1/chat/completions", map[string]any{
+			"messages": []any{map[string]any{"role": "user", "content": "Hello"}}, "max_tokens": 1, "temperature": 0,
+			"logprobs": true, "top_logprobs": 5, "logprob_token_ids": []int{100, 5000}, "allowed_token_ids": []int{42},
+			"return_tokens_as_token_ids": true,
+		}, nil)
+		if status != 200 {
+			t.Fatalf("status %d: %v", status, out)
+		}
+		content := out["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)["content"].([]any)
+		first := content[0].(map[string]any)
+		var got []string
+		for _, e := range first["top_logprobs"].([]any) {
+			got = append(got, e.(map[string]any)["token"].(string))
+		}
+		if first["token"] != "token_id:42" || !slices.Equal(got, []string{"token_id:42", "token_id:100", "token_id:5000"}) {
+			t.Errorf("sampled %v, top_logprobs %v: want token_id:42 then the requested ids (vLLM's test_logprob_token_ids)", first["token"], got)
 		}
 	})
 

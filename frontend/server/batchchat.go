@@ -86,7 +86,7 @@ func (s *Server) batchChat(c echo.Context) error {
 		ch := openai.ChatChoice{Index: i, Message: openai.AssistantMessage{Role: "assistant", Content: &content},
 			FinishReason: r.finish, StopReason: r.stopReason}
 		if reqs[i].Logprobs {
-			ch.Logprobs = chatLogprobs(r.logprobs)
+			ch.Logprobs = chatLogprobs(sampledTopIf(len(reqs[i].Params.LogprobTokenIDs) > 0, r.logprobs))
 		}
 		if reqs[i].ReturnTokenIDs {
 			ch.TokenIDs = nonNilIDs(r.tokenIDs)

@@ -117,7 +117,7 @@ func (s *Server) chat(c echo.Context) error {
 			withToolCalls(&ch, auto, tools, echo, text, newID)
 		}
 		if req.Logprobs {
-			ch.Logprobs = chatLogprobs(r.logprobs)
+			ch.Logprobs = chatLogprobs(sampledTopIf(len(req.Params.LogprobTokenIDs) > 0, r.logprobs))
 		}
 		if req.ReturnTokenIDs {
 			ch.TokenIDs = nonNilIDs(r.tokenIDs)

@@ -362,3 +362,41 @@ func TestStreamedTokenIDsAcrossSplitCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestLogprobTokenIDsWithSampled: with logprob_token_ids the engine
+// reports the sampled token then exactly those ids; chat's top_logprobs
+// list the sampled token with them, streamed or not, as vLLM's do.
+func TestLogprobTokenIDsWithSampled(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		outs := tokens("*", wire.FinishLength) // '*' = 42
+		outs[0].NewLogprobs = &wire.Logprobs{TokenIDs: [][]int32{{42, 100, 200}}, Logprobs: [][]float64{{-0.1, -3, -5}}}
+		return outs
+	}}
+	ts := newTestServer(t, f, "")
+	body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"logprobs":true,"logprob_token_ids":[100,200],"return_tokens_as_token_ids":true`
+	want := []string{"token_id:42", "token_id:100", "token_id:200"}
+	tops := func(content []any) []string {
+		var got []string
+		for _, e := range content[0].(map[string]any)["top_logprobs"].([]any) {
+			got = append(got, e.(map[string]any)["token"].(string))
+		}
+		return got
+	}
+	_, resp := do(t, ts, http.MethodPost, "/v1/chat/completions", body+"}", nil)
+	lp := decodeMap(t, resp)["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)
+	if diff := cmp.Diff(want, tops(lp["content"].([]any))); diff != "" {
+		t.Errorf("top_logprobs (-want +got):\n%s", diff)
+	}
+	_, resp = do(t, ts, http.MethodPost, "/v1/chat/completions", body+`,"stream":true}`, nil)
+	var got []string
+	for _, ev := range sseData(t, resp) {
+		for _, c := range ev["choices"].([]any) {
+			if l, ok := c.(map[string]any)["logprobs"].(map[string]any); ok && len(l["content"].([]any)) > 0 {
+				got = append(got, tops(l["content"].([]any))...)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("streamed top_logprobs (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,6 +79,28 @@ func (s *Server) decodeLogprobs(lp *wire.Logprobs, asIDs bool) []tokenLogprob {
 		}
 	}
 	return out
+}
+
+// withSampledTop puts each position's sampled token first among its
+// top_logprobs unless it is there: with logprob_token_ids the engine
+// reports exactly those ids after the sampled one, and vLLM lists the
+// sampled token with them.
+func withSampledTop(lps []tokenLogprob) []tokenLogprob {
+	for i := range lps {
+		l := &lps[i]
+		if !slices.ContainsFunc(l.top, func(t topLogprob) bool { return t.token == l.token }) {
+			l.top = append([]topLogprob{{token: l.token, bytes: l.bytes, logprob: l.logprob}}, l.top...)
+		}
+	}
+	return lps
+}
+
+// sampledTopIf is withSampledTop(lps) when on, else lps.
+func sampledTopIf(on bool, lps []tokenLogprob) []tokenLogprob {
+	if on {
+		return withSampledTop(lps)
+	}
+	return lps
 }
 
 // tokenIDText is a token written as its id, vLLM's "token_id:N".
@@ -216,13 +239,15 @@ type streamOptions struct {
 	continuous   bool // usage on every chunk
 	tokensAsIDs  bool // logprobs' tokens as "token_id:N"
 	metrics      bool // per-request metrics on the usage chunk
+	sampledTop   bool // logprob_token_ids: the sampled token joins top_logprobs (withSampledTop)
 }
 
 // streamOptionsOf resolves stream_options as vLLM does: usage on every
 // chunk only with include_usage, and both with
 // --enable-force-include-usage.
 func (s *Server) streamOptionsOf(p *openai.Params) streamOptions {
-	o := streamOptions{includeUsage: p.IncludeUsage(), continuous: p.IncludeUsage() && p.ContinuousUsage(), tokensAsIDs: s.tokensAsIDs(p)}
+	o := streamOptions{includeUsage: p.IncludeUsage(), continuous: p.IncludeUsage() && p.ContinuousUsage(), tokensAsIDs: s.tokensAsIDs(p),
+		sampledTop: len(p.LogprobTokenIDs) > 0}
 	if s.cfg.ForceIncludeUsage {
 		o.includeUsage, o.continuous = true, true
 	}
@@ -284,7 +309,11 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 			uu := usageOf(gens, res)
 			u = &uu
 		}
-		chunk := st.chunk(&ev, s.decodeLogprobs(ev.logprobs, opts.tokensAsIDs), u)
+		lps := s.decodeLogprobs(ev.logprobs, opts.tokensAsIDs)
+		if opts.sampledTop {
+			lps = withSampledTop(lps)
+		}
+		chunk := st.chunk(&ev, lps, u)
 		many, ok := chunk.(chunks)
 		if !ok && chunk != nil {
 			if err := out.write(chunk); err != nil {
