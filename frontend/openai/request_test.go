@@ -269,6 +269,7 @@ func TestValidateChat(t *testing.T) {
 		{name: "negative stop token", body: `{` + msgs + `,"stop_token_ids":[-1]}`, wantParam: "stop_token_ids"},
 		{name: "logit_bias key", body: `{` + msgs + `,"logit_bias":{"abc":1}}`, wantParam: "logit_bias", wantMsg: `"abc"`},
 		{name: "logit_bias negative key", body: `{` + msgs + `,"logit_bias":{"-3":1}}`, wantParam: "logit_bias"},
+		{name: "logit_bias keys, every bad one named", body: `{` + msgs + `,"logit_bias":{"bad1":50,"7":1,"bad2":20}}`, wantParam: "logit_bias", wantMsg: `got "bad1", "bad2".`},
 		{name: "logit_bias value", body: `{` + msgs + `,"logit_bias":{"3":101}}`, wantParam: "logit_bias"},
 		{name: "top_logprobs 21 (the server checks the max logprobs)", body: `{` + msgs + `,"logprobs":true,"top_logprobs":21}`},
 		{name: "top_logprobs -1 (the vocabulary; the server checks it)", body: `{` + msgs + `,"logprobs":true,"top_logprobs":-1}`},

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Limits on request fields.
@@ -198,11 +199,17 @@ func (p *Params) validate() *Error {
 			return BadRequest("stop_token_ids", "'stop_token_ids' must be non-negative, got %d.", id)
 		}
 	}
+	var badKeys []string // every one, as vLLM names them all
+	for _, k := range slices.Sorted(maps.Keys(p.LogitBias)) {
+		if id, err := strconv.ParseInt(k, 10, 32); err != nil || id < 0 {
+			badKeys = append(badKeys, strconv.Quote(k))
+		}
+	}
+	if len(badKeys) > 0 {
+		return BadRequest("logit_bias", "'logit_bias' keys must be token ids (non-negative integers), got %s.", strings.Join(badKeys, ", "))
+	}
 	for _, k := range slices.Sorted(maps.Keys(p.LogitBias)) {
 		v := p.LogitBias[k]
-		if id, err := strconv.ParseInt(k, 10, 32); err != nil || id < 0 {
-			return BadRequest("logit_bias", "'logit_bias' keys must be token ids (non-negative integers), got %q.", k)
-		}
 		if !(v >= -maxLogitBias && v <= maxLogitBias) {
 			return BadRequest("logit_bias", "'logit_bias' values must be in [-100, 100], got %g for token %s.", v, k)
 		}
