@@ -173,7 +173,7 @@ type PerRequestMetrics struct {
 	TimeToFirstTokenMs *float64 `json:"time_to_first_token_ms"` // scheduled → first token
 	GenerationTimeMs   *float64 `json:"generation_time_ms"`     // first token → last token
 	QueueTimeMs        *float64 `json:"queue_time_ms"`          // queued → scheduled
-	MeanITLMs          *float64 `json:"mean_itl_ms"`            // mean gap between tokens
+	MeanITLMs          *float64 `json:"mean_itl_ms,omitempty"`  // mean gap between tokens; absent for one token, as vLLM
 	TokensPerSecond    *float64 `json:"tokens_per_second"`      // tokens / (scheduled → last token)
 }
 

@@ -197,4 +197,14 @@ func TestPerRequestMetrics(t *testing.T) {
 	if !isNull(decodeMap(t, body), "metrics") {
 		t.Errorf("metrics without --enable-per-request-metrics: %s", body)
 	}
+	// One token has no gap between tokens: vLLM leaves mean_itl_ms out.
+	one := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) },
+		timing: engineclient.Timing{Queued: 100, Scheduled: 100.5, FirstToken: 101, LastToken: 101}}
+	ts = newTestServerWith(t, one, func(c *Config) { c.EnablePerRequestMetrics = true }, tokenizer.NewByte())
+	_, body = do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"x","max_tokens":1}`, nil)
+	if m, _ := decodeMap(t, body)["metrics"].(map[string]any); m == nil || m["time_to_first_token_ms"] != 500.0 {
+		t.Errorf("one token's metrics: %s", body)
+	} else if _, ok := m["mean_itl_ms"]; ok {
+		t.Errorf("one token's metrics carry mean_itl_ms: %s", body)
+	}
 }
