@@ -53,6 +53,12 @@ type Params struct {
 	// LogprobTokenIDs reports logprobs of exactly these ids instead of the
 	// top ones (vLLM; at most MaxLogprobTokenIDs, needs logprobs).
 	LogprobTokenIDs []int32 `json:"logprob_token_ids,omitempty"`
+	// KVTransferParams are vLLM's disaggregated-prefill hand-over (a KV
+	// connector's keys, which Tandem has no connector for and ignores);
+	// its prompt_token_ids, when set, are the prompt as the prefill side
+	// tokenized it, used verbatim instead of the messages (vLLM's
+	// decode-side token reuse).
+	KVTransferParams *KVTransferParams `json:"kv_transfer_params,omitempty"`
 	// TruncatePromptTokens keeps only the last k prompt tokens; -1 keeps
 	// the last max_model_len - 1.
 	TruncatePromptTokens *int  `json:"truncate_prompt_tokens,omitempty"`
@@ -191,6 +197,11 @@ func (r *ChatCompletionRequest) MaxOutputTokens() (n int, ok bool) {
 	default:
 		return 0, false
 	}
+}
+
+// KVTransferParams is the part of vLLM's kv_transfer_params Tandem reads.
+type KVTransferParams struct {
+	PromptTokenIDs []int32 `json:"prompt_token_ids,omitempty"`
 }
 
 // SampleLogprobs is the alternatives per sampled token the engine must

@@ -264,7 +264,7 @@ func (p *Params) validateCandidates() *Error {
 // Ignoring them like unknown fields would silently change what the client
 // asked for, so a non-empty value is a 400 naming the field.
 var unsupportedFields = []string{
-	"bad_words", "prompt_embeds", "kv_transfer_params", "mm_processor_kwargs", "documents", "thinking_token_budget",
+	"bad_words", "prompt_embeds", "mm_processor_kwargs", "documents", "thinking_token_budget",
 	"repetition_detection",
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -20,7 +21,15 @@ func (s *Server) chat(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	prompt := s.truncatePrompt(&req.Params, s.tok.Encode(text, req.AddSpecial(false)))
+	var prompt []int32
+	if kv := req.KVTransferParams; kv != nil && len(kv.PromptTokenIDs) > 0 { // tokenized by a prefill side
+		if e := s.checkTokens("kv_transfer_params.prompt_token_ids", kv.PromptTokenIDs); e != nil {
+			return writeError(c, e)
+		}
+		prompt = s.truncatePrompt(&req.Params, slices.Clone(kv.PromptTokenIDs))
+	} else {
+		prompt = s.truncatePrompt(&req.Params, s.tok.Encode(text, req.AddSpecial(false)))
+	}
 	maxOut, set := req.MaxOutputTokens()
 	maxTokens, e := s.checkLength(len(prompt), maxOut, set)
 	if e != nil {

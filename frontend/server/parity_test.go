@@ -400,3 +400,29 @@ func TestLogprobTokenIDsWithSampled(t *testing.T) {
 		t.Errorf("streamed top_logprobs (-want +got):\n%s", diff)
 	}
 }
+
+// TestKVTransferPromptTokenIDs: vLLM's decode-side token reuse — a
+// chat request whose kv_transfer_params carry prompt_token_ids runs on
+// those ids, not on its messages (tests/entrypoints/openai's
+// test_kv_transfer_prompt_token_ids_round_trip).
+func TestKVTransferPromptTokenIDs(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("ok", wire.FinishLength) }}
+	ts := newTestServer(t, f, "")
+	code, body := do(t, ts, http.MethodPost, "/v1/chat/completions",
+		`{"messages":[{"role":"user","content":"unrelated"}],"max_tokens":2,"return_token_ids":true,"kv_transfer_params":{"prompt_token_ids":[7,8,9],"do_remote_prefill":true}}`, nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if diff := cmp.Diff([]any{7.0, 8.0, 9.0}, decodeMap(t, body)["prompt_token_ids"]); diff != "" {
+		t.Errorf("prompt_token_ids (-want +got):\n%s", diff)
+	}
+	reqs := f.requests()
+	if diff := cmp.Diff([]int32{7, 8, 9}, reqs[len(reqs)-1].PromptTokenIDs); diff != "" {
+		t.Errorf("engine prompt (-want +got):\n%s", diff)
+	}
+	code, body = do(t, ts, http.MethodPost, "/v1/chat/completions",
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"kv_transfer_params":{"prompt_token_ids":[7,999999]}}`, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "kv_transfer_params.prompt_token_ids") || !strings.Contains(body, "out of vocabulary") {
+		t.Errorf("out-of-vocabulary forwarded id: %d %s", code, body)
+	}
+}
