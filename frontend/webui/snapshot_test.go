@@ -95,11 +95,11 @@ func TestBuild(t *testing.T) {
 		},
 		Metrics: reg,
 	}
-	s, c := build(context.Background(), src, now, counters{}, time.Time{})
+	_, c := build(context.Background(), src, now, counters{}, time.Time{})
 	gen.WithLabelValues("0").Add(40)
 	ttft.Observe(0.2)
 	routing.WithLabelValues("session", "session_hit").Inc()
-	s, _ = build(context.Background(), src, now.Add(2*time.Second), c, now)
+	s, _ := build(context.Background(), src, now.Add(2*time.Second), c, now)
 	want := Snapshot{
 		Time: 1002, Policy: "session",
 		Engines: []Engine{
