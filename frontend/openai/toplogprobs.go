@@ -20,25 +20,43 @@ type TopLogprob struct {
 	Logprob Logprob
 }
 
-// Set gives token the logprob lp, appending it if new.
-func (t *TopLogprobs) Set(token string, lp Logprob) {
-	for i := range *t {
-		if (*t)[i].Token == token {
-			(*t)[i].Logprob = lp
-			return
+// TopLogprobsOf is the TopLogprobs of n entries in order, entry(i) the
+// i-th, a repeated text updating its first place as a Python dict
+// assignment does. Linear in n: a full-vocabulary position (logprobs -1)
+// has tens of thousands.
+func TopLogprobsOf(n int, entry func(i int) (string, Logprob)) TopLogprobs {
+	out := make(TopLogprobs, 0, n)
+	var at map[string]int // text → index in out, once a scan would cost
+	for i := range n {
+		tok, lp := entry(i)
+		j := -1
+		if at != nil {
+			if k, ok := at[tok]; ok {
+				j = k
+			}
+		} else {
+			for k := range out {
+				if out[k].Token == tok {
+					j = k
+					break
+				}
+			}
+		}
+		if j >= 0 {
+			out[j].Logprob = lp
+			continue
+		}
+		out = append(out, TopLogprob{tok, lp})
+		if at == nil && len(out) > 16 {
+			at = make(map[string]int, n)
+			for k, e := range out {
+				at[e.Token] = k
+			}
+		} else if at != nil {
+			at[tok] = len(out) - 1
 		}
 	}
-	*t = append(*t, TopLogprob{token, lp})
-}
-
-// Get is token's logprob.
-func (t TopLogprobs) Get(token string) (Logprob, bool) {
-	for _, e := range t {
-		if e.Token == token {
-			return e.Logprob, true
-		}
-	}
-	return 0, false
+	return out
 }
 
 // MarshalJSON implements json.Marshaler: an object in order, or null.
@@ -78,7 +96,11 @@ func (t *TopLogprobs) UnmarshalJSON(data []byte) error {
 	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
 		return fmt.Errorf("top_logprobs: want an object, got %v (%v)", tok, err)
 	}
-	out := TopLogprobs{}
+	type kv struct {
+		tok string
+		lp  Logprob
+	}
+	var kvs []kv
 	for d.More() {
 		tok, err := d.Token()
 		if err != nil {
@@ -88,8 +110,9 @@ func (t *TopLogprobs) UnmarshalJSON(data []byte) error {
 		if err := d.Decode(&v); err != nil {
 			return fmt.Errorf("top_logprobs[%q]: %w", tok, err)
 		}
-		out.Set(tok.(string), Logprob(v))
+		kvs = append(kvs, kv{tok.(string), Logprob(v)})
 	}
+	out := TopLogprobsOf(len(kvs), func(i int) (string, Logprob) { return kvs[i].tok, kvs[i].lp })
 	*t = out
 	return nil
 }

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,11 +15,8 @@ import (
 // its value in place as a Python dict does, and nil is null; decoding
 // keeps the order.
 func TestTopLogprobsKeepOrder(t *testing.T) {
-	var top openai.TopLogprobs
-	top.Set("zeta", -0.5)
-	top.Set("alpha", -1)
-	top.Set("zeta", -0.25)
-	top.Set("mu", -2)
+	set := []openai.TopLogprob{{Token: "zeta", Logprob: -0.5}, {Token: "alpha", Logprob: -1}, {Token: "zeta", Logprob: -0.25}, {Token: "mu", Logprob: -2}}
+	top := openai.TopLogprobsOf(len(set), func(i int) (string, openai.Logprob) { return set[i].Token, set[i].Logprob })
 	got, err := json.Marshal([]openai.TopLogprobs{top, nil, {}})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +32,16 @@ func TestTopLogprobsKeepOrder(t *testing.T) {
 	if diff := cmp.Diff([]openai.TopLogprobs{top, nil, {}}, back); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	if v, ok := top.Get("alpha"); !ok || v != -1 {
-		t.Errorf("Get(alpha) = %v, %v", v, ok)
+}
+
+// TestTopLogprobsOfMany: past the scan's reach (a full-vocabulary
+// position) repeats still update their first place.
+func TestTopLogprobsOfMany(t *testing.T) {
+	const n = 1000
+	top := openai.TopLogprobsOf(2*n, func(i int) (string, openai.Logprob) {
+		return fmt.Sprint(i % n), openai.Logprob(-i)
+	})
+	if len(top) != n || top[0].Token != "0" || top[0].Logprob != -n || top[n-1].Token != fmt.Sprint(n-1) || top[n-1].Logprob != -(2*n-1) {
+		t.Errorf("%d entries, first %+v, last %+v", len(top), top[0], top[len(top)-1])
 	}
 }

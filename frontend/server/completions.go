@@ -145,10 +145,12 @@ func completionLogprobs(lps []tokenLogprob, offset int) *openai.CompletionLogpro
 		lp := openai.Logprob(l.logprob)
 		out.Tokens = append(out.Tokens, l.token)
 		out.TokenLogprobs = append(out.TokenLogprobs, &lp)
-		top := openai.TopLogprobs{{Token: l.token, Logprob: lp}}
-		for _, t := range l.top {
-			top.Set(t.token, openai.Logprob(t.logprob))
-		}
+		top := openai.TopLogprobsOf(1+len(l.top), func(i int) (string, openai.Logprob) {
+			if i == 0 {
+				return l.token, lp
+			}
+			return l.top[i-1].token, openai.Logprob(l.top[i-1].logprob)
+		})
 		out.TopLogprobs = append(out.TopLogprobs, top)
 		out.TextOffset = append(out.TextOffset, offset)
 		offset += utf8.RuneCountInString(l.token)

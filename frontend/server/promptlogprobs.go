@@ -131,10 +131,12 @@ func (s *Server) echoedLogprobs(prompt []int32, lp *wire.Logprobs, asIDs bool) *
 		}
 		l := openai.Logprob(lp.Logprobs[p][0])
 		out.TokenLogprobs = append(out.TokenLogprobs, &l)
-		top := openai.TopLogprobs{{Token: text, Logprob: l}}
-		for j := 1; j < len(lp.TokenIDs[p]); j++ {
-			top.Set(textOf(lp.TokenIDs[p][j]), openai.Logprob(lp.Logprobs[p][j]))
-		}
+		top := openai.TopLogprobsOf(len(lp.TokenIDs[p]), func(j int) (string, openai.Logprob) {
+			if j == 0 {
+				return text, l
+			}
+			return textOf(lp.TokenIDs[p][j]), openai.Logprob(lp.Logprobs[p][j])
+		})
 		out.TopLogprobs = append(out.TopLogprobs, top)
 	}
 	return out
