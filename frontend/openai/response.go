@@ -157,7 +157,7 @@ type ChatChoice struct {
 // PromptLogprobs is prompt_logprobs, vLLM's form: one entry per prompt
 // token, null for the first (it has no context), else the token's and its
 // alternatives' logprobs keyed by token id. A nil PromptLogprobs is null.
-type PromptLogprobs []map[string]PromptLogprob
+type PromptLogprobs []PromptLogprobsEntry
 
 // PromptLogprob is one token of a PromptLogprobs entry (vLLM's Logprob).
 type PromptLogprob struct {

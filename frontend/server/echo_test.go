@@ -99,3 +99,45 @@ func TestStreamedEcho(t *testing.T) {
 		})
 	}
 }
+
+// TestPromptLogprobsKeyOrder: a prompt_logprobs entry lists the prompt
+// token first and then its alternatives by rank, as vLLM's dict does,
+// even where an alternative's id sorts before the prompt token's; the
+// prompt token among its own alternatives is listed once.
+func TestPromptLogprobsKeyOrder(t *testing.T) {
+	f := &fakeEngine{script: promptLogprobScript("ab")}
+	ts := newTestServer(t, f, "")
+	code, body := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":[120,123,122],"max_tokens":1,"prompt_logprobs":1}`, nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	var out struct {
+		Choices []struct {
+			PromptLogprobs []json.RawMessage `json:"prompt_logprobs"`
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range out.Choices[0].PromptLogprobs {
+		d := json.NewDecoder(strings.NewReader(string(e)))
+		var ks []string
+		if tok, _ := d.Token(); tok == nil {
+			keys = append(keys, "null")
+			continue
+		}
+		for d.More() {
+			k, _ := d.Token()
+			ks = append(ks, k.(string))
+			var v json.RawMessage
+			if err := d.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys = append(keys, strings.Join(ks, ","))
+	}
+	if diff := cmp.Diff([]string{"null", "123,122", "122"}, keys); diff != "" {
+		t.Errorf("prompt_logprobs keys per position (-want +got):\n%s", diff)
+	}
+}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
@@ -78,26 +77,26 @@ func (s *Server) logprobsCount(n int) int {
 
 // promptLogprobsOf writes the engine's prompt logprobs (rows for prompt
 // positions 1..P-1) in vLLM's form: null for the first token, then per
-// position the prompt token and the top alternatives by token id, each
-// with its logprob, rank and text. A nil lp (none asked for) is null.
+// position the prompt token, then the top alternatives by rank (vLLM's
+// dict order; the prompt token among them keeps its first place), each with
+// its logprob, rank and text. A nil lp (none asked for) is null.
 func (s *Server) promptLogprobsOf(lp *wire.Logprobs) openai.PromptLogprobs {
 	if lp == nil {
 		return nil
 	}
 	out := make(openai.PromptLogprobs, 1, len(lp.TokenIDs)+1)
 	for p, ids := range lp.TokenIDs {
-		entry := make(map[string]openai.PromptLogprob, len(ids))
+		entry := make(openai.PromptLogprobsEntry, 0, len(ids))
 		for j, id := range ids {
+			if j > 0 && id == ids[0] {
+				continue
+			}
 			rank := j // the alternatives are in rank order
 			if j == 0 {
 				rank = int(lp.Ranks[p])
 			}
 			text, _ := tokenText(s.tok, id)
-			key := strconv.Itoa(int(id))
-			if _, dup := entry[key]; dup && j > 0 {
-				continue // the prompt token among the top: keep its own entry
-			}
-			entry[key] = openai.PromptLogprob{Logprob: openai.Logprob(lp.Logprobs[p][j]), Rank: &rank, DecodedToken: &text}
+			entry = append(entry, openai.PromptLogprobKey{TokenID: id, PromptLogprob: openai.PromptLogprob{Logprob: openai.Logprob(lp.Logprobs[p][j]), Rank: &rank, DecodedToken: &text}})
 		}
 		out = append(out, entry)
 	}
