@@ -61,6 +61,10 @@ type ToolPlan struct {
 	Constraint *wire.StructuredOutputs
 }
 
+// Forced reports whether the plan forces calls (ToolsRequired or
+// ToolsNamed): the output is constrained to them.
+func (p ToolPlan) Forced() bool { return p.Mode == ToolsRequired || p.Mode == ToolsNamed }
+
 // ToolPlanOf resolves tools and tool_choice. "auto" (or no tool_choice,
 // with tools) leaves the output free; the server reads calls out of it
 // (the first only when parallel_tool_calls is false). With "required" the

@@ -119,9 +119,12 @@ func (s *Server) chat(c echo.Context) error {
 			StopReason:   r.stopReason,
 		}
 		if calls, ok := tools.ToolCalls(content, newID); ok && r.finish == openai.FinishStop {
-			ch.Message.Content, ch.Message.ToolCalls, ch.FinishReason, ch.StopReason = nil, calls, openai.FinishToolCalls, openai.StopReason{}
-		} else if calls, ok := tools.PartialToolCalls(content, newID); ok && r.finish == openai.FinishLength {
 			ch.Message.Content, ch.Message.ToolCalls = nil, calls
+			if tools.Mode == openai.ToolsRequired { // a named call stays "stop", as OpenAI and vLLM
+				ch.FinishReason, ch.StopReason = openai.FinishToolCalls, openai.StopReason{}
+			}
+		} else if tools.Forced() && r.finish == openai.FinishLength {
+			cutToolAnswer(&ch, tools, content, newID)
 		} else if auto != nil {
 			withToolCalls(&ch, auto, tools, echo, text, newID)
 		}

@@ -139,10 +139,27 @@ func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai
 	return out
 }
 
+// cutToolAnswer is the message of a tool_choice named or "required"
+// answer that max_tokens cut (finish_reason stays length), as vLLM's: a
+// named call with its arguments so far (no call when there are none); for
+// "required", whose answer vLLM parses only whole, no calls. The content is
+// "" in place of the cut text.
+func cutToolAnswer(ch *openai.ChatChoice, plan openai.ToolPlan, text string, newID func() string) {
+	empty := ""
+	ch.Message.Content = &empty
+	if plan.Mode != openai.ToolsNamed || strings.TrimSpace(text) == "" {
+		return
+	}
+	ch.Message.Content = nil
+	ch.Message.ToolCalls, _ = plan.PartialToolCalls(text, newID)
+}
+
 // toolChunk keeps a tool-call answer's text (tool_choice required or
 // named) until it ends, then sends its calls as one delta with
-// finish_reason tool_calls (or, cut by max_tokens, the calls so far with
-// finish_reason length, as vLLM; else the text as content).
+// finish_reason tool_calls ("stop" for a named call, as OpenAI and vLLM),
+// or, cut by max_tokens, the calls so far with finish_reason length (vLLM
+// streams a cut call's arguments as they come; nothing when not even a
+// name is there, never the text as content).
 func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
 	b := cs.calls[ev.index]
 	if b == nil {
@@ -161,8 +178,16 @@ func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
 			choice.Delta.ToolCalls = append(choice.Delta.ToolCalls, openai.ToolCallDelta{Index: i, ID: c.ID, Type: c.Type,
 				Function: openai.FunctionCallDelta{Name: c.Function.Name, Arguments: c.Function.Arguments}})
 		}
-		f = openai.FinishToolCalls
-	} else if calls, ok := cs.tools.PartialToolCalls(b.String(), cs.newID); ok && ev.finish == openai.FinishLength {
+		if cs.tools.Mode == openai.ToolsRequired {
+			f = openai.FinishToolCalls
+		} else {
+			choice.StopReason = stopReasonOf(ev.stopReason)
+		}
+	} else if ev.finish == openai.FinishLength {
+		calls, _ := cs.tools.PartialToolCalls(b.String(), cs.newID)
+		if cs.tools.Mode == openai.ToolsNamed && strings.TrimSpace(b.String()) == "" {
+			calls = nil
+		}
 		for i, c := range calls {
 			choice.Delta.ToolCalls = append(choice.Delta.ToolCalls, openai.ToolCallDelta{Index: i, ID: c.ID, Type: c.Type,
 				Function: openai.FunctionCallDelta{Name: c.Function.Name, Arguments: c.Function.Arguments}})

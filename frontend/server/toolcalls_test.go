@@ -86,14 +86,15 @@ func TestAutoToolCalls(t *testing.T) {
 		{"no parser", "", "", []string{"<tool_call>{\"name\": \"get_time\"}</tool_call>"}, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":"\u003ctool_call\u003e{\"name\": \"get_time\"}\u003c/tool_call\u003e"},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"named", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zürich"}`}, wire.FinishStop,
-			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}}]},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"named, cut by max_tokens: the partial arguments", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü`}, wire.FinishLength,
 			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
-		{"required, cut by max_tokens: the calls so far", "", `,"tool_choice":"required"`, []string{`[{"name": "get_time", "parameters": {}}, `, `{"name": "get_weather", "parameters": {"city": "Zü`}, wire.FinishLength,
-			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_time","arguments":"{}"}},` +
-				`{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
-		{"required, cut inside the first name: text", "", `,"tool_choice":"required"`, []string{`[{"name": "get_wea`}, wire.FinishLength,
-			`{"index":0,"message":{"role":"assistant","content":"[{\"name\": \"get_wea"},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
+		{"required, cut by max_tokens: no calls, as vLLM parses only a whole list", "", `,"tool_choice":"required"`, []string{`[{"name": "get_time", "parameters": {}}, `, `{"name": "get_weather", "parameters": {"city": "Zü`}, wire.FinishLength,
+			`{"index":0,"message":{"role":"assistant","content":""},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
+		{"named, cut before any argument: no call", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{` `}, wire.FinishLength,
+			`{"index":0,"message":{"role":"assistant","content":""},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
+		{"required, cut inside the first name: no text", "", `,"tool_choice":"required"`, []string{`[{"name": "get_wea`}, wire.FinishLength,
+			`{"index":0,"message":{"role":"assistant","content":""},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
 		{"llama3_json", "llama3_json", "", []string{`{"name": "get_weather", "parameters": {"city": "Oslo"}}`}, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null,"token_ids":null}`},
 		{"pythonic", "pythonic", "", []string{`[get_weather(city="Oslo"), get_time()]`}, wire.FinishStop,
@@ -329,22 +330,32 @@ func TestToolLoopPrompt(t *testing.T) {
 }
 
 // TestToolChoiceCutStream: a named or required answer that max_tokens
-// cuts streams its calls so far with finish_reason length, as vLLM.
+// cuts streams its calls so far with finish_reason length, as vLLM (and
+// never its text as content); a whole named call finishes "stop".
 func TestToolChoiceCutStream(t *testing.T) {
 	tests := []struct {
 		name, choice string
 		answer       []string
+		finish       wire.FinishReason
 		want         string // the last chunk's choice
 	}{
-		{"named", `{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü`},
+		{"named", `{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü`}, wire.FinishLength,
 			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length"}`},
-		{"required", `"required"`, []string{`[{"name": "get_weather", "parameters": {"ci`},
+		{"required", `"required"`, []string{`[{"name": "get_weather", "parameters": {"ci`}, wire.FinishLength,
 			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"ci"}}]},"logprobs":null,"finish_reason":"length"}`},
+		{"required, cut inside the first name: no text", `"required"`, []string{`[{"name": "get_wea`}, wire.FinishLength,
+			`{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}`},
+		{"named, whole: finish_reason stop", `{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü"}`}, wire.FinishStop,
+			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zü\"}"}}]},"logprobs":null,"finish_reason":"stop"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
-				return outputs(wire.FinishLength, nil, tc.answer...)
+				var eos []int32
+				if tc.finish == wire.FinishStop {
+					eos = []int32{eosIMEnd}
+				}
+				return outputs(tc.finish, eos, tc.answer...)
 			}}
 			url := toolServer(t, f, "", tokenizer.NewByte())
 			code, body := post(t, url, `{"messages":[{"role":"user","content":"Weather?"}],`+toolsBody+`,"tool_choice":`+tc.choice+`,"stream":true,"max_tokens":5}`)

@@ -353,7 +353,7 @@ def other_checks():
         r = with_retry(lambda kw: c.chat.completions.create(model=ARGS.model, messages=[{"role": "user", "content": "What is 2 plus 3?"}],
                                                              tools=tools, tool_choice={"type": "function", "function": {"name": "add"}}, **kw))
         calls = r.choices[0].message.tool_calls
-        assert r.choices[0].finish_reason == "tool_calls" and len(calls) == 1 and calls[0].function.name == "add", r.choices[0]
+        assert r.choices[0].finish_reason == "stop" and len(calls) == 1 and calls[0].function.name == "add", r.choices[0]
         valid_args("add", json.loads(calls[0].function.arguments))
 
     def streamed():
