@@ -61,8 +61,11 @@ type Params struct {
 	KVTransferParams *KVTransferParams `json:"kv_transfer_params,omitempty"`
 	// TruncatePromptTokens keeps only the last k prompt tokens; -1 keeps
 	// the last max_model_len - 1.
-	TruncatePromptTokens *int  `json:"truncate_prompt_tokens,omitempty"`
-	AddSpecialTokens     *bool `json:"add_special_tokens,omitempty"`
+	TruncatePromptTokens *int `json:"truncate_prompt_tokens,omitempty"`
+	// TruncationSide is the side truncate_prompt_tokens cuts: "left" (the
+	// default: the last k stay) or "right" (the first k stay).
+	TruncationSide   *string `json:"truncation_side,omitempty"`
+	AddSpecialTokens *bool   `json:"add_special_tokens,omitempty"`
 
 	User      string         `json:"user,omitempty"`
 	RequestID string         `json:"request_id,omitempty"`

@@ -223,6 +223,9 @@ func (p *Params) validate() *Error {
 	if k := p.TruncatePromptTokens; k != nil && *k < 1 && *k != -1 {
 		return BadRequest("truncate_prompt_tokens", "'truncate_prompt_tokens' must be -1 or at least 1, got %d.", *k)
 	}
+	if side := p.TruncationSide; side != nil && *side != "left" && *side != "right" {
+		return BadRequest("truncation_side", "`truncation_side` must be either 'left' or 'right'.")
+	}
 	if e := p.validateLogprobFields(); e != nil {
 		return e
 	}

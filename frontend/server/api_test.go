@@ -256,6 +256,8 @@ func TestTruncatePromptTokens(t *testing.T) {
 		{"keep last 3", `{"prompt":"abcdef","truncate_prompt_tokens":3,"max_tokens":1}`, []int32{'d', 'e', 'f'}},
 		{"shorter prompt kept", `{"prompt":[1,2],"truncate_prompt_tokens":5,"max_tokens":1}`, []int32{1, 2}},
 		{"token prompt", `{"prompt":[1,2,3,4],"truncate_prompt_tokens":2,"max_tokens":1}`, []int32{3, 4}},
+		{"truncation_side left", `{"prompt":[1,2,3,4],"truncate_prompt_tokens":2,"truncation_side":"left","max_tokens":1}`, []int32{3, 4}},
+		{"truncation_side right keeps the first", `{"prompt":[1,2,3,4],"truncate_prompt_tokens":2,"truncation_side":"right","max_tokens":1}`, []int32{1, 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,6 +269,16 @@ func TestTruncatePromptTokens(t *testing.T) {
 				t.Fatalf("prompt (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTruncationSideInvalid: a truncation_side other than left or right
+// is vLLM's 400.
+func TestTruncationSideInvalid(t *testing.T) {
+	ts := newTestServer(t, &fakeEngine{}, "")
+	code, body := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":[1,2,3],"truncate_prompt_tokens":2,"truncation_side":"middle","max_tokens":1}`, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "`truncation_side` must be either 'left' or 'right'.") || !strings.Contains(body, `"param":"truncation_side"`) {
+		t.Fatalf("%d %s", code, body)
 	}
 }
 

@@ -78,7 +78,7 @@ func readRequest(c echo.Context, v any) *openai.Error {
 
 // truncatePrompt applies truncate_prompt_tokens: it keeps the last k
 // tokens (vLLM's default truncation side), or the last max_model_len - 1
-// for -1.
+// for -1; the first k with truncation_side "right".
 func (s *Server) truncatePrompt(p *openai.Params, prompt []int32) []int32 {
 	if p.TruncatePromptTokens == nil {
 		return prompt
@@ -88,6 +88,9 @@ func (s *Server) truncatePrompt(p *openai.Params, prompt []int32) []int32 {
 		k = s.cfg.MaxModelLen - 1
 	}
 	if k > 0 && len(prompt) > k {
+		if p.TruncationSide != nil && *p.TruncationSide == "right" {
+			return prompt[:k]
+		}
 		return prompt[len(prompt)-k:]
 	}
 	return prompt
