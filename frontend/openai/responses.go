@@ -13,6 +13,8 @@ const (
 	ResponseStatusIncomplete = "incomplete"
 	ResponseStatusInProgress = "in_progress"
 	ResponseStatusFailed     = "failed"
+	ResponseStatusQueued     = "queued"    // background: accepted, not finished
+	ResponseStatusCancelled  = "cancelled" // background: cancelled before it finished
 )
 
 // ResponsesRequest is the body of POST /v1/responses. The shared Params
@@ -31,7 +33,7 @@ type ResponsesRequest struct {
 	Tools              json.RawMessage     `json:"tools,omitempty"`        // passed to the chat template
 	ToolChoice         json.RawMessage     `json:"tool_choice,omitempty"`
 	ParallelToolCalls  *bool               `json:"parallel_tool_calls,omitempty"`
-	Background         bool                `json:"background,omitempty"` // not supported
+	Background         bool                `json:"background,omitempty"` // answer at once with status queued and generate on; needs store
 	Truncation         string              `json:"truncation,omitempty"` // "disabled" (default) or "auto"
 	Conversation       json.RawMessage     `json:"conversation,omitempty"`
 }
@@ -191,8 +193,11 @@ func (r *ResponsesRequest) Validate() *Error {
 			return e
 		}
 	}
-	if r.Background {
-		return BadRequest("background", "Background responses are not supported.")
+	if r.Background && !r.Stored() {
+		return BadRequest("background", "background can only be used when `store` is true")
+	}
+	if r.Background && r.Stream {
+		return BadRequest("background", "background with stream is not supported yet; poll GET /v1/responses/{id} instead.")
 	}
 	if len(r.Conversation) > 0 && string(r.Conversation) != "null" {
 		return BadRequest("conversation", "'conversation' is not supported; use 'previous_response_id'.")
@@ -234,6 +239,7 @@ type Response struct {
 	Usage              *ResponseUsage       `json:"usage"`
 	User               *string              `json:"user"`
 	Metadata           map[string]string    `json:"metadata"`
+	Background         bool                 `json:"background"`
 }
 
 // MarshalJSON renders nil slices and maps as [] and {}.

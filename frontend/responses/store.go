@@ -82,13 +82,39 @@ func NewStore(l Limits) *Store {
 // rest are shared with the previous response); only their text counts
 // towards MaxBytes.
 func (s *Store) Put(e Entry, numNew int) {
-	numNew = min(max(numNew, 0), len(e.Messages))
-	e.NumBytes = 0
-	for _, m := range e.Messages[len(e.Messages)-numNew:] {
-		e.NumBytes += m.numBytes()
-	}
+	e.NumBytes = newBytes(e, numNew)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.put(e)
+}
+
+// PutIf is Put only where id is stored and keep(its entry) holds, under
+// one lock; it reports whether e was stored. A background response ends
+// with it, unless it was cancelled (or deleted) meanwhile.
+func (s *Store) PutIf(e Entry, numNew int, keep func(cur Entry) bool) bool {
+	e.NumBytes = newBytes(e, numNew)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.byID[e.Response.ID]
+	if !ok || !keep(*el.Value.(*Entry)) {
+		return false
+	}
+	s.put(e)
+	return true
+}
+
+// newBytes is the text of e's last numNew messages, bytes.
+func newBytes(e Entry, numNew int) int {
+	numNew = min(max(numNew, 0), len(e.Messages))
+	n := 0
+	for _, m := range e.Messages[len(e.Messages)-numNew:] {
+		n += m.numBytes()
+	}
+	return n
+}
+
+// put stores e (NumBytes set) and evicts beyond the limits; s.mu is held.
+func (s *Store) put(e Entry) {
 	if el, ok := s.byID[e.Response.ID]; ok {
 		s.remove(el)
 	}
@@ -97,6 +123,26 @@ func (s *Store) Put(e Entry, numNew int) {
 	for s.order.Len() > 1 && (s.order.Len() > s.limits.MaxEntries || s.numBytes > s.limits.MaxBytes) {
 		s.remove(s.order.Back())
 	}
+}
+
+// Update calls fn with the entry of id under the store's lock; fn changes
+// it in place and reports whether to keep the change. It returns the entry
+// as it is afterwards and whether id was stored. A background response's
+// status changes go through it, so that a cancel and the response's end
+// cannot both win.
+func (s *Store) Update(id string, fn func(e *Entry) bool) (Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.byID[id]
+	if !ok {
+		return Entry{}, false
+	}
+	cur := el.Value.(*Entry)
+	e := *cur
+	if fn(&e) {
+		*cur = e
+	}
+	return *cur, true
 }
 
 // Get returns the entry of id and marks it recently used.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -114,12 +115,23 @@ func (s *Server) createResponse(c echo.Context) error {
 	}
 	call.resp = s.newResponse(&req, id)
 	gens := []*genRequest{g}
+	if req.Background {
+		return s.startBackground(c, gens, call)
+	}
 	if req.Stream {
 		return s.streamResponse(c, gens, call)
 	}
-	res, err := s.collect(c.Request().Context(), gens, s.startAll, false)
-	if err != nil {
+	if err := s.generateResponse(c.Request().Context(), gens, call); err != nil {
 		return respondCollected(c, nil, err)
+	}
+	return c.JSON(http.StatusOK, call.resp)
+}
+
+// generateResponse generates call's answer and finishes call.resp with it.
+func (s *Server) generateResponse(ctx context.Context, gens []*genRequest, call *responseCall) error {
+	res, err := s.collect(ctx, gens, s.startAll, false)
+	if err != nil {
+		return err
 	}
 	out := call.newOutput(nil)
 	var lps []openai.ChatTokenLogprob
@@ -128,7 +140,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	}
 	out.text(res[0].text.String(), lps)
 	s.finishResponse(call, out.end(res[0].finish), res[0].finish, usageOf(gens, res))
-	return c.JSON(http.StatusOK, call.resp)
+	return nil
 }
 
 // inputMessages turns the request's input into conversation turns: the
@@ -204,7 +216,7 @@ func (s *Server) newResponse(req *openai.ResponsesRequest, id string) openai.Res
 		Reasoning: &openai.ResponseReasoning{}, Store: req.Stored(), Temperature: req.Temperature, TopP: req.TopP,
 		Text:       openai.ResponseTextConfig{Format: &openai.ResponseFormat{Type: "text"}},
 		ToolChoice: req.ToolChoice, Tools: req.Tools, TopLogprobs: req.TopLogprobs, Truncation: "disabled",
-		Metadata: req.Metadata,
+		Metadata: req.Metadata, Background: req.Background,
 	}
 	if r.Temperature == nil {
 		r.Temperature = &one
@@ -248,7 +260,12 @@ func (s *Server) finishResponse(call *responseCall, items []openai.ResponseOutpu
 	}
 	if call.store {
 		msgs := append(append(append([]responses.Message(nil), call.history...), call.input...), assistantTurn(items))
-		s.store.Put(responses.Entry{Response: call.resp, Messages: msgs, Owner: call.owner}, len(call.input)+1)
+		e := responses.Entry{Response: call.resp, Messages: msgs, Owner: call.owner}
+		if call.resp.Background { // unless it was cancelled or deleted meanwhile
+			s.store.PutIf(e, len(call.input)+1, func(cur responses.Entry) bool { return running(cur.Response.Status) })
+		} else {
+			s.store.Put(e, len(call.input)+1)
+		}
 	}
 }
 
@@ -282,6 +299,9 @@ func (s *Server) deleteResponse(c echo.Context) error {
 	}
 	if entry, ok := s.store.Get(id); !ok || entry.Owner != tenantOf(c) || !s.store.Delete(id) {
 		return writeError(c, openai.NotFound("response_id", "Response with id '%s' not found.", id))
+	}
+	if cancel, ok := s.background.Load(id); ok { // a background response still generating stops
+		cancel.(context.CancelFunc)()
 	}
 	return c.JSON(http.StatusOK, openai.ResponseDeleted{ID: id, Object: openai.ObjectResponseDeleted, Deleted: true})
 }

@@ -110,7 +110,7 @@ func TestResponsesConversation(t *testing.T) {
 		{"input missing", http.MethodPost, "/v1/responses", `{}`, 400, `"param":"input"`},
 		{"reasoning item", http.MethodPost, "/v1/responses", `{"input":[{"type":"reasoning","summary":[]}]}`, 400, `"param":"input[0].type"`},
 		{"json schema without a schema", http.MethodPost, "/v1/responses", `{"input":"x","text":{"format":{"type":"json_schema"}}}`, 400, `needs a JSON schema`},
-		{"background", http.MethodPost, "/v1/responses", `{"input":"x","background":true}`, 400, `"param":"background"`},
+		{"background without store", http.MethodPost, "/v1/responses", `{"input":"x","background":true,"store":false}`, 400, `"param":"background"`},
 		{"max_output_tokens too large", http.MethodPost, "/v1/responses", `{"input":"x","max_output_tokens":1000}`, 400, `"param":"max_output_tokens"`},
 	}
 	for _, tc := range tests {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,7 @@ type Server struct {
 	// the process as the card's created time is.
 	permissionID string
 	store        *responses.Store
+	background   sync.Map // response id → context.CancelFunc of a background response still generating
 	keys         []apiKey // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
 	// fingerprint is system_fingerprint: a hash of the version and the
 	// served model, the same on every frontend of one deployment.
@@ -158,6 +160,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/v1/responses", s.createResponse)
 	e.GET("/v1/responses/:id", s.getResponse)
 	e.DELETE("/v1/responses/:id", s.deleteResponse)
+	e.POST("/v1/responses/:id/cancel", s.cancelResponse)
 	e.POST("/tokenize", s.tokenize)
 	e.POST("/detokenize", s.detokenize)
 	e.GET("/v1/sessions/:id", s.getSession)
