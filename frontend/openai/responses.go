@@ -36,6 +36,10 @@ type ResponsesRequest struct {
 	Background         bool                `json:"background,omitempty"` // answer at once with status queued and generate on; needs store
 	Truncation         string              `json:"truncation,omitempty"` // "disabled" (default) or "auto"
 	Conversation       json.RawMessage     `json:"conversation,omitempty"`
+	// EnableResponseMessages (vLLM) adds input_messages and
+	// output_messages to the response: the prompt and the answer as text
+	// and token ids.
+	EnableResponseMessages bool `json:"enable_response_messages,omitempty"`
 }
 
 // ResponseTextConfig is text: the output format.
@@ -99,6 +103,25 @@ type ResponseInputItem struct {
 	Name      string           `json:"name,omitempty"`
 	Arguments string           `json:"arguments,omitempty"` // JSON text
 	Output    *ResponseContent `json:"output,omitempty"`    // a string or text parts
+	// Summary and EncryptedContent are a reasoning item's (its text is
+	// content's reasoning_text parts, else the summary's first part).
+	Summary          []ResponseContentPart `json:"summary,omitempty"`
+	EncryptedContent *string               `json:"encrypted_content,omitempty"`
+}
+
+// ReasoningText is a reasoning item's text: its content's first part, else
+// its summary's first part, as vLLM reads it.
+func (it ResponseInputItem) ReasoningText() string {
+	if len(it.Content.Parts) > 0 {
+		return it.Content.Parts[0].Text
+	}
+	if it.Content.Text != "" {
+		return it.Content.Text
+	}
+	if len(it.Summary) > 0 {
+		return it.Summary[0].Text
+	}
+	return ""
 }
 
 // ResponseContent is an input message's content: a string or a list of
@@ -240,6 +263,18 @@ type Response struct {
 	User               *string              `json:"user"`
 	Metadata           map[string]string    `json:"metadata"`
 	Background         bool                 `json:"background"`
+	// InputMessages and OutputMessages are vLLM's, with
+	// enable_response_messages (else null): the prompt and the answer.
+	InputMessages  []RawMessageTokens `json:"input_messages"`
+	OutputMessages []RawMessageTokens `json:"output_messages"`
+}
+
+// RawMessageTokens is vLLM's ResponseRawMessageAndToken: text as the model
+// saw or wrote it, and its token ids (the source of truth).
+type RawMessageTokens struct {
+	Type    string  `json:"type"` // "raw_message_tokens"
+	Message string  `json:"message"`
+	Tokens  []int32 `json:"tokens"`
 }
 
 // MarshalJSON renders nil slices and maps as [] and {}.

@@ -53,7 +53,8 @@ func TestValidateResponses(t *testing.T) {
 		{name: "input a number", body: `{"input":5}`, wantParam: "input"},
 		{name: "bad role", body: `{"input":[{"role":"robot","content":"x"}]}`, wantParam: "input[0].role"},
 		{name: "image part", body: `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]}`, wantParam: "input[0].content[0].type"},
-		{name: "reasoning item", body: `{"input":[{"type":"reasoning","summary":[]}]}`, wantParam: "input[0].type"},
+		{name: "web_search_call item", body: `{"input":[{"type":"web_search_call","id":"ws_1"}]}`, wantParam: "input[0].type"},
+		{name: "encrypted reasoning", body: `{"input":[{"type":"reasoning","summary":[],"encrypted_content":"gAAA"}]}`, wantParam: "input"},
 		{name: "max_output_tokens 0", body: `{"input":"x","max_output_tokens":0}`, wantParam: "max_output_tokens"},
 		{name: "n", body: `{"input":"x","n":2}`, wantParam: "n"},
 		{name: "top_logprobs -1", body: `{"input":"x","top_logprobs":-1}`, wantParam: "top_logprobs"},
@@ -113,7 +114,7 @@ func TestResponsesObjectJSON(t *testing.T) {
 		`"max_output_tokens":null,"model":"","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant",` +
 		`"content":[{"type":"output_text","text":"hi","annotations":[],"logprobs":[]}]}],"parallel_tool_calls":false,"previous_response_id":null,` +
 		`"reasoning":null,"store":false,"temperature":null,"text":{},"tool_choice":"auto","tools":[],"top_logprobs":null,"top_p":null,` +
-		`"truncation":"","usage":null,"user":null,"metadata":{}}`
+		`"truncation":"","usage":null,"user":null,"metadata":{},"background":false,"input_messages":null,"output_messages":null}`
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}

@@ -9,6 +9,7 @@ import (
 // Item types of the Responses API's input and output.
 const (
 	ItemMessage            = "message"
+	ItemReasoning          = "reasoning" // a reasoning turn: content reasoning_text parts (or summary)
 	ItemFunctionCall       = "function_call"        // a call the model made: call_id, name, arguments
 	ItemFunctionCallOutput = "function_call_output" // the caller's result of a call: call_id, output
 )
@@ -124,8 +125,17 @@ func validateItem(i int, it ResponseInputItem) *Error {
 				return BadRequest(fmt.Sprintf("input[%d].output[%d].type", i, j), "Output part type %q is not supported; only text parts are.", p.Type)
 			}
 		}
+	case ItemReasoning:
+		if it.EncryptedContent != nil && *it.EncryptedContent != "" {
+			return BadRequest("input", "Encrypted content is not supported.")
+		}
+		for j, p := range it.Content.Parts {
+			if p.Type != "reasoning_text" && !isTextPart(p.Type) {
+				return BadRequest(fmt.Sprintf("input[%d].content[%d].type", i, j), "Reasoning content part type %q is not supported; only reasoning_text parts are.", p.Type)
+			}
+		}
 	default:
-		return BadRequest(field("type"), "Input items of type %q are not supported; only messages, function_call and function_call_output are.", it.Type)
+		return BadRequest(field("type"), "Input items of type %q are not supported; only messages, reasoning, function_call and function_call_output are.", it.Type)
 	}
 	return nil
 }

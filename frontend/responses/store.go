@@ -16,11 +16,13 @@ type Message struct {
 	ToolCalls []openai.ToolCall
 	// ToolCallID is the call a "tool" turn (a function_call_output) answers.
 	ToolCallID string
+	// Reasoning is an assistant turn's reasoning (a reasoning item).
+	Reasoning string
 }
 
 // numBytes is the text m holds, bytes.
 func (m Message) numBytes() int {
-	n := len(m.Content) + len(m.ToolCallID)
+	n := len(m.Content) + len(m.ToolCallID) + len(m.Reasoning)
 	for _, c := range m.ToolCalls {
 		n += len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)
 	}

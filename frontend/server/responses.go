@@ -26,6 +26,14 @@ type responseCall struct {
 	plan      openai.ToolPlan
 	auto      *toolparse.Format // reads calls out of tool_choice "auto" answers; nil: none
 	newCallID func() string     // call_… ids of function_call items
+	// rawMessages (enable_response_messages) fills the response's
+	// input_messages from promptText and prompt, and output_messages from
+	// outText and outTokens, which the generation fills.
+	rawMessages bool
+	promptText  string
+	prompt      []int32
+	outText     strings.Builder
+	outTokens   []int32
 }
 
 // createResponse serves POST /v1/responses: the input (with the stored
@@ -114,6 +122,7 @@ func (s *Server) createResponse(c echo.Context) error {
 		skipSpecial: skipSpecial,
 	}
 	call.resp = s.newResponse(&req, id)
+	call.rawMessages, call.promptText, call.prompt = req.EnableResponseMessages, text, prompt
 	gens := []*genRequest{g}
 	if req.Background {
 		return s.startBackground(c, gens, call)
@@ -139,6 +148,8 @@ func (s *Server) generateResponse(ctx context.Context, gens []*genRequest, call 
 		lps = chatTokenLogprobs(res[0].logprobs)
 	}
 	out.text(res[0].text.String(), lps)
+	call.outText.WriteString(res[0].text.String())
+	call.outTokens = res[0].tokenIDs
 	s.finishResponse(call, out.end(res[0].finish), res[0].finish, usageOf(gens, res))
 	return nil
 }
@@ -164,10 +175,20 @@ func inputMessages(req *openai.ResponsesRequest) []responses.Message {
 			out = append(out, responses.Message{Role: "assistant", ToolCalls: []openai.ToolCall{tc}})
 		case openai.ItemFunctionCallOutput:
 			out = append(out, responses.Message{Role: "tool", Content: it.Output.Text, ToolCallID: it.CallID})
+		case openai.ItemReasoning: // the assistant turn's reasoning, as vLLM: it joins the turn before it if that has none
+			if n := len(out); n > 0 && out[n-1].Role == "assistant" && out[n-1].Reasoning == "" {
+				out[n-1].Reasoning = it.ReasoningText()
+				continue
+			}
+			out = append(out, responses.Message{Role: "assistant", Reasoning: it.ReasoningText()})
 		default:
 			role := it.Role
 			if role == "developer" {
 				role = "system"
+			}
+			if n := len(out); role == "assistant" && n > 0 && out[n-1].Role == "assistant" && out[n-1].Content == "" && len(out[n-1].ToolCalls) == 0 {
+				out[n-1].Content = it.Content.Text // the answer after its reasoning item
+				continue
 			}
 			out = append(out, responses.Message{Role: role, Content: it.Content.Text})
 		}
@@ -177,11 +198,11 @@ func inputMessages(req *openai.ResponsesRequest) []responses.Message {
 
 // chatMessage is a conversation turn as a chat message. A turn with calls
 // or a call's result carries them as chat's tool_calls (content null when
-// there is no text) and tool_call_id, for the template, as vLLM passes
-// them.
+// there is no text) and tool_call_id, and one with reasoning carries it,
+// for the template, as vLLM passes them.
 func chatMessage(m responses.Message) openai.ChatMessage {
 	msg := openai.ChatMessage{Role: m.Role, Content: openai.Content{Text: m.Content}}
-	if len(m.ToolCalls) == 0 && m.ToolCallID == "" {
+	if len(m.ToolCalls) == 0 && m.ToolCallID == "" && m.Reasoning == "" {
 		return msg
 	}
 	raw := struct {
@@ -189,7 +210,11 @@ func chatMessage(m responses.Message) openai.ChatMessage {
 		Content    *string           `json:"content"`
 		ToolCalls  []openai.ToolCall `json:"tool_calls,omitempty"`
 		ToolCallID string            `json:"tool_call_id,omitempty"`
-	}{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+		// Reasoning is the turn's reasoning under both names templates
+		// read: vLLM's "reasoning" and the older "reasoning_content".
+		Reasoning        string `json:"reasoning,omitempty"`
+		ReasoningContent string `json:"reasoning_content,omitempty"`
+	}{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Reasoning: m.Reasoning, ReasoningContent: m.Reasoning}
 	if m.Content != "" || len(m.ToolCalls) == 0 {
 		raw.Content = &m.Content
 	}
@@ -250,6 +275,13 @@ func (s *Server) finishResponse(call *responseCall, items []openai.ResponseOutpu
 		call.resp.IncompleteDetails = &openai.IncompleteDetails{Reason: "max_output_tokens"}
 	}
 	call.resp.Output = items
+	if call.rawMessages {
+		call.resp.InputMessages = []openai.RawMessageTokens{{Type: "raw_message_tokens", Message: call.promptText, Tokens: nonNilIDs(call.prompt)}}
+		call.resp.OutputMessages = []openai.RawMessageTokens{}
+		if call.outText.Len() > 0 || len(call.outTokens) > 0 {
+			call.resp.OutputMessages = append(call.resp.OutputMessages, openai.RawMessageTokens{Type: "raw_message_tokens", Message: call.outText.String(), Tokens: nonNilIDs(call.outTokens)})
+		}
+	}
 	cached := 0
 	if u.PromptTokensDetails != nil {
 		cached = u.PromptTokensDetails.CachedTokens

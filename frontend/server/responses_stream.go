@@ -61,6 +61,8 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 			return nil
 		}
 		r.numTokens += len(ev.tokenIDs)
+		call.outTokens = append(call.outTokens, ev.tokenIDs...)
+		call.outText.WriteString(ev.text)
 		r.numCached = max(r.numCached, ev.numCached)
 		if ev.finish != "" {
 			r.finish, r.stopReason = ev.finish, stopReasonOf(ev.stopReason)

@@ -108,7 +108,7 @@ func TestResponsesConversation(t *testing.T) {
 		{"delete again", http.MethodDelete, "/v1/responses/resp_one", "", 404, `not found`},
 		{"bad id", http.MethodGet, "/v1/responses/xyz", "", 404, `not found`},
 		{"input missing", http.MethodPost, "/v1/responses", `{}`, 400, `"param":"input"`},
-		{"reasoning item", http.MethodPost, "/v1/responses", `{"input":[{"type":"reasoning","summary":[]}]}`, 400, `"param":"input[0].type"`},
+		{"web_search_call item", http.MethodPost, "/v1/responses", `{"input":[{"type":"web_search_call","id":"ws_1"}]}`, 400, `"param":"input[0].type"`},
 		{"json schema without a schema", http.MethodPost, "/v1/responses", `{"input":"x","text":{"format":{"type":"json_schema"}}}`, 400, `needs a JSON schema`},
 		{"background without store", http.MethodPost, "/v1/responses", `{"input":"x","background":true,"store":false}`, 400, `"param":"background"`},
 		{"max_output_tokens too large", http.MethodPost, "/v1/responses", `{"input":"x","max_output_tokens":1000}`, 400, `"param":"max_output_tokens"`},
