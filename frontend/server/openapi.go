@@ -36,6 +36,7 @@ var apiOperations = []apiOperation{
 	{"get", "/v1/responses/{response_id}", "A stored response", "", "Object", false},
 	{"delete", "/v1/responses/{response_id}", "Delete a stored response", "", "Object", false},
 	{"post", "/v1/responses/{response_id}/cancel", "Cancel a background response", "", "Object", false},
+	{"post", "/v1/decisions", "Answer typed questions about an input with probabilities (vLLM's Decisions API)", "", "Object", false},
 	{"post", "/tokenize", "Text or chat messages to token ids", "TokenizeRequest", "TokenizeResponse", false},
 	{"post", "/detokenize", "Token ids to text", "DetokenizeRequest", "DetokenizeResponse", false},
 	{"get", "/tokenizer_info", "The tokenizer's configuration (with --enable-tokenizer-info-endpoint)", "", "Object", false},

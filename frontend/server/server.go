@@ -105,6 +105,8 @@ type Server struct {
 	permissionID string
 	store        *responses.Store
 	background   sync.Map // response id → context.CancelFunc of a background response still generating
+	labelsOnce   sync.Once
+	labels       *decisionLabels // the decision labels' token ids (labelIDs)
 	keys         []apiKey // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
 	// fingerprint is system_fingerprint: a hash of the version and the
 	// served model, the same on every frontend of one deployment.
@@ -161,6 +163,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.GET("/v1/responses/:id", s.getResponse)
 	e.DELETE("/v1/responses/:id", s.deleteResponse)
 	e.POST("/v1/responses/:id/cancel", s.cancelResponse)
+	e.POST("/v1/decisions", s.createDecisions)
 	e.POST("/tokenize", s.tokenize)
 	e.POST("/detokenize", s.detokenize)
 	e.GET("/v1/sessions/:id", s.getSession)
