@@ -74,6 +74,10 @@ type apiFlags struct {
 	tokenizerInfo     bool
 	perRequestMetrics bool
 	rootPath          string
+	// promptTokensDetails is vLLM's --enable-prompt-tokens-details,
+	// accepted so vLLM command lines run: Tandem always reports
+	// usage.prompt_tokens_details (as OpenAI does), whatever its value.
+	promptTokensDetails bool
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -82,6 +86,7 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.tokenizerInfo, "enable-tokenizer-info-endpoint", false, "serve GET /tokenizer_info (the tokenizer's configuration and chat template)")
 	fs.BoolVar(&a.perRequestMetrics, "enable-per-request-metrics", false, `add "metrics" (queue time, time to first token, mean ITL, tokens/s) to one-sequence responses and to a stream's usage chunk`)
 	fs.StringVar(&a.rootPath, "root-path", "", "the path `prefix` a proxy serves this server under: stripped from request paths, and the OpenAPI document's server URL")
+	fs.BoolVar(&a.promptTokensDetails, "enable-prompt-tokens-details", true, "vLLM's flag, accepted: usage.prompt_tokens_details.cached_tokens is always reported, as OpenAI does")
 }
 
 // apply sets the settings in cfg.
