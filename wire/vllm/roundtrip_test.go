@@ -1,0 +1,183 @@
+package vllm_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tandem-llm/tandem/wire"
+	"github.com/tandem-llm/tandem/wire/vllm"
+)
+
+func str(s string) *string { return &s }
+func i64(n int64) *int64   { return &n }
+
+func sampleAdd() *vllm.EngineCoreRequest {
+	sp := vllm.DefaultSamplingParams()
+	sp.Temperature, sp.Seed, sp.StopTokenIDs = 0.5, i64(7), []int32{5}
+	sp.EOSTokenID, sp.AllStopTokenIDs = i64(2), []int32{2, 5}
+	sp.LogitBias = []vllm.LogitBias{{TokenID: 9, Bias: -1.5}}
+	return &vllm.EngineCoreRequest{RequestID: "cmpl-1-0-abcd", PromptTokenIDs: []int32{1, 2, 3},
+		SamplingParams: &sp, ArrivalTime: 1754000000.25, SessionID: str("conv-42"), ClientIndex: 1}
+}
+
+func sampleOutputs() *vllm.EngineCoreOutputs {
+	big := make([]int64, 40) // 320 bytes: an aux frame
+	lp := &vllm.LogprobsLists{
+		LogprobTokenIDs:   vllm.Int64Array("<i8", []int64{20, 2}, big),
+		Logprobs:          vllm.Float32Array("<f4", []int64{1, 2}, []float64{-0.5, -1}),
+		SampledTokenRanks: vllm.Int64Array("<i8", []int64{1}, []int64{1}),
+	}
+	return &vllm.EngineCoreOutputs{EngineIndex: 1, Timestamp: 12.5, FinishedRequests: []string{"r2"},
+		Outputs: []vllm.EngineCoreOutput{
+			{RequestID: "r1", NewTokenIDs: []int32{7}, NewLogprobs: lp},
+			{RequestID: "r2", NewTokenIDs: []int32{}, Finished: true, FinishReason: vllm.FinishLength,
+				StopReason: int64(2), PrefillStats: &vllm.PrefillStats{NumCachedTokens: 16}},
+		},
+		SchedulerStats: &vllm.SchedulerStats{NumRunningReqs: 1, KVCacheUsage: 0.25},
+		UtilityOutput:  &vllm.UtilityOutput{CallID: vllm.CallID(1<<63 + 5), Result: &vllm.UtilityResult{Value: vllm.Raw{0xc3}}},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	tests := []struct {
+		name   string
+		encode func() ([][]byte, error)
+		decode func([][]byte) (any, error)
+		want   any
+	}{
+		{"add", func() ([][]byte, error) { return vllm.EncodeAdd(sampleAdd()) },
+			func(f [][]byte) (any, error) { r, err := vllm.DecodeRequest(f); return r.Add, err }, sampleAdd()},
+		{"outputs", func() ([][]byte, error) { return vllm.EncodeOutputs(sampleOutputs()) },
+			func(f [][]byte) (any, error) { return vllm.DecodeOutputs(f) }, sampleOutputs()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			frames, err := tt.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tt.decode(frames)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEngineCoreDead(t *testing.T) {
+	if _, err := vllm.DecodeOutputs([][]byte{[]byte("ENGINE_CORE_DEAD")}); !errors.Is(err, vllm.ErrEngineCoreDead) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestTranslateRequest(t *testing.T) {
+	tr := &wire.EngineCoreRequest{RequestID: "r", PromptTokenIDs: []int32{1}, SamplingParams: wire.DefaultSamplingParams(),
+		ArrivalTime: 3, SessionID: "s", FlowID: "dropped"}
+	eos := int32(2)
+	tr.SamplingParams.EOSTokenID, tr.SamplingParams.StopTokenIDs = &eos, []int32{2, 9}
+	v, err := vllm.FromTandemRequest(tr, 1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int32{2, 9}, v.SamplingParams.AllStopTokenIDs); diff != "" {
+		t.Error(diff)
+	}
+	back, err := vllm.ToTandemRequest(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.FlowID = ""
+	if diff := cmp.Diff(tr, back); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestTranslateOutputs(t *testing.T) {
+	to := &wire.EngineCoreOutputs{EngineIndex: 0, Timestamp: 5, Outputs: []wire.EngineCoreOutput{{
+		RequestID: "r", NewTokenIDs: []int32{4}, FinishReason: wire.FinishStop, StopReason: int64(4), NumCachedTokens: 3,
+		NewLogprobs: &wire.Logprobs{TokenIDs: [][]int32{{4, 5}}, Logprobs: [][]float64{{-0.5, -2}}, Ranks: []int32{1}}}},
+		SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 1, KVCacheUsage: 0.5, StepCounter: 3}}
+	v, err := vllm.FromTandemOutputs(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := vllm.EncodeOutputs(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := vllm.DecodeOutputs(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := vllm.ToTandemOutputs(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(to, back); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func FuzzDecodeOutputs(f *testing.F) {
+	fr, _ := vllm.EncodeOutputs(sampleOutputs())
+	f.Add(fr[0], fr[1])
+	f.Fuzz(func(t *testing.T, payload, aux []byte) {
+		o, err := vllm.DecodeOutputs([][]byte{payload, aux})
+		if err != nil {
+			return
+		}
+		e1, err := vllm.EncodeOutputs(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o2, err := vllm.DecodeOutputs(e1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2, _ := vllm.EncodeOutputs(o2)
+		if len(e1) != len(e2) || !bytes.Equal(e1[0], e2[0]) {
+			t.Fatalf("unstable:\n% x\n% x", e1[0], e2[0])
+		}
+	})
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	fr, _ := vllm.EncodeAdd(sampleAdd())
+	f.Add(byte(0), fr[1])
+	u, _ := vllm.EncodeUtility(&vllm.UtilityRequest{CallID: 3, Method: "is_sleeping"})
+	f.Add(byte(3), u[1])
+	f.Fuzz(func(t *testing.T, typ byte, payload []byte) {
+		r, err := vllm.DecodeRequest([][]byte{{typ}, payload})
+		if err != nil {
+			return
+		}
+		var e1 [][]byte
+		switch r.Type {
+		case vllm.RequestAdd:
+			e1, err = vllm.EncodeAdd(r.Add)
+		case vllm.RequestAbort:
+			e1, err = vllm.EncodeAbort(r.Abort)
+		case vllm.RequestUtility:
+			e1, err = vllm.EncodeUtility(r.Utility)
+		case vllm.RequestStartDPWave:
+			e1, err = vllm.EncodeStartDPWave(r.StartDPWave)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := vllm.DecodeRequest(e1)
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if diff := cmp.Diff(r, r2, cmpopts.EquateNaNs()); diff != "" {
+			t.Fatal(diff)
+		}
+	})
+}
