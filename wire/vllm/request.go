@@ -198,7 +198,7 @@ func utilityRequestFrom(n node) (*UtilityRequest, error) {
 			u.Method, err = v.asStr()
 		case 3:
 			if _, err = v.asArr(); err == nil {
-				u.Args = v.asRaw()
+				u.Args = rawUnlessDefault(v, emptyArray)
 			}
 		}
 		return err

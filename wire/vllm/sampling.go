@@ -267,7 +267,9 @@ func (p *SamplingParams) encode(e *enc) {
 			n++
 		}
 	}
-	e.mapLen(n)
+	// msgspec sizes a struct's map header by its field count (43), so
+	// SamplingParams always has a map16 header.
+	e.buf.Write([]byte{0xde, byte(n >> 8), byte(n)})
 	for _, f := range spFields {
 		if !f.isDef(p) {
 			e.key(f.key)

@@ -1,0 +1,80 @@
+package vllm_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/tandem-llm/tandem/wire/vllm"
+)
+
+// TestOracle has msgspec decode Go's bytes with vLLM's structs
+// (scripts/vllmwire/structs.py) and re-encode them: the bytes must be
+// identical to Go's.
+func TestOracle(t *testing.T) {
+	python := filepath.Join("..", "..", ".cache", "kvevents-venv", "bin", "python")
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no .cache/kvevents-venv (scripts/kvevents/setup.sh makes it): msgspec oracle not run")
+	}
+	add, _ := vllm.EncodeAdd(sampleAdd())
+	outs, _ := vllm.EncodeOutputs(sampleOutputs())
+	abort, _ := vllm.EncodeAbort([]string{"a", "b"})
+	ready, _ := vllm.EncodeReadyResponse(&vllm.EngineCoreReadyResponse{MaxModelLen: 2048, DType: "bfloat16", VLLMVersion: "0.33.0"})
+	meta, _ := vllm.EncodeHandshakeMetadata(&vllm.EngineHandshakeMetadata{Addresses: vllm.EngineZmqAddresses{
+		Inputs: []string{"tcp://10.0.0.1:29550"}, Outputs: []string{"tcp://10.0.0.1:29551"}}})
+	cases := []struct {
+		Type   string   `json:"type"`
+		Frames []string `json:"frames"`
+	}{
+		{"EngineCoreRequest", hexes(add[1:])},
+		{"EngineCoreOutputs", hexes(outs)},
+		{"Any", hexes(abort[1:])},
+		{"EngineCoreReadyResponse", hexes([][]byte{ready})},
+		{"EngineHandshakeMetadata", hexes([][]byte{meta})},
+	}
+	in, _ := json.Marshal(cases)
+	cmd := exec.Command(python, filepath.Join("..", "..", "scripts", "vllmwire", "oracle.py"))
+	cmd.Stdin = bytes.NewReader(in)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []struct {
+		Frames []string `json:"frames"`
+		Error  string   `json:"error"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Error != "" {
+			t.Errorf("%s: msgspec: %s", cases[i].Type, r.Error)
+			continue
+		}
+		if got, want := r.Frames, cases[i].Frames; len(got) != len(want) || !equal(got, want) {
+			t.Errorf("%s: msgspec re-encoded\n%v\nGo wrote\n%v", cases[i].Type, got, want)
+		}
+	}
+}
+
+func hexes(fs [][]byte) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = hex.EncodeToString(f)
+	}
+	return out
+}
+
+func equal(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
