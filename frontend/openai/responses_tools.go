@@ -9,7 +9,7 @@ import (
 // Item types of the Responses API's input and output.
 const (
 	ItemMessage            = "message"
-	ItemReasoning          = "reasoning" // a reasoning turn: content reasoning_text parts (or summary)
+	ItemReasoning          = "reasoning"            // a reasoning turn: content reasoning_text parts (or summary)
 	ItemFunctionCall       = "function_call"        // a call the model made: call_id, name, arguments
 	ItemFunctionCallOutput = "function_call_output" // the caller's result of a call: call_id, output
 )

@@ -107,7 +107,7 @@ type Server struct {
 	background   sync.Map // response id → context.CancelFunc of a background response still generating
 	labelsOnce   sync.Once
 	labels       *decisionLabels // the decision labels' token ids (labelIDs)
-	keys         []apiKey // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
+	keys         []apiKey        // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
 	// fingerprint is system_fingerprint: a hash of the version and the
 	// served model, the same on every frontend of one deployment.
 	fingerprint string
