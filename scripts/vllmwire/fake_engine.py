@@ -639,6 +639,8 @@ def main(argv=None) -> int:
         try:
             eng.handshake()
         except Exception as e:  # noqa: BLE001
+            if eng.stop_requested:
+                return 0
             print(f"fake_engine[{a.rank}]: handshake failed: {e}", file=sys.stderr)
             return 2
         eng.record({"type": "READY"})
