@@ -33,6 +33,8 @@ const (
 	kindDealer
 	kindPub
 	kindSub
+	kindPush // connects, sends only (vLLM's engine output socket)
+	kindPull // binds, receives only (vLLM's frontend output socket)
 )
 
 func (k kind) String() string {
@@ -45,12 +47,16 @@ func (k kind) String() string {
 		return "PUB"
 	case kindSub:
 		return "SUB"
+	case kindPush:
+		return "PUSH"
+	case kindPull:
+		return "PULL"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
-func (k kind) canSend() bool { return k != kindSub }
-func (k kind) canRecv() bool { return k != kindPub }
+func (k kind) canSend() bool { return k != kindSub && k != kindPull }
+func (k kind) canRecv() bool { return k != kindPub && k != kindPush }
 
 // Conn owns one ZMQ socket, driven by one goroutine. Incoming multipart messages arrive on
 // Recv(); Send queues a message for the socket goroutine. All methods are safe for

@@ -61,7 +61,7 @@ func WithCurveClient(serverPublicKey, publicKey, secretKey string) Option {
 
 // validate checks the keys and that the role fits the socket kind.
 func (cc *curveConfig) validate(k kind) error {
-	binds := k == kindRouter || k == kindPub
+	binds := k == kindRouter || k == kindPub || k == kindPull
 	switch {
 	case cc.server && !binds:
 		return fmt.Errorf("zmq: WithCurveServer on a %v socket: only bound sockets (ROUTER, PUB) are CURVE servers", k)

@@ -5,6 +5,9 @@
 // Topology (design brief §1): each engine core binds a ROUTER (requests in, outputs
 // back to the sender's identity) and a PUB (load reports, KV events). Each frontend
 // connects a DEALER to every engine's ROUTER and a SUB to every engine's PUB.
+// vLLM's engine-core protocol (package wire/vllm) adds PULL, bound by the
+// frontend for engine outputs (BindPull), and PUSH, connected by the engine
+// (DialPush).
 //
 // This package must not import any other Tandem package. It is the only part of
 // package wire that uses cgo (through github.com/pebbe/zmq4 and libzmq); built with

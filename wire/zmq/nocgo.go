@@ -22,6 +22,12 @@ func DialSub(endpoint string, topics []string, opts ...Option) (*Conn, error) {
 	return nil, ErrNoCgo
 }
 
+// BindPull fails with ErrNoCgo in a build without cgo.
+func BindPull(endpoint string, opts ...Option) (*Conn, error) { return nil, ErrNoCgo }
+
+// DialPush fails with ErrNoCgo in a build without cgo.
+func DialPush(endpoint string, opts ...Option) (*Conn, error) { return nil, ErrNoCgo }
+
 // HasCurve reports false in a build without cgo.
 func HasCurve() bool { return false }
 

@@ -82,6 +82,20 @@ func DialSub(endpoint string, topics []string, opts ...Option) (*Conn, error) {
 	return open(kindSub, endpoint, topics, opts)
 }
 
+// BindPull binds a PULL socket to endpoint. It only receives, fair-queued from every
+// connected PUSH peer, with no identity frame: vLLM's frontend receives engine outputs
+// this way.
+func BindPull(endpoint string, opts ...Option) (*Conn, error) {
+	return open(kindPull, endpoint, nil, opts)
+}
+
+// DialPush connects a PUSH socket to endpoint. It only sends; like DialDealer it
+// queues until the peer has bound and reconnects automatically. vLLM's engine
+// sends its outputs this way.
+func DialPush(endpoint string, opts ...Option) (*Conn, error) {
+	return open(kindPush, endpoint, nil, opts)
+}
+
 // socketSpec is what the socket goroutine needs to create its sockets.
 type socketSpec struct {
 	kind     kind
@@ -91,7 +105,9 @@ type socketSpec struct {
 	wakeAddr string // inproc endpoint of the wake-up pair, bound by the helper
 }
 
-func (s socketSpec) binds() bool { return s.kind == kindRouter || s.kind == kindPub }
+func (s socketSpec) binds() bool {
+	return s.kind == kindRouter || s.kind == kindPub || s.kind == kindPull
+}
 
 func open(k kind, endpoint string, topics []string, opts []Option) (*Conn, error) {
 	cfg, err := newConfig(k, opts)
@@ -349,6 +365,10 @@ func zmqType(k kind) zmq4.Type {
 		return zmq4.PUB
 	case kindSub:
 		return zmq4.SUB
+	case kindPush:
+		return zmq4.PUSH
+	case kindPull:
+		return zmq4.PULL
 	}
 	panic(fmt.Sprintf("zmq: unknown socket kind %d", int(k)))
 }
