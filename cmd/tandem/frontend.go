@@ -45,6 +45,7 @@ type frontendFlags struct {
 	tokenizer         string
 	chatTemplate      string
 	tools             toolFlags
+	vllm              vllmFrontFlags // --engine-protocol vllm
 	api               apiFlags
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
@@ -107,6 +108,7 @@ func frontendCommand(f *frontendFlags, curve *curveFlags) *cli.Command {
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model the engines serve)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
 	f.tools.register(fs)
+	f.vllm.register(fs)
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")
 	fs.StringVar(&f.metricsSocket, "metrics-socket", "", "serve this frontend's own metric series on this Unix socket `path`, for the other frontends sharing the port to add up (serve sets it)")
 	fs.StringVar(&f.metricsPeers, "metrics-peers", "", "comma-separated Unix socket `paths` of the other frontends sharing the port: /metrics adds their own series to this one's (serve sets it)")
@@ -127,7 +129,7 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err := frontendCommand(&f, &curve).Parse(args); err != nil {
 		return err
 	}
-	if f.engines == "" {
+	if f.engines == "" && f.vllm.protocol == "tandem" {
 		return fmt.Errorf("frontend: --engines is required")
 	}
 	if err := f.tools.check(); err != nil {
@@ -139,6 +141,14 @@ func runFrontend(ctx context.Context, args []string) error {
 	log, err := stderrLogger(&f.log, "proc", "frontend", "pid", os.Getpid())
 	if err != nil {
 		return err
+	}
+	if f.vllm.protocol != "tandem" {
+		eps, stop, err := f.vllm.start(&f, log)
+		if err != nil {
+			return fmt.Errorf("frontend: %w", err)
+		}
+		defer stop()
+		f.engines = eps
 	}
 	keys, err := readAPIKeys(f.apiKeyFile)
 	if err != nil {
