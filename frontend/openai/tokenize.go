@@ -15,11 +15,24 @@ type TokenizeRequest struct {
 	ChatTemplateKwargs   map[string]any  `json:"chat_template_kwargs,omitempty"`
 	Tools                json.RawMessage `json:"tools,omitempty"`
 	ReturnTokenStrs      bool            `json:"return_token_strs,omitempty"`
+	// llama.cpp server's fields: content is the text (as prompt, but
+	// without special tokens unless add_special), with_pieces answers
+	// tokens as {"id", "piece"} objects.
+	Content    *string `json:"content,omitempty"`
+	AddSpecial *bool   `json:"add_special,omitempty"`
+	WithPieces bool    `json:"with_pieces,omitempty"`
 }
 
-// Validate checks that exactly one of prompt and messages is given.
+// Validate checks that exactly one of prompt (or llama.cpp's content)
+// and messages is given.
 func (r *TokenizeRequest) Validate() *Error {
 	switch {
+	case r.Content != nil && r.Prompt != nil:
+		return BadRequest("content", "Give either 'prompt' or 'content', not both.")
+	case r.Content != nil && r.Messages != nil:
+		return BadRequest("messages", "Give either 'content' or 'messages', not both.")
+	case r.Content != nil:
+		return nil
 	case r.Prompt == nil && r.Messages == nil:
 		return BadRequest("prompt", "Either 'prompt' or 'messages' is required.")
 	case r.Prompt != nil && r.Messages != nil:
@@ -47,6 +60,21 @@ type TokenizeResponse struct {
 	MaxModelLen int      `json:"max_model_len"`
 	Tokens      []int32  `json:"tokens"`
 	TokenStrs   []string `json:"token_strs"` // null unless return_token_strs
+}
+
+// TokenPiece is one token of a with_pieces answer (llama.cpp's shape):
+// Piece is the token's text, or its bytes as a list of numbers when they
+// are not valid UTF-8 on their own.
+type TokenPiece struct {
+	ID    int32 `json:"id"`
+	Piece any   `json:"piece"`
+}
+
+// TokenizePiecesResponse is POST /tokenize's answer with with_pieces.
+type TokenizePiecesResponse struct {
+	Count       int          `json:"count"`
+	MaxModelLen int          `json:"max_model_len"`
+	Tokens      []TokenPiece `json:"tokens"`
 }
 
 // DetokenizeRequest is the body of POST /detokenize.

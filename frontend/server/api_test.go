@@ -27,6 +27,11 @@ func TestTokenize(t *testing.T) {
 		{"empty prompt", "/tokenize", `{"prompt":""}`, 200, `{"count":1,"max_model_len":64,"tokens":[256],"token_strs":null}`},
 		{"messages", "/tokenize", `{"messages":[{"role":"user","content":"a"}],"add_generation_prompt":false}`, 200, `{"count":9,"max_model_len":64,"tokens":[258,117,115,101,114,10,97,259,10],"token_strs":null}`},
 		{"neither", "/tokenize", `{}`, 400, `"param":"prompt"`},
+		// llama.cpp server's fields (tools/server/README.md, POST /tokenize).
+		{"llama.cpp content", "/tokenize", `{"content":"hi"}`, 200, `{"count":2,"max_model_len":64,"tokens":[104,105],"token_strs":null}`},
+		{"llama.cpp add_special", "/tokenize", `{"content":"hi","add_special":true}`, 200, `"tokens":[256,104,105]`},
+		{"llama.cpp with_pieces", "/tokenize", `{"content":"h\u00e9","with_pieces":true}`, 200, `"tokens":[{"id":104,"piece":"h"},{"id":195,"piece":[195]},{"id":169,"piece":[169]}]`},
+		{"content and prompt", "/tokenize", `{"content":"a","prompt":"a"}`, 400, `"param":"content"`},
 		{"unknown model", "/tokenize", `{"model":"x","prompt":"a"}`, 404, `"code":"model_not_found"`},
 		{"detokenize", "/detokenize", `{"tokens":[256,104,105]}`, 200, `{"prompt":"\u003c|begin_of_text|\u003ehi"}`},
 		{"detokenize out of vocab", "/detokenize", `{"tokens":[1000]}`, 400, `"message":"Token id 1000 is out of vocabulary`},

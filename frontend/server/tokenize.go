@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,7 +35,9 @@ func (s *Server) tokenize(c echo.Context) error {
 		return writeError(c, e)
 	}
 	var ids []int32
-	if req.Prompt != nil {
+	if req.Content != nil {
+		ids = s.tok.Encode(*req.Content, req.AddSpecial != nil && *req.AddSpecial)
+	} else if req.Prompt != nil {
 		ids = s.tok.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
 	} else {
 		chat := req.ChatRequest()
@@ -43,6 +46,17 @@ func (s *Server) tokenize(c echo.Context) error {
 			return writeError(c, e)
 		}
 		ids = s.tok.Encode(text, chat.AddSpecial(false))
+	}
+	if req.WithPieces {
+		pieces := make([]openai.TokenPiece, len(ids))
+		for i, id := range ids {
+			text, nums := tokenText(s.tok, id)
+			pieces[i] = openai.TokenPiece{ID: id, Piece: text}
+			if !utf8.ValidString(text) {
+				pieces[i].Piece = nums
+			}
+		}
+		return c.JSON(http.StatusOK, openai.TokenizePiecesResponse{Count: len(ids), MaxModelLen: s.cfg.MaxModelLen, Tokens: pieces})
 	}
 	out := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.cfg.MaxModelLen, Tokens: ids}
 	if out.Tokens == nil {
