@@ -72,6 +72,7 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 		pt := make([]string, len(parts))
 		for j, p := range parts {
 			if p.Type == "input_image" {
+				//lint:ignore ST1005 vLLM's wording, which its tests match
 				return fmt.Errorf("Decisions supports text input only; images are not supported")
 			}
 			if p.Type != "input_text" {
@@ -165,6 +166,7 @@ func (q *Question) validate() error {
 			seen[k] = true
 		}
 		if len(q.Choices) > MaxLabels {
+			//lint:ignore ST1005 vLLM's wording, which its tests match
 			return fmt.Errorf("This model supports at most %d choices per question", MaxLabels)
 		}
 	case "score":
