@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,6 +142,22 @@ func TestFrontendVLLMEngines(t *testing.T) {
 	}
 	if holder < 0 {
 		t.Fatalf("no engine saw both turns of conv-7 at index 20")
+	}
+	// The session API and the metrics work over vLLM engines too.
+	code, sess := getJSON(t, base+"/v1/sessions/conv-7")
+	if code != 200 || sess["engine_index"] != float64(holder) || sess["num_requests"] != float64(2) {
+		t.Errorf("GET /v1/sessions/conv-7: %d %v; want engine %d, 2 requests", code, sess, holder)
+	}
+	mresp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{`vllm:num_requests_running{engine="0"`, `vllm:num_requests_running{engine="1"`, "vllm:request_success_total"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 
 	// A client that goes away: its request is aborted in the engine.
