@@ -5,6 +5,10 @@ structs.py>, "frames": [hex, ...]} (for request types, frames without the
 type byte), decodes the frames with vLLM 0.33.0's structs and re-encodes
 them with vLLM's encoding. Writes a JSON list of {"frames": [hex, ...],
 "value": <decoded value as JSON>} or {"error": str}.
+
+Besides structs.py's classes, a type is one of TYPES below (payloads vLLM
+sends as plain Python values) or "EngineCoreDead" (the raw frame, compared
+with vLLM's constant).
 """
 
 import json
@@ -25,9 +29,28 @@ def to_json(obj):
     raise TypeError(type(obj))
 
 
+# core.py / utils.py send these as builtins: the ABORT list of request
+# ids, the UTILITY tuple (client_index, call_id, method, args), the
+# START_DP_WAVE tuple (wave, exclude_engine_index) and the handshake dict.
+TYPES = {
+    "Any": None,
+    "Abort": list[str],
+    "UtilityRequest": tuple[int, int, str, tuple],
+    "StartDPWave": tuple[int, int | None],
+    "HandshakeMessage": dict[str, str | bool | int],
+}
+
+
 def run(case):
-    t = getattr(structs, case["type"]) if case["type"] != "Any" else None
     frames = [bytes.fromhex(f) for f in case["frames"]]
+    if case["type"] == "EngineCoreDead":
+        if frames != [structs.ENGINE_CORE_DEAD]:
+            raise ValueError(f"not {structs.ENGINE_CORE_DEAD!r}")
+        return {"frames": case["frames"], "value": structs.ENGINE_CORE_DEAD.decode()}
+    if case["type"] in TYPES:
+        t = TYPES[case["type"]]
+    else:
+        t = getattr(structs, case["type"])
     value = structs.MsgpackDecoder(t).decode(frames)
     out = structs.MsgpackEncoder().encode(value)
     return {"frames": [bytes(f).hex() for f in out],
