@@ -21,6 +21,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/frontend/server"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
 
 // frontendFlags are `tandem frontend`'s flags.
@@ -142,13 +143,14 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var tok tokenizer.Tokenizer // loaded before the engines only for vLLM engines, which do not name their model
 	if f.vllm.protocol != "tandem" {
-		eps, stop, err := f.vllm.start(&f, log)
+		eps, vtok, stop, err := f.vllm.start(&f, log)
 		if err != nil {
 			return fmt.Errorf("frontend: %w", err)
 		}
 		defer stop()
-		f.engines = eps
+		f.engines, tok = eps, vtok
 	}
 	keys, err := readAPIKeys(f.apiKeyFile)
 	if err != nil {
@@ -208,9 +210,10 @@ func runFrontend(ctx context.Context, args []string) error {
 		log.Info("still waiting for engine cores", "engines", f.engines)
 	}
 	info, _ := client.Info()
-	tok, err := loadTokenizer(info, f.tokenizer, f.chatTemplate)
-	if err != nil {
-		return fmt.Errorf("frontend: %w", err)
+	if tok == nil {
+		if tok, err = loadTokenizer(info, f.tokenizer, f.chatTemplate); err != nil {
+			return fmt.Errorf("frontend: %w", err)
+		}
 	}
 	toolParser, err := f.tools.format(tok)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/frontend/llm"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/frontend/vllmengines"
 )
 
@@ -31,17 +32,18 @@ func (v *vllmFrontFlags) register(fs *flag.FlagSet) {
 }
 
 // start binds what vLLM's frontend binds and returns the ranks' endpoints
-// for the engine client, and a func that closes the bridge.
-func (v *vllmFrontFlags) start(f *frontendFlags, log *slog.Logger) (endpoints string, stop func(), err error) {
+// for the engine client, the tokenizer it loaded (the frontend serves with
+// it), and a func that closes the bridge.
+func (v *vllmFrontFlags) start(f *frontendFlags, log *slog.Logger) (endpoints string, tok tokenizer.Tokenizer, stop func(), err error) {
 	switch {
 	case v.protocol != "vllm":
-		return "", nil, fmt.Errorf("--engine-protocol %q: want tandem or vllm", v.protocol)
+		return "", nil, nil, fmt.Errorf("--engine-protocol %q: want tandem or vllm", v.protocol)
 	case f.engines != "":
-		return "", nil, fmt.Errorf("--engines is for Tandem engines; vLLM engines connect to --data-parallel-address:--data-parallel-rpc-port")
+		return "", nil, nil, fmt.Errorf("--engines is for Tandem engines; vLLM engines connect to --data-parallel-address:--data-parallel-rpc-port")
 	case v.model == "" && f.tokenizer == "":
-		return "", nil, fmt.Errorf("--engine-protocol vllm needs --model (or --tokenizer): vLLM engines do not send the tokenizer")
+		return "", nil, nil, fmt.Errorf("--engine-protocol vllm needs --model (or --tokenizer): vLLM engines do not send the tokenizer")
 	case v.dpSize < 1:
-		return "", nil, fmt.Errorf("--data-parallel-size %d: want at least 1", v.dpSize)
+		return "", nil, nil, fmt.Errorf("--data-parallel-size %d: want at least 1", v.dpSize)
 	}
 	path := f.tokenizer
 	if path == "" {
@@ -49,11 +51,11 @@ func (v *vllmFrontFlags) start(f *frontendFlags, log *slog.Logger) (endpoints st
 	}
 	ref, err := modelRef(path)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	tok, err := llm.LoadTokenizer(ref, f.chatTemplate)
+	tok, err = llm.LoadTokenizer(ref, f.chatTemplate)
 	if err != nil {
-		return "", nil, fmt.Errorf("--model: %w", err)
+		return "", nil, nil, fmt.Errorf("--model: %w", err)
 	}
 	name := enginecore.ServedName(f.servedModelName, path)
 	b, err := vllmengines.Start(vllmengines.Config{
@@ -67,7 +69,7 @@ func (v *vllmFrontFlags) start(f *frontendFlags, log *slog.Logger) (endpoints st
 		Logger:           log,
 	})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	return b.EndpointList(), func() { _ = b.Close() }, nil
+	return b.EndpointList(), tok, func() { _ = b.Close() }, nil
 }

@@ -57,8 +57,7 @@ func (g *Gate) Frontend(now time.Time, r int, frames [][]byte) []Send {
 func (g *Gate) frontendNumber(f string) int {
 	n, ok := g.fnums[f]
 	if !ok {
-		n = g.nfront
-		g.nfront++
+		n = len(g.fnums)
 		g.fnums[f] = n
 	}
 	return n
@@ -101,11 +100,7 @@ func (g *Gate) heartbeat(now time.Time, r int) *wire.Heartbeat {
 		st.NumFreeBlocks = int(float64(rk.resp.NumGPUBlocks) * (1 - s.KVCacheUsage))
 		st.StepCounter = s.StepCounter
 	}
-	ids := make([]string, 0, len(rk.sessions))
-	for id := range rk.sessions {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := sessionIDs(rk)
 	ts := float64(now.UnixNano()) / 1e9
 	return &wire.Heartbeat{Timestamp: ts, NumRunning: st.NumRunningReqs, SchedulerStats: st,
 		Sessions: &wire.SessionReport{EngineIndex: r, Timestamp: ts, Full: true, Added: ids}}
@@ -248,12 +243,7 @@ func (g *Gate) utility(r int, f string, u *wire.Utility) *wire.UtilityResult {
 	case "get_events_endpoint", "get_replay_endpoint":
 		v = "" // vLLM engines publish KV events on their own --kv-events-config endpoint
 	case "get_sessions":
-		ids := []string{}
-		for id := range rk.sessions {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		v = ids
+		v = sessionIDs(rk)
 	case "get_session":
 		s := rk.sessions[arg()]
 		if s == nil {
@@ -285,6 +275,16 @@ func (g *Gate) utility(r int, f string, u *wire.Utility) *wire.UtilityResult {
 	}
 	res.Result = raw
 	return res
+}
+
+// sessionIDs are the sessions routed to rk, sorted.
+func sessionIDs(rk *rank) []string {
+	ids := make([]string, 0, len(rk.sessions))
+	for id := range rk.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func stripIDs(vids []string) []string {

@@ -76,10 +76,9 @@ type rank struct {
 // Gate is the pure core: one vLLM 0.33 DP deployment presented as
 // Engines Tandem engines. Not safe for concurrent use.
 type Gate struct {
-	cfg    GateConfig
-	ranks  []*rank
-	fnums  map[string]int // frontend identity → short number, for request ids
-	nfront int
+	cfg   GateConfig
+	ranks []*rank
+	fnums map[string]int // frontend identity → short number, for request ids
 }
 
 // NewGate returns a Gate with every rank waiting for its engine's HELLO.
