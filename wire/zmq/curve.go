@@ -64,9 +64,9 @@ func (cc *curveConfig) validate(k kind) error {
 	binds := k == kindRouter || k == kindPub || k == kindPull
 	switch {
 	case cc.server && !binds:
-		return fmt.Errorf("zmq: WithCurveServer on a %v socket: only bound sockets (ROUTER, PUB) are CURVE servers", k)
+		return fmt.Errorf("zmq: WithCurveServer on a %v socket: only bound sockets (ROUTER, PUB, PULL) are CURVE servers", k)
 	case !cc.server && binds:
-		return fmt.Errorf("zmq: WithCurveClient on a %v socket: only connecting sockets (DEALER, SUB) are CURVE clients", k)
+		return fmt.Errorf("zmq: WithCurveClient on a %v socket: only connecting sockets (DEALER, SUB, PUSH) are CURVE clients", k)
 	case cc.server && len(cc.allowed) == 0:
 		return fmt.Errorf("zmq: WithCurveServer: no allowed client keys: nobody could connect")
 	}
