@@ -64,7 +64,7 @@
 //	EncodeReadyResponse / DecodeReadyResponse
 //	FromTandemRequest(*wire.EngineCoreRequest, clientIndex, currentWave int64) (*EngineCoreRequest, error)
 //	ToTandemRequest(*EngineCoreRequest) (*wire.EngineCoreRequest, error)
-//	FromTandemOutputs(*wire.EngineCoreOutputs) (*EngineCoreOutputs, error)
+//	FromTandemOutputs(*wire.EngineCoreOutputs, firsts map[string]int) (*EngineCoreOutputs, error)
 //	ToTandemOutputs(*EngineCoreOutputs) (*wire.EngineCoreOutputs, error)
 //
 // Translations return ErrUntranslatable for set fields that have no

@@ -189,6 +189,16 @@ func Int64Array(dtype string, shape []int64, vals []int64) NDArray {
 	return NDArray{DType: dtype, Shape: shape, Data: data}
 }
 
+// Int32Array builds an array of dtype (numpy "<i4" or torch "int32") from
+// C-order values, truncated to int32.
+func Int32Array(dtype string, shape []int64, vals []int64) NDArray {
+	data := make([]byte, 4*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint32(data[4*i:], uint32(int32(v)))
+	}
+	return NDArray{DType: dtype, Shape: shape, Data: data}
+}
+
 // Float32Array builds an array of dtype (numpy "<f4" or torch "float32")
 // from C-order values, rounded to float32.
 func Float32Array(dtype string, shape []int64, vals []float64) NDArray {

@@ -104,7 +104,7 @@ func TestTranslateOutputs(t *testing.T) {
 		RequestID: "r", NewTokenIDs: []int32{4}, FinishReason: wire.FinishStop, StopReason: int64(4), NumCachedTokens: 3,
 		NewLogprobs: &wire.Logprobs{TokenIDs: [][]int32{{4, 5}}, Logprobs: [][]float64{{-0.5, -2}}, Ranks: []int32{1}}}},
 		SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 1, KVCacheUsage: 0.5, StepCounter: 3}}
-	v, err := vllm.FromTandemOutputs(to)
+	v, err := vllm.FromTandemOutputs(to, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,4 +180,64 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatal(diff)
 		}
 	})
+}
+
+// TestFromTandemOutputsLayout: what vLLM 0.33's engine writes for one
+// output: prefill_stats on the first output only, logprob token ids int32,
+// ranks int64, prompt logprob tensors int32/float32/int64.
+func TestFromTandemOutputsLayout(t *testing.T) {
+	lp := &wire.Logprobs{TokenIDs: [][]int32{{4, 5}}, Logprobs: [][]float64{{-0.5, -2}}, Ranks: []int32{1}}
+	to := &wire.EngineCoreOutputs{Outputs: []wire.EngineCoreOutput{
+		{RequestID: "first", NewTokenIDs: []int32{4}, NumCachedTokens: 16, NewLogprobs: lp, NewPromptLogprobs: lp},
+		{RequestID: "later", NewTokenIDs: []int32{5}},
+		{RequestID: "cached-later", NewTokenIDs: []int32{6}, NumCachedTokens: 3},
+	}}
+	v, err := vllm.FromTandemOutputs(to, map[string]int{"first": 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  *vllm.PrefillStats
+		want *vllm.PrefillStats
+	}{
+		{"first", v.Outputs[0].PrefillStats, &vllm.PrefillStats{NumPromptTokens: 20, NumComputedTokens: 4, NumCachedTokens: 16, NumLocalCachedTokens: 16}},
+		{"later", v.Outputs[1].PrefillStats, nil},
+		{"cached-later", v.Outputs[2].PrefillStats, &vllm.PrefillStats{NumCachedTokens: 3, NumLocalCachedTokens: 3}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+			t.Errorf("%s prefill_stats (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	l, p := v.Outputs[0].NewLogprobs, v.Outputs[0].NewPromptLogprobsTensors
+	dtypes := []string{l.LogprobTokenIDs.DType, l.Logprobs.DType, l.SampledTokenRanks.DType,
+		p.LogprobTokenIDs.DType, p.Logprobs.DType, p.SelectedTokenRanks.DType}
+	if diff := cmp.Diff([]string{"<i4", "<f4", "<i8", "int32", "float32", "int64"}, dtypes); diff != "" {
+		t.Errorf("dtypes (-want +got):\n%s", diff)
+	}
+	if ids, _ := l.LogprobTokenIDs.Ints(); !cmp.Equal(ids, []int64{4, 5}) || len(l.LogprobTokenIDs.Data) != 8 {
+		t.Errorf("token ids %v in %d bytes", ids, len(l.LogprobTokenIDs.Data))
+	}
+}
+
+// TestToTandemSkipReadingPrefixCache: vLLM's frontend sets
+// skip_reading_prefix_cache with prompt_logprobs, which Tandem's engine
+// honours anyway; alone it has no counterpart.
+func TestToTandemSkipReadingPrefixCache(t *testing.T) {
+	yes, one := true, int64(1)
+	tests := []struct {
+		name    string
+		prompt  *int64
+		wantErr bool
+	}{{"with prompt_logprobs", &one, false}, {"alone", nil, true}}
+	for _, tt := range tests {
+		p := vllm.DefaultSamplingParams()
+		mt := int64(4)
+		p.MaxTokens, p.SkipReadingPrefixCache, p.PromptLogprobs = &mt, &yes, tt.prompt
+		_, err := vllm.ToTandemSamplingParams(&p)
+		if gotErr := errors.Is(err, vllm.ErrUntranslatable); gotErr != tt.wantErr {
+			t.Errorf("%s: err %v, want untranslatable %v", tt.name, err, tt.wantErr)
+		}
+	}
 }

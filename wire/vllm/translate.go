@@ -151,8 +151,10 @@ func FromTandemSamplingParams(t *wire.SamplingParams) (*SamplingParams, error) {
 // prompt_is_token_ids, abort_immediately, kv_hints; in SamplingParams
 // watermarking, prompt_logprob_token_ids/start, _bad_words_token_ids,
 // thinking_token_budget, repetition_detection, routed_experts_prompt_start,
-// trace_decode_token_ids, skip_reading_prefix_cache) are ErrUntranslatable
-// when set.
+// trace_decode_token_ids, skip_reading_prefix_cache without
+// prompt_logprobs) are ErrUntranslatable when set. skip_reading_prefix_cache
+// with prompt_logprobs, as vLLM's frontend sets it, is what Tandem's engine
+// does anyway: a request with prompt_logprobs never reads the prefix cache.
 func ToTandemRequest(r *EngineCoreRequest) (*wire.EngineCoreRequest, error) {
 	for _, f := range []struct {
 		name string
@@ -202,7 +204,7 @@ func ToTandemSamplingParams(p *SamplingParams) (wire.SamplingParams, error) {
 		{"repetition_detection", p.RepetitionDetection != nil && p.RepetitionDetection.MaxPatternSize > 0},
 		{"routed_experts_prompt_start", p.RoutedExpertsPromptStart != 0},
 		{"trace_decode_token_ids", p.TraceDecodeTokenIDs != nil},
-		{"skip_reading_prefix_cache", p.SkipReadingPrefixCache != nil && *p.SkipReadingPrefixCache},
+		{"skip_reading_prefix_cache", p.SkipReadingPrefixCache != nil && *p.SkipReadingPrefixCache && p.PromptLogprobs == nil},
 		{"max_tokens (None)", p.MaxTokens == nil}} {
 		if f.set {
 			return wire.SamplingParams{}, untranslatable("SamplingParams." + f.name)

@@ -9,21 +9,31 @@ import (
 
 // FromTandemOutputs translates a Tandem OUTPUTS for a vLLM frontend.
 // Timestamp is copied (Tandem's is unix time, vLLM's monotonic: a frontend
-// only subtracts timestamps of one engine). NumCachedTokens becomes
-// prefill_stats.num_cached_tokens (and num_local_cached_tokens) when
-// non-zero; logprobs become "<i8"/"<f4" ndarrays, prompt logprobs torch
-// tensors; FinishError with CodeInvalidRequest carries a RequestError
+// only subtracts timestamps of one engine). firsts holds, for each request
+// whose first output is in o, its number of prompt tokens: that output
+// gets prefill_stats as vLLM's engine fills it (num_prompt_tokens,
+// num_computed_tokens = prompt - cached, num_cached_tokens and
+// num_local_cached_tokens from NumCachedTokens); an output not in firsts
+// gets prefill_stats only when NumCachedTokens is non-zero. Logprobs
+// become vLLM's LogprobsLists ("<i4" token ids, "<f4" logprobs, "<i8"
+// ranks), prompt logprobs LogprobsTensors (int32, float32, int64);
+// FinishError with CodeInvalidRequest carries a RequestError
 // ("validation_error", the stop reason's text). Dropped: ErrorCode
 // otherwise, SchedulerStats' cumulative prefix-cache counters,
 // NumFreeBlocks, NumTotalBlocks, NumPreemptions and NumSessions (vLLM's
 // are per step or absent).
-func FromTandemOutputs(o *wire.EngineCoreOutputs) (*EngineCoreOutputs, error) {
+func FromTandemOutputs(o *wire.EngineCoreOutputs, firsts map[string]int) (*EngineCoreOutputs, error) {
 	v := &EngineCoreOutputs{EngineIndex: int64(o.EngineIndex), Timestamp: o.Timestamp,
 		FinishedRequests: slices.Clone(o.FinishedRequests)}
 	for i := range o.Outputs {
 		out, err := fromTandemOutput(&o.Outputs[i])
 		if err != nil {
 			return nil, err
+		}
+		if n, first := firsts[out.RequestID]; first {
+			cached := int64(o.Outputs[i].NumCachedTokens)
+			out.PrefillStats = &PrefillStats{NumPromptTokens: int64(n), NumComputedTokens: int64(n) - cached,
+				NumCachedTokens: cached, NumLocalCachedTokens: cached}
 		}
 		v.Outputs = append(v.Outputs, out)
 	}
@@ -40,11 +50,11 @@ func fromTandemOutput(t *wire.EngineCoreOutput) (EngineCoreOutput, error) {
 		o.NewTokenIDs = []int32{}
 	}
 	if t.NewLogprobs != nil {
-		ids, lps, ranks := logprobArrays(t.NewLogprobs, "<i8", "<f4")
+		ids, lps, ranks := logprobArrays(t.NewLogprobs, "<i4", "<f4", "<i8")
 		o.NewLogprobs = &LogprobsLists{LogprobTokenIDs: ids, Logprobs: lps, SampledTokenRanks: ranks}
 	}
 	if t.NewPromptLogprobs != nil {
-		ids, lps, ranks := logprobArrays(t.NewPromptLogprobs, "int64", "float32")
+		ids, lps, ranks := logprobArrays(t.NewPromptLogprobs, "int32", "float32", "int64")
 		o.NewPromptLogprobsTensors = &LogprobsTensors{LogprobTokenIDs: ids, Logprobs: lps, SelectedTokenRanks: ranks}
 	}
 	if t.FinishReason != wire.FinishNone {
@@ -65,7 +75,9 @@ func fromTandemOutput(t *wire.EngineCoreOutput) (EngineCoreOutput, error) {
 	return o, nil
 }
 
-func logprobArrays(l *wire.Logprobs, intType, floatType string) (ids, lps, ranks NDArray) {
+// logprobArrays lays l out as vLLM does: token ids [P, k] of idType (32
+// bits), logprobs [P, k] of floatType, ranks [P] of rankType (64 bits).
+func logprobArrays(l *wire.Logprobs, idType, floatType, rankType string) (ids, lps, ranks NDArray) {
 	p := int64(len(l.TokenIDs))
 	k := int64(0)
 	if p > 0 {
@@ -90,8 +102,8 @@ func logprobArrays(l *wire.Logprobs, intType, floatType string) (ids, lps, ranks
 	for i, r := range l.Ranks {
 		rv[i] = int64(r)
 	}
-	return Int64Array(intType, []int64{p, k}, iv), Float32Array(floatType, []int64{p, k}, fv),
-		Int64Array(intType, []int64{int64(len(rv))}, rv)
+	return Int32Array(idType, []int64{p, k}, iv), Float32Array(floatType, []int64{p, k}, fv),
+		Int64Array(rankType, []int64{int64(len(rv))}, rv)
 }
 
 // ToTandemOutputs translates a vLLM engine's outputs for a Tandem
