@@ -52,6 +52,7 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 		PID:             e.pid,
 		Version:         e.cfg.Version,
 		MaxLogprobs:     *e.cfg.MaxLogprobs,
+		MaxNumSeqs:      e.cfg.MaxNumSeqs,
 	}
 	if h.ProtocolVersion != wire.ProtocolVersion {
 		ready.Error = fmt.Sprintf("protocol version mismatch: frontend speaks %d, engine speaks %d", h.ProtocolVersion, wire.ProtocolVersion)
@@ -157,8 +158,12 @@ func (e *Engine) reject(now time.Time, client, id string, code wire.ErrorCode, m
 // get_events_endpoint [] (the PUB endpoint, "" if none),
 // get_replay_endpoint [] (the replay and snapshot socket, "" if none; a
 // frontend that joins late loads the cached blocks there), get_sessions []
-// (the sessions held, as in a session snapshot). Only frontends that
-// completed HELLO get here.
+// (the sessions held, as in a session snapshot), reset_prefix_cache
+// [reset_running_requests, reset_connector] (vLLM's: drop every cached
+// prefix hash, true on success, false while requests hold blocks; this
+// engine cannot preempt its running requests for it, so with
+// reset_running_requests true and blocks held it fails). Only frontends
+// that completed HELLO get here.
 func (e *Engine) utility(client string, u *wire.Utility) []Out {
 	res := &wire.UtilityResult{CallID: u.CallID}
 	var v any
@@ -188,6 +193,20 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 	case "get_stats":
 		st := e.Load()
 		v = &st
+	case "reset_prefix_cache":
+		flags, ok := boolArgs(u.Args, 2)
+		switch {
+		case !ok:
+			err = fmt.Errorf("reset_prefix_cache takes at most two bool arguments (reset_running_requests, reset_connector)")
+		case len(flags) > 1 && flags[1]:
+			err = fmt.Errorf("reset_prefix_cache: reset_connector: this engine has no KV connector")
+		default:
+			done := e.kv.ResetPrefixCache()
+			if !done && len(flags) > 0 && flags[0] {
+				err = fmt.Errorf("reset_prefix_cache: cannot preempt the running requests (reset_running_requests): their blocks are in use")
+			}
+			v = done
+		}
 	case "list_requests": // the caller's own: no other frontend's ids or identity
 		reqs := []any{}
 		e.requests(func(r *sched.Request) {
@@ -224,6 +243,22 @@ func (e *Engine) sessionInfo(id string) *wire.SessionInfo {
 	info.EngineIndex = e.cfg.EngineIndex
 	info.NumCachedTokens = int64(e.kv.SessionCachedTokens(id))
 	return &info
+}
+
+// boolArgs reads up to max bool arguments.
+func boolArgs(args []any, max int) ([]bool, bool) {
+	if len(args) > max {
+		return nil, false
+	}
+	out := make([]bool, len(args))
+	for i, a := range args {
+		b, ok := a.(bool)
+		if !ok {
+			return nil, false
+		}
+		out[i] = b
+	}
+	return out, true
 }
 
 func stringArg(args []any) (string, bool) {
