@@ -68,7 +68,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU `threads` for the forward pass (default: every CPU; serve splits them among its engines)")
 	fs.Var(&f.kvCacheDtype, "kv-cache-dtype", "KV cache element `type` on the CPU: auto (= float32, K/V exactly as computed) or float16 (half the memory: twice the tokens per --kv-cache-memory, llama.cpp's default; logits move by ~1e-3); docs/architecture.md#cpu-attention")
 	fs.Var(&f.cpuPrecision, "cpu-precision", "`mode` of the CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md")
-	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; for benchmarking the frontend and the wire)")
+	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; null:fail-after=N (or null:STEP,fail-after=N) fails every forward pass after N, warm-up's included, so the engine dies as on a device error: fault injection; for benchmarking the frontend and the wire)")
 	f.gpu.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
@@ -270,10 +270,10 @@ func loadBackend(name, device string, maxModelLen, threads int, opts cpuOptions,
 	}
 	cfg, w, release := served.Config, served.Weights, served.Release
 	var be runner.Backend
-	if step, isNull, nerr := parseNull(device); nerr != nil {
+	if nopts, isNull, nerr := parseNull(device); nerr != nil {
 		err = nerr
 	} else if isNull {
-		be, err = newNull(cfg, served.Vocab, step)
+		be, err = newNull(cfg, served.Vocab, nopts)
 	} else {
 		be, err = newBackend(device, cfg, w, threads, opts)
 	}

@@ -144,7 +144,7 @@ func planDevices(set map[string]bool, device string, dp int, devs []nvml.Device,
 	return out, nil
 }
 
-// parseDevice checks --device: "cpu", "null" or "null:STEP" (backend_null.go), or
+// parseDevice checks --device: "cpu", "null" or "null:OPTIONS" (backend_null.go), or
 // "cuda:N" / "cuda" (cuda:0) in a binary with the CUDA backend. It returns
 // the CUDA ordinal, or ok false for the CPU and null.
 func parseDevice(device string) (ordinal int, ok bool, err error) {

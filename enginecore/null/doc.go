@@ -17,6 +17,10 @@
 // would (`--device null:10ms`), so a benchmark can load the frontend at a
 // realistic token rate instead of as fast as the engine core can step.
 //
+// FailAfter makes every forward pass after the next N fail
+// (`--device null:fail-after=N`): the engine core then dies as on a
+// device error, for tests of how frontends learn it.
+//
 // It imports nothing of the engine but runner.
 //
 //	be, err := null.New(info, null.NewScript(vocab.Pieces, null.Text, info.EOSTokenIDs))

@@ -31,6 +31,20 @@ type Backend struct {
 	script     []int32       // token ids, generated in order and cycled
 	numBlocks  int           // as allocated; Forward checks block ids against it
 	numForward int           // Forward calls so far
+	failAfter  int           // Forward calls that succeed before every later one fails (0: none fails)
+}
+
+// ErrInjected is what Forward returns once FailAfter's passes are done.
+var ErrInjected = errors.New("null: injected failure (--device null:fail-after=N)")
+
+// FailAfter makes every forward pass after the next n fail with
+// ErrInjected (n ≥ 1; 0 turns it off): fault injection, for tests of what
+// a dying engine core tells its frontends.
+func (b *Backend) FailAfter(n int) {
+	b.failAfter = 0
+	if n > 0 {
+		b.failAfter = b.numForward + n
+	}
 }
 
 // New returns a null backend that reports info as its model and generates
@@ -91,6 +105,9 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 			}
 			t.Stop()
 		}()
+	}
+	if b.failAfter > 0 && b.numForward >= b.failAfter {
+		return ErrInjected
 	}
 	b.numForward++
 	v, row := b.info.VocabSize, 0

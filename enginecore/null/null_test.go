@@ -2,6 +2,7 @@ package null_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -82,5 +83,29 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := null.NewPaced(runner.ModelInfo{VocabSize: 9}, []int32{1}, -time.Millisecond); err == nil {
 		t.Error("NewPaced with a negative step time gave no error")
+	}
+}
+
+func TestFailAfter(t *testing.T) {
+	b, err := null.New(runner.ModelInfo{VocabSize: 8}, []int32{3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AllocateKV(4, 16); err != nil {
+		t.Fatal(err)
+	}
+	ctx, step := context.Background(), &runner.Step{}
+	_ = b.Forward(ctx, step, nil) // before FailAfter: not counted
+	b.FailAfter(2)
+	var got []bool
+	for range 4 {
+		got = append(got, errors.Is(b.Forward(ctx, step, nil), null.ErrInjected))
+	}
+	if diff := cmp.Diff([]bool{false, false, true, true}, got); diff != "" {
+		t.Errorf("failed passes (-want +got):\n%s", diff)
+	}
+	b.FailAfter(0)
+	if err := b.Forward(ctx, step, nil); err != nil {
+		t.Errorf("FailAfter(0): %v", err)
 	}
 }
