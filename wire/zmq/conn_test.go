@@ -23,6 +23,20 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestZeroByteIdentity: vLLM's rank-0 engine presents "\x00\x00".
+func TestZeroByteIdentity(t *testing.T) {
+	router := bindRouter(t, "tcp://127.0.0.1:0")
+	d := dialDealer(t, router.Endpoint(), zmq.WithIdentity("\x00\x00"))
+	send(t, d, "hello")
+	if diff := cmp.Diff([]string{"\x00\x00", "hello"}, recv(t, router)); diff != "" {
+		t.Errorf("router received (-want +got):\n%s", diff)
+	}
+	send(t, router, "\x00\x00", "welcome")
+	if diff := cmp.Diff([]string{"welcome"}, recv(t, d)); diff != "" {
+		t.Errorf("dealer received (-want +got):\n%s", diff)
+	}
+}
+
 func TestRouterDealerRouting(t *testing.T) {
 	for _, tr := range transports(t) {
 		t.Run(tr.name, func(t *testing.T) {

@@ -33,8 +33,10 @@ type config struct {
 }
 
 // WithIdentity sets a DEALER's routing identity, the frame a ROUTER peer sees first in
-// every message from it. It must be 1..255 bytes and must not start with a zero byte. By
-// default a DEALER gets a random 16-character hex identity. Other socket kinds ignore it.
+// every message from it. It must be 1..255 bytes. libzmq 4 accepts any such bytes; a
+// leading zero byte only marks the identities a ROUTER makes up for peers that set none,
+// and vLLM's engines use it (rank 0 is "\x00\x00"). By default a DEALER gets a random
+// 16-character hex identity. Other socket kinds ignore it.
 func WithIdentity(id string) Option { return func(c *config) { c.identity = id } }
 
 // WithHWM sets the send and receive high-water marks (ZMQ_SNDHWM, ZMQ_RCVHWM) in
@@ -82,8 +84,8 @@ func newConfig(k kind, opts []Option) (config, error) {
 	switch {
 	case cfg.identity == "":
 		cfg.identity = randomIdentity()
-	case len(cfg.identity) > 255 || cfg.identity[0] == 0:
-		return cfg, fmt.Errorf("zmq: WithIdentity(%q): want 1..255 bytes not starting with 0", cfg.identity)
+	case len(cfg.identity) > 255:
+		return cfg, fmt.Errorf("zmq: WithIdentity(%q): want 1..255 bytes", cfg.identity)
 	}
 	return cfg, nil
 }
