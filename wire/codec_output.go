@@ -341,6 +341,7 @@ func (d *dec) outputs() ([]EngineCoreOutput, error) {
 var readyFields = []string{
 	"protocol_version", "engine_index", "error", "model", "served_model_name", "max_model_len",
 	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version", "max_logprobs",
+	"max_num_seqs",
 }
 
 func (r *Ready) encode(e *enc) {
@@ -359,6 +360,7 @@ func (r *Ready) encode(e *enc) {
 	e.int(int64(r.PID))
 	e.str(r.Version)
 	e.int(int64(r.MaxLogprobs))
+	e.int(int64(r.MaxNumSeqs))
 }
 
 func (r *Ready) decode(d *dec) error {
@@ -398,6 +400,8 @@ func (r *Ready) decode(d *dec) error {
 			r.Version, err = d.str()
 		case 13:
 			r.MaxLogprobs, err = d.int()
+		case 14:
+			r.MaxNumSeqs, err = d.int()
 		default:
 			err = d.skip()
 		}

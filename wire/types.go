@@ -249,6 +249,8 @@ type Hello struct {
 //	12 version          str (tandem build version)
 //	13 max_logprobs     int (--max-logprobs: logprobs per token at most;
 //	                    -1 = the whole vocabulary; absent = 20)
+//	14 max_num_seqs     int (--max-num-seqs: sequences it runs at once;
+//	                    absent = 0, unknown)
 type Ready struct {
 	ProtocolVersion int
 	EngineIndex     int
@@ -264,6 +266,7 @@ type Ready struct {
 	PID             int
 	Version         string
 	MaxLogprobs     int
+	MaxNumSeqs      int
 }
 
 // DefaultMaxLogprobs is Ready.MaxLogprobs when a READY leaves it out (an
