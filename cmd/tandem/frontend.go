@@ -80,6 +80,7 @@ type apiFlags struct {
 	// accepted so vLLM command lines run: Tandem always reports
 	// usage.prompt_tokens_details (as OpenAI does), whatever its value.
 	promptTokensDetails bool
+	noSlots             bool // llama.cpp's --no-slots
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -89,12 +90,14 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.perRequestMetrics, "enable-per-request-metrics", false, `add "metrics" (queue time, time to first token, mean ITL, tokens/s) to one-sequence responses and to a stream's usage chunk`)
 	fs.StringVar(&a.rootPath, "root-path", "", "the path `prefix` a proxy serves this server under: stripped from request paths, and the OpenAPI document's server URL")
 	fs.BoolVar(&a.promptTokensDetails, "enable-prompt-tokens-details", true, "vLLM's flag, accepted: usage.prompt_tokens_details.cached_tokens is always reported, as OpenAI does")
+	fs.BoolVar(&a.noSlots, "no-slots", false, "llama.cpp's flag: GET /slots answers 501 instead of the engines' sequence slots")
 }
 
 // apply sets the settings in cfg.
 func (a *apiFlags) apply(cfg *server.Config) {
 	cfg.ForceIncludeUsage, cfg.ReturnTokensAsTokenIDs = a.forceIncludeUsage, a.tokensAsIDs
 	cfg.EnableTokenizerInfo, cfg.EnablePerRequestMetrics, cfg.RootPath = a.tokenizerInfo, a.perRequestMetrics, a.rootPath
+	cfg.DisableSlots = a.noSlots
 }
 
 // frontendCommand is `tandem frontend`'s command line.

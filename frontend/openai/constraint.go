@@ -8,7 +8,9 @@ import (
 )
 
 // Constraint resolves the request's output constraint, from whichever of
-// response_format, structured_outputs and the guided_* fields sets one,
+// response_format, structured_outputs, the guided_* fields and llama.cpp's
+// grammar and json_schema sets one (response_format json_object with a
+// schema, llama.cpp's extension, is that schema),
 // into the engine's structured_outputs; nil when the output is free. Two
 // different constraints are a 400, as is an empty or malformed one. The
 // engine compiles it and rejects what it cannot (naming the keyword).
@@ -22,6 +24,14 @@ func (p *Params) Constraint() (*wire.StructuredOutputs, *Error) {
 		switch f.Type {
 		case "", "text":
 		case "json_object":
+			if isSet(f.Schema) { // llama.cpp's extension: json_object with a schema is that schema
+				text, e := schemaText("response_format.schema", f.Schema)
+				if e != nil {
+					return nil, e
+				}
+				add("response_format", &wire.StructuredOutputs{JSON: text})
+				break
+			}
 			add("response_format", &wire.StructuredOutputs{JSONObject: true})
 		case "json_schema":
 			schema := f.Schema // the Responses API's flat form
@@ -83,6 +93,16 @@ func (p *Params) Constraint() (*wire.StructuredOutputs, *Error) {
 	}
 	if p.GuidedGrammar != "" {
 		add("guided_grammar", &wire.StructuredOutputs{Grammar: p.GuidedGrammar})
+	}
+	if p.Grammar != "" {
+		add("grammar", &wire.StructuredOutputs{Grammar: p.Grammar})
+	}
+	if isSet(p.JSONSchema) {
+		text, e := schemaText("json_schema", p.JSONSchema)
+		if e != nil {
+			return nil, e
+		}
+		add("json_schema", &wire.StructuredOutputs{JSON: text})
 	}
 	switch len(found) {
 	case 0:

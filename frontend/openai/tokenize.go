@@ -83,7 +83,10 @@ type DetokenizeRequest struct {
 	Tokens []int32 `json:"tokens"`
 }
 
-// DetokenizeResponse is the answer of POST /detokenize.
+// DetokenizeResponse is the answer of POST /detokenize: vLLM's prompt,
+// and llama.cpp's content (the same text) when the request names no
+// model, as llama.cpp's requests do not.
 type DetokenizeResponse struct {
-	Prompt string `json:"prompt"`
+	Prompt  string  `json:"prompt"`
+	Content *string `json:"content,omitempty"`
 }

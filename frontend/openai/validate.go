@@ -300,3 +300,7 @@ var unsupportedStruct = func() reflect.Type {
 	}
 	return reflect.StructOf(fields)
 }()
+
+// Validate checks the shared fields of a request built by another
+// dialect (llama.cpp's native routes) as the OpenAI routes check theirs.
+func (p *Params) Validate() *Error { return p.validate() }

@@ -33,7 +33,7 @@ func TestTokenize(t *testing.T) {
 		{"llama.cpp with_pieces", "/tokenize", `{"content":"h\u00e9","with_pieces":true}`, 200, `"tokens":[{"id":104,"piece":"h"},{"id":195,"piece":[195]},{"id":169,"piece":[169]}]`},
 		{"content and prompt", "/tokenize", `{"content":"a","prompt":"a"}`, 400, `"param":"content"`},
 		{"unknown model", "/tokenize", `{"model":"x","prompt":"a"}`, 404, `"code":"model_not_found"`},
-		{"detokenize", "/detokenize", `{"tokens":[256,104,105]}`, 200, `{"prompt":"\u003c|begin_of_text|\u003ehi"}`},
+		{"detokenize", "/detokenize", `{"model":"dummy","tokens":[256,104,105]}`, 200, `{"prompt":"\u003c|begin_of_text|\u003ehi"}`},
 		{"detokenize out of vocab", "/detokenize", `{"tokens":[1000]}`, 400, `"message":"Token id 1000 is out of vocabulary`},
 		// vLLM's wording, which its HTTP tests match (tests/entrypoints/openai).
 		{"completion out of vocab", "/v1/completions", `{"prompt":[999999],"max_tokens":1}`, 400, `"message":"Token id 999999 is out of vocabulary (size 320).","type":"invalid_request_error","param":"prompt"`},

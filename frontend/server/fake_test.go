@@ -24,6 +24,8 @@ type fakeEngine struct {
 	hold chan struct{}
 	// timing is what every stream's Timing reports.
 	timing engineclient.Timing
+	// states, when set, is what Engines reports.
+	states []engineclient.EngineState
 }
 
 // Timing reports the engine's timestamps, as engineclient's streams do.
@@ -46,6 +48,9 @@ func (f *fakeEngine) Session(ctx context.Context, id string) ([]wire.SessionInfo
 func (f *fakeEngine) EndSession(ctx context.Context, id string) (bool, error) { return false, nil }
 
 func (f *fakeEngine) Engines() []engineclient.EngineState {
+	if f.states != nil {
+		return f.states
+	}
 	return []engineclient.EngineState{{Index: 0, Ready: true, NumWaiting: f.numWaiting}}
 }
 

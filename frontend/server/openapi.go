@@ -43,6 +43,18 @@ var apiOperations = []apiOperation{
 	{"get", "/v1/sessions/{session_id}", "Which engine holds a session and what it caches", "", "Object", false},
 	{"delete", "/v1/sessions/{session_id}", "End a session and release its cache", "", "Object", false},
 	{"get", "/openapi.json", "This document", "", "Object", false},
+	// llama-server's own routes and its OpenAI routes without /v1 (llamacpp_routes.go)
+	{"post", "/completion", "llama.cpp's native completion", "Object", "Object", true},
+	{"post", "/completions", "llama.cpp's native completion (as /completion)", "Object", "Object", true},
+	{"post", "/apply-template", "Chat messages rendered by the chat template (llama.cpp)", "ChatCompletionRequest", "Object", false},
+	{"get", "/props", "Server properties and default generation settings (llama.cpp)", "", "Object", false},
+	{"get", "/slots", "The engines' sequence slots (llama.cpp)", "", "Object", false},
+	{"get", "/v1/health", "As /health (llama.cpp)", "", "", false},
+	{"get", "/models", "As /v1/models (llama.cpp)", "", "ModelList", false},
+	{"post", "/chat/completions", "As /v1/chat/completions (llama.cpp)", "ChatCompletionRequest", "ChatCompletion", true},
+	{"post", "/responses", "As /v1/responses (llama.cpp)", "Object", "Object", true},
+	{"post", "/v1/chat/completions/input_tokens", "The prompt tokens a chat request would run, counted", "ChatCompletionRequest", "Object", false},
+	{"post", "/chat/completions/input_tokens", "As /v1/chat/completions/input_tokens (llama.cpp)", "ChatCompletionRequest", "Object", false},
 }
 
 // webUIOperations are the web console's routes (frontend/webui), in the

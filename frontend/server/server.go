@@ -89,6 +89,9 @@ type Config struct {
 	// DisableWebUI leaves out the web console (/, /console; see
 	// frontend/webui; --disable-web-ui).
 	DisableWebUI bool
+	// DisableSlots answers GET /slots with 501, as llama-server does with
+	// --no-slots.
+	DisableSlots bool
 }
 
 // Server is the frontend's HTTP API.
@@ -169,6 +172,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.GET("/v1/sessions/:id", s.getSession)
 	e.DELETE("/v1/sessions/:id", s.deleteSession)
 	e.GET("/openapi.json", s.openAPI)
+	s.mountLlamaCpp(e)
 	if cfg.EnableTokenizerInfo {
 		e.GET("/tokenizer_info", s.tokenizerInfo)
 	}

@@ -87,7 +87,11 @@ func (s *Server) detokenize(c echo.Context) error {
 	if e := s.checkTokens("tokens", req.Tokens); e != nil {
 		return writeError(c, e)
 	}
-	return c.JSON(http.StatusOK, openai.DetokenizeResponse{Prompt: s.tok.Decode(req.Tokens, false)})
+	out := openai.DetokenizeResponse{Prompt: s.tok.Decode(req.Tokens, false)}
+	if req.Model == "" {
+		out.Content = &out.Prompt
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // vocabTexter is a tokenizer that keeps its vocabulary's token strings

@@ -5,8 +5,8 @@ request helpers, presets, match_regex) is kept; ServerProcess.start runs
 `tandem serve` on the default model instead of llama-server, mapping the
 preset's options onto Tandem's flags. Presets' models (stories260K,
 bert-bge-small, …) are not downloaded: every preset serves Tandem's model
-under the preset's alias. Requests to llama-server's unprefixed OpenAI
-routes (/chat/completions, …) go to /v1/….
+under the preset's alias. Tandem serves llama-server's routes
+(/completion, /props, /slots, the OpenAI routes without /v1) itself.
 """
 
 import os
@@ -30,33 +30,6 @@ def _template_file(name: str | None) -> str | None:
     return None
 
 
-# llama-server serves its OpenAI routes with and without /v1; Tandem (like
-# vLLM) only under /v1. The tests mostly call them without: the shim adds
-# /v1, so that what is behind the routes is tested (docs/conformance.md
-# lists the missing aliases as a difference of their own).
-# (/completion, /completions and /embeddings without /v1 are llama-server's
-# own formats, not OpenAI's: they stay as they are.)
-_OPENAI_ROUTES = ("/chat/completions", "/models", "/responses")
-
-
-def _v1(path: str) -> str:
-    if path.startswith(_OPENAI_ROUTES):
-        return "/v1" + path
-    return path
-
-
-_make_request = llama_utils.ServerProcess.make_request
-_make_stream_request = llama_utils.ServerProcess.make_stream_request
-
-
-def _request(self, method, path, *args, **kwargs):
-    return _make_request(self, method, _v1(path), *args, **kwargs)
-
-
-def _stream_request(self, method, path, *args, **kwargs):
-    return _make_stream_request(self, method, _v1(path), *args, **kwargs)
-
-
 def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> None:
     args: list[str] = []
     if self.n_ctx:
@@ -68,6 +41,10 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--max-num-batched-tokens", str(max(self.n_batch, 32))]
     if self.api_key:
         args += ["--api-key", self.api_key]
+    if not self.server_slots:
+        args += ["--no-slots"]
+    if getattr(self, "no_ui", False):
+        args += ["--disable-web-ui"]
     template = _template_file(self.chat_template_file) or _template_file(self.chat_template)
     if template:
         args += ["--chat-template", template]
@@ -96,7 +73,5 @@ def _stop(self) -> None:
 
 
 llama_utils.ServerProcess.start = _start
-llama_utils.ServerProcess.make_request = _request
-llama_utils.ServerProcess.make_stream_request = _stream_request
 llama_utils.ServerProcess.stop = _stop
 llama_utils.ServerPreset.load_all = staticmethod(lambda: None)
