@@ -81,6 +81,7 @@ type apiFlags struct {
 	// usage.prompt_tokens_details (as OpenAI does), whatever its value.
 	promptTokensDetails bool
 	noSlots             bool // llama.cpp's --no-slots
+	seed                int64
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -90,6 +91,7 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.perRequestMetrics, "enable-per-request-metrics", false, `add "metrics" (queue time, time to first token, mean ITL, tokens/s) to one-sequence responses and to a stream's usage chunk`)
 	fs.StringVar(&a.rootPath, "root-path", "", "the path `prefix` a proxy serves this server under: stripped from request paths, and the OpenAPI document's server URL")
 	fs.BoolVar(&a.promptTokensDetails, "enable-prompt-tokens-details", true, "vLLM's flag, accepted: usage.prompt_tokens_details.cached_tokens is always reported, as OpenAI does")
+	fs.Int64Var(&a.seed, "seed", -1, "sampling seed of requests that set none (as llama-server's --seed: each samples as if it sent this seed; vLLM's seeds its engines' generator instead); -1 = random")
 	fs.BoolVar(&a.noSlots, "no-slots", false, "llama.cpp's flag: GET /slots answers 501 instead of the engines' sequence slots")
 }
 
@@ -98,6 +100,10 @@ func (a *apiFlags) apply(cfg *server.Config) {
 	cfg.ForceIncludeUsage, cfg.ReturnTokensAsTokenIDs = a.forceIncludeUsage, a.tokensAsIDs
 	cfg.EnableTokenizerInfo, cfg.EnablePerRequestMetrics, cfg.RootPath = a.tokenizerInfo, a.perRequestMetrics, a.rootPath
 	cfg.DisableSlots = a.noSlots
+	if a.seed >= 0 {
+		seed := a.seed
+		cfg.DefaultSeed = &seed
+	}
 }
 
 // frontendCommand is `tandem frontend`'s command line.

@@ -83,6 +83,10 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 		FlowID:           flowOf(ctx),
 	}
 	parent.SamplingParams.N = g.n
+	if parent.SamplingParams.Seed == nil && s.cfg.DefaultSeed != nil { // --seed: the seed of requests that set none
+		seed := *s.cfg.DefaultSeed
+		parent.SamplingParams.Seed = &seed
+	}
 	for _, req := range engineclient.Children(parent) { // the Go client's parallel sampling
 		w := s.startWaiting()
 		st, err := s.eng.Submit(ctx, req)

@@ -39,6 +39,9 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 	if e != nil {
 		return writeError(c, e)
 	}
+	if set.Seed == llamacpp.RandomSeed && s.cfg.DefaultSeed != nil {
+		set.Seed = *s.cfg.DefaultSeed
+	}
 	bias, entries, e := s.nativeBias(req.LogitBias)
 	if e != nil {
 		return writeError(c, e)

@@ -278,3 +278,31 @@ func TestSlotsAndInputTokens(t *testing.T) {
 		t.Errorf("--no-slots: %d %s", code, body)
 	}
 }
+
+func TestDefaultSeed(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+	seed := int64(42)
+	ts := newTestServerWith(t, f, func(c *Config) { c.DefaultSeed = &seed }, tokenizer.NewByte())
+	code, body := do(t, ts, "POST", "/completion", `{"prompt": "x", "n_predict": 1}`, nil)
+	if code != 200 || !strings.Contains(body, `"seed":42`) {
+		t.Errorf("generation_settings: %d %s, want --seed's 42", code, body)
+	}
+	for _, tc := range []struct {
+		path, body string
+		want       int64
+	}{
+		{"/completion", `{"prompt": "x", "n_predict": 1}`, 42},
+		{"/completion", `{"prompt": "x", "n_predict": 1, "seed": 7}`, 7},
+		{"/v1/completions", `{"prompt": "x", "max_tokens": 1}`, 42},
+		{"/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1, "seed": 9}`, 9},
+	} {
+		before := len(f.requests())
+		if code, body := do(t, ts, "POST", tc.path, tc.body, nil); code != 200 {
+			t.Fatalf("%s: %d %s", tc.path, code, body)
+		}
+		req := f.requests()[before]
+		if req.SamplingParams.Seed == nil || *req.SamplingParams.Seed != tc.want {
+			t.Errorf("%s %s: seed %v, want %d", tc.path, tc.body, req.SamplingParams.Seed, tc.want)
+		}
+	}
+}

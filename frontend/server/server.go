@@ -92,6 +92,10 @@ type Config struct {
 	// DisableSlots answers GET /slots with 501, as llama-server does with
 	// --no-slots.
 	DisableSlots bool
+	// DefaultSeed is the sampling seed of requests that set none
+	// (--seed, as llama-server's: each such request samples as if it
+	// had sent this seed); nil = a random one each.
+	DefaultSeed *int64
 }
 
 // Server is the frontend's HTTP API.

@@ -41,6 +41,8 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--max-num-batched-tokens", str(max(self.n_batch, 32))]
     if self.api_key:
         args += ["--api-key", self.api_key]
+    if self.seed is not None and self.seed >= 0:
+        args += ["--seed", str(self.seed)]
     if not self.server_slots:
         args += ["--no-slots"]
     if getattr(self, "no_ui", False):
