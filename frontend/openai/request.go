@@ -45,12 +45,15 @@ type Params struct {
 	GuidedDecodingBackend   string                  `json:"guided_decoding_backend,omitempty"` // accepted; LLGuidance serves every backend name
 	// llama.cpp's own constraint fields on its OpenAI routes: a GBNF
 	// grammar, and a JSON Schema (Constraint resolves them).
-	Grammar        string          `json:"grammar,omitempty"`
-	JSONSchema     json.RawMessage `json:"json_schema,omitempty"`
-	UseBeamSearch  bool            `json:"use_beam_search,omitempty"`
-	BestOf         *int            `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
-	LengthPenalty  *float64        `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
-	PromptLogprobs *int            `json:"prompt_logprobs,omitempty"` // top logprobs per prompt token; -1 = the vocabulary
+	Grammar    string          `json:"grammar,omitempty"`
+	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
+	// TimingsPerToken is llama.cpp's: its timings object on the answer
+	// (a stream's usage chunk).
+	TimingsPerToken bool     `json:"timings_per_token,omitempty"`
+	UseBeamSearch   bool     `json:"use_beam_search,omitempty"`
+	BestOf          *int     `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
+	LengthPenalty   *float64 `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
+	PromptLogprobs  *int     `json:"prompt_logprobs,omitempty"` // top logprobs per prompt token; -1 = the vocabulary
 	// AllowedTokenIDs restricts sampling to these ids (nil = any; [] is
 	// refused, as vLLM).
 	AllowedTokenIDs []int32 `json:"allowed_token_ids,omitempty"`

@@ -140,8 +140,9 @@ type ChatCompletion struct {
 	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
 	// vLLM's fields beyond OpenAI's, null unless asked for.
 	PromptLogprobs PromptLogprobs     `json:"prompt_logprobs"`
-	PromptTokenIDs []int32            `json:"prompt_token_ids"` // return_token_ids
-	Metrics        *PerRequestMetrics `json:"metrics"`          // --enable-per-request-metrics
+	PromptTokenIDs []int32            `json:"prompt_token_ids"`  // return_token_ids
+	Metrics        *PerRequestMetrics `json:"metrics"`           // --enable-per-request-metrics
+	Timings        any                `json:"timings,omitempty"` // llama.cpp's, with timings_per_token
 }
 
 // ChatChoice is one choice of a ChatCompletion.
@@ -196,6 +197,7 @@ type ChatCompletionChunk struct {
 	Usage             *Usage             `json:"usage,omitempty"`
 	PromptTokenIDs    []int32            `json:"prompt_token_ids,omitempty"` // first chunk, with return_token_ids
 	Metrics           *PerRequestMetrics `json:"metrics,omitempty"`          // the usage chunk, with --enable-per-request-metrics
+	Timings           any                `json:"timings,omitempty"`          // the usage chunk: llama.cpp's, with timings_per_token
 }
 
 // ChatChunkChoice is one choice of a ChatCompletionChunk.
@@ -241,7 +243,8 @@ type Completion struct {
 	Choices           []CompletionChoice `json:"choices"`
 	Usage             Usage              `json:"usage"`
 	SystemFingerprint string             `json:"system_fingerprint,omitempty"`
-	Metrics           *PerRequestMetrics `json:"metrics"` // --enable-per-request-metrics
+	Metrics           *PerRequestMetrics `json:"metrics"`           // --enable-per-request-metrics
+	Timings           any                `json:"timings,omitempty"` // llama.cpp's, with timings_per_token
 }
 
 // CompletionChoice is one choice of a Completion. The last three fields
@@ -268,6 +271,7 @@ type CompletionChunk struct {
 	Choices           []CompletionChunkChoice `json:"choices"`
 	Usage             *Usage                  `json:"usage,omitempty"`
 	Metrics           *PerRequestMetrics      `json:"metrics,omitempty"` // the usage chunk, with --enable-per-request-metrics
+	Timings           any                     `json:"timings,omitempty"` // the usage chunk: llama.cpp's, with timings_per_token
 }
 
 // CompletionChunkChoice is one choice of a CompletionChunk.

@@ -103,6 +103,9 @@ func (s *Server) chat(c echo.Context) error {
 	res = plan.pick(gens, res)
 	out := openai.ChatCompletion{ID: id, Object: openai.ObjectChatCompletion, Created: created, Model: s.cfg.ServedModelName,
 		Usage: usage, SystemFingerprint: s.fingerprint, Metrics: s.requestMetrics(gens, res)}
+	if req.TimingsPerToken {
+		out.Timings = requestTimings(gens, res)
+	}
 	if req.ReturnTokenIDs {
 		out.PromptTokenIDs = nonNilIDs(prompt)
 	}

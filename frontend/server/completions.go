@@ -116,6 +116,9 @@ func (s *Server) completions(c echo.Context) error {
 	res = plan.pick(gens, res)
 	out := openai.Completion{ID: id, Object: openai.ObjectTextCompletion, Created: created, Model: s.cfg.ServedModelName,
 		Usage: usage, SystemFingerprint: s.fingerprint, Metrics: s.requestMetrics(gens, res)}
+	if req.TimingsPerToken {
+		out.Timings = requestTimings(gens, res)
+	}
 	for i, r := range res {
 		prefix := echoText(i / plan.numReturned)
 		ch := openai.CompletionChoice{Index: i, Text: prefix + r.text.String(), FinishReason: r.finish, StopReason: r.stopReason}

@@ -303,6 +303,36 @@ func (n *nativeRun) result(i int, s *Server) llamacpp.Result {
 	return res
 }
 
+// requestTimings are llama.cpp's timings of a request's first choice
+// (timings_per_token on the OpenAI routes): its prompt, cached tokens,
+// and the engine's clock.
+func requestTimings(gens []*genRequest, res []*choiceResult) *llamacpp.Timings {
+	if len(gens) == 0 || len(res) == 0 {
+		return nil
+	}
+	r, numPrompt := res[0], len(gens[0].prompt)
+	cached := min(r.numCached, numPrompt)
+	var promptMS, predMS float64
+	if t := r.timing; t.Scheduled > 0 && t.FirstToken >= t.Scheduled {
+		promptMS, predMS = 1e3*(t.FirstToken-t.Scheduled), 1e3*max(t.LastToken-t.FirstToken, 0)
+	}
+	t := llamacpp.NewTimings(cached, numPrompt-cached, promptMS, r.numTokens, predMS)
+	return &t
+}
+
+// withTimings puts timings on a usage chunk.
+func withTimings(ev any, t *llamacpp.Timings) any {
+	switch ch := ev.(type) {
+	case openai.ChatCompletionChunk:
+		ch.Timings = t
+		return ch
+	case openai.CompletionChunk:
+		ch.Timings = t
+		return ch
+	}
+	return ev
+}
+
 // nativeTokens tokenizes one llama.cpp prompt: each text piece is
 // tokenized, special tokens parsed, and only a prompt that starts with
 // text gets the model's BOS (when its GGUF says to add one).

@@ -306,3 +306,30 @@ func TestDefaultSeed(t *testing.T) {
 		}
 	}
 }
+
+func TestTimingsPerTokenOnOpenAIRoutes(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("abc", wire.FinishLength) },
+		timing: engineclient.Timing{Scheduled: 100, FirstToken: 100.5, LastToken: 101}}
+	ts := newTestServer(t, f, "")
+	chat := `"messages": [{"role": "user", "content": "x"}], "max_tokens": 3`
+	code, body := do(t, ts, "POST", "/v1/chat/completions", `{`+chat+`, "timings_per_token": true}`, nil)
+	if code != 200 || !strings.Contains(body, `"timings":{"cache_n":3,`) || !strings.Contains(body, `"predicted_n":3,"predicted_ms":500,`) {
+		t.Errorf("chat with timings_per_token: %d %s", code, body)
+	}
+	if _, body := do(t, ts, "POST", "/v1/chat/completions", `{`+chat+`}`, nil); strings.Contains(body, "timings") {
+		t.Errorf("chat without timings_per_token: %s", body)
+	}
+	_, body = do(t, ts, "POST", "/v1/completions", `{"prompt": "x", "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}, "timings_per_token": true}`, nil)
+	var usageLine string
+	for line := range strings.SplitSeq(body, "\n") {
+		if strings.Contains(line, `"usage"`) {
+			usageLine = line
+		}
+		if strings.Contains(line, `"timings"`) && !strings.Contains(line, `"choices":[]`) {
+			t.Errorf("timings on a chunk with choices: %s", line)
+		}
+	}
+	if !strings.Contains(usageLine, `"prompt_ms":500`) {
+		t.Errorf("usage chunk %s: want the timings", usageLine)
+	}
+}

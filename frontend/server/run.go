@@ -240,6 +240,7 @@ type streamOptions struct {
 	tokensAsIDs  bool // logprobs' tokens as "token_id:N"
 	metrics      bool // per-request metrics on the usage chunk
 	sampledTop   bool // logprob_token_ids: the sampled token joins top_logprobs (withSampledTop)
+	timings      bool // llama.cpp's timings on the usage chunk (timings_per_token)
 }
 
 // streamOptionsOf resolves stream_options as vLLM does: usage on every
@@ -247,7 +248,7 @@ type streamOptions struct {
 // --enable-force-include-usage.
 func (s *Server) streamOptionsOf(p *openai.Params) streamOptions {
 	o := streamOptions{includeUsage: p.IncludeUsage(), continuous: p.IncludeUsage() && p.ContinuousUsage(), tokensAsIDs: s.tokensAsIDs(p),
-		sampledTop: len(p.LogprobTokenIDs) > 0}
+		sampledTop: len(p.LogprobTokenIDs) > 0, timings: p.TimingsPerToken}
 	if s.cfg.ForceIncludeUsage {
 		o.includeUsage, o.continuous = true, true
 	}
@@ -334,7 +335,11 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 		if opts.metrics {
 			m = s.requestMetrics(gens, res)
 		}
-		_ = out.send(st.usage(usageOf(gens, res), m))
+		ev := st.usage(usageOf(gens, res), m)
+		if opts.timings {
+			ev = withTimings(ev, requestTimings(gens, res))
+		}
+		_ = out.send(ev)
 	}
 	out.done()
 	return nil
