@@ -78,16 +78,16 @@ type CompletionRequest struct {
 	Model             string   `json:"model"`
 	SessionID         string   `json:"session_id"`
 	CacheSalt         string   `json:"cache_salt"`
-	InputPrefix       string   `json:"input_prefix"` // /infill
-	InputSuffix       string   `json:"input_suffix"` // /infill
+	InputPrefix       *string  `json:"input_prefix"` // /infill
+	InputSuffix       *string  `json:"input_suffix"` // /infill
 	InputExtra        []Chunk  `json:"input_extra"`  // /infill: files of the project
 	SkipSpecialTokens *bool    `json:"skip_special_tokens"`
 }
 
-// Chunk is one extra context file of /infill.
+// Chunk is one extra context file of /infill: text is required.
 type Chunk struct {
-	Filename string `json:"filename"`
-	Text     string `json:"text"`
+	Filename *string `json:"filename"`
+	Text     *string `json:"text"`
 }
 
 // Bias is one logit_bias entry: a token id or a text (every token of its

@@ -257,3 +257,31 @@ func FuzzPrompts(f *testing.F) {
 		}
 	})
 }
+
+func TestInfillLayout(t *testing.T) {
+	f := FIM{Pre: 100, Suf: 101, Mid: 102, Rep: 103, Sep: 104}
+	in := InfillInput{Prefix: []int32{1, 2, 3, 4}, Suffix: []int32{5, 6}, Prompt: []int32{7},
+		Extra: []ExtraChunk{{File: []int32{8}, Text: []int32{9}}}, Repo: []int32{10}, CurrentFile: []int32{11},
+		ChunkSeparator: []int32{12}, BOS: 1000, NBatch: 64, NPredict: 4, NCtx: 512}
+	want := []int32{103, 10, 104, 8, 9, 104, 11, 1000, 100, 1, 2, 3, 4, 7, 101, 5, 6, 102}
+	if got := Infill(in, f); !cmp.Equal(got, want) {
+		t.Errorf("repo-level layout:\n got %v\nwant %v", got, want)
+	}
+	// No FIM_REP/FIM_SEP: chunks are separated by the snippet text; no BOS.
+	g := FIM{Pre: 100, Suf: 101, Mid: 102, Rep: NoToken, Sep: NoToken}
+	in.BOS = NoToken
+	want = []int32{12, 9, 100, 1, 2, 3, 4, 7, 101, 5, 6, 102}
+	if got := Infill(in, g); !cmp.Equal(got, want) {
+		t.Errorf("without separators:\n got %v\nwant %v", got, want)
+	}
+	// A small batch cuts the prefix to its last 3/4 batch, the suffix to
+	// the rest of the quarter; a small context drops the extra context.
+	in.NBatch, in.NCtx = 4, 8
+	want = []int32{100, 2, 3, 4, 7, 101, 102}
+	if got := Infill(in, g); !cmp.Equal(got, want) {
+		t.Errorf("cut to the batch:\n got %v\nwant %v", got, want)
+	}
+	if m := (FIM{Pre: 1, Suf: NoToken, Mid: 2}).Missing(); m != "FIM_SUF" {
+		t.Errorf("Missing %q", m)
+	}
+}

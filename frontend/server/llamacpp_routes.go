@@ -10,12 +10,13 @@ import (
 )
 
 // mountLlamaCpp adds llama-server's own routes: its native completion,
-// /apply-template, /props, and the OpenAI routes without /v1 that
+// /infill, /apply-template, /props, and the OpenAI routes without /v1 that
 // llama-server also serves (/chat/completions, /models, /responses,
 // /v1/health). See docs/api.md, "llama.cpp's native API".
 func (s *Server) mountLlamaCpp(e *echo.Echo) {
 	e.POST("/completion", s.nativeCompletion)
 	e.POST("/completions", s.nativeCompletion)
+	e.POST("/infill", s.infill)
 	e.POST("/apply-template", s.applyTemplate)
 	e.GET("/props", s.props)
 	e.GET("/slots", s.slots)
@@ -135,6 +136,9 @@ type defaultSettings struct {
 func (s *Server) props(c echo.Context) error {
 	var none llamacpp.CompletionRequest
 	set, _ := none.Resolve() // no prompt: only the defaults are wanted
+	if s.cfg.DefaultSeed != nil {
+		set.Seed = *s.cfg.DefaultSeed
+	}
 	busy, slots := false, 0
 	for _, e := range s.eng.Engines() {
 		if e.Ready {

@@ -287,6 +287,9 @@ func TestDefaultSeed(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"seed":42`) {
 		t.Errorf("generation_settings: %d %s, want --seed's 42", code, body)
 	}
+	if code, body := do(t, ts, "GET", "/props", "", nil); code != 200 || !strings.Contains(body, `"seed":42`) {
+		t.Errorf("/props: %d %s, want --seed's 42 in the default settings", code, body)
+	}
 	for _, tc := range []struct {
 		path, body string
 		want       int64
@@ -332,4 +335,58 @@ func TestTimingsPerTokenOnOpenAIRoutes(t *testing.T) {
 	if !strings.Contains(usageLine, `"prompt_ms":500`) {
 		t.Errorf("usage chunk %s: want the timings", usageLine)
 	}
+}
+
+// fimTokenizer is the byte tokenizer with Qwen's FIM tokens, on ids the
+// byte tokenizer reserves.
+type fimTokenizer struct{ tokenizer.Tokenizer }
+
+var fimIDs = map[string]int32{"<|fim_prefix|>": 300, "<|fim_suffix|>": 301, "<|fim_middle|>": 302, "<|file_sep|>": 303}
+
+func (f fimTokenizer) Encode(text string, addSpecial bool) []int32 {
+	if id, ok := fimIDs[text]; ok {
+		return []int32{id}
+	}
+	return f.Tokenizer.Encode(text, addSpecial)
+}
+
+func TestInfill(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("n();", wire.FinishStop) }}
+	plain := newTestServer(t, f, "")
+	if code, body := do(t, plain, "POST", "/infill", `{"input_prefix": "a", "input_suffix": "b"}`, nil); code != 501 || !strings.Contains(body, "FIM_PRE token missing") {
+		t.Errorf("a model without FIM tokens: %d %s, want llama.cpp's 501", code, body)
+	}
+	ts := newTestServerWith(t, f, func(c *Config) { c.MaxModelLen = 256 }, fimTokenizer{tokenizer.NewByte()})
+	code, body := do(t, ts, "POST", "/infill", `{"input_prefix": "ab", "prompt": "c", "input_suffix": "d",
+		"input_extra": [{"filename": "x.h", "text": "T"}], "n_predict": 8}`, nil)
+	if code != 200 || !strings.Contains(body, `"content":"n()"`) {
+		t.Fatalf("%d %s", code, body)
+	}
+	got := f.requests()[0].PromptTokenIDs
+	want := []int32{303, 'x', '.', 'h', '\n', 'T', 303}
+	want = append(want, bytesOf32("filename\n")...)
+	want = append(want, 256, 300, 'a', 'b', 'c', 301, 'd', 302) // BOS, then the FIM layout
+	if !slices.Equal(got, want) {
+		t.Errorf("prompt\n got %v\nwant %v", got, want)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"input_suffix": "b"}`, "input_prefix"},
+		{`{"input_prefix": "a"}`, "input_suffix"},
+		{`{"input_prefix": "a", "input_suffix": "b", "prompt": [1, 2]}`, "must be a string"},
+		{`{"input_prefix": "a", "input_suffix": "b", "input_extra": [{}]}`, `\"text\" field`},
+		{`{"input_prefix": "a", "input_suffix": "b", "input_extra": [{"filename": 123, "text": "x"}]}`, "filename"},
+		{`{"input_prefix": "a", "input_suffix": "b", "input_extra": {"text": "x"}}`, "input_extra"},
+	} {
+		if code, body := do(t, ts, "POST", "/infill", tc.body, nil); code != 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %d %s, want 400 with %s", tc.body, code, body, tc.want)
+		}
+	}
+}
+
+func bytesOf32(s string) []int32 {
+	out := make([]int32, len(s))
+	for i := range len(s) {
+		out[i] = int32(s[i])
+	}
+	return out
 }

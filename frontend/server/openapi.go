@@ -46,6 +46,7 @@ var apiOperations = []apiOperation{
 	// llama-server's own routes and its OpenAI routes without /v1 (llamacpp_routes.go)
 	{"post", "/completion", "llama.cpp's native completion", "Object", "Object", true},
 	{"post", "/completions", "llama.cpp's native completion (as /completion)", "Object", "Object", true},
+	{"post", "/infill", "Code infill between a prefix and a suffix with the model's FIM tokens (llama.cpp)", "Object", "Object", true},
 	{"post", "/apply-template", "Chat messages rendered by the chat template (llama.cpp)", "ChatCompletionRequest", "Object", false},
 	{"get", "/props", "Server properties and default generation settings (llama.cpp)", "", "Object", false},
 	{"get", "/slots", "The engines' sequence slots (llama.cpp)", "", "Object", false},
