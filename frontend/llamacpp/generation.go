@@ -61,10 +61,12 @@ type GenerationSettings struct {
 	ReturnProgress      bool        `json:"return_progress"`
 }
 
-// BiasEntry is one logit_bias entry as generation_settings lists it.
+// BiasEntry is one logit_bias entry as generation_settings lists it:
+// a nil bias is -Inf (a ban, or an end-of-generation token under
+// ignore_eos), which llama.cpp writes as null.
 type BiasEntry struct {
-	Bias  float64 `json:"bias"`
-	Token int32   `json:"token"`
+	Bias  *float64 `json:"bias"`
+	Token int32    `json:"token"`
 }
 
 // Generation is the settings' generation_settings for a server of

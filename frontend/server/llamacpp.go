@@ -46,6 +46,11 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 	if e != nil {
 		return writeError(c, e)
 	}
+	if set.IgnoreEOS { // llama.cpp lists the end-of-generation tokens it then bans
+		for _, id := range s.tok.EOS() {
+			entries = append(entries, llamacpp.BiasEntry{Token: id})
+		}
+	}
 	salt := req.CacheSalt
 	if !set.CachePrompt {
 		salt = "nocache-" + randomHex(16) // a salt of its own: no cached prefix matches it
@@ -349,7 +354,8 @@ func (s *Server) nativeTokens(p llamacpp.Prompt) []int32 {
 }
 
 // nativeBias resolves logit_bias: a text biases every token of its
-// tokenization, false bans (the lowest bias the engine takes, -100).
+// tokenization, false bans (the lowest bias the engine takes, -100;
+// generation_settings shows llama.cpp's -Inf, null).
 func (s *Server) nativeBias(bs llamacpp.Biases) (map[string]float64, []llamacpp.BiasEntry, *openai.Error) {
 	if len(bs) == 0 {
 		return nil, nil, nil
@@ -372,7 +378,11 @@ func (s *Server) nativeBias(bs llamacpp.Biases) (map[string]float64, []llamacpp.
 				return nil, nil, openai.BadRequest("logit_bias", "logit_bias token id %d is out of the vocabulary (size %d)", id, v)
 			}
 			out[strconv.Itoa(int(id))] = val
-			entries = append(entries, llamacpp.BiasEntry{Bias: val, Token: id})
+			entry := llamacpp.BiasEntry{Token: id}
+			if !b.Ban {
+				entry.Bias = &val
+			}
+			entries = append(entries, entry)
 		}
 	}
 	slices.SortFunc(entries, func(a, b llamacpp.BiasEntry) int { return int(a.Token - b.Token) })

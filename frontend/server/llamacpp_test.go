@@ -194,6 +194,9 @@ func TestNativeCompletionBiasAndCache(t *testing.T) {
 	if b := req.SamplingParams.LogitBias; b['h'] != 2 || b['i'] != 2 || b[65] != -100 || len(b) != 3 {
 		t.Errorf("logit bias %v: a text biases each of its tokens, false bans", b)
 	}
+	if !strings.Contains(body, `"logit_bias":[{"bias":null,"token":65},{"bias":2,"token":104},{"bias":2,"token":105}]`) {
+		t.Errorf("generation_settings logit_bias: %s", body)
+	}
 	if !strings.HasPrefix(req.CacheSalt, "nocache-") {
 		t.Errorf("cache_prompt false: cache salt %q, want one of its own", req.CacheSalt)
 	}
@@ -212,6 +215,9 @@ func TestLlamaCppRoutes(t *testing.T) {
 		t.Fatalf("/props: %d %s", code, body)
 	}
 	dgs := props["default_generation_settings"].(map[string]any)
+	if _, body := do(t, ts, "POST", "/completion", `{"prompt": "x", "ignore_eos": true}`, nil); !strings.Contains(body, `"logit_bias":[{"bias":null,"token":257},{"bias":null,"token":259}]`) {
+		t.Errorf("ignore_eos: generation_settings lists the EOS tokens as banned: %s", body)
+	}
 	if props["model_path"] != "/models/m.gguf" || dgs["n_ctx"] != 64.0 || dgs["params"].(map[string]any)["seed"] != float64(4294967295) {
 		t.Errorf("/props: %s", body)
 	}
