@@ -79,33 +79,39 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 }
 
 // engineCommand is `tandem engine`'s command line.
-func engineCommand(f *engineFlags, curve *curveFlags) *cli.Command {
+func engineCommand(f *engineFlags, curve *curveFlags, v *vllmEngineFlags) *cli.Command {
 	c := cli.New("tandem engine", "Run one engine core: load the model, size the KV cache, bind a ROUTER for "+
-		"frontends (--listen) and a PUB for KV events (--events or --kv-events-config), and serve.", servingGroups...)
+		"frontends (--listen) and a PUB for KV events (--events or --kv-events-config), and serve; or, with --protocol vllm, "+
+		"connect to a vLLM frontend as a headless vLLM engine.", servingGroups...)
 	c.Positional = "model"
 	c.EnableConfig()
 	fs := c.Flags
 	f.register(fs)
-	fs.StringVar(&f.listen, "listen", "", "ROUTER `endpoint` to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required)")
+	fs.StringVar(&f.listen, "listen", "", "ROUTER `endpoint` to bind for frontends, e.g. ipc:///tmp/tandem/engine-0 or tcp://0.0.0.0:5555 (required with --protocol tandem)")
 	fs.StringVar(&f.events, "events", "", "PUB `endpoint` to bind for KV events (optional; frontends find it themselves); --kv-events-config's endpoint replaces it")
 	fs.IntVar(&f.rank, "data-parallel-rank", 0, "this engine's index")
 	fs.StringVar(&f.metricsAddress, "metrics-address", "", "serve this engine's own Prometheus /metrics (its vllm: series, labelled engine) on this `host:port`, e.g. :8001, for scaled-out frontends that run with --disable-engine-metrics; empty = none (docs/metrics.md)")
 	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "on --metrics-address, also export the deprecated names vLLM `version` X.Y could still export (vllm:gpu_cache_usage_perc, …)")
 	registerCurveServerFlags(fs, curve)
+	v.register(fs)
 	return c
 }
 
 func runEngine(ctx context.Context, args []string) error {
 	var f engineFlags
 	var curve curveFlags
-	c := engineCommand(&f, &curve)
+	var vf vllmEngineFlags
+	c := engineCommand(&f, &curve, &vf)
 	if err := c.Parse(args); err != nil {
 		return err
 	}
 	fs := c.Flags
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if f.listen == "" {
+	if err := vf.check(&f); err != nil {
+		return err
+	}
+	if f.listen == "" && vf.protocol == "tandem" {
 		return fmt.Errorf("engine: --listen is required")
 	}
 	log, err := stderrLogger(&f.log, "proc", "engine", "rank", f.rank)
@@ -114,9 +120,11 @@ func runEngine(ctx context.Context, args []string) error {
 	}
 	// Check the socket security before loading the model, so a bad bind
 	// fails fast.
-	listenOpts, err := curve.serverOptions(f.listen, log)
-	if err != nil {
-		return err
+	var listenOpts []zmq.Option
+	if f.listen != "" {
+		if listenOpts, err = curve.serverOptions(f.listen, log); err != nil {
+			return err
+		}
 	}
 	kvc, err := parseKVEventsConfig(f.kvEventsConfig)
 	if err != nil {
@@ -216,11 +224,6 @@ func runEngine(ctx context.Context, args []string) error {
 		return err
 	}
 	log.Info("warm-up done", "took", took.Round(time.Millisecond))
-	router, err := zmq.BindRouter(f.listen, listenOpts...)
-	if err != nil {
-		return fmt.Errorf("engine: bind %s: %w", f.listen, err)
-	}
-	defer router.Close()
 	var pub enginecore.Publisher
 	if f.events != "" {
 		p, err := zmq.BindPub(f.events, eventOpts...)
@@ -240,6 +243,15 @@ func runEngine(ctx context.Context, args []string) error {
 	}
 	engineMetrics.set(enginemetrics.New(enginemetrics.Config{ModelName: name, Engine: f.rank, BlockSize: f.blockSize, NumBlocks: numBlocks,
 		GPUNames: metrics.ShowsGPUNames(f.showHidden), Stats: core.Stats}).Handler())
+	if vf.protocol == "vllm" {
+		notifyReady()
+		return vf.serve(ctx, &f, core, pub, log)
+	}
+	router, err := zmq.BindRouter(f.listen, listenOpts...)
+	if err != nil {
+		return fmt.Errorf("engine: bind %s: %w", f.listen, err)
+	}
+	defer router.Close()
 	log.Info("engine core serving", "listen", router.Endpoint(), "metrics", f.metricsAddress, "events", f.events, "kv_topic", core.KVTopic(), "replay", replayEP,
 		"model", name, "max_model_len", f.maxModelLen, "threads", f.threads)
 	notifyReady() // the ROUTER is bound: frontends' messages queue until Serve reads them

@@ -40,8 +40,8 @@ type command struct {
 var commands = []command{
 	{"serve", "[MODEL] [flags]", "start engine cores and frontends as supervised processes", "Serving", runServe,
 		func() *cli.Command { return serveCommand(new(serveFlags)) }},
-	{"engine", "[MODEL] --listen ENDPOINT [flags]", "run one engine core", "Serving", runEngine,
-		func() *cli.Command { return engineCommand(new(engineFlags), new(curveFlags)) }},
+	{"engine", "[MODEL] --listen ENDPOINT | --protocol vllm [flags]", "run one engine core", "Serving", runEngine,
+		func() *cli.Command { return engineCommand(new(engineFlags), new(curveFlags), new(vllmEngineFlags)) }},
 	{"frontend", "--engines ENDPOINT[,ENDPOINT…] [flags]", "run one API server against running engine cores", "Serving", runFrontend,
 		func() *cli.Command { return frontendCommand(new(frontendFlags), new(curveFlags)) }},
 	{"run-batch", "-i in.jsonl -o out.jsonl [--model M | --engines …]", "run an OpenAI batch file", "Tools", runBatch,
