@@ -256,6 +256,7 @@ class FakeEngine:
             supports_lora=False,
             max_loras=0,
             kv_cache_size_tokens=self.a.num_gpu_blocks * BLOCK_SIZE,
+            enable_sleep_mode=True,  # it implements sleep / wake_up
             coordinator_input_address=a.coordinator_input,
             coordinator_output_address=a.coordinator_output,
         )
