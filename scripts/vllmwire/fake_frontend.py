@@ -72,7 +72,6 @@ import os
 import random
 import struct
 import sys
-import threading
 import time
 import uuid
 
@@ -80,6 +79,8 @@ import msgspec
 import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import Checks, Shape  # noqa: E402
+from coordinator import Coordinator, endpoint, zsock  # noqa: E402
 from structs import (  # noqa: E402
     ENGINE_CORE_DEAD,
     EngineCoreOutputs,
@@ -98,77 +99,6 @@ from structs import (  # noqa: E402
 
 class StartupError(Exception):
     pass
-
-
-def zsock(ctx, kind, path, bind):
-    s = ctx.socket(kind)
-    if kind in (zmq.PULL, zmq.DEALER, zmq.ROUTER):
-        s.setsockopt(zmq.RCVHWM, 0)
-    if kind in (zmq.PUSH, zmq.DEALER, zmq.ROUTER):
-        s.setsockopt(zmq.SNDHWM, 0)
-    if kind == zmq.XPUB:
-        s.setsockopt(zmq.XPUB_VERBOSE, 1)
-    s.setsockopt(zmq.LINGER, 0)
-    if bind:
-        s.bind(path)
-    else:
-        s.connect(path)
-    return s
-
-
-def endpoint(s) -> str:
-    return s.getsockopt(zmq.LAST_ENDPOINT).decode()
-
-
-class Coordinator(threading.Thread):
-    """DPCoordinator.process_input_socket, stats only (non-MoE: no waves)."""
-
-    def __init__(self, ctx, host, n_engines):
-        super().__init__(daemon=True)
-        self.ctx, self.n = ctx, n_engines
-        self.publish_front = zsock(ctx, zmq.XPUB, "inproc://fake-coord-front", True)
-        self.output_back = zsock(ctx, zmq.PULL, f"tcp://{host}:0", True)
-        self.publish_back = zsock(ctx, zmq.XPUB, f"tcp://{host}:0", True)
-        self.stop = threading.Event()
-        self.error: str | None = None
-        self.stats_received = 0
-
-    def run(self):
-        dec = MsgpackDecoder(EngineCoreOutputs)
-        counts = [[0, 0, 0.0] for _ in range(self.n)]
-        subs = 0
-        poller = zmq.Poller()
-        for s in (self.publish_front, self.publish_back, self.output_back):
-            poller.register(s, zmq.POLLIN)
-        changed, last_pub = False, 0.0
-        try:
-            while not self.stop.is_set():
-                ev = dict(poller.poll(100))
-                if self.publish_back in ev:
-                    msg = self.publish_back.recv()
-                    if msg == b"\x01":
-                        subs += 1
-                        if subs == self.n:
-                            self.publish_back.send(b"READY")
-                        elif subs > self.n:
-                            self.publish_back.send(b"READY")
-                if self.publish_front in ev:
-                    self.publish_front.recv()  # subscriptions
-                if self.output_back in ev:
-                    outs = dec.decode(self.output_back.recv_multipart())
-                    assert not outs.outputs and outs.utility_output is None
-                    st = outs.scheduler_stats
-                    if st is not None and outs.engine_index < self.n:
-                        counts[outs.engine_index] = [st.num_waiting_reqs, st.num_running_reqs,
-                                                     st.kv_cache_usage]
-                        self.stats_received += 1
-                        changed = True
-                now = time.monotonic()
-                if changed and now - last_pub >= 0.1:
-                    self.publish_front.send(msgspec.msgpack.encode((counts, 0, False)))
-                    changed, last_pub = False, now
-        except Exception as e:  # noqa: BLE001
-            self.error = f"coordinator: {e!r}"
 
 
 class Frontend:
@@ -361,19 +291,6 @@ def expected(prompt, vocab, max_tokens, eos=None, stop_ids=(), min_tokens=0, all
             return out, FinishReason.LENGTH, None
 
 
-class Checks:
-    def __init__(self):
-        self.checks: dict[str, bool] = {}
-        self.failures: list[str] = []
-
-    def check(self, name, cond, detail=""):
-        ok = bool(cond)
-        self.checks[name] = self.checks.get(name, True) and ok
-        if not ok:
-            self.failures.append(f"{name}: {detail}" if detail else name)
-        return ok
-
-
 def check_request(c: Checks, fe: Frontend, name, rid, prompt, exp):
     """exp is (tokens, finish_reason, stop_reason) from expected(), or, with
     --structure-only, a Shape."""
@@ -401,42 +318,6 @@ def check_request(c: Checks, fe: Frontend, name, rid, prompt, exp):
     ps = outs[0][1].prefill_stats
     c.check(f"{name}.prefill_stats", ps is not None and ps.num_prompt_tokens == len(prompt),
             f"{ps!r}")
-
-
-class Shape:
-    """What --structure-only expects of one request, whatever the model."""
-
-    def __init__(self, fin, count=None, max_count=None, stop_token=None, eos=None,
-                 no_stop_before=0):
-        self.fin, self.count, self.max_count = fin, count, max_count
-        self.stop_token, self.eos, self.no_stop_before = stop_token, eos, no_stop_before
-
-    def check(self, c: Checks, name, got, last):
-        fins = [self.fin] if isinstance(self.fin, FinishReason) else list(self.fin)
-        c.check(f"{name}.finish_reason", last.finish_reason in fins,
-                f"got {last.finish_reason!r}, want {fins!r}")
-        if self.count is not None:
-            c.check(f"{name}.num_tokens", len(got) == self.count,
-                    f"got {len(got)} tokens, want {self.count}")
-        if self.max_count is not None:
-            c.check(f"{name}.num_tokens", 0 < len(got) <= self.max_count,
-                    f"got {len(got)} tokens, want 1..{self.max_count}")
-        stop = self.stop_token
-        if last.finish_reason == FinishReason.STOP and stop is not None:
-            c.check(f"{name}.stop_reason", last.stop_reason == stop and got[-1] == stop
-                    and stop not in got[:-1], f"tokens {got}, stop_reason {last.stop_reason!r}, "
-                    f"want the first {stop}")
-        elif last.finish_reason == FinishReason.STOP and self.eos is not None:
-            c.check(f"{name}.stop_reason", last.stop_reason is None and got[-1] == self.eos
-                    and self.eos not in got[:-1], f"tokens {got}, stop_reason "
-                    f"{last.stop_reason!r}, want None at the first eos {self.eos}")
-        else:
-            c.check(f"{name}.stop_reason", last.stop_reason is None,
-                    f"got {last.stop_reason!r}, want None")
-        if self.no_stop_before:
-            masked = {t for t in (stop, self.eos) if t is not None}
-            c.check(f"{name}.min_tokens", not masked & set(got[:self.no_stop_before]),
-                    f"tokens {got}: a stop token among the first {self.no_stop_before}")
 
 
 def exp_for(a, prompt, max_tokens, stop_ids=(), ignore_eos=False, min_tokens=0):

@@ -5,10 +5,14 @@
 # DP coordinator. Shows the two fakes agree; each follows vLLM's source on its
 # own (see their header comments). Checks: the frontend's JSON summary is ok,
 # the engine log saw session_id at index 20, engines exit 0 on SIGTERM and
-# 1 after ENGINE_CORE_DEAD. Prints PASS/FAIL per case and overall; exit 0 iff
-# all passed.
+# 1 after ENGINE_CORE_DEAD. The frontend's --structure-only mode (any model's
+# tokens) runs against the fake engine too, and, with TANDEM=path/to/tandem,
+# against `tandem engine dummy --protocol vllm` (death: --device
+# null:fail-after=10). Prints PASS/FAIL per case and overall; exit 0 iff all
+# passed.
 #
-# Usage: scripts/vllmwire/selftest.sh   (PYTHON=... to pick the interpreter)
+# Usage: scripts/vllmwire/selftest.sh   (PYTHON=... to pick the interpreter,
+#        TANDEM=... to add the Tandem engine cases)
 set -u
 cd "$(dirname "$0")"
 PY=${PYTHON:-../../.cache/kvevents-venv/bin/python}
@@ -66,6 +70,29 @@ run_case() { # engines scenario [frontend flags...]
 	fi
 }
 
+run_tandem() { # scenario: the frontend in --structure-only mode against Tandem
+	local scen=$1 port out erc want_rc=0 dev=cpu
+	port=$(free_port)
+	if [ "$scen" = death ]; then dev=null:fail-after=10; want_rc=1; fi
+	"$TANDEM" engine dummy --protocol vllm --device "$dev" --data-parallel-rpc-port "$port" \
+		--threads 1 --kv-cache-memory 64M --log-level warn 2>"$TMP/tandem.err" &
+	local pid=$!
+	out=$(timeout 60 "$PY" fake_frontend.py --handshake "tcp://127.0.0.1:$port" --scenario "$scen" \
+		--requests 64 --vocab 320 --eos 257 --timeout 30 --structure-only)
+	local frc=$?
+	[ "$scen" = death ] || kill -TERM $pid 2>/dev/null
+	wait $pid
+	erc=$?
+	if [ $frc -eq 0 ] && [ $erc -eq $want_rc ]; then
+		echo "PASS tandem scenario=$scen"
+	else
+		echo "FAIL tandem scenario=$scen (frontend rc $frc, engine rc $erc, want $want_rc)"
+		echo "  $out"
+		tail -n 3 "$TMP/tandem.err"
+		fails=$((fails + 1))
+	fi
+}
+
 start=$(date +%s)
 for n in 1 2; do
 	for scen in basic concurrent utility abort death; do
@@ -74,6 +101,14 @@ for n in 1 2; do
 done
 run_case 2 basic --no-coordinator
 run_case 2 abort --no-coordinator
+for scen in basic concurrent utility abort death; do
+	run_case 1 "$scen" --structure-only
+done
+if [ -n "${TANDEM:-}" ]; then
+	for scen in basic concurrent utility abort death; do
+		run_tandem "$scen"
+	done
+fi
 echo "elapsed $(($(date +%s) - start))s"
 if [ $fails -eq 0 ]; then
 	echo PASS
