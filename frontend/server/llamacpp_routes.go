@@ -32,14 +32,7 @@ func (s *Server) mountLlamaCpp(e *echo.Echo) {
 // without /v1): the prompt tokens a chat request would run, counted
 // without running it: {"input_tokens": N}.
 func (s *Server) chatInputTokens(c echo.Context) error {
-	var req openai.ChatCompletionRequest
-	if e := readBody(c, &req); e != nil {
-		return writeError(c, e)
-	}
-	if len(req.Messages) == 0 {
-		return writeError(c, openai.BadRequest("messages", "'messages' is required."))
-	}
-	text, e := s.renderChat(&req)
+	req, text, e := s.renderChatBody(c)
 	if e != nil {
 		return writeError(c, e)
 	}
@@ -50,18 +43,24 @@ func (s *Server) chatInputTokens(c echo.Context) error {
 // rendered by the chat template, as the prompt a chat completion would
 // run, without running it.
 func (s *Server) applyTemplate(c echo.Context) error {
-	var req openai.ChatCompletionRequest
-	if e := readBody(c, &req); e != nil {
-		return writeError(c, e)
-	}
-	if len(req.Messages) == 0 {
-		return writeError(c, openai.BadRequest("messages", "'messages' is required."))
-	}
-	text, e := s.renderChat(&req)
+	_, text, e := s.renderChatBody(c)
 	if e != nil {
 		return writeError(c, e)
 	}
 	return c.JSON(http.StatusOK, map[string]string{"prompt": text})
+}
+
+// renderChatBody reads a chat request and renders its messages.
+func (s *Server) renderChatBody(c echo.Context) (*openai.ChatCompletionRequest, string, *openai.Error) {
+	var req openai.ChatCompletionRequest
+	if e := readBody(c, &req); e != nil {
+		return nil, "", e
+	}
+	if len(req.Messages) == 0 {
+		return nil, "", openai.BadRequest("messages", "'messages' is required.")
+	}
+	text, e := s.renderChat(&req)
+	return &req, text, e
 }
 
 // slotBody is one entry of GET /slots.
