@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/llamacpp"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
@@ -223,7 +224,7 @@ type nativeChoice struct {
 	stopReason any
 	first      time.Time // when its first token arrived
 	last       time.Time
-	engine     struct{ scheduled, first, last float64 }
+	timing     engineclient.Timing // the engine's, on the finishing event
 }
 
 func (n *nativeRun) evalOnly() bool { return n.set.NPredict == 0 }
@@ -253,7 +254,7 @@ func (n *nativeRun) observe(ev *choiceEvent, s *Server) bool {
 		return false
 	}
 	r.finish, r.stopReason = ev.finish, ev.stopReason
-	r.engine.scheduled, r.engine.first, r.engine.last = ev.timing.Scheduled, ev.timing.FirstToken, ev.timing.LastToken
+	r.timing = ev.timing
 	return true
 }
 
@@ -264,13 +265,21 @@ func (n *nativeRun) timings(i int) llamacpp.Timings {
 	r := n.results[i]
 	numPrompt := len(n.prompt(i))
 	cached := min(r.numCached, numPrompt)
-	var promptMS, predMS float64
-	if e := r.engine; e.scheduled > 0 && e.first >= e.scheduled {
-		promptMS, predMS = 1e3*(e.first-e.scheduled), 1e3*max(e.last-e.first, 0)
-	} else if !r.first.IsZero() {
+	promptMS, predMS, ok := engineMS(r.timing)
+	if !ok && !r.first.IsZero() {
 		promptMS, predMS = ms(r.first.Sub(n.start)), ms(r.last.Sub(r.first))
 	}
 	return llamacpp.NewTimings(cached, numPrompt-cached, promptMS, r.numTokens, predMS)
+}
+
+// engineMS are a finished sequence's prompt time (scheduled → first
+// token) and generation time (first → last token) in milliseconds, by the
+// engine's clock; ok is false while the engine's timestamps are unknown.
+func engineMS(t engineclient.Timing) (promptMS, predMS float64, ok bool) {
+	if t.Scheduled <= 0 || t.FirstToken < t.Scheduled {
+		return 0, 0, false
+	}
+	return 1e3 * (t.FirstToken - t.Scheduled), 1e3 * max(t.LastToken-t.FirstToken, 0), true
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -317,10 +326,7 @@ func requestTimings(gens []*genRequest, res []*choiceResult) *llamacpp.Timings {
 	}
 	r, numPrompt := res[0], len(gens[0].prompt)
 	cached := min(r.numCached, numPrompt)
-	var promptMS, predMS float64
-	if t := r.timing; t.Scheduled > 0 && t.FirstToken >= t.Scheduled {
-		promptMS, predMS = 1e3*(t.FirstToken-t.Scheduled), 1e3*max(t.LastToken-t.FirstToken, 0)
-	}
+	promptMS, predMS, _ := engineMS(r.timing)
 	t := llamacpp.NewTimings(cached, numPrompt-cached, promptMS, r.numTokens, predMS)
 	return &t
 }
