@@ -15,13 +15,15 @@ import (
 )
 
 // fuzzRoutes are the routes that take a request body.
-var fuzzRoutes = []string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/tokenize", "/detokenize"}
+var fuzzRoutes = []string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/tokenize", "/detokenize",
+	"/v1/messages", "/v1/messages/count_tokens"}
 
 // FuzzHandlers sends arbitrary bodies through the whole handler stack (decoding,
 // validation, session resolution, templating, tokenization, the fake engine,
 // detokenization, SSE) of every route that takes one. Whatever the body, the answer is
 // a 2xx or a 4xx, never a 5xx (a panic is a 500 through echo's Recover); an error is
-// OpenAI error JSON; a stream ends with [DONE].
+// error JSON (OpenAI's, or Anthropic's on /v1/messages); a stream ends with [DONE]
+// (Anthropic's with message_stop).
 func FuzzHandlers(f *testing.F) {
 	seeds := []string{
 		`{"model":"dummy","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
@@ -39,6 +41,9 @@ func FuzzHandlers(f *testing.F) {
 		`{"model":"dummy","input":[{"role":"user","content":"x"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},` +
 			`{"type":"function_call_output","call_id":"c","output":"y"}],"tools":[{"type":"function","name":"f"}],"tool_choice":"required","stream":true}`,
 		`{"messages":null}`, `[]`, `null`, `"x"`, `{"prompt":{}}`, ``,
+		`{"model":"m","max_tokens":3,"stream":true,"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stop_sequences":["k"]}`,
+		`{"model":"m","max_tokens":3,"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"any"},"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}]}`,
 	}
 	for i, s := range seeds {
 		for r := range fuzzRoutes {
@@ -62,6 +67,12 @@ func FuzzHandlers(f *testing.F) {
 			t.Fatalf("POST %s %q: status %d: %s", path, body, rec.Code, out)
 		}
 		if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+			if strings.HasPrefix(path, "/v1/messages") { // Anthropic's events
+				if !strings.HasSuffix(strings.TrimSpace(out), `{"type":"message_stop"}`) && !strings.Contains(out, "event: error\n") {
+					t.Fatalf("POST %s %q: stream ends neither with message_stop nor an error:\n%s", path, body, out)
+				}
+				return
+			}
 			if !strings.HasSuffix(strings.TrimSpace(out), "data: [DONE]") && !strings.Contains(path, "responses") {
 				t.Fatalf("POST %s %q: stream does not end with [DONE]:\n%s", path, body, out)
 			}

@@ -56,6 +56,9 @@ var apiOperations = []apiOperation{
 	{"post", "/responses", "As /v1/responses (llama.cpp)", "Object", "Object", true},
 	{"post", "/v1/chat/completions/input_tokens", "The prompt tokens a chat request would run, counted", "ChatCompletionRequest", "Object", false},
 	{"post", "/chat/completions/input_tokens", "As /v1/chat/completions/input_tokens (llama.cpp)", "ChatCompletionRequest", "Object", false},
+	// Anthropic's Messages API (anthropic.go)
+	{"post", "/v1/messages", "Create a message (Anthropic's Messages API); SSE events with \"stream\": true", "Object", "Object", true},
+	{"post", "/v1/messages/count_tokens", "The prompt tokens a Messages request would run, counted (Anthropic)", "Object", "Object", false},
 }
 
 // webUIOperations are the web console's routes (frontend/webui), in the

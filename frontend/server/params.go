@@ -26,17 +26,26 @@ type common struct {
 
 // readBody decodes the JSON body into v, as a 400 when malformed.
 func readBody(c echo.Context, v any) *openai.Error {
+	body, e := requestBody(c)
+	if e != nil {
+		return e
+	}
+	return openai.Decode(body, v)
+}
+
+// requestBody reads the request's body: a 413 over --max-request-body.
+func requestBody(c echo.Context) ([]byte, *openai.Error) {
 	body, err := readAll(c.Request())
 	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge:
 		// A chunked body has no Content-Length for BodyLimit to refuse up
 		// front; its limited reader fails here instead.
-		return openai.PayloadTooLarge("request body larger than the server's --max-request-body")
+		return nil, openai.PayloadTooLarge("request body larger than the server's --max-request-body")
 	case err != nil:
-		return openai.BadRequest("", "reading request body: %v", err)
+		return nil, openai.BadRequest("", "reading request body: %v", err)
 	}
-	return openai.Decode(body, v)
+	return body, nil
 }
 
 // readAll reads r's body into a buffer of its Content-Length (which
@@ -60,15 +69,9 @@ func readAll(r *http.Request) ([]byte, error) {
 // readRequest decodes a generation request (chat, completions,
 // responses) and refuses the vLLM features Tandem does not have yet.
 func readRequest(c echo.Context, v any) *openai.Error {
-	body, err := readAll(c.Request())
-	var he *echo.HTTPError
-	switch {
-	case errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge:
-		// A chunked body has no Content-Length for BodyLimit to refuse up
-		// front; its limited reader fails here instead.
-		return openai.PayloadTooLarge("request body larger than the server's --max-request-body")
-	case err != nil:
-		return openai.BadRequest("", "reading request body: %v", err)
+	body, e := requestBody(c)
+	if e != nil {
+		return e
 	}
 	if e := openai.Decode(body, v); e != nil {
 		return e

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/tandem-llm/tandem/frontend/anthropic"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
@@ -177,6 +178,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.DELETE("/v1/sessions/:id", s.deleteSession)
 	e.GET("/openapi.json", s.openAPI)
 	s.mountLlamaCpp(e)
+	s.mountAnthropic(e)
 	if cfg.EnableTokenizerInfo {
 		e.GET("/tokenizer_info", s.tokenizerInfo)
 	}
@@ -216,7 +218,8 @@ func allKeys(cfg Config) []string {
 // version and the OpenAPI document.
 var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true, "/version": true, "/openapi.json": true}
 
-// auth checks Authorization: Bearer <key> on every route but openPaths
+// auth checks Authorization: Bearer <key> (or, without an Authorization
+// header, x-api-key: <key>, Anthropic's) on every route but openPaths
 // when a key is set (the web console's pages are open too: they ask for
 // the key and send it). The keys' SHA-256 digests are compared in constant
 // time, as vLLM does, so neither content nor length leaks. CORS preflight
@@ -228,9 +231,12 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		got, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")
+		if r.Header.Get(echo.HeaderAuthorization) == "" { // Anthropic's clients send x-api-key, as llama-server reads it
+			got, ok = r.Header.Get("X-Api-Key"), r.Header.Get("X-Api-Key") != ""
+		}
 		tenant, known := match(s.keys, sha256.Sum256([]byte(got)))
 		if !ok || !known {
-			return writeError(c, openai.Unauthorized("Invalid or missing API key: send it as 'Authorization: Bearer <key>'."))
+			return writeError(c, openai.Unauthorized("Invalid or missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."))
 		}
 		c.Set(ctxTenantKey, tenant)
 		return next(c)
@@ -269,9 +275,14 @@ func (s *Server) httpError(err error, c echo.Context) {
 	_ = writeError(c, &openai.Error{Status: status, Type: typ, Message: msg})
 }
 
+// writeError writes e in OpenAI's shape, or in Anthropic's on the
+// Anthropic Messages API's routes.
 func writeError(c echo.Context, e *openai.Error) error {
 	if e.Status == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+	}
+	if isAnthropicPath(c.Request().URL.Path) {
+		return c.JSON(e.Status, anthropic.NewError(e.Status, e.Message))
 	}
 	return c.JSON(e.Status, e)
 }

@@ -76,20 +76,26 @@ func (s *sse) done() {
 }
 
 // sendEvent writes one named event (`event: name` then `data: <json>`),
-// the Responses API's framing, and flushes it.
+// the Responses API's and Anthropic's framing, and flushes it.
 func (s *sse) sendEvent(name string, v any) error {
+	if err := s.writeEvent(name, v); err != nil {
+		return err
+	}
+	s.flush()
+	return nil
+}
+
+// writeEvent writes one named event without flushing it.
+func (s *sse) writeEvent(name string, v any) error {
 	s.start()
-	b, err := json.Marshal(v)
+	j, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	w := s.c.Response()
-	msg := make([]byte, 0, len(name)+len(b)+16)
-	msg = append(append(append(msg, "event: "...), name...), '\n')
-	msg = append(append(append(msg, "data: "...), b...), '\n', '\n')
-	if _, err := w.Write(msg); err != nil {
-		return err
-	}
-	w.Flush()
-	return nil
+	b := append(s.buf[:0], "event: "...)
+	b = append(append(b, name...), '\n')
+	b = append(append(append(b, "data: "...), j...), '\n', '\n')
+	s.buf = b
+	_, err = s.c.Response().Write(b)
+	return err
 }

@@ -14,9 +14,12 @@ func toolCallID() string { return "chatcmpl-tool-" + randomHex(16) }
 
 // shortToolCallID is a new tool call id of 9 letters and digits, the only
 // ids Mistral's chat templates take back (as vLLM's Mistral ids).
-func shortToolCallID() string {
+func shortToolCallID() string { return randomAlnum(9) }
+
+// randomAlnum is n random letters and digits.
+func randomAlnum(n int) string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, 9)
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	for i := range b {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
