@@ -77,7 +77,9 @@ type responseFormat struct {
 // ChatBody is the request as an OpenAI chat completions body (without
 // model and stream, which the server handles), as vLLM and llama-server
 // convert it:
-//   - system (and system-role messages) is the first message;
+//   - system (and system-role messages) is the first message; a request
+//     with neither system nor messages is one empty user message (vLLM
+//     and llama-server take it, and chat templates need a message);
 //   - a user turn's text blocks are a user message, each tool_result a
 //     "tool" message with tool_call_id, in the blocks' order (Anthropic
 //     puts results first, so they follow the calls' turn);
@@ -103,6 +105,9 @@ func (r *Request) ChatBody() ([]byte, error) {
 		} else {
 			c.Messages = append(c.Messages, userMessages(m.Blocks)...)
 		}
+	}
+	if len(c.Messages) == 0 { // vLLM and llama-server take an empty conversation; chat templates need a message
+		c.Messages = append(c.Messages, chatMessage{Role: "user", Content: ptr("")})
 	}
 	for _, t := range r.Tools {
 		c.Tools = append(c.Tools, chatTool{Type: "function", Function: functionDef{Name: t.Name, Description: t.Description, Parameters: objectSchema(t.InputSchema)}})

@@ -16,7 +16,7 @@ func TestChatBody(t *testing.T) {
 			`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"hi"}],"max_tokens":5}`},
 		{"sampling",
 			`{"model":"m","max_tokens":5,"temperature":0.2,"top_p":0.9,"top_k":0,"stop_sequences":["a","b"],"session_id":"s","messages":[]}`,
-			`{"messages":[],"max_tokens":5,"stop":["a","b"],"temperature":0.2,"top_p":0.9,"top_k":0,"session_id":"s"}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"stop":["a","b"],"temperature":0.2,"top_p":0.9,"top_k":0,"session_id":"s"}`},
 		{"text blocks and an empty turn",
 			`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"What is"},{"type":"text","text":" it?"}]},{"role":"user","content":[]}]}`,
 			`{"messages":[{"role":"user","content":"What is\n it?"}],"max_tokens":5}`},
@@ -34,24 +34,24 @@ func TestChatBody(t *testing.T) {
 		{"tools, any, one call",
 			`{"model":"m","max_tokens":5,"tools":[{"name":"w","description":"Weather","input_schema":{"type":"object"}},{"name":"t","input_schema":{"properties":{}}},{"name":"e","input_schema":{}}],` +
 				`"tool_choice":{"type":"any","disable_parallel_tool_use":true},"messages":[]}`,
-			`{"messages":[],"max_tokens":5,"tools":[{"type":"function","function":{"name":"w","description":"Weather","parameters":{"type":"object"}}},` +
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"tools":[{"type":"function","function":{"name":"w","description":"Weather","parameters":{"type":"object"}}},` +
 				`{"type":"function","function":{"name":"t","parameters":{"type":"object","properties":{}}}},{"type":"function","function":{"name":"e","parameters":{"type":"object"}}}],` +
 				`"tool_choice":"required","parallel_tool_calls":false}`},
 		{"named tool",
 			`{"model":"m","max_tokens":5,"tools":[{"name":"w","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"w"},"messages":[]}`,
-			`{"messages":[],"max_tokens":5,"tools":[{"type":"function","function":{"name":"w","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"w"}}}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"tools":[{"type":"function","function":{"name":"w","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"w"}}}`},
 		{"auto and none",
 			`{"model":"m","max_tokens":5,"tool_choice":{"type":"none"},"messages":[]}`,
-			`{"messages":[],"max_tokens":5,"tool_choice":"none"}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"tool_choice":"none"}`},
 		{"thinking",
 			`{"model":"m","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":100},"chat_template_kwargs":{"x":1},"messages":[]}`,
-			`{"messages":[],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true,"x":1}}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true,"x":1}}`},
 		{"thinking disabled, the request's kwargs win",
 			`{"model":"m","max_tokens":5,"thinking":{"type":"disabled"},"chat_template_kwargs":{"enable_thinking":true},"messages":[]}`,
-			`{"messages":[],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true}}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true}}`},
 		{"output format",
 			`{"model":"m","max_tokens":5,"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}},"effort":"low"},"messages":[]}`,
-			`{"messages":[],"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object"},"strict":true}}}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object"},"strict":true}}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,13 +39,6 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if len(r.Messages) == 0 {
 		return BadRequest("messages", "'messages' must contain at least one message.")
 	}
-	return r.ValidateParams()
-}
-
-// ValidateParams is Validate without its first rule, that messages is not
-// empty: Anthropic's Messages API, as vLLM and llama-server serve it,
-// renders an empty conversation.
-func (r *ChatCompletionRequest) ValidateParams() *Error {
 	for i, m := range r.Messages {
 		if m.Role == "" {
 			return BadRequest(fmt.Sprintf("messages[%d].role", i), "'messages[%d].role' is required.", i)

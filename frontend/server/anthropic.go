@@ -33,8 +33,7 @@ func isAnthropicPath(p string) bool {
 }
 
 // anthropicChat decodes a Messages body with decode and turns it into its
-// chat request, checked as chat requests are (an empty conversation
-// allowed, as vLLM and llama-server take it).
+// chat request, checked as chat requests are.
 func anthropicChat(c echo.Context, decode func([]byte) (*anthropic.Request, error)) (*anthropic.Request, *openai.ChatCompletionRequest, *openai.Error) {
 	body, e := requestBody(c)
 	if e != nil {
@@ -56,7 +55,7 @@ func anthropicChat(c echo.Context, decode func([]byte) (*anthropic.Request, erro
 	if e := openai.Decode(b, &chat); e != nil {
 		return nil, nil, e
 	}
-	if e := chat.ValidateParams(); e != nil {
+	if e := chat.Validate(); e != nil {
 		return nil, nil, e
 	}
 	return req, &chat, nil

@@ -109,6 +109,9 @@ func TestMessages(t *testing.T) {
 			outputs(wire.FinishStop, []int32{eosIMEnd}, hermesAnswer...), "hermes",
 			`{"id":"msg_fixed","type":"message","role":"assistant","model":"dummy","content":[{"type":"text","text":` + jsonString(strings.Join(hermesAnswer, "")) + `}],` +
 				`"stop_reason":"end_turn","stop_sequence":null}`, 0},
+		{"no messages", `{"model":"m","max_tokens":2,"messages":[]}`,
+			tokens("", wire.FinishStop, 259), "",
+			`{"id":"msg_fixed","type":"message","role":"assistant","model":"dummy","content":[],"stop_reason":"end_turn","stop_sequence":null}`, 0},
 		{"no messages, only system", `{"model":"m","max_tokens":2,"system":"Hi.","messages":[]}`,
 			tokens("", wire.FinishStop, 259), "",
 			`{"id":"msg_fixed","type":"message","role":"assistant","model":"dummy","content":[],"stop_reason":"end_turn","stop_sequence":null}`, 0},
