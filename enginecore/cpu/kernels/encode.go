@@ -1,0 +1,221 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"unsafe"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// ErrEncoded reports bytes that are not an encoded Matrix of this build's
+// layout (a cache written by another version, a truncated file).
+var ErrEncoded = errors.New("kernels: not an encoded matrix")
+
+// Layout names the packed layout; an encoded matrix carries it, and a
+// change to Pack's layout or the encoding must change it so old caches are
+// refused rather than misread.
+const Layout = "tandem-pack-v1"
+
+// An encoded Matrix is a 64-byte header, then its sections, each starting
+// at a multiple of EncodeAlign from the header (so views into a
+// page-aligned mapping are aligned for every element type):
+//
+//	header: magic "TPKM" (4), layout id (4: FNV-1a of Layout), In, Out
+//	        (u32), Type (u32), fam, nsub, hasMin, scale kind (u8: 0 none,
+//	        1 f16, 2 f32), nb (u32), 4 zero bytes, then the section
+//	        lengths in elements: scales (u64 at 32), qs (u64 at 40, bytes),
+//	        f (u64 at 48, float32), 8 zero bytes
+//	qs      [len] byte
+//	scales  [len] uint16 or float32
+//	f       [len] float32
+//
+// in the machine's byte order (the cache is per machine).
+const (
+	EncodeAlign = 64
+	headerBytes = 64
+)
+
+const encodeMagic = "TPKM"
+
+func layoutID() uint32 {
+	var h uint32 = 2166136261 // FNV-1a of Layout
+	for i := range len(Layout) {
+		h ^= uint32(Layout[i])
+		h *= 16777619
+	}
+	return h
+}
+
+func alignUp(n int64) int64 { return (n + EncodeAlign - 1) &^ (EncodeAlign - 1) }
+
+// EncodedBound is an upper bound on EncodedSize of Pack(t), from t's type
+// and shape alone (scales may compress to float16 once packed, which only
+// shrinks the matrix), so a file can be laid out before packing.
+func EncodedBound(t *model.Tensor) (int64, error) {
+	if len(t.Shape) == 0 || t.Shape[0] <= 0 || !t.Type.Supported() {
+		return 0, fmt.Errorf("%w: %s has shape %v, type %v", ErrPack, t.Name, t.Shape, t.Type)
+	}
+	in, out := int64(t.Shape[0]), int64(t.Rows())
+	groups := (out + GroupRows - 1) / GroupRows
+	dec, quantized := decoders[t.Type]
+	if !quantized {
+		return headerBytes + alignUp(4*groups*in*GroupRows), nil
+	}
+	m := Matrix{fam: dec.fam, nsub: dec.nsub, hasMin: dec.hasMin && dec.fam == famByte}
+	nb := in / 32
+	bb := int64(nibBlockBytes)
+	if m.fam == famByte {
+		bb = byteBlockBytes
+	}
+	return headerBytes + alignUp(groups*nb*bb) + alignUp(4*groups*nb*int64(m.scPerBlock())), nil
+}
+
+// EncodedSize is the number of bytes Encode writes.
+func (m *Matrix) EncodedSize() int64 {
+	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))) + alignUp(4*int64(len(m.f)))
+}
+
+// Encode writes m in the encoded layout; DecodeMatrix reads it back
+// without copying.
+func (m *Matrix) Encode(w io.Writer) error {
+	var h [headerBytes]byte
+	copy(h[:4], encodeMagic)
+	ne := binary.NativeEndian
+	ne.PutUint32(h[4:], layoutID())
+	ne.PutUint32(h[8:], uint32(m.In))
+	ne.PutUint32(h[12:], uint32(m.Out))
+	ne.PutUint32(h[16:], uint32(m.Type))
+	h[20], h[21] = byte(m.fam), byte(m.nsub)
+	if m.hasMin {
+		h[22] = 1
+	}
+	var sc []byte
+	switch {
+	case m.sc.h != nil:
+		h[23], sc = 1, bytesOf(m.sc.h)
+		ne.PutUint64(h[32:], uint64(len(m.sc.h)))
+	case m.sc.f != nil:
+		h[23], sc = 2, bytesOf(m.sc.f)
+		ne.PutUint64(h[32:], uint64(len(m.sc.f)))
+	}
+	ne.PutUint32(h[24:], uint32(m.nb))
+	ne.PutUint64(h[40:], uint64(len(m.qs)))
+	ne.PutUint64(h[48:], uint64(len(m.f)))
+	var pad [EncodeAlign]byte
+	put := func(b []byte) error {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		_, err := w.Write(pad[:alignUp(int64(len(b)))-int64(len(b))])
+		return err
+	}
+	if _, err := w.Write(h[:]); err != nil {
+		return fmt.Errorf("kernels: encode: %w", err)
+	}
+	for _, b := range [][]byte{m.qs, sc, bytesOf(m.f)} {
+		if err := put(b); err != nil {
+			return fmt.Errorf("kernels: encode: %w", err)
+		}
+	}
+	return nil
+}
+
+// DecodeMatrix returns the matrix encoded at the start of b and its
+// encoded size. The matrix's data are views into b, not copies: b must
+// stay mapped and unmodified while the matrix is used, and its start must
+// be aligned to EncodeAlign.
+func DecodeMatrix(b []byte) (*Matrix, int64, error) {
+	if len(b) < headerBytes || string(b[:4]) != encodeMagic {
+		return nil, 0, fmt.Errorf("%w: bad magic", ErrEncoded)
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%EncodeAlign != 0 {
+		return nil, 0, fmt.Errorf("%w: unaligned buffer", ErrEncoded)
+	}
+	ne := binary.NativeEndian
+	if ne.Uint32(b[4:]) != layoutID() {
+		return nil, 0, fmt.Errorf("%w: layout is not %s", ErrEncoded, Layout)
+	}
+	m := &Matrix{
+		In: int(ne.Uint32(b[8:])), Out: int(ne.Uint32(b[12:])), Type: model.DType(ne.Uint32(b[16:])),
+		fam: family(b[20]), nsub: int(b[21]), hasMin: b[22] == 1, nb: int(ne.Uint32(b[24:])),
+	}
+	nqs, nsc, nf := ne.Uint64(b[40:]), ne.Uint64(b[32:]), ne.Uint64(b[48:])
+	scKind := b[23]
+	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4}[scKind]
+	if scKind > 2 || m.fam > famByte || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
+		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
+	}
+	off := int64(headerBytes)
+	take := func(n int64) ([]byte, bool) {
+		if off+alignUp(n) > int64(len(b)) {
+			return nil, false
+		}
+		s := b[off : off+n : off+n]
+		off += alignUp(n)
+		return s, true
+	}
+	qs, ok1 := take(int64(nqs))
+	sc, ok2 := take(int64(nsc * scSize))
+	f, ok3 := take(int64(4 * nf))
+	if !ok1 || !ok2 || !ok3 {
+		return nil, 0, fmt.Errorf("%w: truncated", ErrEncoded)
+	}
+	if nqs > 0 {
+		m.qs = qs
+	}
+	switch scKind {
+	case 1:
+		m.sc.h = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(sc))), nsc)
+	case 2:
+		m.sc.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(sc))), nsc)
+	}
+	if nf > 0 {
+		m.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(f))), nf)
+	}
+	if err := m.check(); err != nil {
+		return nil, 0, err
+	}
+	return m, off, nil
+}
+
+// check verifies that a decoded matrix's sections have the sizes its
+// shape and family need, so a kernel never reads past them.
+func (m *Matrix) check() error {
+	if m.In <= 0 || m.Out <= 0 {
+		return fmt.Errorf("%w: shape %d×%d", ErrEncoded, m.Out, m.In)
+	}
+	groups := m.NumGroups()
+	switch m.fam {
+	case famF32:
+		if len(m.f) != groups*m.In*GroupRows || m.qs != nil {
+			return fmt.Errorf("%w: float section of %d, want %d", ErrEncoded, len(m.f), groups*m.In*GroupRows)
+		}
+		return nil
+	case famNib, famByte:
+	default:
+		return fmt.Errorf("%w: family %d", ErrEncoded, m.fam)
+	}
+	bb := nibBlockBytes
+	if m.fam == famByte {
+		bb = byteBlockBytes
+		if m.nsub != 1 && m.nsub != 2 {
+			return fmt.Errorf("%w: %d sub-blocks", ErrEncoded, m.nsub)
+		}
+	}
+	nsc := len(m.sc.f) + len(m.sc.h)
+	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil {
+		return fmt.Errorf("%w: sections do not match %d×%d", ErrEncoded, m.Out, m.In)
+	}
+	return nil
+}
+
+// bytesOf views a slice of fixed-size numbers as its bytes.
+func bytesOf[T uint16 | float32](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
+}
