@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
+	"time"
+	"unsafe"
 
 	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
 	"github.com/tandem-llm/tandem/enginecore/model"
@@ -65,6 +66,11 @@ type Backend struct {
 	attn  attnJob
 
 	attnScratch []attnState // [numWorkers], sized by AllocateKV
+
+	packInfo PackInfo     // where the matrices live (packcache.go)
+	unmap    func() error // unmaps the pack cache file; nil when packed into memory
+	// kvRelease unmaps the KV cache (allocZeroed); nil when none.
+	kvRelease func()
 }
 
 // layer is one block's matrices, packed for the kernels.
@@ -74,12 +80,17 @@ type layer struct {
 
 var _ runner.Backend = (*Backend)(nil)
 
-// New checks w against cfg, packs its matrices for the kernels (a copy:
-// the tensors' Data is not read afterwards, except token_embd rows), and
+// New checks w against cfg, packs its matrices for the kernels (a copy,
+// in memory or in the pack cache of WithPackCache: the tensors' Data is
+// not read afterwards, except token_embd rows), and
 // starts threads worker threads (the caller's goroutine counts as one;
 // threads ≤ 0 means GOMAXPROCS). The Backend reads w and never writes it;
 // AllocateKV must be called before Forward.
-func New(cfg model.Config, w *model.Weights, threads int) (*Backend, error) {
+func New(cfg model.Config, w *model.Weights, threads int, opts ...Option) (*Backend, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := w.Validate(cfg); err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
@@ -98,7 +109,7 @@ func New(cfg model.Config, w *model.Weights, threads int) (*Backend, error) {
 		kvDim: cfg.NumKVHeads * cfg.HeadDim,
 		freq:  freq,
 	}
-	if err := b.pack(threads); err != nil {
+	if err := b.pack(threads, o.packDir); err != nil {
 		return nil, err
 	}
 	b.pool = newPool(threads)
@@ -107,38 +118,40 @@ func New(cfg model.Config, w *model.Weights, threads int) (*Backend, error) {
 	return b, nil
 }
 
-// pack packs every matrix, threads at a time, and releases each source's
-// file pages once packed (a tied embedding table faults back in row by
-// row as tokens read it).
-func (b *Backend) pack(threads int) error {
-	type task struct {
-		dst **kernels.Matrix
-		src *model.Tensor
-	}
+// pack packs every matrix, threads at a time, into the pack cache under
+// dir when one is given and usable (packcache.go), else into memory,
+// releasing each source's file pages once packed (a tied embedding table
+// faults back in row by row as tokens read it).
+func (b *Backend) pack(threads int, dir string) error {
 	b.layers = make([]layer, len(b.w.Layers))
-	tasks := []task{{&b.output, b.w.Output}}
+	tasks := []packTask{{&b.output, b.w.Output}}
 	for i := range b.w.Layers {
 		l, w := &b.layers[i], &b.w.Layers[i]
-		tasks = append(tasks, task{&l.wq, w.Wq}, task{&l.wk, w.Wk}, task{&l.wv, w.Wv}, task{&l.wo, w.Wo},
-			task{&l.w1, w.W1}, task{&l.w3, w.W3}, task{&l.w2, w.W2})
+		tasks = append(tasks, packTask{&l.wq, w.Wq}, packTask{&l.wk, w.Wk}, packTask{&l.wv, w.Wv}, packTask{&l.wo, w.Wo},
+			packTask{&l.w1, w.W1}, packTask{&l.w3, w.W3}, packTask{&l.w2, w.W2})
 	}
+	if dir != "" {
+		err := b.packCached(tasks, threads, dir)
+		if err == nil {
+			return nil
+		}
+		b.packInfo = PackInfo{Err: err}
+	}
+	start := time.Now()
 	errs := make([]error, len(tasks))
-	sem := make(chan struct{}, threads)
-	var wg sync.WaitGroup
-	for i, t := range tasks {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			*t.dst, errs[i] = kernels.Pack(t.src)
-			if errs[i] == nil {
-				releasePages(t.src.Data)
-			}
-		})
-	}
-	wg.Wait()
+	forEach(len(tasks), threads, func(i int) {
+		*tasks[i].dst, errs[i] = kernels.Pack(tasks[i].src)
+		if errs[i] == nil {
+			releasePages(tasks[i].src.Data)
+		}
+	})
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cpu: %w", err)
 	}
+	for _, t := range tasks {
+		b.packInfo.Bytes += (*t.dst).Bytes()
+	}
+	b.packInfo.Took = time.Since(start)
 	return nil
 }
 
@@ -171,12 +184,17 @@ func (b *Backend) AllocateKV(numBlocks, blockSize int) error {
 	if numBlocks <= 0 || blockSize <= 0 {
 		return fmt.Errorf("cpu: allocate %d blocks of %d tokens: sizes must be positive", numBlocks, blockSize)
 	}
-	b.kv, b.kv16 = nil, nil // let the old pool go before allocating the new one
+	b.freeKV() // let the old pool go before allocating the new one
 	n := 2 * b.cfg.NumLayers * numBlocks * blockSize * b.kvDim
+	mem, free, err := allocZeroed(n * b.kvDtype.bytes())
+	if err != nil {
+		return fmt.Errorf("cpu: allocate a KV cache of %d blocks of %d tokens: %w", numBlocks, blockSize, err)
+	}
+	b.kvRelease = free
 	if b.kvDtype == KVFloat16 {
-		b.kv16 = make([]uint16, n)
+		b.kv16 = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(mem))), n)
 	} else {
-		b.kv = make([]float32, n)
+		b.kv = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(mem))), n)
 	}
 	b.numBlocks, b.blockSize = numBlocks, blockSize
 	b.newAttnScratch()
@@ -204,8 +222,23 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.pool.close()
-	b.pool, b.w, b.kv, b.kv16, b.layers, b.output = nil, nil, nil, nil, nil, nil
+	b.freeKV()
+	b.pool, b.w, b.layers, b.output = nil, nil, nil, nil
+	if b.unmap != nil {
+		err := b.unmap() // no matrix points into the cache file any more
+		b.unmap = nil
+		return err
+	}
 	return nil
+}
+
+// freeKV releases the KV cache's memory; nothing may read it afterwards.
+func (b *Backend) freeKV() {
+	b.kv, b.kv16 = nil, nil
+	if b.kvRelease != nil {
+		b.kvRelease()
+		b.kvRelease = nil
+	}
 }
 
 // grow makes the scratch buffers hold numTok tokens.
