@@ -42,6 +42,7 @@ type engineFlags struct {
 	threads             int
 	cpuPrecision        cpu.Precision
 	kvCacheDtype        cpu.KVDtype
+	weightsCacheDir     string // --weights-cache-dir: auto, off or a directory
 	gpu                 gpuFlags
 	heartbeatInterval   time.Duration
 	heartbeatTimeout    time.Duration
@@ -68,6 +69,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "CPU `threads` for the forward pass (default: every CPU; serve splits them among its engines)")
 	fs.Var(&f.kvCacheDtype, "kv-cache-dtype", "KV cache element `type` on the CPU: auto (= float32, K/V exactly as computed) or float16 (half the memory: twice the tokens per --kv-cache-memory, llama.cpp's default; logits move by ~1e-3); docs/architecture.md#cpu-attention")
 	fs.Var(&f.cpuPrecision, "cpu-precision", "`mode` of the CPU matmul activations: prompt (prompt tokens at 15 bits, generated tokens at 8), fast (all 8-bit, like llama.cpp) or high (all 15 bits); docs/architecture.md")
+	fs.StringVar(&f.weightsCacheDir, "weights-cache-dir", "auto", "`directory` where the CPU backend keeps each model's repacked matrices as a file it maps (read-only, shared by engines, so the weights are resident once; the next start skips packing): auto = $XDG_CACHE_HOME/tandem/packed (~/.cache/tandem/packed), off = pack into memory at every start; docs/architecture.md#pack-cache")
 	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; null:fail-after=N (or null:STEP,fail-after=N) fails every forward pass after N, warm-up's included, so the engine dies as on a device error: fault injection; for benchmarking the frontend and the wire)")
 	f.gpu.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
@@ -174,7 +176,7 @@ func runEngine(ctx context.Context, args []string) error {
 	if f.maxLogprobs < -1 {
 		return fmt.Errorf("engine: --max-logprobs %d: want -1 (no cap) or ≥ 0", f.maxLogprobs)
 	}
-	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype}, log)
+	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype, weightsCacheDir(f.weightsCacheDir)}, log)
 	if err != nil {
 		return err
 	}
@@ -296,12 +298,33 @@ func loadBackend(name, device string, maxModelLen, threads int, opts cpuOptions,
 		return nil, runner.ModelInfo{}, nil, fmt.Errorf("engine: %w", err)
 	}
 	info := be.Model()
+	logPacking(be, log)
 	log.Info("model loaded", "model", name, "arch", info.Arch, "layers", info.NumLayers, "vocab", info.VocabSize,
 		"context", info.MaxContextLen, "took", time.Since(start).Round(time.Millisecond))
 	if release == nil {
 		return be, info, served.Vocab, nil
 	}
 	return closer{Backend: be, release: release}, info, served.Vocab, nil
+}
+
+// logPacking says where the CPU backend's packed matrices live.
+func logPacking(be runner.Backend, log *slog.Logger) {
+	p, ok := be.(interface{ PackInfo() cpu.PackInfo })
+	if !ok {
+		return
+	}
+	i := p.PackInfo()
+	mib := float64(i.Bytes) / (1 << 20)
+	switch {
+	case i.Err != nil:
+		log.Warn("weights cache unusable: packed into memory", "err", i.Err, "mib", mib, "took", i.Took.Round(time.Millisecond))
+	case i.File == "":
+		log.Info("weights packed into memory", "mib", mib, "took", i.Took.Round(time.Millisecond))
+	case i.Hit:
+		log.Info("weights mapped from the cache", "file", i.File, "mib", mib, "took", i.Took.Round(time.Millisecond))
+	default:
+		log.Info("weights packed into the cache", "file", i.File, "mib", mib, "took", i.Took.Round(time.Millisecond))
+	}
 }
 
 // closer closes the backend, then the model file it reads from.

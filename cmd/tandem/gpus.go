@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -218,11 +219,28 @@ func deviceKVBlocks(f engineFlags, be runner.Backend, log *slog.Logger) (int, er
 type cpuOptions struct {
 	precision cpu.Precision // --cpu-precision
 	kvDtype   cpu.KVDtype   // --kv-cache-dtype
+	packDir   string        // --weights-cache-dir, resolved: "" packs into memory
+}
+
+// weightsCacheDir resolves --weights-cache-dir: auto is the user's cache
+// directory (none if it has none), off is none.
+func weightsCacheDir(flag string) string {
+	switch flag {
+	case "off", "":
+		return ""
+	case "auto":
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(d, "tandem", "packed")
+	}
+	return flag
 }
 
 // newCPU is cpu.New as a runner.Backend (nil on error, not a nil pointer).
 func newCPU(cfg model.Config, w *model.Weights, threads int, opts cpuOptions) (runner.Backend, error) {
-	b, err := cpu.New(cfg, w, threads)
+	b, err := cpu.New(cfg, w, threads, cpu.WithPackCache(opts.packDir))
 	if err != nil {
 		return nil, err
 	}
