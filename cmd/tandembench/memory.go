@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tandem-llm/tandem/enginecore/cpu"
 )
 
 // The memory part of the scale phase: the peak resident set (VmHWM) of
@@ -27,11 +29,16 @@ import (
 
 // wantResidentShare: the weights are resident once, never copied twice.
 // The CPU backend repacks every matrix into its kernels' layout (as
-// llama.cpp's CPU_REPACK buffers do) and then releases the mapped pages
-// it packed from, so the repacked heap plus the engine's resident pages
-// of the model file stay near one weights file; a second copy would be
-// two.
+// llama.cpp's CPU_REPACK buffers do) into its pack cache file, maps that,
+// and releases the mapped pages of the model file it packed from, so the
+// repacked matrices plus the engine's resident pages of the model file
+// stay near one weights file; a second copy would be two.
 const wantResidentShare = 1.5
+
+// wantLoadHeapShare: the weights are mapped, not copied into the heap:
+// loading the model (pack cache on) adds less Go heap than half the
+// weights file.
+const wantLoadHeapShare = 0.5
 
 // memoryGen is the request's output tokens.
 const memoryGen = 16
@@ -49,6 +56,9 @@ type ProcMem struct {
 	// its Pss, so that a page another process maps too (a second server
 	// on the same file) counts by its share.
 	ModelPssKiB int64 `json:"model_pss_kib,omitempty"`
+	// PackPssKiB is the same for the engine's pack cache file (its
+	// repacked matrices, mapped; cpu.WithPackCache).
+	PackPssKiB int64 `json:"pack_pss_kib,omitempty"`
 }
 
 // MemoryEngine is one engine's processes; PeakKiB sums their peaks.
@@ -80,32 +90,36 @@ type MemoryPart struct {
 	// backend adds (loader.Load → model.FromTensors → cpu.New, measured
 	// in-process before serve runs): the engine's own copy of weights,
 	// beside the mapped file (kernels.Pack's repacked matrices).
-	LoadHeapBytes int64         `json:"load_heap_bytes"`
-	Tandem        *MemoryEngine `json:"tandem,omitempty"`
-	Llama         *MemoryEngine `json:"llama_cpp,omitempty"`
-	Native        *MemoryEngine `json:"llama_cpp_native,omitempty"`
+	LoadHeapBytes int64 `json:"load_heap_bytes"`
+	// Tandem is the second start on a pack cache directory, which maps
+	// the matrices the first wrote; TandemCold the first, which packs.
+	Tandem     *MemoryEngine `json:"tandem,omitempty"`
+	TandemCold *MemoryEngine `json:"tandem_cold,omitempty"`
+	Llama      *MemoryEngine `json:"llama_cpp,omitempty"`
+	Native     *MemoryEngine `json:"llama_cpp_native,omitempty"`
 }
 
 // residentShare is the weights Tandem's engine holds, LoadHeapBytes plus
-// its resident pages of the model file at the end, as a share of the
-// weights file (ok false without the numbers).
+// its resident pages of the model file and of its pack cache file at the
+// end, as a share of the weights file (ok false without the numbers).
 func (m *MemoryPart) residentShare() (float64, bool) {
-	if m.LoadHeapBytes <= 0 || m.WeightsBytes <= 0 || m.Tandem == nil {
+	if m.LoadHeapBytes < 0 || m.WeightsBytes <= 0 || m.Tandem == nil {
 		return 0, false
 	}
 	var mapped int64
 	for _, p := range m.Tandem.Processes {
-		mapped += p.ModelPssKiB << 10
+		mapped += (p.ModelPssKiB + p.PackPssKiB) << 10
 	}
 	return float64(m.LoadHeapBytes+mapped) / float64(m.WeightsBytes), true
 }
 
-// loadHeap is the Go heap loading path into the CPU backend adds.
-func loadHeap(o options) (int64, error) {
+// loadHeap is the Go heap loading path into the CPU backend adds, with a
+// pack cache in packDir.
+func loadHeap(o options, packDir string) (int64, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	eng, err := loadTandem(o.model, 1, o.blockSize, o.blockSize, o.precision)
+	eng, err := loadTandem(o.model, 1, o.blockSize, o.blockSize, o.precision, cpu.WithPackCache(packDir))
 	if err != nil {
 		return 0, err
 	}
@@ -138,15 +152,25 @@ func measureMemory(ctx context.Context, o options, llamas []*llamaBench, stderr 
 		Model: o.model, Ctx: s.memCtx, PromptTokens: s.memPrompt, GenTokens: memoryGen, WeightsBytes: st.Size(),
 		KVBytesTandem: int64(s.memCtx) * db.KVPerTok, KVBytesLlama: int64(s.memCtx) * db.KVPerTok / 4 * kvElem, Threads: threads,
 	}
-	if mp.LoadHeapBytes, err = loadHeap(o); err != nil {
+	packDir, err := os.MkdirTemp("", "tandembench-packed-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(packDir)
+	if mp.LoadHeapBytes, err = loadHeap(o, filepath.Join(packDir, "load")); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "memory: loading %s into the CPU backend allocates %s of Go heap (the file is %s)\n", o.model, fmtBytes(float64(mp.LoadHeapBytes)), fmtBytes(float64(mp.WeightsBytes)))
 	prompt := promptIDs(o.seed, 1, s.memPrompt, 30000)[0]
-	if mp.Tandem, err = serveMemory(ctx, o, mp, prompt, stderr); err != nil {
+	serveDir := filepath.Join(packDir, "serve")
+	if mp.TandemCold, err = serveMemory(ctx, o, mp, prompt, serveDir, stderr); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "memory: tandem serve peak %s (%s)\n", fmtKiB(mp.Tandem.PeakKiB), procsLine(mp.Tandem))
+	fmt.Fprintf(stderr, "memory: tandem serve, first start (packs into the cache), peak %s (%s)\n", fmtKiB(mp.TandemCold.PeakKiB), procsLine(mp.TandemCold))
+	if mp.Tandem, err = serveMemory(ctx, o, mp, prompt, serveDir, stderr); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "memory: tandem serve, second start (maps the cache), peak %s (%s)\n", fmtKiB(mp.Tandem.PeakKiB), procsLine(mp.Tandem))
 	for i, l := range llamas {
 		cfg := Config{Kind: kindSingle, Threads: threads, Streams: 1, PromptTokens: s.memPrompt, GenTokens: memoryGen, Reps: 1}
 		out, err := l.run(ctx, cfg, [][]int32{prompt}, "--ctx", strconv.Itoa(s.memCtx))
@@ -175,10 +199,10 @@ func slicesMax(xs []int) int {
 	return m
 }
 
-// serveMemory starts `tandem serve` on the model, sends it one
-// completion request, and reads every process's memory before stopping
-// it.
-func serveMemory(ctx context.Context, o options, mp *MemoryPart, prompt []int32, stderr io.Writer) (*MemoryEngine, error) {
+// serveMemory starts `tandem serve` on the model with its pack cache in
+// packDir, sends it one completion request, and reads every process's
+// memory before stopping it.
+func serveMemory(ctx context.Context, o options, mp *MemoryPart, prompt []int32, packDir string, stderr io.Writer) (*MemoryEngine, error) {
 	bin := o.scale.tandemBin
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "tandembench-serve-")
@@ -201,7 +225,8 @@ func serveMemory(ctx context.Context, o options, mp *MemoryPart, prompt []int32,
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	args := []string{"serve", "--model", o.model, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--served-model-name", "bench", "--max-model-len", strconv.Itoa(mp.Ctx), "--max-num-seqs", "1",
-		"--kv-cache-memory", strconv.FormatInt(mp.KVBytesTandem, 10), "--threads", strconv.Itoa(mp.Threads)}
+		"--kv-cache-memory", strconv.FormatInt(mp.KVBytesTandem, 10), "--threads", strconv.Itoa(mp.Threads),
+		"--weights-cache-dir", packDir}
 	cmd := exec.Command(bin, args...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -259,6 +284,9 @@ func serveMemory(ctx context.Context, o options, mp *MemoryPart, prompt []int32,
 		pm := readProcMem(child, role)
 		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", child)); err == nil {
 			pm.ModelPssKiB = mappedPssKiB(smaps, modelPath)
+			pm.PackPssKiB = matchedPssKiB(smaps, func(path string) bool {
+				return filepath.Dir(path) == packDir && strings.HasSuffix(path, ".tpk")
+			})
 		}
 		ps = append(ps, pm)
 	}
@@ -328,13 +356,18 @@ func readProcMem(pid int, role string) ProcMem {
 // text: a mapping's header line ends with its path, its "Pss:" line
 // follows.
 func mappedPssKiB(smaps []byte, file string) int64 {
+	return matchedPssKiB(smaps, func(path string) bool { return path == file })
+}
+
+// matchedPssKiB sums the Pss of the mappings whose path match accepts.
+func matchedPssKiB(smaps []byte, match func(path string) bool) int64 {
 	var total int64
 	in := false
 	for line := range strings.SplitSeq(string(smaps), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
-			in = len(f) >= 6 && strings.Join(f[5:], " ") == file // address perms offset dev inode [path]
+			in = len(f) >= 6 && match(strings.Join(f[5:], " ")) // address perms offset dev inode [path]
 		case in && len(f) >= 2 && f[0] == "Pss:":
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			total += n

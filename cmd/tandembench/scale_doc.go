@@ -134,32 +134,35 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 	}
 	if m := rep.Memory; m != nil {
 		p("#### Peak memory, %s, context %d tokens\n\n", filepath.Base(m.Model), m.Ctx)
-		p("One completion (%d prompt ids, %d output tokens, %d thread(s)) through `tandem serve --max-model-len %d --max-num-seqs 1 --kv-cache-memory %d` "+
-			"(real processes: the supervisor, its engine and its frontend), next to llama.cpp's bench process with n_ctx %d on the same prompt. "+
+		p("One completion (%d prompt ids, %d output tokens, %d thread(s)) through `tandem serve --max-model-len %d --max-num-seqs 1 --kv-cache-memory %d --weights-cache-dir DIR` "+
+			"(real processes: the supervisor, its engine and its frontend), twice on a new DIR: the first start packs the matrices into the pack cache file, the second maps the file the first wrote; "+
+			"next to llama.cpp's bench process with n_ctx %d on the same prompt. "+
 			"Peak is VmHWM from /proc/PID/status (summed over Tandem's processes); anonymous and file-backed (mapped weights, binary) RSS are read at the end. "+
 			"Weights file %s; KV pool for the context: Tandem %s (f32), llama.cpp %s (%s); pages of it never written are not resident. "+
-			"Loading the model into Tandem's CPU backend allocates %s of Go heap besides the mapped file (measured in-process: its repacked matrices, kernels.Pack, as llama.cpp's CPU_REPACK buffers); "+
-			"the engine then releases the mapped pages it packed from, and \"model file resident\" is what stays of its mappings of the file (Pss in /proc/PID/smaps: pages read in place, such as the embedding rows of the tokens seen; a page another process maps too counts by its share). "+
+			"Loading the model into Tandem's CPU backend adds %s of Go heap (measured in-process): its repacked matrices (kernels.Pack, as llama.cpp's CPU_REPACK buffers) live in the pack cache file, mapped read-only (cpu.WithPackCache); "+
+			"the engine releases the mapped pages of the model file it packed or hashed, and \"model file resident\" is what stays of its mappings of the file, \"pack file resident\" of the pack cache file (Pss in /proc/PID/smaps: a page another process maps too counts by its share). "+
 			"llama.cpp's weights sit in %s.\n\n",
 			m.PromptTokens, m.GenTokens, m.Threads, m.Ctx, m.KVBytesTandem, m.Ctx, fmtBytes(float64(m.WeightsBytes)), fmtBytes(float64(m.KVBytesTandem)), fmtBytes(float64(m.KVBytesLlama)), kvOf(rep),
 			fmtBytes(float64(m.LoadHeapBytes)), llamaBuffers(rep))
-		p("| engine | process | peak RSS | anonymous at end | file-backed at end | model file resident |\n|---|---|---:|---:|---:|---:|\n")
+		p("| engine | process | peak RSS | anonymous at end | file-backed at end | model file resident | pack file resident |\n|---|---|---:|---:|---:|---:|---:|\n")
 		for _, e := range []struct {
 			name string
 			m    *MemoryEngine
-		}{{"Tandem", m.Tandem}, {"llama.cpp prebuilt", m.Llama}, {"llama.cpp native", m.Native}} {
+		}{{"Tandem, first start", m.TandemCold}, {"Tandem, second start", m.Tandem}, {"llama.cpp prebuilt", m.Llama}, {"llama.cpp native", m.Native}} {
 			if e.m == nil {
 				continue
 			}
-			for _, pr := range e.m.Processes {
-				resident := "—"
-				if pr.ModelPssKiB > 0 {
-					resident = fmtKiB(pr.ModelPssKiB)
+			kib := func(k int64) string {
+				if k > 0 {
+					return fmtKiB(k)
 				}
-				p("| %s | %s | %s | %s | %s | %s |\n", e.name, pr.Role, fmtKiB(pr.VmHWMKiB), fmtKiB(pr.RssAnonKiB), fmtKiB(pr.RssFileKiB), resident)
+				return "—"
+			}
+			for _, pr := range e.m.Processes {
+				p("| %s | %s | %s | %s | %s | %s | %s |\n", e.name, pr.Role, fmtKiB(pr.VmHWMKiB), fmtKiB(pr.RssAnonKiB), fmtKiB(pr.RssFileKiB), kib(pr.ModelPssKiB), kib(pr.PackPssKiB))
 			}
 			if len(e.m.Processes) > 1 {
-				p("| %s | **all** | **%s** | | | |\n", e.name, fmtKiB(e.m.PeakKiB))
+				p("| %s | **all** | **%s** | | | | |\n", e.name, fmtKiB(e.m.PeakKiB))
 			}
 		}
 		p("\n")

@@ -96,7 +96,7 @@ func TestScaleTargets(t *testing.T) {
 			{Model: "x.gguf", Row: Row{Config: Config{Kind: kindLong, Threads: 2, PromptTokens: 8192}, Native: native, NativeDecodeRatio: f(0.1)}},
 		},
 		Memory: &MemoryPart{WeightsBytes: 100 << 20, LoadHeapBytes: 130 << 20, Tandem: newMemoryEngine(
-			ProcMem{Role: "serve"}, ProcMem{Role: "engine", ModelPssKiB: 30 << 10}, ProcMem{Role: "frontend"})},
+			ProcMem{Role: "serve"}, ProcMem{Role: "engine", ModelPssKiB: 30 << 10, PackPssKiB: 20 << 10}, ProcMem{Role: "frontend"})},
 	}
 	var got []string
 	for _, tg := range scaleTargets(rep) {
@@ -109,7 +109,8 @@ func TestScaleTargets(t *testing.T) {
 		"1b-q4_0 prefill at --cpu-precision fast (llama.cpp's int8 arithmetic) vs llama.cpp native, 1 thread(s) 0.91× yes",
 		"P = 2048 prefill vs llama.cpp native, 2 thread(s) 0.89× no",
 		"decode at depth 2048 vs llama.cpp native, 2 thread(s) 1.20× yes",
-		"weights the engine holds (repacked heap + resident pages of the model file), share of the weights file (resident once) 160% no",
+		"Go heap the CPU backend adds loading the model (matrices mapped from its pack cache), share of the weights file (mapped, not copied) 130% no",
+		"weights the engine holds (Go heap + resident pages of the model file and of its pack cache file), share of the weights file (resident once) 180% no",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)

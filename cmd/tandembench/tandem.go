@@ -33,8 +33,9 @@ type tandem struct {
 }
 
 // loadTandem loads the model at path and builds the CPU backend with
-// threads threads and a KV pool of numTokens tokens in blocks of blockSize.
-func loadTandem(path string, threads, blockSize, numTokens int, prec cpu.Precision) (*tandem, error) {
+// threads threads and a KV pool of numTokens tokens in blocks of blockSize
+// (packing its matrices into memory unless opts says otherwise).
+func loadTandem(path string, threads, blockSize, numTokens int, prec cpu.Precision, opts ...cpu.Option) (*tandem, error) {
 	m, err := loader.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("tandem: %w", err)
@@ -44,7 +45,7 @@ func loadTandem(path string, threads, blockSize, numTokens int, prec cpu.Precisi
 		_ = m.Close()
 		return nil, fmt.Errorf("tandem: %s: %w", path, err)
 	}
-	be, err := cpu.New(m.Config, w, threads)
+	be, err := cpu.New(m.Config, w, threads, opts...)
 	if err != nil {
 		_ = m.Close()
 		return nil, fmt.Errorf("tandem: %w", err)
