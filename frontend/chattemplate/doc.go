@@ -13,7 +13,9 @@
 // expressions nested in brackets, and method calls on parenthesized
 // expressions, which gonja cannot parse, are rewritten in the source into
 // equivalents it can. Templates cannot read files (include, import, extends
-// are not available).
+// are not available). As llama.cpp does, date_string and datetime hold
+// today's date (UTC) unless kwargs set them, and a template that fails on
+// an assistant turn's null content is rendered again with "" for it.
 //
 // Objects keep their key order only as Object (or json.RawMessage, decoded
 // in order); Go maps are sorted by key.

@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,7 +133,51 @@ func (t *Template) Render(msgs []tokenizer.Message, addGenerationPrompt bool, kw
 //
 // As with transformers, the output is not trimmed. A raise_exception in the
 // template returns a *RaiseError; any other failure wraps ErrTemplate.
-func (t *Template) RenderMessages(msgs []Object, addGenerationPrompt bool, kwargs map[string]any) (out string, err error) {
+func (t *Template) RenderMessages(msgs []Object, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
+	out, err := t.render(msgs, addGenerationPrompt, kwargs)
+	var raise *RaiseError
+	if err == nil || errors.As(err, &raise) {
+		return out, err
+	}
+	// Templates such as Qwen3's call string methods on every assistant
+	// message's content, which fail on the null content of a turn that
+	// only calls tools; give those turns "" and render again, as minja
+	// does for templates it finds need non-null content.
+	if retry, ok := emptyNullContent(msgs); ok {
+		if out, err2 := t.render(retry, addGenerationPrompt, kwargs); err2 == nil {
+			return out, nil
+		}
+	}
+	return "", err
+}
+
+// emptyNullContent is msgs with "" for every null or missing content of an
+// assistant message; ok is false when there is none.
+func emptyNullContent(msgs []Object) ([]Object, bool) {
+	var out []Object
+	for i, m := range msgs {
+		if role, _ := m.Get("role"); role != "assistant" {
+			continue
+		}
+		c, has := m.Get("content")
+		if has && c != nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		fixed := slices.Clone(m)
+		if j := slices.IndexFunc(fixed, func(mem Member) bool { return mem.Key == "content" }); j >= 0 {
+			fixed[j].Value = ""
+		} else {
+			fixed = append(fixed, Member{Key: "content", Value: ""})
+		}
+		out[i] = fixed
+	}
+	return out, out != nil
+}
+
+func (t *Template) render(msgs []Object, addGenerationPrompt bool, kwargs map[string]any) (out string, err error) {
 	if len(msgs) == 0 {
 		return "", ErrNoMessages
 	}
@@ -152,6 +197,16 @@ func (t *Template) RenderMessages(msgs []Object, addGenerationPrompt bool, kwarg
 		"documents":             nil,
 		"raise_exception":       raise.raise,
 	}
+	// Today's date as Llama 3.x's templates read it (date_string, else
+	// "26 Jul 2024") and firefunction's (datetime), as llama.cpp passes
+	// them; kwargs override.
+	now := time.Now
+	if t.opts.Now != nil {
+		now = t.opts.Now
+	}
+	today := now().UTC()
+	data["date_string"] = strftime(today, "%d %b %Y")
+	data["datetime"] = strftime(today, "%b %d %Y %H:%M:%S GMT")
 	if t.opts.BOSToken != "" {
 		data["bos_token"] = t.opts.BOSToken
 	}

@@ -350,3 +350,27 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+// TestNullContentRetry: a template that calls a string method on every
+// assistant content (Qwen3's content.lstrip) renders a tool-call turn
+// whose content is null as if it were "", while a template that tests
+// for none still sees none.
+func TestNullContentRetry(t *testing.T) {
+	call := Object{{"role", "assistant"}, {"content", nil}, {"tool_calls", []any{Object{{"function", Object{{"name", "f"}}}}}}}
+	msgs := []Object{{{"role", "user"}, {"content", "hi"}}, call, {{"role", "tool"}, {"content", "r"}}}
+	tests := []struct{ name, source, want string }{
+		{"string method on null", "{% for m in messages %}[{{ m.content.lstrip('\\n') }}]{% endfor %}", "[hi][][r]"},
+		{"none kept when it renders", "{% for m in messages %}{{ m.content is none }},{% endfor %}", "False,True,False,"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := mustNew(t, tc.source, Options{}).RenderMessages(msgs, false, nil)
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	if v, _ := msgs[1].Get("content"); v != nil {
+		t.Errorf("the caller's message was changed: content %v", v)
+	}
+}
