@@ -13,8 +13,15 @@ import (
 
 // Error types, as OpenAI names them.
 const (
-	TypeInvalidRequest = "invalid_request_error" // every 4xx
-	TypeServer         = "server_error"          // every 5xx
+	TypeInvalidRequest = "invalid_request_error" // every 4xx but 401
+	// TypeAuthentication is a 401's type, as llama-server and Anthropic
+	// name it (clients tell errors apart by status and code, which stays
+	// OpenAI's invalid_api_key).
+	TypeAuthentication = "authentication_error"
+	// TypeExceedContextSize is a prompt over the context, as llama-server
+	// names it (the code stays OpenAI's context_length_exceeded).
+	TypeExceedContextSize = "exceed_context_size_error"
+	TypeServer            = "server_error" // every 5xx
 )
 
 // Error codes, as OpenAI names them (the "code" field).
@@ -34,6 +41,9 @@ type Error struct {
 	Type    string  // TypeInvalidRequest or TypeServer
 	Param   *string // offending request field ("temperature", "messages[2].content"), or nil
 	Code    any     // OpenAI code, a string such as CodeContextLengthExceeded, or nil
+	// NPromptTokens and NCtx are llama-server's numbers on a prompt over
+	// the context (tokens; 0 = absent).
+	NPromptTokens, NCtx int
 }
 
 // Error implements error.
@@ -54,11 +64,14 @@ type errorDetail struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    any     `json:"code"`
+	// llama-server's, on exceed_context_size_error (tokens)
+	NPromptTokens int `json:"n_prompt_tokens,omitempty"`
+	NCtx          int `json:"n_ctx,omitempty"`
 }
 
 // MarshalJSON renders the OpenAI error body.
 func (e *Error) MarshalJSON() ([]byte, error) {
-	return json.Marshal(errorBody{Error: errorDetail{Message: e.Message, Type: e.Type, Param: e.Param, Code: e.Code}})
+	return json.Marshal(errorBody{Error: errorDetail{Message: e.Message, Type: e.Type, Param: e.Param, Code: e.Code, NPromptTokens: e.NPromptTokens, NCtx: e.NCtx}})
 }
 
 // JSON returns the OpenAI error body. A Code that cannot be marshalled is
@@ -101,7 +114,7 @@ func ModelNotFound(model string) *Error {
 
 // Unauthorized returns a 401 for a missing or wrong API key.
 func Unauthorized(format string, args ...any) *Error {
-	return newError(http.StatusUnauthorized, TypeInvalidRequest, "", CodeInvalidAPIKey, format, args)
+	return newError(http.StatusUnauthorized, TypeAuthentication, "", CodeInvalidAPIKey, format, args)
 }
 
 // TooManyRequests returns a 429: the waiting queue is full
@@ -127,11 +140,14 @@ func Internal(format string, args ...any) *Error {
 }
 
 // ContextLengthExceeded returns the 400 for a prompt of promptTokens tokens
-// that does not fit in maxModelLen tokens.
+// that does not fit in maxModelLen tokens: OpenAI's code and message,
+// llama-server's type and numbers.
 func ContextLengthExceeded(promptTokens, maxModelLen int) *Error {
-	return newError(http.StatusBadRequest, TypeInvalidRequest, "", CodeContextLengthExceeded,
+	e := newError(http.StatusBadRequest, TypeExceedContextSize, "", CodeContextLengthExceeded,
 		"This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input.",
 		[]any{maxModelLen, promptTokens})
+	e.NPromptTokens, e.NCtx = promptTokens, maxModelLen
+	return e
 }
 
 // MaxTokensTooLarge returns the 400 for a max_tokens that does not fit next to

@@ -48,7 +48,7 @@ func TestErrorJSON(t *testing.T) {
 			name:       "unauthorized",
 			err:        openai.Unauthorized("Incorrect API key provided."),
 			wantStatus: 401,
-			want:       `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			want:       `{"error":{"message":"Incorrect API key provided.","type":"authentication_error","param":null,"code":"invalid_api_key"}}`,
 		},
 		{
 			name:       "service unavailable",
@@ -66,7 +66,7 @@ func TestErrorJSON(t *testing.T) {
 			name:       "context length exceeded",
 			err:        openai.ContextLengthExceeded(5000, 4096),
 			wantStatus: 400,
-			want:       `{"error":{"message":"This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input.","type":"invalid_request_error","param":null,"code":"context_length_exceeded"}}`,
+			want:       `{"error":{"message":"This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input.","type":"exceed_context_size_error","param":null,"code":"context_length_exceeded","n_prompt_tokens":5000,"n_ctx":4096}}`,
 		},
 		{
 			name:       "max tokens too large",

@@ -199,7 +199,7 @@ func TestOpenAIGoParses(t *testing.T) {
 	if err := json.Unmarshal(openai.ContextLengthExceeded(10, 5).JSON(), &gotErr); err != nil {
 		t.Fatal(err)
 	}
-	if gotErr.Error.Code != openai.CodeContextLengthExceeded || gotErr.Error.Type != openai.TypeInvalidRequest {
+	if gotErr.Error.Code != openai.CodeContextLengthExceeded || gotErr.Error.Type != openai.TypeExceedContextSize {
 		t.Errorf("openai-go read error %+v", gotErr.Error)
 	}
 }
