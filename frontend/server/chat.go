@@ -196,8 +196,15 @@ func (cs *chatStreamer) base() openai.ChatCompletionChunk {
 
 func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 	ch := cs.base()
-	echo := cs.echo
-	ch.Choices = []openai.ChatChunkChoice{{Index: index, Delta: openai.ChatDelta{Role: "assistant", Content: &echo}}}
+	// The role chunk has no content (null) unless it echoes the last
+	// message: llama-server's clients refuse an empty content delta, and
+	// vLLM's and OpenAI's accept a role-only chunk.
+	d := openai.ChatDelta{Role: "assistant"}
+	if cs.echo != "" {
+		echo := cs.echo
+		d.Content = &echo
+	}
+	ch.Choices = []openai.ChatChunkChoice{{Index: index, Delta: d}}
 	ch.Usage = u
 	ch.PromptTokenIDs = cs.promptIDs
 	return ch
@@ -218,7 +225,7 @@ func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usa
 	}
 	sc := &cs.scratch
 	choice := openai.ChatChunkChoice{Index: ev.index}
-	if ev.text != "" || ev.finish == "" {
+	if ev.text != "" { // never an empty content delta: a chunk of logprobs only has none
 		sc.text = ev.text
 		choice.Delta.Content = &sc.text
 	}

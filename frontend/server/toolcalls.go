@@ -97,9 +97,12 @@ func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai
 		d.Calls = slices.DeleteFunc(d.Calls, func(c toolparse.CallDelta) bool { return c.Index > 0 }) // the first call only
 	}
 	var choices []openai.ChatChunkChoice
-	if d.Content != "" || len(d.Calls) == 0 && ev.finish == "" && len(lps) > 0 {
+	switch {
+	case d.Content != "":
 		t := d.Content
 		choices = append(choices, openai.ChatChunkChoice{Index: ev.index, Delta: openai.ChatDelta{Content: &t}})
+	case len(d.Calls) == 0 && ev.finish == "" && len(lps) > 0: // logprobs of text held back: no empty content delta
+		choices = append(choices, openai.ChatChunkChoice{Index: ev.index})
 	}
 	for _, c := range d.Calls {
 		td := openai.ToolCallDelta{Index: c.Index, Function: openai.FunctionCallDelta{Name: c.Name, Arguments: c.Arguments}}
@@ -197,8 +200,9 @@ func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
 		}
 		choice.StopReason = stopReasonOf(ev.stopReason)
 	} else {
-		t := b.String()
-		choice.Delta.Content = &t
+		if t := b.String(); t != "" {
+			choice.Delta.Content = &t
+		}
 		choice.StopReason = stopReasonOf(ev.stopReason)
 	}
 	choice.FinishReason = &f
