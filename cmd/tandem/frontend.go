@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -82,6 +83,10 @@ type apiFlags struct {
 	promptTokensDetails bool
 	noSlots             bool // llama.cpp's --no-slots
 	seed                int64
+	alias, tags         string // llama-server's --alias and --tags: comma-separated
+	acceptAnyModel      bool
+	templateKwargs      string // --default-chat-template-kwargs: a JSON object
+	reasoning           string // llama-server's --reasoning: on, off or auto
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -93,6 +98,38 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.promptTokensDetails, "enable-prompt-tokens-details", true, "vLLM's flag, accepted: usage.prompt_tokens_details.cached_tokens is always reported, as OpenAI does")
 	fs.Int64Var(&a.seed, "seed", -1, "sampling seed of requests that set none (as llama-server's --seed: each samples as if it sent this seed; vLLM's seeds its engines' generator instead); -1 = random")
 	fs.BoolVar(&a.noSlots, "no-slots", false, "llama.cpp's flag: GET /slots answers 501 instead of the engines' sequence slots")
+	fs.StringVar(&a.alias, "alias", "", "llama-server's flag: comma-separated `names` the model also answers to; without --served-model-name the first in sorted order is the served name")
+	fs.StringVar(&a.tags, "tags", "", "llama-server's flag: comma-separated `labels` listed on the model's /v1/models card")
+	fs.BoolVar(&a.acceptAnyModel, "accept-any-model", false, "answer requests whatever model they name, as llama-server does (default: 404 model_not_found for a name that is neither served nor an alias, as vLLM)")
+	fs.StringVar(&a.templateKwargs, "default-chat-template-kwargs", "", `chat_template_kwargs every request gets unless it sets the key itself, a JSON `+"`object`"+` (e.g. '{"enable_thinking": false}')`)
+	fs.StringVar(&a.reasoning, "reasoning", "auto", "llama-server's flag: the chat template's enable_thinking for requests that do not set it: on, off, or `auto` (true when the template reads it)")
+}
+
+// check validates the settings that can be wrong.
+func (a *apiFlags) check() error {
+	switch a.reasoning {
+	case "on", "off", "auto":
+	default:
+		return fmt.Errorf("--reasoning %q: want on, off or auto", a.reasoning)
+	}
+	if a.templateKwargs != "" {
+		var kw map[string]any
+		if err := json.Unmarshal([]byte(a.templateKwargs), &kw); err != nil || kw == nil {
+			return fmt.Errorf("--default-chat-template-kwargs: want a JSON object: %q", a.templateKwargs)
+		}
+	}
+	return nil
+}
+
+// names splits a comma-separated flag value, blanks dropped.
+func names(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // apply sets the settings in cfg.
@@ -100,6 +137,10 @@ func (a *apiFlags) apply(cfg *server.Config) {
 	cfg.ForceIncludeUsage, cfg.ReturnTokensAsTokenIDs = a.forceIncludeUsage, a.tokensAsIDs
 	cfg.EnableTokenizerInfo, cfg.EnablePerRequestMetrics, cfg.RootPath = a.tokenizerInfo, a.perRequestMetrics, a.rootPath
 	cfg.DisableSlots = a.noSlots
+	cfg.ModelAliases, cfg.ModelTags, cfg.AcceptAnyModel, cfg.Reasoning = names(a.alias), names(a.tags), a.acceptAnyModel, a.reasoning
+	if a.templateKwargs != "" {
+		_ = json.Unmarshal([]byte(a.templateKwargs), &cfg.DefaultChatTemplateKwargs) // check()ed
+	}
 	if a.seed >= 0 {
 		seed := a.seed
 		cfg.DefaultSeed = &seed
@@ -143,6 +184,9 @@ func runFrontend(ctx context.Context, args []string) error {
 		return fmt.Errorf("frontend: --engines is required")
 	}
 	if err := f.tools.check(); err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
+	if err := f.api.check(); err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
 	if err := metrics.CheckHiddenVersion(f.showHidden); err != nil {
@@ -229,6 +273,9 @@ func runFrontend(ctx context.Context, args []string) error {
 		return fmt.Errorf("frontend: %w", err)
 	}
 	name := f.servedModelName
+	if aliases := names(f.api.alias); name == "" && len(aliases) > 0 {
+		name = slices.Min(aliases) // llama-server names the model by its first alias in sorted order
+	}
 	if name == "" {
 		name = info.ServedModelName
 	}

@@ -63,6 +63,9 @@ func runServe(ctx context.Context, args []string) error {
 	if err := ff.tools.check(); err != nil { // before any engine loads a model
 		return fmt.Errorf("serve: %w", err)
 	}
+	if err := ff.api.check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	ff.log = ef.log
 	log, err := stderrLogger(&ef.log, "proc", "serve")
 	if err != nil {
@@ -178,7 +181,8 @@ var (
 		"kv-events-pod-id", "insecure-engine-socket", "log-level", "log-format"}
 	frontendFlagNames = []string{"host", "port", "api-key", "api-key-file", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "routing", "max-waiting-requests", "max-connections", "max-request-output-tokens",
-		"show-hidden-metrics-for-version", "enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "seed"}
+		"show-hidden-metrics-for-version", "enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "seed",
+		"alias", "tags", "accept-any-model", "default-chat-template-kwargs", "reasoning"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

@@ -304,6 +304,10 @@ type Model struct {
 	Parent      *string           `json:"parent"`                  // the base model of an adapter; null for a base model
 	MaxModelLen int               `json:"max_model_len,omitempty"` // tokens
 	Permission  []ModelPermission `json:"permission"`
+	// Aliases and Tags are llama-server's: every name the model answers
+	// to (the id first) and its labels; absent without --alias or --tags.
+	Aliases []string `json:"aliases,omitempty"`
+	Tags    []string `json:"tags,omitempty"`
 }
 
 // ModelPermission is one entry of a model card's permission list, with

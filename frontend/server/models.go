@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,6 +15,10 @@ import (
 func (s *Server) card() openai.Model {
 	m := openai.Model{ID: s.cfg.ServedModelName, Object: openai.ObjectModel, Created: s.created, OwnedBy: openai.OwnedBy,
 		MaxModelLen: s.cfg.MaxModelLen, Permission: []openai.ModelPermission{openai.DefaultPermission(s.permissionID, s.created)}}
+	if len(s.cfg.ModelAliases) > 0 || len(s.cfg.ModelTags) > 0 { // llama-server's fields
+		m.Aliases = append([]string{s.cfg.ServedModelName}, slices.DeleteFunc(slices.Clone(s.cfg.ModelAliases), func(a string) bool { return a == s.cfg.ServedModelName })...)
+		m.Tags = s.cfg.ModelTags
+	}
 	if s.cfg.ModelRoot != "" {
 		root := s.cfg.ModelRoot
 		m.Root = &root
@@ -34,7 +39,7 @@ func (s *Server) model(c echo.Context) error {
 	if u, err := url.PathUnescape(id); err == nil {
 		id = u
 	}
-	if id != s.cfg.ServedModelName {
+	if !s.isModelName(id) {
 		return writeError(c, openai.ModelNotFound(id))
 	}
 	return c.JSON(http.StatusOK, s.card())

@@ -115,8 +115,8 @@ func (s *Server) begin(c echo.Context, req interface{ Validate() *openai.Error }
 // resolveCommon checks the model name and resolves ids, session and rank.
 func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *openai.Error) {
 	var cm common
-	if p.Model != "" && p.Model != s.cfg.ServedModelName {
-		return cm, openai.ModelNotFound(p.Model)
+	if e := s.checkModel(p.Model); e != nil {
+		return cm, e
 	}
 	if e := s.checkLogitBias(p.LogitBias); e != nil {
 		return cm, e

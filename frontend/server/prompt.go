@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tandem-llm/tandem/frontend/chattemplate"
 	"github.com/tandem-llm/tandem/frontend/openai"
@@ -21,7 +22,7 @@ type messageRenderer interface {
 // template: add_generation_prompt, continue_final_message,
 // chat_template_kwargs and tools apply.
 func (s *Server) renderChat(req *openai.ChatCompletionRequest) (string, *openai.Error) {
-	kwargs := maps.Clone(req.ChatTemplateKwargs)
+	kwargs := s.templateKwargs(req.ChatTemplateKwargs)
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
 		if kwargs == nil {
 			kwargs = map[string]any{}
@@ -162,4 +163,40 @@ func trimFinalTurnEnd(text string, msgs []tokenizer.Message) string {
 		}
 	}
 	return text
+}
+
+// templateKwargs is a request's chat_template_kwargs over the server's
+// defaults (DefaultChatTemplateKwargs, then Reasoning's enable_thinking);
+// the request's keys win. The result is the caller's to change.
+func (s *Server) templateKwargs(req map[string]any) map[string]any {
+	kwargs := maps.Clone(req)
+	set := func(k string, v any) {
+		if _, ok := kwargs[k]; ok {
+			return
+		}
+		if kwargs == nil {
+			kwargs = map[string]any{}
+		}
+		kwargs[k] = v
+	}
+	for k, v := range s.cfg.DefaultChatTemplateKwargs {
+		set(k, v)
+	}
+	switch s.cfg.Reasoning {
+	case "on":
+		set("enable_thinking", true)
+	case "off":
+		set("enable_thinking", false)
+	default: // auto: think when the template can, as llama-server does
+		if s.templateReads("enable_thinking") {
+			set("enable_thinking", true)
+		}
+	}
+	return kwargs
+}
+
+// templateReads reports whether the chat template's source names v.
+func (s *Server) templateReads(v string) bool {
+	src, ok := s.tok.ChatTemplate().(interface{ Source() string })
+	return ok && strings.Contains(src.Source(), v)
 }

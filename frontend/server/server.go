@@ -93,6 +93,24 @@ type Config struct {
 	// DisableSlots answers GET /slots with 501, as llama-server does with
 	// --no-slots.
 	DisableSlots bool
+	// ModelAliases are more names the model answers to besides
+	// ServedModelName (llama-server's --alias); ModelTags label its card
+	// (--tags). Both are listed on /v1/models' card.
+	ModelAliases []string
+	ModelTags    []string
+	// AcceptAnyModel answers requests whatever model they name, as
+	// llama-server does (--accept-any-model); else a name neither served
+	// nor an alias is 404 model_not_found, as vLLM answers.
+	AcceptAnyModel bool
+	// DefaultChatTemplateKwargs are chat_template_kwargs every request
+	// gets unless it sets the key itself (vLLM's
+	// --default-chat-template-kwargs).
+	DefaultChatTemplateKwargs map[string]any
+	// Reasoning is llama-server's --reasoning: "on" or "off" set the
+	// template's enable_thinking for requests that do not; "" or "auto"
+	// set it true when the template reads enable_thinking, so thinking
+	// models think unless asked not to.
+	Reasoning string
 	// DefaultSeed is the sampling seed of requests that set none
 	// (--seed, as llama-server's: each such request samples as if it
 	// had sent this seed); nil = a random one each.

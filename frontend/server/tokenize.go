@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -12,13 +13,18 @@ import (
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
 
-// checkModel answers 404 for a model other than the served one ("" is
-// the served one).
+// checkModel answers 404 for a model this server does not answer to:
+// "" and the served name, its aliases, or any name with AcceptAnyModel.
 func (s *Server) checkModel(model string) *openai.Error {
-	if model != "" && model != s.cfg.ServedModelName {
-		return openai.ModelNotFound(model)
+	if model == "" || s.cfg.AcceptAnyModel || s.isModelName(model) {
+		return nil
 	}
-	return nil
+	return openai.ModelNotFound(model)
+}
+
+// isModelName reports whether name is the served name or an alias.
+func (s *Server) isModelName(name string) bool {
+	return name == s.cfg.ServedModelName || slices.Contains(s.cfg.ModelAliases, name)
 }
 
 // tokenize serves POST /tokenize (vLLM's shape): a prompt, or chat

@@ -41,6 +41,14 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--max-num-batched-tokens", str(max(self.n_batch, 32))]
     if self.api_key:
         args += ["--api-key", self.api_key]
+    # llama-server answers whatever model a request names, under its
+    # aliases (the first in sorted order is the id); --reasoning sets the
+    # template's enable_thinking.
+    args += ["--accept-any-model", "--alias", self.model_alias or "tinyllama-2"]
+    if self.model_tags:
+        args += ["--tags", self.model_tags]
+    if self.reasoning is not None:
+        args += ["--reasoning", self.reasoning]
     if self.seed is not None and self.seed >= 0:
         args += ["--seed", str(self.seed)]
     if not self.server_slots:
@@ -58,7 +66,7 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
                if getattr(self, k, None)}
     if ignored:
         print(f"[tandem] llama-server options with no Tandem flag, ignored: {ignored}")
-    self._tandem = Server(self.model_alias or "tinyllama-2", args, port=self.server_port, host=self.server_host)
+    self._tandem = Server("", args, port=self.server_port, host=self.server_host)
     self.process = self._tandem.proc
     llama_utils.server_instances.add(self)
     self._tandem.wait_healthy(timeout=max(timeout_seconds, 120),

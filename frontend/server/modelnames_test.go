@@ -1,0 +1,152 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tandem-llm/tandem/frontend/chattemplate"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// TestModelNames: the served name and its aliases (--alias) are answered,
+// another name is 404 model_not_found unless AcceptAnyModel (llama-server's
+// behaviour); the card lists aliases and tags only when set.
+func TestModelNames(t *testing.T) {
+	ok := func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }
+	chat := func(model string) string {
+		return `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`
+	}
+	tests := []struct {
+		name   string
+		edit   func(*Config)
+		model  string
+		status int
+	}{
+		{"served name", nil, "dummy", 200},
+		{"unknown name", nil, "gpt-4o", 404},
+		{"alias", func(c *Config) { c.ModelAliases = []string{"fim", "code"} }, "fim", 200},
+		{"not an alias", func(c *Config) { c.ModelAliases = []string{"fim"} }, "fi", 404},
+		{"any name accepted", func(c *Config) { c.AcceptAnyModel = true }, "gpt-3.5-turbo", 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestServerWith(t, &fakeEngine{script: ok}, tc.edit, tokenizer.NewByte())
+			code, body := do(t, ts, http.MethodPost, "/v1/chat/completions", chat(tc.model), nil)
+			if code != tc.status {
+				t.Fatalf("%d %s, want %d", code, body, tc.status)
+			}
+			if code == 404 && !strings.Contains(body, `"code":"model_not_found"`) {
+				t.Errorf("404 body %s", body)
+			}
+			if code == 200 && !strings.Contains(body, `"model":"dummy"`) {
+				t.Errorf("the answer names another model than the served one: %s", body)
+			}
+			for _, path := range []string{"/tokenize"} {
+				code, _ := do(t, ts, http.MethodPost, path, `{"model":"`+tc.model+`","prompt":"x"}`, nil)
+				if code != tc.status {
+					t.Errorf("%s: %d, want %d", path, code, tc.status)
+				}
+			}
+		})
+	}
+
+	ts := newTestServerWith(t, &fakeEngine{script: ok}, func(c *Config) {
+		c.ServedModelName, c.ModelAliases, c.ModelTags = "code", []string{"tinyllama-2", "fim", "code"}, []string{"chat", "small"}
+	}, tokenizer.NewByte())
+	var list struct {
+		Data []struct {
+			ID      string   `json:"id"`
+			Aliases []string `json:"aliases"`
+			Tags    []string `json:"tags"`
+		} `json:"data"`
+	}
+	code, body := do(t, ts, http.MethodGet, "/v1/models", "", nil)
+	if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil || len(list.Data) != 1 {
+		t.Fatalf("%d %s %v", code, body, err)
+	}
+	got := list.Data[0]
+	if got.ID != "code" || !cmp.Equal(got.Aliases, []string{"code", "tinyllama-2", "fim"}) || !cmp.Equal(got.Tags, []string{"chat", "small"}) {
+		t.Errorf("card %+v", got)
+	}
+	if code, body := do(t, ts, http.MethodGet, "/v1/models/fim", "", nil); code != 200 || !strings.Contains(body, `"id":"code"`) {
+		t.Errorf("retrieve by alias: %d %s", code, body)
+	}
+	plain := newTestServerWith(t, &fakeEngine{script: ok}, nil, tokenizer.NewByte())
+	if _, body := do(t, plain, http.MethodGet, "/v1/models", "", nil); strings.Contains(body, "aliases") || strings.Contains(body, "tags") {
+		t.Errorf("aliases or tags without --alias/--tags: %s", body)
+	}
+}
+
+// TestTemplateKwargsDefaults: --default-chat-template-kwargs and
+// --reasoning reach the template under the request's own keys, and auto
+// turns enable_thinking on only for a template that reads it.
+func TestTemplateKwargsDefaults(t *testing.T) {
+	thinking := `{% if enable_thinking is defined %}think={{ enable_thinking }}{% endif %}{% if lang is defined %} lang={{ lang }}{% endif %}|`
+	plain := `{% for m in messages %}{{ m.content }}{% endfor %}{% if lang is defined %} lang={{ lang }}{% endif %}|`
+	tests := []struct {
+		name, source string
+		edit         func(*Config)
+		kwargs       string
+		want         string
+	}{
+		{"auto, template reads enable_thinking", thinking, nil, "", "think=True|"},
+		{"auto, template does not", plain, nil, "", "hi|"},
+		{"off", thinking, func(c *Config) { c.Reasoning = "off" }, "", "think=False|"},
+		{"on", thinking, func(c *Config) { c.Reasoning = "on" }, "", "think=True|"},
+		{"request wins over reasoning", thinking, func(c *Config) { c.Reasoning = "on" }, `{"enable_thinking":false}`, "think=False|"},
+		{"server defaults", plain, func(c *Config) { c.DefaultChatTemplateKwargs = map[string]any{"lang": "fr"} }, "", "hi lang=fr|"},
+		{"request wins over defaults", plain, func(c *Config) { c.DefaultChatTemplateKwargs = map[string]any{"lang": "fr"} }, `{"lang":"de"}`, "hi lang=de|"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := chattemplate.New(tc.source, chattemplate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+			ts := newTestServerWith(t, f, func(c *Config) {
+				c.MaxModelLen = 512
+				if tc.edit != nil {
+					tc.edit(c)
+				}
+			}, templateTok{tokenizer.NewByte(), tmpl})
+			body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1`
+			if tc.kwargs != "" {
+				body += `,"chat_template_kwargs":` + tc.kwargs
+			}
+			if code, out := do(t, ts, http.MethodPost, "/v1/chat/completions", body+"}", nil); code != 200 {
+				t.Fatalf("%d %s", code, out)
+			}
+			got := tokenizer.NewByte().Decode(f.requests()[0].PromptTokenIDs, false)
+			if got != tc.want {
+				t.Errorf("prompt %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestContextErrorShape: a prompt over the context is a 400 with OpenAI's
+// code and message and llama-server's type, n_prompt_tokens and n_ctx.
+func TestContextErrorShape(t *testing.T) {
+	ts := newTestServerWith(t, &fakeEngine{}, func(c *Config) { c.MaxModelLen = 16; c.MaxRequestBody = "1M" }, tokenizer.NewByte())
+	code, body := do(t, ts, http.MethodPost, "/v1/completions", `{"prompt":"`+strings.Repeat("x", 40)+`"}`, nil)
+	var e struct {
+		Error struct {
+			Type          string `json:"type"`
+			Code          string `json:"code"`
+			NPromptTokens int    `json:"n_prompt_tokens"`
+			NCtx          int    `json:"n_ctx"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || code != 400 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if e.Error.Type != "exceed_context_size_error" || e.Error.Code != "context_length_exceeded" || e.Error.NPromptTokens < 40 || e.Error.NCtx != 16 {
+		t.Errorf("error %+v", e.Error)
+	}
+}
