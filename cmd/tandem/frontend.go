@@ -87,6 +87,11 @@ type apiFlags struct {
 	acceptAnyModel      bool
 	templateKwargs      string // --default-chat-template-kwargs: a JSON object
 	reasoning           string // llama-server's --reasoning: on, off or auto
+	// CORS: vLLM's --allowed-origins, --allow-credentials,
+	// --allowed-methods, --allowed-headers (JSON lists or comma lists)
+	// and llama-server's --cors-origins.
+	allowedOrigins, corsOrigins, allowedMethods, allowedHeaders string
+	allowCredentials                                            bool
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -102,6 +107,11 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.tags, "tags", "", "llama-server's flag: comma-separated `labels` listed on the model's /v1/models card")
 	fs.BoolVar(&a.acceptAnyModel, "accept-any-model", false, "answer requests whatever model they name, as llama-server does (default: 404 model_not_found for a name that is neither served nor an alias, as vLLM)")
 	fs.StringVar(&a.templateKwargs, "default-chat-template-kwargs", "", `chat_template_kwargs every request gets unless it sets the key itself, a JSON `+"`object`"+` (e.g. '{"enable_thinking": false}')`)
+	fs.StringVar(&a.allowedOrigins, "allowed-origins", "*", `origins browsers may call from (CORS), a JSON list or comma-separated: "*" every origin, "localhost" every loopback one, else exact origins like https://app.example`)
+	fs.StringVar(&a.corsOrigins, "cors-origins", "", "llama-server's name of --allowed-origins (comma-separated `origins`)")
+	fs.BoolVar(&a.allowCredentials, "allow-credentials", true, `send Access-Control-Allow-Credentials and reflect the caller's origin (llama-server's answer); false answers "*" to every origin (vLLM's default)`)
+	fs.StringVar(&a.allowedMethods, "allowed-methods", "*", "CORS `methods`, a JSON list or comma-separated; * = every method Tandem serves")
+	fs.StringVar(&a.allowedHeaders, "allowed-headers", "*", "CORS request `headers`, a JSON list or comma-separated; * = whatever the preflight asks for")
 	fs.StringVar(&a.reasoning, "reasoning", "auto", "llama-server's flag: the chat template's enable_thinking for requests that do not set it: on, off, or `auto` (true when the template reads it)")
 }
 
@@ -112,6 +122,11 @@ func (a *apiFlags) check() error {
 	default:
 		return fmt.Errorf("--reasoning %q: want on, off or auto", a.reasoning)
 	}
+	for _, l := range []struct{ name, v string }{{"allowed-origins", a.allowedOrigins}, {"cors-origins", a.corsOrigins}, {"allowed-methods", a.allowedMethods}, {"allowed-headers", a.allowedHeaders}} {
+		if _, err := listFlag(l.v); err != nil {
+			return fmt.Errorf("--%s: %w", l.name, err)
+		}
+	}
 	if a.templateKwargs != "" {
 		var kw map[string]any
 		if err := json.Unmarshal([]byte(a.templateKwargs), &kw); err != nil || kw == nil {
@@ -119,6 +134,19 @@ func (a *apiFlags) check() error {
 		}
 	}
 	return nil
+}
+
+// listFlag reads a list flag as vLLM writes it (a JSON list of strings)
+// or comma-separated.
+func listFlag(v string) ([]string, error) {
+	if strings.HasPrefix(strings.TrimSpace(v), "[") {
+		var out []string
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			return nil, fmt.Errorf("want a JSON list of strings or a comma-separated list: %q", v)
+		}
+		return out, nil
+	}
+	return names(v), nil
 }
 
 // names splits a comma-separated flag value, blanks dropped.
@@ -138,6 +166,14 @@ func (a *apiFlags) apply(cfg *server.Config) {
 	cfg.EnableTokenizerInfo, cfg.EnablePerRequestMetrics, cfg.RootPath = a.tokenizerInfo, a.perRequestMetrics, a.rootPath
 	cfg.DisableSlots = a.noSlots
 	cfg.ModelAliases, cfg.ModelTags, cfg.AcceptAnyModel, cfg.Reasoning = names(a.alias), names(a.tags), a.acceptAnyModel, a.reasoning
+	origins := a.allowedOrigins
+	if a.corsOrigins != "" {
+		origins = a.corsOrigins
+	}
+	cfg.CORS.Origins, _ = listFlag(origins) // check()ed
+	cfg.CORS.Methods, _ = listFlag(a.allowedMethods)
+	cfg.CORS.Headers, _ = listFlag(a.allowedHeaders)
+	cfg.CORS.NoCredentials = !a.allowCredentials
 	if a.templateKwargs != "" {
 		_ = json.Unmarshal([]byte(a.templateKwargs), &cfg.DefaultChatTemplateKwargs) // check()ed
 	}

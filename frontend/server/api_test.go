@@ -100,6 +100,8 @@ func TestAuthAndRequestIDs(t *testing.T) {
 		{"ping open", "GET", "/ping", "", "", 200},
 		{"metrics open", "GET", "/metrics", "", "", 200},
 		{"version open", "GET", "/version", "", "", 200},
+		{"web console open", "GET", "/", "", "", 200},
+		{"console page open", "GET", "/console", "", "", 200},
 		{"tokenize needs the key", "POST", "/tokenize", `{"prompt":"a"}`, "", 401},
 		{"tokenize with the key", "POST", "/tokenize", `{"prompt":"a"}`, "sekret", 200},
 		{"longer wrong key", "GET", "/v1/models", "", "sekret-and-more", 401},

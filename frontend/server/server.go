@@ -111,6 +111,9 @@ type Config struct {
 	// set it true when the template reads enable_thinking, so thinking
 	// models think unless asked not to.
 	Reasoning string
+	// CORS is the cross-origin policy (zero: every origin, reflected,
+	// with credentials).
+	CORS CORS
 	// DefaultSeed is the sampling seed of requests that set none
 	// (--seed, as llama-server's: each such request samples as if it
 	// had sent this seed); nil = a random one each.
@@ -165,6 +168,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	if cfg.RootPath != "" && cfg.RootPath != "/" {
 		e.Pre(s.rootPath)
 	}
+	e.Pre(s.cors)
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return randomHex(16) }}))
 	e.Use(s.accessLog)

@@ -47,6 +47,8 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
     args += ["--accept-any-model", "--alias", self.model_alias or "tinyllama-2"]
     if self.model_tags:
         args += ["--tags", self.model_tags]
+    if getattr(self, "cors_origins", None):
+        args += ["--cors-origins", self.cors_origins]
     if self.reasoning is not None:
         args += ["--reasoning", self.reasoning]
     if self.seed is not None and self.seed >= 0:
