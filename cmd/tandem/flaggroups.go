@@ -14,7 +14,7 @@ var servingGroups = []cli.Group{
 	{Title: "Frontend", Flags: []string{"host", "port", "reuse-port", "max-request-body", "max-request-output-tokens", "max-waiting-requests", "max-connections", "show-hidden-metrics-for-version", "metrics-socket", "metrics-peers", "disable-engine-metrics",
 		"enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "seed",
 		"alias", "tags", "accept-any-model", "default-chat-template-kwargs", "reasoning",
-		"allowed-origins", "cors-origins", "allow-credentials", "allowed-methods", "allowed-headers"}},
+		"allowed-origins", "cors-origins", "allow-credentials", "allowed-methods", "allowed-headers", "verbose", "prefill-assistant"}},
 	{Title: "Routing", Flags: []string{"engines", "engine-protocol", "routing"}},
 	{Title: "Heartbeats", Flags: []string{"heartbeat-interval", "heartbeat-timeout"}},
 	{Title: "Batch", Flags: []string{"i", "input-file", "o", "output-file", "max-concurrency"}},

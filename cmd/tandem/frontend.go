@@ -92,6 +92,8 @@ type apiFlags struct {
 	// and llama-server's --cors-origins.
 	allowedOrigins, corsOrigins, allowedMethods, allowedHeaders string
 	allowCredentials                                            bool
+	verbose                                                     bool // llama-server's --verbose: __verbose on chat answers
+	prefillAssistant                                            bool
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -112,6 +114,8 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.allowCredentials, "allow-credentials", true, `send Access-Control-Allow-Credentials and reflect the caller's origin (llama-server's answer); false answers "*" to every origin (vLLM's default)`)
 	fs.StringVar(&a.allowedMethods, "allowed-methods", "*", "CORS `methods`, a JSON list or comma-separated; * = every method Tandem serves")
 	fs.StringVar(&a.allowedHeaders, "allowed-headers", "*", "CORS request `headers`, a JSON list or comma-separated; * = whatever the preflight asks for")
+	fs.BoolVar(&a.verbose, "verbose", false, "llama-server's flag: add __verbose (the rendered prompt, the answer and their token counts) to every non-streamed chat answer, as a request's verbose: true does")
+	fs.BoolVar(&a.prefillAssistant, "prefill-assistant", false, "continue a chat's final assistant message instead of answering after it, as llama-server does by default, unless the request sets continue_final_message or add_generation_prompt (default: a new turn, as vLLM)")
 	fs.StringVar(&a.reasoning, "reasoning", "auto", "llama-server's flag: the chat template's enable_thinking for requests that do not set it: on, off, or `auto` (true when the template reads it)")
 }
 
@@ -174,6 +178,7 @@ func (a *apiFlags) apply(cfg *server.Config) {
 	cfg.CORS.Methods, _ = listFlag(a.allowedMethods)
 	cfg.CORS.Headers, _ = listFlag(a.allowedHeaders)
 	cfg.CORS.NoCredentials = !a.allowCredentials
+	cfg.Verbose, cfg.PrefillAssistant = a.verbose, a.prefillAssistant
 	if a.templateKwargs != "" {
 		_ = json.Unmarshal([]byte(a.templateKwargs), &cfg.DefaultChatTemplateKwargs) // check()ed
 	}

@@ -49,11 +49,14 @@ type Params struct {
 	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
 	// TimingsPerToken is llama.cpp's: its timings object on the answer
 	// (a stream's usage chunk).
-	TimingsPerToken bool     `json:"timings_per_token,omitempty"`
-	UseBeamSearch   bool     `json:"use_beam_search,omitempty"`
-	BestOf          *int     `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
-	LengthPenalty   *float64 `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
-	PromptLogprobs  *int     `json:"prompt_logprobs,omitempty"` // top logprobs per prompt token; -1 = the vocabulary
+	TimingsPerToken bool `json:"timings_per_token,omitempty"`
+	// Verbose is llama.cpp's: the __verbose object (the rendered prompt)
+	// on a chat answer; the server's --verbose sets it for every request.
+	Verbose        bool     `json:"verbose,omitempty"`
+	UseBeamSearch  bool     `json:"use_beam_search,omitempty"`
+	BestOf         *int     `json:"best_of,omitempty"`         // candidates per prompt (≥ n); beam width with use_beam_search
+	LengthPenalty  *float64 `json:"length_penalty,omitempty"`  // beam score = cumulative logprob / length^length_penalty; nil = 1
+	PromptLogprobs *int     `json:"prompt_logprobs,omitempty"` // top logprobs per prompt token; -1 = the vocabulary
 	// AllowedTokenIDs restricts sampling to these ids (nil = any; [] is
 	// refused, as vLLM).
 	AllowedTokenIDs []int32 `json:"allowed_token_ids,omitempty"`

@@ -250,6 +250,8 @@ func TestValidateChat(t *testing.T) {
 		{name: "messages absent", body: `{}`, wantParam: "messages"},
 		{name: "role missing", body: `{"messages":[{"role":"user","content":"a"},{"content":"b"}]}`, wantParam: "messages[1].role"},
 		{name: "image part", body: `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]}]}`, wantParam: "messages[0].content[1].type", wantMsg: `"image_url" is not supported`},
+		{name: "two final assistant messages", body: `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"}]}`, wantParam: "messages", wantMsg: "2 or more assistant messages"},
+		{name: "assistant prefill", body: `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`},
 		{name: "max_tokens 0", body: `{` + msgs + `,"max_tokens":0}`, wantParam: "max_tokens"},
 		{name: "max_completion_tokens 0", body: `{` + msgs + `,"max_completion_tokens":0}`, wantParam: "max_completion_tokens"},
 		{name: "temperature negative", body: `{` + msgs + `,"temperature":-0.1}`, wantParam: "temperature"},

@@ -140,9 +140,20 @@ type ChatCompletion struct {
 	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
 	// vLLM's fields beyond OpenAI's, null unless asked for.
 	PromptLogprobs PromptLogprobs     `json:"prompt_logprobs"`
-	PromptTokenIDs []int32            `json:"prompt_token_ids"`  // return_token_ids
-	Metrics        *PerRequestMetrics `json:"metrics"`           // --enable-per-request-metrics
-	Timings        any                `json:"timings,omitempty"` // llama.cpp's, with timings_per_token
+	PromptTokenIDs []int32            `json:"prompt_token_ids"`    // return_token_ids
+	Metrics        *PerRequestMetrics `json:"metrics"`             // --enable-per-request-metrics
+	Timings        any                `json:"timings,omitempty"`   // llama.cpp's, with timings_per_token
+	Verbose        *Verbose           `json:"__verbose,omitempty"` // llama.cpp's, with verbose
+}
+
+// Verbose is llama.cpp's __verbose object: what the model was given and
+// what it wrote (tokens).
+type Verbose struct {
+	Prompt          string `json:"prompt"` // the chat template's output
+	Content         string `json:"content"`
+	TokensEvaluated int    `json:"tokens_evaluated"`
+	TokensPredicted int    `json:"tokens_predicted"`
+	Model           string `json:"model"`
 }
 
 // ChatChoice is one choice of a ChatCompletion.
@@ -210,8 +221,43 @@ type ChatChunkChoice struct {
 	TokenIDs     []int32       `json:"token_ids,omitempty"` // this chunk's tokens, with return_token_ids
 }
 
-// ChatDelta is the new part of the message. The first chunk of a choice
-// carries Role "assistant" and Content "".
+// ChatRoleChunk is a choice's first chunk: its role and "content": null
+// (written out: llama-server's clients read the key), or the echoed text.
+// Its Choices replace the embedded chunk's.
+type ChatRoleChunk struct {
+	ChatCompletionChunk
+	Choices []ChatRoleChoice `json:"choices"`
+}
+
+// MarshalJSON implements json.Marshaler (the embedded chunk's would drop
+// Choices).
+func (c ChatRoleChunk) MarshalJSON() ([]byte, error) {
+	type plain ChatCompletionChunk
+	return json.Marshal(struct {
+		plain
+		Choices []ChatRoleChoice `json:"choices"`
+	}{plain(c.ChatCompletionChunk), nonNil(c.Choices)})
+}
+
+// AppendJSON appends c's JSON to b (one chunk per stream: no fast path).
+func (c ChatRoleChunk) AppendJSON(b []byte) ([]byte, error) { return appendMarshal(b, c) }
+
+// ChatRoleChoice is the one choice of a ChatRoleChunk.
+type ChatRoleChoice struct {
+	Index        int           `json:"index"`
+	Delta        ChatRoleDelta `json:"delta"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+// ChatRoleDelta is the delta of a ChatRoleChunk.
+type ChatRoleDelta struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"` // null unless echoing
+}
+
+// ChatDelta is the new part of the message. A choice's first chunk is a
+// ChatRoleChunk; a delta never has an empty Content.
 type ChatDelta struct {
 	Role      string          `json:"role,omitempty"`
 	Content   *string         `json:"content,omitempty"`

@@ -50,6 +50,11 @@ func (r *ChatCompletionRequest) Validate() *Error {
 			}
 		}
 	}
+	if n := len(r.Messages); n >= 2 && r.Messages[n-1].Role == "assistant" && r.Messages[n-2].Role == "assistant" {
+		// A final assistant message is the answer's start (prefill);
+		// two are ambiguous, and llama-server refuses them too.
+		return BadRequest("messages", "Cannot have 2 or more assistant messages at the end of the list.")
+	}
 	if e := r.Params.validate(); e != nil {
 		return e
 	}

@@ -109,6 +109,10 @@ func (s *Server) chat(c echo.Context) error {
 	if req.ReturnTokenIDs {
 		out.PromptTokenIDs = nonNilIDs(prompt)
 	}
+	if (req.Verbose || s.cfg.Verbose) && len(res) > 0 {
+		out.Verbose = &openai.Verbose{Prompt: text, Content: echo + res[0].text.String(), TokensEvaluated: len(prompt),
+			TokensPredicted: usage.CompletionTokens, Model: s.cfg.ServedModelName}
+	}
 	if len(res) > 0 {
 		out.PromptLogprobs = s.promptLogprobsOf(res[0].promptLogprobs)
 	}
@@ -196,18 +200,17 @@ func (cs *chatStreamer) base() openai.ChatCompletionChunk {
 
 func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 	ch := cs.base()
-	// The role chunk has no content (null) unless it echoes the last
-	// message: llama-server's clients refuse an empty content delta, and
-	// vLLM's and OpenAI's accept a role-only chunk.
-	d := openai.ChatDelta{Role: "assistant"}
+	// The role chunk's content is null unless it echoes the last message:
+	// llama-server's clients refuse an empty content delta (and read the
+	// key), and vLLM's and OpenAI's accept a role-only chunk.
+	d := openai.ChatRoleDelta{Role: "assistant"}
 	if cs.echo != "" {
 		echo := cs.echo
 		d.Content = &echo
 	}
-	ch.Choices = []openai.ChatChunkChoice{{Index: index, Delta: d}}
 	ch.Usage = u
 	ch.PromptTokenIDs = cs.promptIDs
-	return ch
+	return openai.ChatRoleChunk{ChatCompletionChunk: ch, Choices: []openai.ChatRoleChoice{{Index: index, Delta: d}}}
 }
 
 func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -148,5 +149,71 @@ func TestContextErrorShape(t *testing.T) {
 	}
 	if e.Error.Type != "exceed_context_size_error" || e.Error.Code != "context_length_exceeded" || e.Error.NPromptTokens < 40 || e.Error.NCtx != 16 {
 		t.Errorf("error %+v", e.Error)
+	}
+}
+
+// TestVerbose: verbose: true (or the server's --verbose) adds llama.cpp's
+// __verbose object with the rendered prompt; otherwise it is absent.
+func TestVerbose(t *testing.T) {
+	tmpl, err := chattemplate.New(`{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}`, chattemplate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		server, req bool
+	}{{"off", false, false}, {"request", false, true}, {"server", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("ok", wire.FinishLength) }}
+			ts := newTestServerWith(t, f, func(c *Config) { c.MaxModelLen = 512; c.Verbose = tc.server }, templateTok{tokenizer.NewByte(), tmpl})
+			body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Book"}],"max_tokens":2,"verbose":%v}`, tc.req)
+			code, out := do(t, ts, http.MethodPost, "/v1/chat/completions", body, nil)
+			var got struct {
+				Verbose *struct {
+					Prompt, Content string
+				} `json:"__verbose"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); code != 200 || err != nil {
+				t.Fatalf("%d %s", code, out)
+			}
+			if want := tc.server || tc.req; (got.Verbose != nil) != want {
+				t.Fatalf("__verbose present %v, want %v: %s", got.Verbose != nil, want, out)
+			}
+			if got.Verbose != nil && (got.Verbose.Prompt != "<user>Book" || got.Verbose.Content != "ok") {
+				t.Errorf("__verbose %+v", got.Verbose)
+			}
+		})
+	}
+}
+
+// TestPrefillAssistant: with PrefillAssistant a final assistant message is
+// continued, unless the request decides (add_generation_prompt); without
+// it the template opens a new turn, as vLLM.
+func TestPrefillAssistant(t *testing.T) {
+	tmpl, err := chattemplate.New(`{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}`, chattemplate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := `"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"Par"}]`
+	for _, tc := range []struct {
+		name    string
+		prefill bool
+		extra   string
+		want    string
+	}{
+		{"vLLM default: a new turn", false, "", "<user>q</user><assistant>Par</assistant><assistant>"},
+		{"prefill", true, "", "<user>q</user><assistant>Par"},
+		{"the request decides", true, `,"add_generation_prompt":true`, "<user>q</user><assistant>Par</assistant><assistant>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+			ts := newTestServerWith(t, f, func(c *Config) { c.MaxModelLen = 512; c.PrefillAssistant = tc.prefill }, templateTok{tokenizer.NewByte(), tmpl})
+			if code, out := do(t, ts, http.MethodPost, "/v1/chat/completions", `{`+msgs+tc.extra+`,"max_tokens":1}`, nil); code != 200 {
+				t.Fatalf("%d %s", code, out)
+			}
+			if got := tokenizer.NewByte().Decode(f.requests()[0].PromptTokenIDs, false); got != tc.want {
+				t.Errorf("prompt %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

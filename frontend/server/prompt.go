@@ -22,6 +22,12 @@ type messageRenderer interface {
 // template: add_generation_prompt, continue_final_message,
 // chat_template_kwargs and tools apply.
 func (s *Server) renderChat(req *openai.ChatCompletionRequest) (string, *openai.Error) {
+	if n := len(req.Messages); s.cfg.PrefillAssistant && n > 0 && req.Messages[n-1].Role == "assistant" &&
+		!req.ContinueFinalMessage && req.AddGenerationPrompt == nil {
+		r := *req // llama-server's prefill: continue the final assistant message
+		r.ContinueFinalMessage = true
+		req = &r
+	}
 	kwargs := s.templateKwargs(req.ChatTemplateKwargs)
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
 		if kwargs == nil {

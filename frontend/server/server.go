@@ -111,6 +111,14 @@ type Config struct {
 	// set it true when the template reads enable_thinking, so thinking
 	// models think unless asked not to.
 	Reasoning string
+	// PrefillAssistant continues a final assistant message (as if the
+	// request said continue_final_message) unless the request sets
+	// continue_final_message or add_generation_prompt: llama-server's
+	// default (--prefill-assistant).
+	PrefillAssistant bool
+	// Verbose adds llama.cpp's __verbose object to every chat answer
+	// (--verbose), as a request's verbose does.
+	Verbose bool
 	// CORS is the cross-origin policy (zero: every origin, reflected,
 	// with credentials).
 	CORS CORS

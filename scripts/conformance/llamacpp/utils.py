@@ -44,9 +44,11 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
     # llama-server answers whatever model a request names, under its
     # aliases (the first in sorted order is the id); --reasoning sets the
     # template's enable_thinking.
-    args += ["--accept-any-model", "--alias", self.model_alias or "tinyllama-2"]
+    args += ["--accept-any-model", "--prefill-assistant", "--alias", self.model_alias or "tinyllama-2"]
     if self.model_tags:
         args += ["--tags", self.model_tags]
+    if self.debug:
+        args += ["--verbose"]
     if getattr(self, "cors_origins", None):
         args += ["--cors-origins", self.cors_origins]
     if self.reasoning is not None:
