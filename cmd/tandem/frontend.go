@@ -198,7 +198,7 @@ func frontendCommand(f *frontendFlags, curve *curveFlags) *cli.Command {
 	fs.StringVar(&f.engines, "engines", "", "comma-separated engine ROUTER `endpoints`; dns+tcp://name:port means every A record of name, re-resolved while serving (required)")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: what the engines report)")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model the engines serve)")
-	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "the chat template replacing the model's: a Jinja `file`, a built-in name (llama.cpp's: chatml, llama3, command-r, gemma, phi3, phi4, mistral-v7, deepseek3, zephyr, falcon3, vicuna) or the template itself")
 	f.tools.register(fs)
 	f.vllm.register(fs)
 	fs.BoolVar(&f.reusePort, "reuse-port", false, "listen with SO_REUSEPORT so several frontends share the port")

@@ -52,7 +52,7 @@ func runBatchCommand(ef *engineFlags, f *runBatchFlags) *cli.Command {
 	fs.IntVar(&f.dp, "data-parallel-size", 1, "engine cores to start (`K`) when --engines is not given")
 	fs.IntVar(&f.concurrency, "max-concurrency", 64, "batch `lines` in flight at once")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
-	fs.StringVar(&f.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	fs.StringVar(&f.chatTemplate, "chat-template", "", "the chat template replacing the model's: a Jinja `file`, a built-in name (llama.cpp's: chatml, llama3, command-r, gemma, phi3, phi4, mistral-v7, deepseek3, zephyr, falcon3, vicuna) or the template itself")
 	f.tools.register(fs)
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body of one line, in `bytes`")
 	return c

@@ -36,7 +36,7 @@ func serveCommand(f *serveFlags) *cli.Command {
 	f.engine.register(fs)
 	f.frontend.registerHTTP(fs)
 	fs.StringVar(&f.frontend.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
-	fs.StringVar(&f.frontend.chatTemplate, "chat-template", "", "a Jinja chat template `file` replacing the model's")
+	fs.StringVar(&f.frontend.chatTemplate, "chat-template", "", "the chat template replacing the model's: a Jinja `file`, a built-in name (llama.cpp's: chatml, llama3, command-r, gemma, phi3, phi4, mistral-v7, deepseek3, zephyr, falcon3, vicuna) or the template itself")
 	f.frontend.tools.register(fs)
 	fs.IntVar(&f.dp, "data-parallel-size", 1, "engine cores to start (`K`); on CPU they split --threads")
 	fs.IntVar(&f.apiServers, "api-server-count", 1, "frontend processes to start (`M`), sharing the port with SO_REUSEPORT")

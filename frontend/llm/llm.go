@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/chattemplate"
@@ -87,7 +89,9 @@ func (l *LLM) Tokenizer() tokenizer.Tokenizer { return l.tok }
 
 // LoadTokenizer loads the tokenizer and chat template of model (a GGUF
 // file or a Hugging Face directory; the byte tokenizer for "dummy").
-// templatePath, if set, replaces the model's chat template.
+// templatePath, if set, replaces the model's chat template: a file, a
+// built-in template's name (llama.cpp's: chattemplate.BuiltinNames), or
+// the template itself (as vLLM's --chat-template takes it).
 func LoadTokenizer(model, templatePath string) (tokenizer.Tokenizer, error) {
 	if model == "dummy" {
 		return tokenizer.NewByte(), nil
@@ -98,11 +102,9 @@ func LoadTokenizer(model, templatePath string) (tokenizer.Tokenizer, error) {
 	}
 	src := tok.ChatTemplateSource()
 	if templatePath != "" {
-		b, err := os.ReadFile(templatePath)
-		if err != nil {
-			return nil, fmt.Errorf("llm: chat template: %w", err)
+		if src, err = templateSource(templatePath); err != nil {
+			return nil, err
 		}
-		src = string(b)
 	}
 	if src != "" {
 		tmpl, err := chattemplate.New(src, chattemplate.Options{BOSToken: tok.BOSText(), EOSToken: tok.EOSText()})
@@ -157,4 +159,23 @@ func (l *LLM) RenderChat(msgs []tokenizer.Message, kwargs map[string]any) ([]int
 		return nil, fmt.Errorf("llm: chat template: %w", err)
 	}
 	return l.tok.Encode(text, false), nil
+}
+
+// templateSource reads --chat-template: a file, a built-in name, or a
+// template given inline.
+func templateSource(v string) (string, error) {
+	b, err := os.ReadFile(v)
+	switch {
+	case err == nil:
+		return string(b), nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("llm: chat template: %w", err)
+	}
+	if src, ok := chattemplate.Builtin(v); ok {
+		return src, nil
+	}
+	if strings.Contains(v, "{{") || strings.Contains(v, "{%") {
+		return v, nil
+	}
+	return "", fmt.Errorf("llm: chat template %q: no such file, and not a built-in template (%s) or a template", v, strings.Join(chattemplate.BuiltinNames(), ", "))
 }

@@ -62,8 +62,10 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
     template = _template_file(self.chat_template_file) or _template_file(self.chat_template)
     if template:
         args += ["--chat-template", template]
-    elif self.chat_template or self.chat_template_file:
-        print(f"[tandem] llama.cpp chat template {self.chat_template or self.chat_template_file!r} not found; model's own used")
+    elif self.chat_template:
+        args += ["--chat-template", self.chat_template]  # a built-in name
+    elif self.chat_template_file:
+        print(f"[tandem] llama.cpp chat template {self.chat_template_file!r} not found; model's own used")
     ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "model_draft",
                                              "enable_ctx_shift", "n_predict", "temperature", "reasoning_format",
                                              "slot_save_path", "pooling", "mmproj_url", "models_dir")
