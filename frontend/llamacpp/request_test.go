@@ -226,11 +226,14 @@ func TestTokenProbJSON(t *testing.T) {
 }
 
 func TestNewTimings(t *testing.T) {
-	got := NewTimings(3, 10, 20, 4, 100)
-	want := Timings{CacheN: 3, PromptN: 10, PromptMS: 20, PromptPerTokenMS: 2, PromptPerSecond: 500, PredictedN: 4,
+	got := NewTimings(3, 10, 20, 5, 100) // 5 tokens: the first from the prompt's step, then 4 decode steps in 100 ms
+	want := Timings{CacheN: 3, PromptN: 10, PromptMS: 20, PromptPerTokenMS: 2, PromptPerSecond: 500, PredictedN: 5,
 		PredictedMS: 100, PredictedPerTokenMS: 25, PredictedPerSecond: 40}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if one := NewTimings(0, 1, 5, 1, 0); one.PredictedPerSecond != 0 || one.PredictedPerTokenMS != 0 {
+		t.Errorf("one token, no decode step: %+v, want rates 0", one)
 	}
 	if z := NewTimings(0, 0, 0, 0, 0); z != (Timings{}) {
 		t.Errorf("no tokens, no time: %+v, want zeros (never NaN)", z)

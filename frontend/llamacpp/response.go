@@ -30,10 +30,13 @@ type Timings struct {
 
 // NewTimings derives the rates from counts and durations (ms); a rate
 // over no time or no tokens is 0, never NaN or Inf (JSON has neither).
+// predictedMS runs from the first generated token to the last, so the
+// generation rate is over predicted-1 decode steps: the first token comes
+// from the prompt's last step, as llama.cpp counts it.
 func NewTimings(cached, prompt int, promptMS float64, predicted int, predictedMS float64) Timings {
 	t := Timings{CacheN: cached, PromptN: prompt, PromptMS: promptMS, PredictedN: predicted, PredictedMS: predictedMS}
 	t.PromptPerTokenMS, t.PromptPerSecond = rates(prompt, promptMS)
-	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(predicted, predictedMS)
+	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(max(predicted-1, 0), predictedMS)
 	return t
 }
 
