@@ -71,10 +71,12 @@ func TestMetricsPassPromtool(t *testing.T) {
 }
 
 // promtoolProblems returns what `promtool check metrics` reported, less
-// two lints of names Tandem keeps as vLLM publishes them: "metric names
-// should not contain ':'" (vLLM's names are vllm:…, and Tandem's follow
-// them as tandem:…, on purpose; see docs/metrics.md), and the "_total"
-// suffix of the two non-counters publishedTotals names. promtool exits 3
+// the lints of names Tandem keeps as vLLM and llama-server publish them:
+// "metric names should not contain ':'" (vLLM's names are vllm:…,
+// llama-server's llamacpp:…, and Tandem's follow them as tandem:…, on
+// purpose; see docs/metrics.md), the "_total" suffix of the two
+// non-counters publishedTotals names, and llama-server's counter
+// llamacpp:n_tokens_max without one. promtool exits 3
 // for lint problems and 1 for a scrape it cannot parse; anything else is
 // reported.
 func promtoolProblems(err error, out []byte) []string {
@@ -89,9 +91,11 @@ func promtoolProblems(err error, out []byte) []string {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		name, text, _ := strings.Cut(line, " ")
 		colonLint := text == "metric names should not contain ':'" &&
-			(strings.HasPrefix(name, "vllm:") || strings.HasPrefix(name, "tandem:"))
+			(strings.HasPrefix(name, "vllm:") || strings.HasPrefix(name, "tandem:") || strings.HasPrefix(name, "llamacpp:"))
 		totalLint := text == `non-counter metrics should not have "_total" suffix` && publishedTotals[name]
-		if line != "" && !colonLint && !totalLint {
+		// llama-server publishes its largest batch as a counter without _total.
+		counterLint := text == `counter metrics should have "_total" suffix` && name == "llamacpp:n_tokens_max"
+		if line != "" && !colonLint && !totalLint && !counterLint {
 			problems = append(problems, line)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -71,7 +72,12 @@ type Metrics struct {
 	http                                 *httpMetrics
 	qps                                  *qpsWindow // requests routed per engine, for vllm:current_qps
 	touched                              sync.Map   // engine label → struct{}: its series exist
+	llama                                llamaStats // llama-server's llamacpp: series (llamacpp.go)
 }
+
+// processStart is this process's start, Unix seconds (llama-server's
+// Process-Start-Time-Unix header on /metrics).
+var processStart = strconv.FormatInt(time.Now().Unix(), 10)
 
 // Label values vLLM creates up front for every engine, so a counter's
 // first increment is a visible change.
@@ -142,7 +148,8 @@ func New(cfg Config) *Metrics {
 			"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.", itlBuckets)
 	}
 	m.http = newHTTPMetrics(reg)
-	reg.MustRegister(&qpsCollector{m: m})
+	reg.MustRegister(&qpsCollector{m: m}, &llamaCollector{m: m})
+	shared.MustRegister(&llamaCollector{m: m, shared: true})
 	shared.MustRegister(&routerCollector{m: m})
 	if !cfg.NoEngineSeries {
 		shared.MustRegister(&engineCollector{m: m})
@@ -180,6 +187,7 @@ func (m *Metrics) OwnHandler() http.Handler {
 
 func (m *Metrics) touching(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Process-Start-Time-Unix", processStart) // llama-server's header
 		for _, e := range m.engines() {
 			m.touch(e.Index)
 		}

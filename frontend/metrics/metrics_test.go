@@ -382,3 +382,32 @@ func TestNoEngineSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestLlamaSeries: llama-server's llamacpp: series, without labels, from
+// the same observations as vLLM's, and its Process-Start-Time-Unix header.
+func TestLlamaSeries(t *testing.T) {
+	m := New(Config{ModelName: "m", MaxModelLen: 512, Engines: twoEngines})
+	m.ObserveIteration(1, 69)
+	m.ObserveIteration(1, 3)
+	m.ObserveFinish(Finished{Engine: 1, Reason: "length", NumPrompt: 100, NumGenerated: 4, NumCached: 32,
+		Timing: engineclient.Timing{Queued: 10, Scheduled: 10.5, FirstToken: 11, LastToken: 13, NumGenerated: 4}})
+	m.ObserveFinish(Finished{Engine: 0, Reason: "stop", NumPrompt: 10, NumGenerated: 2}) // no engine timing
+	fams := scrape(t, m)
+	want := map[string]float64{
+		"llamacpp:prompt_tokens_total": 68 + 10, "llamacpp:prompt_tokens_cached_total": 32, "llamacpp:prompt_seconds_total": 0.5,
+		"llamacpp:tokens_predicted_total": 6, "llamacpp:tokens_predicted_seconds_total": 2, "llamacpp:n_decode_total": 2,
+		"llamacpp:n_tokens_max": 69, "llamacpp:spec_decode_num_drafts_total": 0,
+		"llamacpp:prompt_tokens_seconds": 78 / 0.5, "llamacpp:predicted_tokens_seconds": 3, "llamacpp:n_busy_slots_per_decode": 36,
+		"llamacpp:requests_processing": 2, "llamacpp:requests_deferred": 4,
+	}
+	for name, v := range want {
+		if got := series(fams, name); !cmp.Equal(got, map[string]float64{"": v}) {
+			t.Errorf("%s = %v, want %v without labels", name, got, v)
+		}
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Header().Get("Process-Start-Time-Unix") == "" {
+		t.Error("no Process-Start-Time-Unix header")
+	}
+}

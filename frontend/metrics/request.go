@@ -41,6 +41,7 @@ func (m *Metrics) ObserveInterToken(engine int, d time.Duration) {
 func (m *Metrics) ObserveIteration(engine, tokens int) {
 	m.touch(engine)
 	m.iterTokens.WithLabelValues(engineLabel(engine)).Observe(float64(tokens))
+	m.llama.iteration(tokens)
 }
 
 // ObserveRouted counts a request sent to engine, for the router's
@@ -67,6 +68,7 @@ type Finished struct {
 func (m *Metrics) ObserveFinish(f Finished) {
 	l := engineLabel(f.Engine)
 	m.touch(f.Engine)
+	m.llama.finish(f)
 	m.success.WithLabelValues(l, f.Reason).Inc()
 	m.e2e.WithLabelValues(l).Observe(f.E2E.Seconds())
 	m.promptLen.WithLabelValues(l).Observe(float64(f.NumPrompt))
