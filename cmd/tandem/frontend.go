@@ -250,7 +250,19 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("frontend: --api-key-file: %w", err)
 	}
-	ln, err := listen(ctx, net.JoinHostPort(f.host, strconv.Itoa(f.port)), f.reusePort)
+	vertex, vertexPort, onVertex, err := vertexFromEnv(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
+	port := f.port
+	if onVertex {
+		if port != vertexPort {
+			log.Warn("Vertex AI prediction mode (AIP_MODE=PREDICTION): listening on AIP_HTTP_PORT instead of --port", "port", vertexPort, "flag", port)
+		}
+		port = vertexPort
+		log.Info("Vertex AI prediction protocol", "predict_route", vertex.PredictRoute, "health_route", vertex.HealthRoute)
+	}
+	ln, err := listen(ctx, net.JoinHostPort(f.host, strconv.Itoa(port)), f.reusePort)
 	if err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
@@ -343,6 +355,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		DisableWebUI:                f.disableWebUI,
 	}
 	f.api.apply(&cfg)
+	cfg.Vertex = vertex
 	srv := server.New(cfg, server.ClientEngine(client), tok)
 	if f.metricsSocket != "" {
 		stop, err := serveUnix(f.metricsSocket, srv.OwnMetrics())

@@ -73,6 +73,11 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	// The frontends bind the port themselves; checking it here first
 	// fails before any engine loads a model.
+	if _, port, ok, err := vertexFromEnv(os.Getenv); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	} else if ok {
+		ff.port = port // Vertex AI's AIP_HTTP_PORT, which the frontends listen on
+	}
 	if err := checkPort(ff.host, ff.port); err != nil {
 		return err
 	}

@@ -119,6 +119,9 @@ type Config struct {
 	// Verbose adds llama.cpp's __verbose object to every chat answer
 	// (--verbose), as a request's verbose does.
 	Verbose bool
+	// Vertex serves Vertex AI's prediction protocol (AIP_MODE=PREDICTION:
+	// vertex.go); zero serves none.
+	Vertex Vertex
 	// CORS is the cross-origin policy (zero: every origin, reflected,
 	// with credentials).
 	CORS CORS
@@ -215,6 +218,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	if !cfg.DisableWebUI {
 		s.mountWebUI()
 	}
+	s.mountVertex(e) // last: its aliases are of the routes above
 	if c, ok := eng.(iterationReporter); ok {
 		c.OnIteration(s.metrics.ObserveIteration)
 	}
@@ -257,7 +261,8 @@ var openPaths = map[string]bool{"/health": true, "/ping": true, "/metrics": true
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if len(s.keys) == 0 || openPaths[r.URL.Path] || s.openPage(r.URL.Path) || r.Method == http.MethodOptions {
+		if len(s.keys) == 0 || openPaths[r.URL.Path] || s.openPage(r.URL.Path) || r.Method == http.MethodOptions ||
+			r.URL.Path == s.cfg.Vertex.HealthRoute && r.URL.Path != "" {
 			return next(c)
 		}
 		got, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")

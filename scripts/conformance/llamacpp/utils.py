@@ -72,7 +72,10 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
                if getattr(self, k, None)}
     if ignored:
         print(f"[tandem] llama-server options with no Tandem flag, ignored: {ignored}")
-    self._tandem = Server("", args, port=self.server_port, host=self.server_host)
+    env = None
+    if getattr(self, "gcp_compat", False):  # Vertex AI's custom-container variables, as llama.cpp's utils sets them
+        env = {"AIP_MODE": "PREDICTION", "AIP_HTTP_PORT": str(self.server_port)}
+    self._tandem = Server("", args, port=self.server_port, host=self.server_host, env=env)
     self.process = self._tandem.proc
     llama_utils.server_instances.add(self)
     self._tandem.wait_healthy(timeout=max(timeout_seconds, 120),
