@@ -83,7 +83,9 @@ var llamaDescs = []llamaDesc{
 const llamaProcessing, llamaDeferred = 12, 13
 
 // mine reports whether descriptor i is this collector's.
-func (c *llamaCollector) mine(i int) bool { return (i == llamaProcessing || i == llamaDeferred) == c.shared }
+func (c *llamaCollector) mine(i int) bool {
+	return (i == llamaProcessing || i == llamaDeferred) == c.shared
+}
 
 func (c *llamaCollector) Describe(ch chan<- *prometheus.Desc) {
 	for i, d := range llamaDescs {
