@@ -28,7 +28,16 @@ type Activations struct {
 	resOf  []int32   // [R] token whose residual is row T+k
 	resIdx []int32   // [T] k of token t's residual row, -1 without one
 	r      []float32 // [R][In] residual inputs x − d·q
+
+	// With tiles (AMX, at least tileRows rows), d and s again,
+	// transposed, so that a tile's tokens' scales of one block are
+	// consecutive.
+	tiled  bool
+	dT, sT []float32 // [In/32][T+R]
 }
+
+// tileRows is the token rows of one AMX tile.
+const tileRows = 16
 
 // Rows is the number of quantized rows: tokens plus residual rows.
 func (a *Activations) Rows() int { return a.NumTok + len(a.resOf) }
@@ -64,6 +73,13 @@ func (a *Activations) ResetPrecise(x []float32, numTok, in int, precise []bool) 
 		a.d, a.s = make([]float32, nb), make([]float32, nb)
 	}
 	a.d, a.s = a.d[:nb], a.s[:nb]
+	a.tiled = level >= levelAMX && rows >= tileRows
+	if a.tiled {
+		if cap(a.dT) < nb {
+			a.dT, a.sT = make([]float32, nb), make([]float32, nb)
+		}
+		a.dT, a.sT = a.dT[:nb], a.sT[:nb]
+	}
 	if nr := len(a.resOf) * in; cap(a.r) < nr {
 		a.r = make([]float32, nr)
 	}
@@ -82,10 +98,10 @@ func (a *Activations) Quantize(t0, t1 int) {
 		}
 		// r = x − d·q, block by block; |r| ≤ d/2.
 		r := a.r[k*in : (k+1)*in]
-		for j := range nb {
-			d := a.d[t*nb+j]
-			for i := 32 * j; i < 32*(j+1); i++ {
-				r[i] = a.X[t*in+i] - d*float32(a.q[t*in+i])
+		x, q, d := a.X[t*in:(t+1)*in], a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
+		if !residualRowSIMD(r, x, q, d) {
+			for i := range r {
+				r[i] = x[i] - float32(d[i/32]*float32(q[i]))
 			}
 		}
 		a.quantizeRow(r, a.NumTok+k)
@@ -95,14 +111,18 @@ func (a *Activations) Quantize(t0, t1 int) {
 // quantizeRow quantizes x [In] into row.
 func (a *Activations) quantizeRow(x []float32, row int) {
 	in, nb := a.In, a.In/32
-	for j := range nb {
-		o := row*in + 32*j
-		xb, q := (*[32]float32)(x[32*j:32*j+32]), (*[32]int8)(a.q[o:o+32])
-		qa, qm := (*[32]uint8)(a.qa[o:o+32]), (*[32]int8)(a.qm[o:o+32])
-		if level == levelAVX512 {
-			quantizeBlockSIMD(xb, q, qa, qm, &a.d[row*nb+j], &a.s[row*nb+j])
-		} else {
-			quantizeBlock(xb, q, qa, qm, &a.d[row*nb+j], &a.s[row*nb+j])
+	o := row * in
+	q, qa, qm := a.q[o:o+in], a.qa[o:o+in], a.qm[o:o+in]
+	d, s := a.d[row*nb:(row+1)*nb], a.s[row*nb:(row+1)*nb]
+	if !quantizeRowSIMD(x, q, qa, qm, d, s) {
+		for j := range nb {
+			quantizeBlock((*[32]float32)(x[32*j:]), (*[32]int8)(q[32*j:]), (*[32]uint8)(qa[32*j:]), (*[32]int8)(qm[32*j:]), &d[j], &s[j])
+		}
+	}
+	if a.tiled {
+		rows := a.Rows()
+		for j := range nb {
+			a.dT[j*rows+row], a.sT[j*rows+row] = d[j], s[j]
 		}
 	}
 }

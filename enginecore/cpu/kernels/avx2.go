@@ -38,10 +38,10 @@ func (m *Matrix) asm256() bool {
 		m.fam == famByte && m.nsub == 1 && !m.hasMin && f16 && hasF16C || m.kquantBytes())
 }
 
-// mulGroupsAVX2 mirrors mulGroupsSIMD at 256 bits: 4-bit matrices (either
+// mulGroupsAVX2 mirrors mulGroupsSIMD at 256 bits, for rows from t0: 4-bit matrices (either
 // scale width) and Q8_0 go through the assembly kernels (avx2_amd64.s),
 // four tokens at a time and then one; the rest through archsimd.
-func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
+func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 	var res [GroupRows]float32
 	var res4 [4][GroupRows]float32
 	in, nb, spb := m.In, m.nb, m.scPerBlock()
@@ -59,7 +59,7 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1 int) {
 		if m.fam != famF32 {
 			qs, sc = m.qs[g*nb*blockBytes:(g+1)*nb*blockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb)
 		}
-		t := 0
+		t := t0
 		for ; asm && t+4 <= rows; t += 4 {
 			if m.fam == famNib {
 				xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]

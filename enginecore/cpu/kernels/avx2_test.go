@@ -61,7 +61,8 @@ func TestAVX2AssemblySameBits(t *testing.T) {
 
 // TestDispatchPicksAssembly: at every SIMD level this CPU has, every
 // quantized type runs in assembly — AVX-512's own where it exists, else
-// AVX2's (10–40× the archsimd kernels) — so no type a GGUF commonly
+// AVX2's (10–40× the archsimd kernels), and on an AMX CPU whole tiles of
+// 16 rows in AMX (2–4× AVX-512 at prefill) — so no type a GGUF commonly
 // holds falls back to a slow path.
 func TestDispatchPicksAssembly(t *testing.T) {
 	saved := level
@@ -78,11 +79,14 @@ func TestDispatchPicksAssembly(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := m.Kernel()
-			if w, ok := want512[typ]; ok && l == levelAVX512 && got != w {
+			if w, ok := want512[typ]; ok && l >= levelAVX512 && strings.TrimPrefix(got, "amx+") != w {
 				t.Errorf("level %v, %v: Kernel() = %q, want %q", l, typ, got, w)
 			}
 			if !strings.HasSuffix(got, "-asm") {
 				t.Errorf("level %v, %v: Kernel() = %q, want an assembly kernel", l, typ, got)
+			}
+			if amx := strings.HasPrefix(got, "amx+"); amx != (l == levelAMX) {
+				t.Errorf("level %v, %v: Kernel() = %q: AMX tiles %v, want %v", l, typ, got, amx, l == levelAMX)
 			}
 		}
 	}

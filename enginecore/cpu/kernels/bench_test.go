@@ -27,7 +27,7 @@ func BenchmarkMatMul(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for _, numTok := range []int{1, 32} {
+				for _, numTok := range []int{1, 32, 128} {
 					if l == levelGo && numTok > 1 {
 						continue // the pure-Go path is only a fallback
 					}

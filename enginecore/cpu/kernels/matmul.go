@@ -19,7 +19,9 @@ func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
 
 // Kernel names the kernels MulGroups runs for m on this CPU and build:
 // "avx512-asm" or "avx2-asm" (Go assembly), else the level whose
-// archsimd or Go kernels run ("avx512", "avx2", "go").
+// archsimd or Go kernels run ("avx512", "avx2", "go"); with an "amx+"
+// prefix where tiles of 16 rows (prefill, batches of 16 or more) run in
+// AMX.
 func (m *Matrix) Kernel() string { return m.kernel() }
 
 // rows is how many rows of a the kernels multiply: the tokens, plus the

@@ -108,6 +108,7 @@ func TestMulGroups(t *testing.T) {
 		for _, typ := range allTypes {
 			for _, shape := range []struct{ numTok, in, out int }{
 				{1, 1, 1}, {3, 4, 17}, {5, 32, 33}, {4, 96, 16}, {9, 256, 40}, {2, 512, 3}, {6, 768, 48},
+				{16, 64, 16}, {37, 256, 33}, // AMX tiles of 16 tokens, and a remainder
 			} {
 				if shape.in%minIn(typ) != 0 {
 					continue
@@ -172,16 +173,20 @@ func checkMul(t *testing.T, typ model.DType, numTok, in, out int) {
 			t.Fatalf("split at group %d changes the result", split)
 		}
 	}
-	// The last token alone: same bits as in the batch.
-	var one Activations
-	one.Reset(x[(numTok-1)*in:], 1, in)
-	if m.Quantized() {
-		one.Quantize(0, 1)
-	}
-	alone := make([]float32, out)
-	m.MulGroups(alone, &one, 0, m.NumGroups())
-	if !slices.Equal(alone, got[(numTok-1)*out:]) {
-		t.Fatalf("token alone differs from the same token in a batch of %d", numTok)
+	// The first and the last token alone: same bits as in the batch
+	// (with 16 tokens or more, the batch runs in AMX tiles where the CPU
+	// has them, a token alone in the one-token kernel).
+	for _, tok := range []int{0, numTok - 1} {
+		var one Activations
+		one.Reset(x[tok*in:], 1, in)
+		if m.Quantized() {
+			one.Quantize(0, 1)
+		}
+		alone := make([]float32, out)
+		m.MulGroups(alone, &one, 0, m.NumGroups())
+		if !slices.Equal(alone, got[tok*out:(tok+1)*out]) {
+			t.Fatalf("token %d alone differs from the same token in a batch of %d", tok, numTok)
+		}
 	}
 }
 
@@ -229,10 +234,10 @@ func testQuantizeBlock(t *testing.T) {
 }
 
 // TestQuantizePathsAgree: the SIMD and pure-Go quantizers give the same
-// bits, ties included.
+// bits, ties, zero blocks and residual rows included.
 func TestQuantizePathsAgree(t *testing.T) {
 	saved := level
-	if saved != levelAVX512 {
+	if saved < levelAVX512 {
 		t.Skip("no AVX-512 quantizer in this build or on this CPU")
 	}
 	defer func() { level = saved }()
@@ -244,11 +249,16 @@ func TestQuantizePathsAgree(t *testing.T) {
 		x[32*5+i] = float32(i) - 15.5 // with max 127, d = 1: every element a tie
 	}
 	x[32*5+31] = 127
+	clear(x[32*9 : 32*10]) // a zero block
+	precise := make([]bool, 32)
+	for t := range precise {
+		precise[t] = t%3 == 1
+	}
 	run := func(simd bool) Activations {
 		level = map[bool]simdLevel{true: levelAVX512, false: levelGo}[simd]
 		var a Activations
-		a.Reset(x, 64, 32)
-		a.Quantize(0, 64)
+		a.ResetPrecise(x, 32, 64, precise)
+		a.Quantize(0, 32)
 		a.X = nil
 		return a
 	}
@@ -308,6 +318,8 @@ func TestCapLevel(t *testing.T) {
 		{levelAVX2, "avx512", levelAVX2}, // never raised past the CPU
 		{levelGo, "avx2", levelGo},
 		{levelAVX512, "sse", levelAVX512}, // unknown: unchanged
+		{levelAMX, "avx512", levelAVX512},
+		{levelAVX512, "amx", levelAVX512},
 	} {
 		if got := capLevel(tt.have, tt.want); got != tt.got {
 			t.Errorf("capLevel(%v, %q) = %v, want %v", tt.have, tt.want, got, tt.got)

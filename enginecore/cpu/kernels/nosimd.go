@@ -12,9 +12,10 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 
 func (m *Matrix) kernel() string { return "go" }
 
-func quantizeBlockSIMD(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32) {
-	quantizeBlock(x, q, qa, qm, d, s)
+func quantizeRowSIMD(x []float32, q []int8, qa []uint8, qm []int8, d, s []float32) bool {
+	return false
 }
+func residualRowSIMD(r, x []float32, q []int8, d []float32) bool { return false }
 
 func dot(a, b []float32) float32                         { return dotGo(a, b) }
 func addScaled(y []float32, s float32, x []float32)      { addScaledGo(y, s, x) }

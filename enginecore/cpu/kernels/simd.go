@@ -14,6 +14,8 @@ import (
 
 func detectLevel() simdLevel {
 	switch {
+	case archsimd.X86.AVX512() && hasAMX:
+		return levelAMX
 	case archsimd.X86.AVX512():
 		return levelAVX512
 	case archsimd.X86.AVX2() && archsimd.X86.FMA():
@@ -28,15 +30,26 @@ func (m *Matrix) asm512() bool {
 	return m.sc.h != nil && m.nb > 0 && (m.fam == famNib || m.fam == famByte && m.nsub == 1 && !m.hasMin)
 }
 
-// kernel names the kernels mulGroupsSIMD runs for m. An AVX-512 CPU runs
-// the AVX2 assembly for the types that have no AVX-512 assembly (Q4_K
+// kernel names the kernels mulGroupsSIMD runs for m: "amx+" and the
+// kernel of the remaining rows where whole tiles of 16 rows go through
+// AMX. An AVX-512 CPU runs the AVX2 assembly for the types that have no AVX-512 assembly (Q4_K
 // with float32 scales, Q6_K, Q5_K): at half the width it is still 10–40×
 // the archsimd kernels, whose registers Go 1.26 spills.
 func (m *Matrix) kernel() string {
+	if level >= levelAMX {
+		if k, _, _ := m.tiles(); k != nil {
+			return "amx+" + m.vecKernel()
+		}
+	}
+	return m.vecKernel()
+}
+
+// vecKernel names the kernels for the rows that do not fill an AMX tile.
+func (m *Matrix) vecKernel() string {
 	switch {
 	case level == levelGo || m.fam == famF32:
 		return level.String()
-	case level == levelAVX512 && m.asm512():
+	case level >= levelAVX512 && m.asm512():
 		return "avx512-asm"
 	case m.asm256():
 		return "avx2-asm"
@@ -45,8 +58,11 @@ func (m *Matrix) kernel() string {
 }
 
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
+	// Whole tiles of 16 rows first, in AMX where the CPU has it; the
+	// kernels below take the rest.
+	t0 := m.mulTiles(out, a, g0, g1)
 	if level == levelAVX2 || m.fam != famF32 && !m.asm512() && m.asm256() {
-		m.mulGroupsAVX2(out, a, g0, g1)
+		m.mulGroupsAVX2(out, a, g0, g1, t0)
 		return
 	}
 	var res [GroupRows]float32
@@ -67,7 +83,7 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 		if m.fam != famF32 {
 			qs, sc = m.qs[g*nb*blockBytes:(g+1)*nb*blockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb)
 		}
-		t := 0
+		t := t0
 		// Four tokens at a time share each unpacked weight block (the
 		// per-token arithmetic is exactly that of the one-token kernels).
 		for ; t+4 <= rows && (m.fam != famByte || asm); t += 4 {
@@ -325,36 +341,35 @@ func byteGroup1(qs []byte, sc scales, nsub int, hasMin bool, xa []uint8, xm []in
 	acc.Store(res)
 }
 
-// quantizeBlockSIMD is quantizeBlock (act.go) with the same roundings,
-// so both give the same bits.
-func quantizeBlockSIMD(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32) {
-	v0 := archsimd.LoadFloat32x16((*[16]float32)(x[0:]))
-	v1 := archsimd.LoadFloat32x16((*[16]float32)(x[16:]))
-	abs := archsimd.BroadcastUint32x16(0x7fffffff)
-	a := v0.AsUint32x16().And(abs).AsFloat32x16().Max(v1.AsUint32x16().And(abs).AsFloat32x16())
-	a8 := a.GetLo().Max(a.GetHi())
-	a4 := a8.GetLo().Max(a8.GetHi())
-	var m [4]float32
-	a4.Store(&m)
-	amax := max(max(m[0], m[1]), max(m[2], m[3]))
-	dd := amax / 127
-	var id float32
-	if dd != 0 {
-		id = 1 / dd
+// quantizeRowSIMD quantizes one row (x, q, qa, qm [nb·32], d, s [nb])
+// in assembly at the AVX-512 level, with quantizeBlock's roundings; it
+// reports false at other levels.
+func quantizeRowSIMD(x []float32, q []int8, qa []uint8, qm []int8, d, s []float32) bool {
+	nb := len(d)
+	if level < levelAVX512 || nb == 0 {
+		return false
 	}
-	idv := archsimd.BroadcastFloat32x16(id)
-	q0 := v0.Mul(idv).RoundToEvenScaled(0).ConvertToInt32()
-	q1 := v1.Mul(idv).RoundToEvenScaled(0).ConvertToInt32()
-	q0.TruncateToInt8().Store((*[16]int8)(q[0:]))
-	q1.TruncateToInt8().Store((*[16]int8)(q[16:]))
-	q0.Abs().TruncateToInt8().AsUint8x16().Store((*[16]uint8)(qa[0:]))
-	q1.Abs().TruncateToInt8().AsUint8x16().Store((*[16]uint8)(qa[16:]))
-	q0.ShiftAllRight(31).TruncateToInt8().Store((*[16]int8)(qm[0:]))
-	q1.ShiftAllRight(31).TruncateToInt8().Store((*[16]int8)(qm[16:]))
-	t8 := q0.Add(q1)
-	t4 := t8.GetLo().Add(t8.GetHi())
-	t2 := t4.GetLo().Add(t4.GetHi())
-	var sum [4]int32
-	t2.Store(&sum)
-	*d, *s = dd, dd*float32(sum[0]+sum[1]+sum[2]+sum[3])
+	x, q, qa, qm, s = x[:nb*32], q[:nb*32], qa[:nb*32], qm[:nb*32], s[:nb]
+	quantizeRowAVX512(&x[0], nb, &q[0], &qa[0], &qm[0], &d[0], &s[0])
+	return true
 }
+
+// residualRowSIMD sets r = x − float32(d·q) block by block (r, x, q
+// [nb·32], d [nb]) at the AVX-512 level; it reports false at others.
+func residualRowSIMD(r, x []float32, q []int8, d []float32) bool {
+	nb := len(d)
+	if level < levelAVX512 || nb == 0 {
+		return false
+	}
+	r, x, q = r[:nb*32], x[:nb*32], q[:nb*32]
+	residualRowAVX512(&x[0], &q[0], &d[0], nb, &r[0])
+	return true
+}
+
+// quantizeRowAVX512 and residualRowAVX512 are in quant_amd64.s.
+//
+//go:noescape
+func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *float32)
+
+//go:noescape
+func residualRowAVX512(x *float32, q *int8, d *float32, nb int, r *float32)

@@ -11,7 +11,7 @@ package kernels
 import "simd/archsimd"
 
 func dot(a, b []float32) float32 {
-	switch level {
+	switch level.vec() {
 	case levelAVX512:
 		return dot512(a, b)
 	case levelAVX2:
@@ -21,7 +21,7 @@ func dot(a, b []float32) float32 {
 }
 
 func addScaled(y []float32, s float32, x []float32) {
-	switch level {
+	switch level.vec() {
 	case levelAVX512:
 		addScaled512(y, s, x)
 	case levelAVX2:
@@ -32,7 +32,7 @@ func addScaled(y []float32, s float32, x []float32) {
 }
 
 func expShift(x []float32, m float32) float32 {
-	switch level {
+	switch level.vec() {
 	case levelAVX512:
 		return expShift512(x, m)
 	case levelAVX2:
@@ -42,7 +42,7 @@ func expShift(x []float32, m float32) float32 {
 }
 
 func siluMul(gate, up []float32) {
-	switch level {
+	switch level.vec() {
 	case levelAVX512:
 		siluMul512(gate, up)
 	case levelAVX2:
@@ -53,7 +53,7 @@ func siluMul(gate, up []float32) {
 }
 
 func dotCols(out, q, k []float32, stride int, s float32) {
-	switch level {
+	switch level.vec() {
 	case levelAVX512:
 		dotCols512(out, q, k, stride, s)
 	case levelAVX2:
@@ -64,7 +64,7 @@ func dotCols(out, q, k []float32, stride int, s float32) {
 }
 
 func addRows(y, w, v []float32, stride int) {
-	switch level {
+	switch level.vec() {
 	case levelAVX512:
 		addRows512(y, w, v, stride)
 	case levelAVX2:

@@ -1,0 +1,141 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+import (
+	"slices"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// AMX: the prefill matmuls multiply 16 tokens by a 16-row group per
+// instruction in the CPU's tile unit (Sapphire Rapids and later), with
+// the float epilogue of the one-token kernels (amx_amd64.s).
+
+// cpuAMX reports AMX-TILE and AMX-INT8 with the OS managing tile state.
+func cpuAMX() bool
+
+// hasAMX reports whether the tile unit is usable: the CPU has it and
+// Linux granted this process the tile data state (arch_prctl
+// ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), which a process must ask
+// for before its first tile instruction.
+var hasAMX = cpuAMX() && requestAMX()
+
+func requestAMX() bool {
+	const archReqXcompPerm, xfeatureXTileData = 0x1023, 18
+	_, _, errno := syscall.RawSyscall(syscall.SYS_ARCH_PRCTL, archReqXcompPerm, xfeatureXTileData, 0)
+	return errno == 0
+}
+
+// amxConfig and amxConfig16 are the tile configurations the kernels
+// load (LDTILECFG's 64-byte layout: palette 1, then colsb [16]uint16 and
+// rows [16]uint8): two sets of three tiles, C 16×64 bytes (tmm0, tmm3),
+// A 16×K (tmm1, tmm4) and B K/4×64 (tmm2, tmm5), for blocks of K = 32
+// and (Q6_K's scales) K = 16.
+var amxConfig, amxConfig16 = tileConfig(32), tileConfig(16)
+
+func tileConfig(k int) (c [64]byte) {
+	c[0] = 1
+	tile := func(t, rows, colsb int) {
+		c[16+2*t], c[16+2*t+1] = byte(colsb), byte(colsb>>8)
+		c[48+t] = byte(rows)
+	}
+	for _, set := range []int{0, 3} {
+		tile(set, tileRows, 4*GroupRows)
+		tile(set+1, tileRows, k)
+		tile(set+2, k/4, 4*GroupRows)
+	}
+	return c
+}
+
+// amxScratch is a worker's buffers for the tile kernels: unpacked
+// 4-bit blocks and the tiles' results, reused between matmuls.
+type amxScratch struct {
+	b   []byte    // [nb][512] a group's blocks as B tiles
+	res []float32 // [tiles·16][16]
+}
+
+var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
+
+// tileKernel is the signature of the AMX kernels (amx_amd64.s): one
+// group (qs, sc) times tiles·16 rows of a (from row 0).
+type tileKernel func(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+
+// tiles returns m's AMX kernel, its tile configuration and whether it
+// unpacks 4-bit blocks; nil for a matrix without one (float matrices).
+func (m *Matrix) tiles() (k tileKernel, cfg *[64]byte, unpack bool) {
+	f16 := m.sc.h != nil
+	switch {
+	case m.nb == 0:
+	case m.fam == famNib && f16:
+		return nibTilesAMXH, &amxConfig, true
+	case m.fam == famNib:
+		return nibTilesAMXF, &amxConfig, true
+	case m.fam == famByte && m.nsub == 1 && !m.hasMin && f16:
+		return q8TilesAMX, &amxConfig, false
+	case m.fam == famByte && m.nsub == 1 && m.hasMin && !f16:
+		return q5TilesAMX, &amxConfig, false
+	case m.fam == famByte && m.nsub == 2 && !m.hasMin && !f16:
+		return q6TilesAMX, &amxConfig16, false
+	}
+	return nil, nil, false
+}
+
+// mulTiles runs the rows of a that fill whole tiles (a multiple of 16
+// from row 0) through m's AMX kernel for groups [g0, g1), and returns
+// how many rows it did: 0 without tiles.
+func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
+	if !a.tiled {
+		return 0
+	}
+	k, cfg, unpack := m.tiles()
+	if k == nil {
+		return 0
+	}
+	in, nb, rows := m.In, m.nb, m.rows(a)
+	tiles := rows / tileRows
+	s := amxScratchPool.Get().(*amxScratch)
+	defer amxScratchPool.Put(s)
+	var buf *byte
+	if unpack {
+		s.b = slices.Grow(s.b[:0], nb*nibBlockBytes*2)[:nb*nibBlockBytes*2]
+		buf = &s.b[0]
+	}
+	s.res = slices.Grow(s.res[:0], tiles*tileRows*GroupRows)[:tiles*tileRows*GroupRows]
+	blockBytes, spb := nibBlockBytes, m.scPerBlock()
+	if m.fam == famByte {
+		blockBytes = byteBlockBytes
+	}
+	for g := g0; g < g1; g++ {
+		qs := m.qs[g*nb*blockBytes : (g+1)*nb*blockBytes]
+		var sc unsafe.Pointer
+		if m.sc.h != nil {
+			sc = unsafe.Pointer(&m.sc.h[g*nb*spb : (g+1)*nb*spb][0])
+		} else {
+			sc = unsafe.Pointer(&m.sc.f[g*nb*spb : (g+1)*nb*spb][0])
+		}
+		k(&cfg[0], &qs[0], sc, &a.q[0], in, &a.dT[0], &a.sT[0], 4*rows, nb, tiles, buf, &s.res[0])
+		for t := range tiles * tileRows {
+			m.store(out, a, t, g, (*[GroupRows]float32)(s.res[t*GroupRows:]))
+		}
+	}
+	return tiles * tileRows
+}
+
+// The AMX kernels, in amx_amd64.s.
+//
+//go:noescape
+func nibTilesAMXH(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+
+//go:noescape
+func nibTilesAMXF(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+
+//go:noescape
+func q8TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+
+//go:noescape
+func q5TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+
+//go:noescape
+func q6TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
