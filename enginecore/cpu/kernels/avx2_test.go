@@ -60,18 +60,19 @@ func TestAVX2AssemblySameBits(t *testing.T) {
 }
 
 // TestDispatchPicksAssembly: at every SIMD level this CPU has, every
-// quantized type runs in assembly — AVX-512's own where it exists, else
+// quantized type runs in the fastest assembly the level has — VNNI's
+// for every type on a VNNI CPU, AVX-512's own where it exists, else
 // AVX2's (10–40× the archsimd kernels), and on an AMX CPU whole tiles of
 // 16 rows in AMX (2–4× AVX-512 at prefill) — so no type a GGUF commonly
 // holds falls back to a slow path.
 func TestDispatchPicksAssembly(t *testing.T) {
 	saved := level
 	defer func() { level = saved }()
-	want512 := map[model.DType]string{model.Q4_0: "avx512-asm", model.Q4_1: "avx512-asm", model.Q8_0: "avx512-asm"}
+	want512 := map[model.DType]bool{model.Q4_0: true, model.Q4_1: true, model.Q8_0: true}
 	for l := detectLevel(); l >= levelAVX2; l-- {
 		level = l
 		for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
-			if !hasF16C && (typ == model.Q4_0 || typ == model.Q4_1 || typ == model.Q8_0) {
+			if !hasF16C && want512[typ] {
 				continue // float16 scales need F16C at the AVX2 level
 			}
 			m, err := Pack(randTensor(t, typ, 32, 512, 1))
@@ -79,14 +80,65 @@ func TestDispatchPicksAssembly(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := m.Kernel()
-			if w, ok := want512[typ]; ok && l >= levelAVX512 && strings.TrimPrefix(got, "amx+") != w {
-				t.Errorf("level %v, %v: Kernel() = %q, want %q", l, typ, got, w)
+			want := ""
+			switch {
+			case l >= levelVNNI:
+				want = "avx512vnni-asm"
+			case l == levelAVX512 && want512[typ]:
+				want = "avx512-asm"
+			}
+			if want != "" && strings.TrimPrefix(got, "amx+") != want {
+				t.Errorf("level %v, %v: Kernel() = %q, want %q", l, typ, got, want)
 			}
 			if !strings.HasSuffix(got, "-asm") {
 				t.Errorf("level %v, %v: Kernel() = %q, want an assembly kernel", l, typ, got)
 			}
 			if amx := strings.HasPrefix(got, "amx+"); amx != (l == levelAMX) {
 				t.Errorf("level %v, %v: Kernel() = %q: AMX tiles %v, want %v", l, typ, got, amx, l == levelAMX)
+			}
+		}
+	}
+}
+
+// TestLevelsAgree: every SIMD level gives the same bits for every
+// quantized type, batch sizes that use AMX tiles, four-token and
+// one-token kernels included: the levels compute the same integer sums
+// and the same float operations in the same order.
+func TestLevelsAgree(t *testing.T) {
+	saved := level
+	defer func() { level = saved }()
+	if saved < levelAVX2 {
+		t.Skip("no SIMD kernels in this build or on this CPU")
+	}
+	for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
+		if !hasF16C && (typ == model.Q4_0 || typ == model.Q4_1 || typ == model.Q8_0) {
+			continue
+		}
+		const numTok, in, out = 23, 512, 40
+		m, err := Pack(randTensor(t, typ, out, in, 11))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := randX(numTok*in, 12)
+		precise := []bool{true, false, true}
+		var want []float32
+		for l := saved; l >= levelAVX2; l-- {
+			level = l
+			var a Activations
+			a.ResetPrecise(x, numTok, in, precise)
+			a.Quantize(0, numTok)
+			got := make([]float32, numTok*out)
+			m.MulGroups(got, &a, 0, m.NumGroups())
+			if want == nil {
+				want = got
+				continue
+			}
+			if !slices.Equal(got, want) {
+				i := 0
+				for got[i] == want[i] {
+					i++
+				}
+				t.Errorf("%v: level %v differs from level %v at output %d: %v vs %v", typ, l, saved, i, got[i], want[i])
 			}
 		}
 	}

@@ -12,8 +12,8 @@
 // per-16/32 scales (and offsets for Q5_K). Packing copies the weights, so
 // the source tensors (possibly mmapped) are not read afterwards.
 //
-// Kernels come at four levels ([Level]), picked once from the build and
-// the CPU: AMX, AVX-512 and AVX2+FMA via simd/archsimd, in files built with
+// Kernels come at five levels ([Level]), picked once from the build and
+// the CPU: AMX, AVX-512 VNNI, AVX-512 and AVX2+FMA via simd/archsimd, in files built with
 // `//go:build goexperiment.simd && amd64` (so GOEXPERIMENT=simd is needed
 // to get them), and pure Go (plain `go build`, other CPUs, and VMs whose
 // hypervisor hides the AVX state from Go). The quantized kernels, which
@@ -23,14 +23,20 @@
 // at 30–50. AVX-512 (nib4_amd64.s, byte_amd64.s) has float16-scaled
 // 4-bit and Q8_0; AVX2 (avx2_amd64.s) has every quantized type (4-bit,
 // Q8_0, Q6_K, Q5_K), and an AVX-512 CPU runs it for the types its own
-// assembly lacks ([Matrix.Kernel] names the kernel). At the AMX level
+// assembly lacks ([Matrix.Kernel] names the kernel). With AVX-512 VNNI
+// every quantized type has one- and four-token kernels built on
+// VPDPBUSD (vnni_amd64.s; 1.5–2× the AVX-512 ones), the one-token ones
+// running a span of groups per call so decode pays no Go call per 16
+// rows. At the AMX level
 // (Sapphire Rapids and later, after Linux grants the process the tile
 // state) rows that fill tiles of 16 — prefill and batches of 16 or more —
 // run in the tile unit (amx_amd64.s): one TDPBSUD/TDPBSSD per block of 32
 // (16 for Q6_K) for 16 tokens × 16 rows, then the one-token kernels'
 // float epilogue, so a token's result has the same bits in a tile as
 // alone; 2–4× the AVX-512 kernels. Activations are quantized a row at a
-// time in assembly (quant_amd64.s). Tests run every level the
+// time in assembly (quant_amd64.s). Every level computes the same
+// integer sums and float operations in the same order, so all SIMD
+// levels give the same bits (TestLevelsAgree). Tests run every level the
 // machine has against the same float64 product of the dequantized
 // weights, and check that work splits and batch composition never change
 // a result's bits.

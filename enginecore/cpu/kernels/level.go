@@ -11,12 +11,14 @@ const (
 	levelGo     simdLevel = iota // pure Go: any CPU, or a build without GOEXPERIMENT=simd
 	levelAVX2                    // AVX2 + FMA, 256-bit (CPUs, or VMs, without usable AVX-512)
 	levelAVX512                  // AVX-512 F/BW/DQ/VL/CD, 512-bit
-	levelAMX                     // AVX-512 plus AMX-INT8 tiles for prefill (Sapphire Rapids and later)
+	levelVNNI                    // AVX-512 plus VNNI (vpdpbusd: Ice Lake, Zen 4 and later)
+	levelAMX                     // AVX-512 VNNI plus AMX-INT8 tiles for prefill (Sapphire Rapids and later)
 )
 
 var level = capLevel(detectLevel(), os.Getenv("TANDEM_CPU_KERNELS"))
 
-// capLevel lowers l to the level named by want ("go", "avx2", "avx512", "amx"; the
+// capLevel lowers l to the level named by want ("go", "avx2", "avx512",
+// "avx512vnni", "amx"; the
 // TANDEM_CPU_KERNELS variable), never raising it past what the CPU has. An
 // empty or unknown name keeps l.
 func capLevel(l simdLevel, want string) simdLevel {
@@ -29,12 +31,13 @@ func capLevel(l simdLevel, want string) simdLevel {
 }
 
 func (l simdLevel) String() string {
-	return [...]string{"go", "avx2", "avx512", "amx"}[l]
+	return [...]string{"go", "avx2", "avx512", "avx512vnni", "amx"}[l]
 }
 
-// vec is the level of the vector (non-matmul) kernels: AMX adds tiles
-// only, so its vectors are AVX-512's.
+// vec is the level of the vector (non-matmul) kernels: VNNI and AMX add
+// integer matmul instructions only, so their vectors are AVX-512's.
 func (l simdLevel) vec() simdLevel { return min(l, levelAVX512) }
 
-// Level names the kernels in use: "amx", "avx512", "avx2" or "go".
+// Level names the kernels in use: "amx", "avx512vnni", "avx512", "avx2"
+// or "go".
 func Level() string { return level.String() }

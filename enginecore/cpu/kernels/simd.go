@@ -14,8 +14,10 @@ import (
 
 func detectLevel() simdLevel {
 	switch {
-	case archsimd.X86.AVX512() && hasAMX:
+	case archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI() && hasAMX:
 		return levelAMX
+	case archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI():
+		return levelVNNI
 	case archsimd.X86.AVX512():
 		return levelAVX512
 	case archsimd.X86.AVX2() && archsimd.X86.FMA():
@@ -49,6 +51,8 @@ func (m *Matrix) vecKernel() string {
 	switch {
 	case level == levelGo || m.fam == famF32:
 		return level.String()
+	case level >= levelVNNI && m.vnni() != vnniNone:
+		return "avx512vnni-asm"
 	case level >= levelAVX512 && m.asm512():
 		return "avx512-asm"
 	case m.asm256():
@@ -61,6 +65,9 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	// Whole tiles of 16 rows first, in AMX where the CPU has it; the
 	// kernels below take the rest.
 	t0 := m.mulTiles(out, a, g0, g1)
+	if level >= levelVNNI && m.mulGroupsVNNI(out, a, g0, g1, t0) {
+		return
+	}
 	if level == levelAVX2 || m.fam != famF32 && !m.asm512() && m.asm256() {
 		m.mulGroupsAVX2(out, a, g0, g1, t0)
 		return

@@ -1,0 +1,171 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+import "unsafe"
+
+// The AVX-512 VNNI kernels (vnni_amd64.s): one token over a span of
+// groups, and four tokens over one group, for every quantized type.
+
+// vnniKind is the VNNI kernel pair of a matrix.
+type vnniKind uint8
+
+const (
+	vnniNone vnniKind = iota // float matrices
+	vnniNibH                 // 4-bit, float16 scales (Q4_0, Q4_1)
+	vnniNibF                 // 4-bit, float32 scales (Q4_K)
+	vnniQ8                   // Q8_0
+	vnniQ5                   // Q5_K
+	vnniQ6                   // Q6_K
+)
+
+// vnni returns m's VNNI kernels.
+func (m *Matrix) vnni() vnniKind {
+	f16 := m.sc.h != nil
+	switch {
+	case m.nb == 0:
+	case m.fam == famNib && f16:
+		return vnniNibH
+	case m.fam == famNib:
+		return vnniNibF
+	case m.fam == famByte && m.nsub == 1 && !m.hasMin && f16:
+		return vnniQ8
+	case m.fam == famByte && m.nsub == 1 && m.hasMin && !f16:
+		return vnniQ5
+	case m.fam == famByte && m.nsub == 2 && !m.hasMin && !f16:
+		return vnniQ6
+	}
+	return vnniNone
+}
+
+// mulGroupsVNNI computes rows [t0, rows) of a for groups [g0, g1) with
+// the VNNI kernels: four rows at a time per group, then the rest one at
+// a time, each over every whole group it stores straight into out. It
+// reports false, doing nothing, for a matrix without VNNI kernels.
+func (m *Matrix) mulGroupsVNNI(out []float32, a *Activations, g0, g1, t0 int) bool {
+	k := m.vnni()
+	if k == vnniNone {
+		return false
+	}
+	var res [GroupRows]float32
+	var res4 [4][GroupRows]float32
+	rows := m.rows(a)
+	t4 := t0 + (rows-t0)/4*4
+	for g := g0; g < g1; g++ {
+		for t := t0; t < t4; t += 4 {
+			m.group4VNNI(k, a, g, t, &res4)
+			for i := range 4 {
+				m.store(out, a, t+i, g, &res4[i])
+			}
+		}
+	}
+	whole := max(g0, min(g1, m.Out/GroupRows)) // groups [g0, whole) lie inside Out
+	for t := t4; t < rows; t++ {
+		g := g0
+		if t < a.NumTok && whole > g0 {
+			o := out[t*m.Out+g0*GroupRows : t*m.Out+whole*GroupRows]
+			m.rows1VNNI(k, a, g0, whole, t, &o[0])
+			g = whole
+		}
+		for ; g < g1; g++ {
+			m.rows1VNNI(k, a, g, g+1, t, &res[0])
+			m.store(out, a, t, g, &res)
+		}
+	}
+	return true
+}
+
+// blocks returns the packed quants and scales of groups [g0, g1).
+func (m *Matrix) blocks(g0, g1 int) ([]byte, unsafe.Pointer) {
+	bb, spb := nibBlockBytes, m.scPerBlock()
+	if m.fam == famByte {
+		bb = byteBlockBytes
+	}
+	qs := m.qs[g0*m.nb*bb : g1*m.nb*bb]
+	if m.sc.h != nil {
+		return qs, unsafe.Pointer(&m.sc.h[g0*m.nb*spb : g1*m.nb*spb][0])
+	}
+	return qs, unsafe.Pointer(&m.sc.f[g0*m.nb*spb : g1*m.nb*spb][0])
+}
+
+// rows1VNNI computes row t of a for groups [g0, g1) into out [(g1−g0)·16].
+func (m *Matrix) rows1VNNI(k vnniKind, a *Activations, g0, g1, t int, out *float32) {
+	in, nb := m.In, m.nb
+	qs, sc := m.blocks(g0, g1)
+	xd, xs := a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+	switch k {
+	case vnniNibH, vnniNibF:
+		x := a.q[t*in : (t+1)*in]
+		if k == vnniNibH {
+			nibRows1VNNIH(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
+		} else {
+			nibRows1VNNIF(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
+		}
+	default:
+		x, xm := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in]
+		switch k {
+		case vnniQ8:
+			q8Rows1VNNI(&qs[0], sc, &x[0], &xm[0], &xd[0], &xs[0], nb, g1-g0, out)
+		case vnniQ5:
+			q5Rows1VNNI(&qs[0], sc, &x[0], &xm[0], &xd[0], &xs[0], nb, g1-g0, out)
+		case vnniQ6:
+			q6Rows1VNNI(&qs[0], sc, &x[0], &xm[0], &xd[0], &xs[0], nb, g1-g0, out)
+		}
+	}
+}
+
+// group4VNNI computes rows t..t+3 of a for group g into res.
+func (m *Matrix) group4VNNI(k vnniKind, a *Activations, g, t int, res *[4][GroupRows]float32) {
+	in, nb := m.In, m.nb
+	qs, sc := m.blocks(g, g+1)
+	xd, xs := a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+	switch k {
+	case vnniNibH, vnniNibF:
+		x := a.q[t*in : (t+4)*in]
+		if k == vnniNibH {
+			nibGroup4VNNIH(&qs[0], sc, &x[0], in, &xd[0], &xs[0], nb, res)
+		} else {
+			nibGroup4VNNIF(&qs[0], sc, &x[0], in, &xd[0], &xs[0], nb, res)
+		}
+	default:
+		x, xm := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in]
+		switch k {
+		case vnniQ8:
+			q8Group4VNNI(&qs[0], sc, &x[0], &xm[0], in, &xd[0], &xs[0], nb, res)
+		case vnniQ5:
+			q5Group4VNNI(&qs[0], sc, &x[0], &xm[0], in, &xd[0], &xs[0], nb, res)
+		case vnniQ6:
+			q6Group4VNNI(&qs[0], sc, &x[0], &xm[0], in, &xd[0], &xs[0], nb, res)
+		}
+	}
+}
+
+//go:noescape
+func nibRows1VNNIH(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
+
+//go:noescape
+func nibRows1VNNIF(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
+
+//go:noescape
+func q8Rows1VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, xd, xs *float32, nb, groups int, out *float32)
+
+//go:noescape
+func q5Rows1VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, xd, xs *float32, nb, groups int, out *float32)
+
+//go:noescape
+func q6Rows1VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, xd, xs *float32, nb, groups int, out *float32)
+
+//go:noescape
+func nibGroup4VNNIH(qs *byte, sc unsafe.Pointer, x *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+
+//go:noescape
+func nibGroup4VNNIF(qs *byte, sc unsafe.Pointer, x *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+
+//go:noescape
+func q8Group4VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+
+//go:noescape
+func q5Group4VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+
+//go:noescape
+func q6Group4VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)

@@ -1,0 +1,323 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+
+// Matmuls for one and four tokens with AVX-512 VNNI: VPDPBUSD adds four
+// u8×s8 products into an int32 lane in one instruction, where the
+// AVX-512 kernels need vpmaddubsw, an add and vpmaddwd. Every quantized
+// type has them (4-bit with float16 or float32 scales, Q8_0, Q5_K,
+// Q6_K). The one-token kernels run a span of whole groups per call, so
+// decode pays no Go call per 16 rows, and ask for the weights 1 KiB
+// ahead. Same integer sums (no int16 stage saturates: see nibGroup1)
+// and the same float operations in the same order as the one-token
+// kernels of the other levels, so the same bits:
+//
+//	4-bit, Q5_K: acc += float(Σ)·(d·xd), then acc += m·xs
+//	Q8_0:        acc += float(Σ)·(d·xd)
+//	Q6_K:        acc += float(Σ chunks 0–3)·(d₀·xd), then float(Σ 4–7)·(d₁·xd)
+//
+// 4-bit weights are unsigned nibbles (u8 operand) and multiply the
+// signed activations directly; 8-bit weights are signed, so they take
+// x's signs ((w ^ m) − m, m = -1 where x < 0) and multiply |x| (the u8
+// operand), as in byte_amd64.s.
+
+// NCH(c, xr, s) adds the products of 4-bit chunk c (unpacked in Z9 low,
+// Z10 high by NUNPACK) with the token whose row is at xr into s.
+#define NUNPACK(c) \
+	VMOVDQU64 (64*c)(SI), Z8 \
+	VPANDD Z31, Z8, Z9 \
+	VPSRLW $4, Z8, Z10 \
+	VPANDD Z31, Z10, Z10
+
+#define NCH(c, xr, s) \
+	VPDPBUSD.BCST (4*c)(xr), Z9, s \
+	VPDPBUSD.BCST (16+4*c)(xr), Z10, s
+
+// BCH(c, xr, s) adds the products of 8-bit chunk c (in Z8) with the
+// token whose |x| row is at xr (sign row DX bytes on) into s.
+#define BCH(c, xr, s) \
+	VPBROADCASTD (4*c)(xr)(DX*1), Z11 \
+	VPXORD Z11, Z8, Z12 \
+	VPSUBB Z11, Z12, Z12 \
+	VPBROADCASTD (4*c)(xr), Z11 \
+	VPDPBUSD Z12, Z11, s
+
+// Scale loads: d into Z13 and, where there is one, m (or Q6_K's d₁)
+// into Z14, from the block's scales at DI.
+#define LDH2 VCVTPH2PS (DI), Z13; VCVTPH2PS 32(DI), Z14
+#define LDF2 VMOVUPS (DI), Z13; VMOVUPS 64(DI), Z14
+#define LDH1 VCVTPH2PS (DI), Z13
+
+// DM(s, acc, xd, xs): acc += float(s)·(d·xd), then acc += m·xs.
+#define DM(s, acc, xd, xs) \
+	VCVTDQ2PS s, s \
+	VMULPS.BCST xd, Z13, Z15 \
+	VFMADD231PS Z15, s, acc \
+	VFMADD231PS.BCST xs, Z14, acc
+
+// D(s, acc, xd, dreg): acc += float(s)·(d·xd), d in dreg.
+#define D(s, acc, xd, dreg) \
+	VCVTDQ2PS s, s \
+	VMULPS.BCST xd, dreg, Z15 \
+	VFMADD231PS Z15, s, acc
+
+#define PREFETCH4 \
+	PREFETCHT0 1024(SI); PREFETCHT0 1088(SI); PREFETCHT0 1152(SI); PREFETCHT0 1216(SI)
+
+#define PREFETCH8 \
+	PREFETCH4; PREFETCHT0 1280(SI); PREFETCHT0 1344(SI); PREFETCHT0 1408(SI); PREFETCHT0 1472(SI)
+
+// ROWS1(BODY, EPI, scstep, qstep) is a one-token kernel over groups:
+// for each group, for each of nb blocks, BODY adds the block's products
+// into Z4/Z5 and EPI folds them into Z0, which is stored to out.
+// The caller loads SI qs, DI scales, R8 x row (|x| for bytes, sign row
+// DX bytes on), R12 xd, R13 xs, R10 nb, BX groups, R9 out. CX counts
+// blocks; R11 = 32·nb and R14 = 4·nb rewind x, xd, xs per group.
+#define ROWS1(BODY, EPI, scstep, qstep) \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z31 \
+	TESTQ BX, BX \
+	JZ done \
+	TESTQ R10, R10 \
+	JZ done \
+	MOVQ R10, R11 \
+	SHLQ $5, R11 \
+	MOVQ R10, R14 \
+	SHLQ $2, R14 \
+group: \
+	MOVQ R10, CX \
+	VPXORD Z0, Z0, Z0 \
+block: \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	BODY \
+	EPI \
+	ADDQ $qstep, SI \
+	ADDQ $scstep, DI \
+	ADDQ $32, R8 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+	VMOVUPS Z0, (R9) \
+	ADDQ $64, R9 \
+	SUBQ R11, R8 \
+	SUBQ R14, R12 \
+	SUBQ R14, R13 \
+	DECQ BX \
+	JNZ group \
+done: \
+	VZEROUPPER \
+	RET
+
+// ARGS1N and ARGS1B load a one-token kernel's arguments (4-bit: qs, sc,
+// x, xd, xs, nb, groups, out; bytes: qs, sc, x, xm, xd, xs, nb, groups,
+// out).
+#define ARGS1N \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ x+16(FP), R8 \
+	MOVQ xd+24(FP), R12 \
+	MOVQ xs+32(FP), R13 \
+	MOVQ nb+40(FP), R10 \
+	MOVQ groups+48(FP), BX \
+	MOVQ out+56(FP), R9
+
+#define ARGS1B \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ x+16(FP), R8 \
+	MOVQ xm+24(FP), DX \
+	SUBQ R8, DX \
+	MOVQ xd+32(FP), R12 \
+	MOVQ xs+40(FP), R13 \
+	MOVQ nb+48(FP), R10 \
+	MOVQ groups+56(FP), BX \
+	MOVQ out+64(FP), R9
+
+#define NIB1BODY \
+	PREFETCH4 \
+	NUNPACK(0); NCH(0, R8, Z4) \
+	NUNPACK(1); NCH(1, R8, Z5) \
+	NUNPACK(2); NCH(2, R8, Z4) \
+	NUNPACK(3); NCH(3, R8, Z5) \
+	VPADDD Z5, Z4, Z4
+
+#define BYTE1BODY \
+	PREFETCH8 \
+	VMOVDQU64 0(SI), Z8; BCH(0, R8, Z4) \
+	VMOVDQU64 64(SI), Z8; BCH(1, R8, Z4) \
+	VMOVDQU64 128(SI), Z8; BCH(2, R8, Z4) \
+	VMOVDQU64 192(SI), Z8; BCH(3, R8, Z4) \
+	VMOVDQU64 256(SI), Z8; BCH(4, R8, Z5) \
+	VMOVDQU64 320(SI), Z8; BCH(5, R8, Z5) \
+	VMOVDQU64 384(SI), Z8; BCH(6, R8, Z5) \
+	VMOVDQU64 448(SI), Z8; BCH(7, R8, Z5)
+
+#define SUM45 VPADDD Z5, Z4, Z4
+
+// GROUP4(BODY, EPI, scstep, qstep) is a four-token kernel for one
+// group. The caller loads SI qs, DI scales, R8 token 0's row (|x| for
+// bytes, sign rows DX bytes on), AX the row stride in, R12 and R13 token
+// 0's xd and xs, CX nb; tokens 1–3's rows go to R9–R11, and token t's xd
+// and xs are t·BX bytes on (R14 = 3·BX). Z0–Z3 acc, Z4–Z7 (and Z16–Z19)
+// int32 sums; the result is left in Z0–Z3 for STORE4.
+#define GROUP4(BODY, EPI, scstep, qstep) \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	MOVQ CX, BX \
+	SHLQ $2, BX \
+	LEAQ (BX)(BX*2), R14 \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z31 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	TESTQ CX, CX \
+	JZ done \
+block: \
+	VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5; VPXORD Z6, Z6, Z6; VPXORD Z7, Z7, Z7 \
+	BODY \
+	EPI \
+	ADDQ $qstep, SI \
+	ADDQ $scstep, DI \
+	ADDQ $32, R8; ADDQ $32, R9; ADDQ $32, R10; ADDQ $32, R11 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+done:
+
+#define STORE4(r) \
+	VMOVUPS Z0, (r); VMOVUPS Z1, 64(r); VMOVUPS Z2, 128(r); VMOVUPS Z3, 192(r) \
+	VZEROUPPER \
+	RET
+
+#define ARGS4N \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ x+16(FP), R8 \
+	MOVQ in+24(FP), AX \
+	MOVQ xd+32(FP), R12 \
+	MOVQ xs+40(FP), R13 \
+	MOVQ nb+48(FP), CX
+
+#define ARGS4B \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ x+16(FP), R8 \
+	MOVQ xm+24(FP), DX \
+	SUBQ R8, DX \
+	MOVQ in+32(FP), AX \
+	MOVQ xd+40(FP), R12 \
+	MOVQ xs+48(FP), R13 \
+	MOVQ nb+56(FP), CX
+
+#define NCH4(c) \
+	NUNPACK(c) \
+	NCH(c, R8, Z4); NCH(c, R9, Z5); NCH(c, R10, Z6); NCH(c, R11, Z7)
+
+#define NIB4BODY NCH4(0); NCH4(1); NCH4(2); NCH4(3)
+
+#define DM4 \
+	DM(Z4, Z0, (R12), (R13)) \
+	DM(Z5, Z1, (R12)(BX*1), (R13)(BX*1)) \
+	DM(Z6, Z2, (R12)(BX*2), (R13)(BX*2)) \
+	DM(Z7, Z3, (R12)(R14*1), (R13)(R14*1))
+
+// BCH4(c, s0..s3) adds chunk c's products for the four tokens.
+#define BCH4(c, s0, s1, s2, s3) \
+	VMOVDQU64 (64*c)(SI), Z8 \
+	BCH(c, R8, s0); BCH(c, R9, s1); BCH(c, R10, s2); BCH(c, R11, s3)
+
+#define BYTE4BODY \
+	BCH4(0, Z4, Z5, Z6, Z7); BCH4(1, Z4, Z5, Z6, Z7); BCH4(2, Z4, Z5, Z6, Z7); BCH4(3, Z4, Z5, Z6, Z7) \
+	BCH4(4, Z4, Z5, Z6, Z7); BCH4(5, Z4, Z5, Z6, Z7); BCH4(6, Z4, Z5, Z6, Z7); BCH4(7, Z4, Z5, Z6, Z7)
+
+// Q6_K keeps the second halves' sums apart, in Z16–Z19.
+#define Q6BODY4 \
+	VPXORD Z16, Z16, Z16; VPXORD Z17, Z17, Z17; VPXORD Z18, Z18, Z18; VPXORD Z19, Z19, Z19 \
+	BCH4(0, Z4, Z5, Z6, Z7); BCH4(1, Z4, Z5, Z6, Z7); BCH4(2, Z4, Z5, Z6, Z7); BCH4(3, Z4, Z5, Z6, Z7) \
+	BCH4(4, Z16, Z17, Z18, Z19); BCH4(5, Z16, Z17, Z18, Z19); BCH4(6, Z16, Z17, Z18, Z19); BCH4(7, Z16, Z17, Z18, Z19)
+
+#define D4(dreg) \
+	D(Z4, Z0, (R12), dreg) \
+	D(Z5, Z1, (R12)(BX*1), dreg) \
+	D(Z6, Z2, (R12)(BX*2), dreg) \
+	D(Z7, Z3, (R12)(R14*1), dreg)
+
+#define Q6EPI4 \
+	D4(Z13) \
+	D(Z16, Z0, (R12), Z14) \
+	D(Z17, Z1, (R12)(BX*1), Z14) \
+	D(Z18, Z2, (R12)(BX*2), Z14) \
+	D(Z19, Z3, (R12)(R14*1), Z14)
+
+// func nibRows1VNNIH(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
+//
+// groups consecutive groups (qs [groups][nb][256], sc [groups][nb][2][16]
+// float16) times one token (x [nb·32], xd, xs [nb]) into out
+// [groups·16]. nibRows1VNNIF: float32 scales (Q4_K).
+TEXT ·nibRows1VNNIH(SB), NOSPLIT, $0-64
+	ARGS1N
+	ROWS1(NIB1BODY, LDH2; DM(Z4, Z0, (R12), (R13)), 64, 256)
+
+TEXT ·nibRows1VNNIF(SB), NOSPLIT, $0-64
+	ARGS1N
+	ROWS1(NIB1BODY, LDF2; DM(Z4, Z0, (R12), (R13)), 128, 256)
+
+// func q8Rows1VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, xd, xs *float32, nb, groups int, out *float32)
+//
+// The byte kernels: x is the |x| row, xm its sign row. q8: Q8_0 (float16
+// d [nb][16]); q5: Q5_K (float32 d, m [nb][2][16]); q6: Q6_K (float32
+// d₀, d₁ [nb][2][16]).
+TEXT ·q8Rows1VNNI(SB), NOSPLIT, $0-72
+	ARGS1B
+	ROWS1(BYTE1BODY; SUM45, LDH1; D(Z4, Z0, (R12), Z13), 32, 512)
+
+TEXT ·q5Rows1VNNI(SB), NOSPLIT, $0-72
+	ARGS1B
+	ROWS1(BYTE1BODY; SUM45, LDF2; DM(Z4, Z0, (R12), (R13)), 128, 512)
+
+TEXT ·q6Rows1VNNI(SB), NOSPLIT, $0-72
+	ARGS1B
+	ROWS1(BYTE1BODY, LDF2; D(Z4, Z0, (R12), Z13); D(Z5, Z0, (R12), Z14), 128, 512)
+
+// func nibGroup4VNNIH(qs *byte, sc unsafe.Pointer, x *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+//
+// One group times four tokens (x [4][in], xd, xs [4][nb]); nibGroup4VNNIF:
+// float32 scales (Q4_K).
+TEXT ·nibGroup4VNNIH(SB), NOSPLIT, $0-64
+	ARGS4N
+	GROUP4(NIB4BODY, LDH2; DM4, 64, 256)
+	MOVQ res+56(FP), AX
+	STORE4(AX)
+
+TEXT ·nibGroup4VNNIF(SB), NOSPLIT, $0-64
+	ARGS4N
+	GROUP4(NIB4BODY, LDF2; DM4, 128, 256)
+	MOVQ res+56(FP), AX
+	STORE4(AX)
+
+// func q8Group4VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+//
+// The byte kernels for four tokens (x the |x| rows, xm the sign rows).
+TEXT ·q8Group4VNNI(SB), NOSPLIT, $0-72
+	ARGS4B
+	GROUP4(BYTE4BODY, LDH1; D4(Z13), 32, 512)
+	MOVQ res+64(FP), AX
+	STORE4(AX)
+
+TEXT ·q5Group4VNNI(SB), NOSPLIT, $0-72
+	ARGS4B
+	GROUP4(BYTE4BODY, LDF2; DM4, 128, 512)
+	MOVQ res+64(FP), AX
+	STORE4(AX)
+
+TEXT ·q6Group4VNNI(SB), NOSPLIT, $0-72
+	ARGS4B
+	GROUP4(Q6BODY4, LDF2; Q6EPI4, 128, 512)
+	MOVQ res+64(FP), AX
+	STORE4(AX)
