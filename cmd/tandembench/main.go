@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ type options struct {
 	retries      int              // extra attempts per measure
 	retryWait    time.Duration    // pause before a retry
 	sample       func() cpuSample // nil: sampleCPU (tests fake it)
+	cpuProfile   string           // write a CPU profile of the whole run here ("" = none)
 	replot       string           // a saved cpu-DATE.json to redraw instead of measuring
 	phase        string           // phaseAll, phaseCPU or phaseStructured
 	// The structured phase (structured.go): stream counts, threads, D.
@@ -116,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
 	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the run (Tandem's side; llama.cpp runs in its own process) to this file")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: P=16 D=8, 1 rep, no retries, threads 1, sweep 1:1,2; output to a temp dir and no doc unless --out/--doc are given")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -271,6 +274,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("--replot %s: %w", o.replot, err)
 		}
 		return writeOutputs(&rep, o, stderr)
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if o.phase == phaseFrontend {
 		return runFrontend(ctx, o, stderr)

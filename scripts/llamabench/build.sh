@@ -58,6 +58,23 @@ if [ -f "$native/libllama.so" ] && [ -f "$native/libggml.so" ]; then
   cc=$(c++ --version | head -n1)
   compile "$out-native" "" "llama.cpp commit $commit built on this machine by scripts/llamabench/native.sh (GGML_NATIVE=ON, i.e. -march=native; $cc)" \
     "$native" libllama.so libggml.so libggml-base.so
+  # A build for this CPU can compile and still not run on it (seen: ggml's
+  # AMX kernels under -march=native fault with SIGILL on a Sapphire
+  # Rapids-class VM, where the prebuilt sapphirerapids variant runs), so
+  # a 16-token prompt must go through before the column counts.
+  model=${LLAMABENCH_SMOKE_MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
+  if [ -f "$model" ]; then
+    rc=0
+    "$out-native" --model "$model" --threads 1 --prompt-tokens 16 --gen-tokens 2 --reps 1 >"$out-native.smoke.log" 2>&1 || rc=$?
+    if [ "$rc" != 0 ]; then
+      sig=""
+      if [ "$rc" -gt 128 ]; then sig=" (signal $(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128))))"; fi
+      why="llama.cpp built for this machine exits with status $rc$sig on a 16-token prompt ($out-native.smoke.log); the prebuilt libraries are llama.cpp's column here"
+      rm -f "$out-native"
+      echo "$why" >"$out-native.unavailable"
+      echo "llamabench: WARNING: no native llama.cpp column: $why" >&2
+    fi
+  fi
 else
   rm -f "$out-native"
   why=$(cat .cache/llama-native/unavailable 2>/dev/null || echo "no native build in $native (run scripts/llamabench/native.sh)")

@@ -60,7 +60,7 @@ var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
 
 // tileKernel is the signature of the AMX kernels (amx_amd64.s): one
 // group (qs, sc) times tiles·16 rows of a (from row 0).
-type tileKernel func(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+type tileKernel func(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
 
 // tiles returns m's AMX kernel, its tile configuration and whether it
 // unpacks 4-bit blocks; nil for a matrix without one (float matrices).
@@ -84,7 +84,9 @@ func (m *Matrix) tiles() (k tileKernel, cfg *[64]byte, unpack bool) {
 
 // mulTiles runs the rows of a that fill whole tiles (a multiple of 16
 // from row 0) through m's AMX kernel for groups [g0, g1), and returns
-// how many rows it did: 0 without tiles.
+// how many rows it did: 0 without tiles. Tiles of token rows write
+// straight into out; tiles with residual rows (or a group cut by Out) go
+// through a scratch and store.
 func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 	if !a.tiled {
 		return 0
@@ -95,6 +97,7 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 	}
 	in, nb, rows := m.In, m.nb, m.rows(a)
 	tiles := rows / tileRows
+	direct := min(tiles, a.NumTok/tileRows) // tiles of token rows only
 	s := amxScratchPool.Get().(*amxScratch)
 	defer amxScratchPool.Put(s)
 	var buf *byte
@@ -103,21 +106,19 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 		buf = &s.b[0]
 	}
 	s.res = slices.Grow(s.res[:0], tiles*tileRows*GroupRows)[:tiles*tileRows*GroupRows]
-	blockBytes, spb := nibBlockBytes, m.scPerBlock()
-	if m.fam == famByte {
-		blockBytes = byteBlockBytes
-	}
 	for g := g0; g < g1; g++ {
-		qs := m.qs[g*nb*blockBytes : (g+1)*nb*blockBytes]
-		var sc unsafe.Pointer
-		if m.sc.h != nil {
-			sc = unsafe.Pointer(&m.sc.h[g*nb*spb : (g+1)*nb*spb][0])
-		} else {
-			sc = unsafe.Pointer(&m.sc.f[g*nb*spb : (g+1)*nb*spb][0])
+		qs, sc := m.blocks(g, g+1)
+		t0 := 0
+		if (g+1)*GroupRows <= m.Out && direct > 0 {
+			o := out[g*GroupRows : (direct*tileRows-1)*m.Out+(g+1)*GroupRows]
+			k(&cfg[0], &qs[0], sc, &a.q[0], in, &a.dT[0], &a.sT[0], 4*rows, nb, direct, buf, &o[0], 4*m.Out)
+			t0 = direct * tileRows
 		}
-		k(&cfg[0], &qs[0], sc, &a.q[0], in, &a.dT[0], &a.sT[0], 4*rows, nb, tiles, buf, &s.res[0])
-		for t := range tiles * tileRows {
-			m.store(out, a, t, g, (*[GroupRows]float32)(s.res[t*GroupRows:]))
+		if t0 < tiles*tileRows {
+			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*rows, nb, tiles-t0/tileRows, buf, &s.res[0], 4*GroupRows)
+			for t := t0; t < tiles*tileRows; t++ {
+				m.store(out, a, t, g, (*[GroupRows]float32)(s.res[(t-t0)*GroupRows:]))
+			}
 		}
 	}
 	return tiles * tileRows
@@ -126,16 +127,16 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 // The AMX kernels, in amx_amd64.s.
 //
 //go:noescape
-func nibTilesAMXH(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+func nibTilesAMXH(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
 
 //go:noescape
-func nibTilesAMXF(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+func nibTilesAMXF(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
 
 //go:noescape
-func q8TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+func q8TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
 
 //go:noescape
-func q5TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+func q5TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
 
 //go:noescape
-func q6TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+func q6TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)

@@ -129,20 +129,24 @@ unpack: \
 	VPXORD Z8, Z8, Z8; VPXORD Z9, Z9, Z9; VPXORD Z10, Z10, Z10; VPXORD Z11, Z11, Z11 \
 	VPXORD Z12, Z12, Z12; VPXORD Z13, Z13, Z13; VPXORD Z14, Z14, Z14; VPXORD Z15, Z15, Z15
 
-#define STORE16(r) \
-	VMOVUPS Z0, (r); VMOVUPS Z1, 64(r); VMOVUPS Z2, 128(r); VMOVUPS Z3, 192(r) \
-	VMOVUPS Z4, 256(r); VMOVUPS Z5, 320(r); VMOVUPS Z6, 384(r); VMOVUPS Z7, 448(r) \
-	VMOVUPS Z8, 512(r); VMOVUPS Z9, 576(r); VMOVUPS Z10, 640(r); VMOVUPS Z11, 704(r) \
-	VMOVUPS Z12, 768(r); VMOVUPS Z13, 832(r); VMOVUPS Z14, 896(r); VMOVUPS Z15, 960(r)
+// STORE16(r, s) stores the 16 accumulators as rows r, r+s, r+2s, …,
+// leaving r past the last.
+#define STORE16(r, s) \
+	VMOVUPS Z0, (r); ADDQ s, r; VMOVUPS Z1, (r); ADDQ s, r; VMOVUPS Z2, (r); ADDQ s, r; VMOVUPS Z3, (r); ADDQ s, r \
+	VMOVUPS Z4, (r); ADDQ s, r; VMOVUPS Z5, (r); ADDQ s, r; VMOVUPS Z6, (r); ADDQ s, r; VMOVUPS Z7, (r); ADDQ s, r \
+	VMOVUPS Z8, (r); ADDQ s, r; VMOVUPS Z9, (r); ADDQ s, r; VMOVUPS Z10, (r); ADDQ s, r; VMOVUPS Z11, (r); ADDQ s, r \
+	VMOVUPS Z12, (r); ADDQ s, r; VMOVUPS Z13, (r); ADDQ s, r; VMOVUPS Z14, (r); ADDQ s, r; VMOVUPS Z15, (r); ADDQ s, r
 
 // Every kernel has the signature
 //
-//	func xTilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32)
+//	func xTilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
 //
 // for one group: qs [nb][256 or 512] its blocks, sc their scales; xq the
 // tokens' rows (row stride in); xdT, xsT the tokens' block scales and
 // sums, transposed (token k of block j at 4k + j·stride bytes); buf
-// [nb][512] scratch for unpacked 4-bit blocks; res [tiles·16][16].
+// [nb][512] scratch for unpacked 4-bit blocks; res the tiles' rows of 16
+// results, ldres bytes apart (64 into a scratch, 4·Out straight into a
+// matmul's output).
 //
 // BEGIN loads the tile configuration and checks for work; PREP(B)
 // readies the B tiles (unpacks 4-bit blocks into buf); TILES runs every
@@ -206,8 +210,9 @@ last1: \
 	E1 \
 tiledone: \
 	MOVQ 3080(SP), CX \
-	STORE16(CX) \
-	ADDQ $1024, CX \
+	MOVQ ldres+96(FP), AX \
+	STORE16(CX, AX) \
+	MOVQ $64, AX \
 	MOVQ CX, 3080(SP) \
 	MOVQ R9, CX \
 	SHLQ $4, CX \
@@ -222,29 +227,29 @@ done: \
 	RET
 
 // nibTilesAMXH: 4-bit blocks with float16 scale and offset (Q4_0, Q4_1).
-TEXT ·nibTilesAMXH(SB), 0, $3088-96
+TEXT ·nibTilesAMXH(SB), 0, $3088-104
 	BEGIN
 	UNPACKALL
 	TILES(buf+80, 0, NIBH_I0, NIBH_I1, NIBH_E0, NIBH_E1)
 
 // nibTilesAMXF: 4-bit blocks with float32 scale and offset (Q4_K).
-TEXT ·nibTilesAMXF(SB), 0, $3088-96
+TEXT ·nibTilesAMXF(SB), 0, $3088-104
 	BEGIN
 	UNPACKALL
 	TILES(buf+80, 0, NIBH_I0, NIBH_I1, NIBF_E0, NIBF_E1)
 
 // q8TilesAMX: Q8_0, float16 scales, no offsets.
-TEXT ·q8TilesAMX(SB), 0, $3088-96
+TEXT ·q8TilesAMX(SB), 0, $3088-104
 	BEGIN
 	TILES(qs+8, 0, Q8_I0, Q8_I1, Q8_E0, Q8_E1)
 
 // q5TilesAMX: Q5_K, float32 scale and offset per 32.
-TEXT ·q5TilesAMX(SB), 0, $3088-96
+TEXT ·q5TilesAMX(SB), 0, $3088-104
 	BEGIN
 	TILES(qs+8, 0, Q8_I0, Q8_I1, Q5_E0, Q5_E1)
 
 // q6TilesAMX: Q6_K, float32 scales per 16, no offsets.
-TEXT ·q6TilesAMX(SB), 0, $3088-96
+TEXT ·q6TilesAMX(SB), 0, $3088-104
 	BEGIN
 	TILES(qs+8, 1, Q6_I0, Q6_I1, Q6_E0, Q6_E1)
 

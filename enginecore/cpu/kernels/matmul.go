@@ -46,6 +46,10 @@ func (m *Matrix) store(out []float32, a *Activations, t, g int, res *[GroupRows]
 	}
 	t = int(a.resOf[t-a.NumTok])
 	dst := out[t*m.Out+r0 : t*m.Out+r0+n]
+	if n == GroupRows {
+		add16((*[GroupRows]float32)(dst), res)
+		return
+	}
 	for i := range dst {
 		dst[i] += res[i]
 	}

@@ -40,3 +40,9 @@ func blockScoresHalf(out, q []float32, k []uint16, d int, s float32) {
 func blockAccumHalf(acc []float32, d int, w []float32, n int, v []uint16, stride int) {
 	panic("kernels: no float16 attention kernels in this build")
 }
+
+func add16(dst, src *[GroupRows]float32) {
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}

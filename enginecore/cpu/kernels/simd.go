@@ -380,3 +380,14 @@ func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *f
 
 //go:noescape
 func residualRowAVX512(x *float32, q *int8, d *float32, nb int, r *float32)
+
+// add16 adds src into dst.
+func add16(dst, src *[GroupRows]float32) {
+	if level < levelAVX512 {
+		for i := range dst {
+			dst[i] += src[i]
+		}
+		return
+	}
+	archsimd.LoadFloat32x16(dst).Add(archsimd.LoadFloat32x16(src)).Store(dst)
+}
