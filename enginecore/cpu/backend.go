@@ -64,6 +64,7 @@ type Backend struct {
 	mm    matmulJob
 	quant quantizeJob
 	attn  attnJob
+	tok   tokenJob
 
 	attnScratch []attnState // [numWorkers], sized by AllocateKV
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -71,33 +70,15 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 // layer runs transformer block l over all tokens of step.
 func (b *Backend) layer(l int, step *runner.Step) {
 	c := &b.cfg
-	w, m := &b.w.Layers[l], &b.layers[l]
+	m := &b.layers[l]
 	numTok, dim, f := len(step.TokenIDs), c.Dim, c.FFNDim
-	half := len(b.freq)
 
 	// Attention: norm, Q/K/V (+ bias, + QK norm), RoPE, K/V into the
 	// cache, attention, Wo.
-	for t := range numTok {
-		rmsnorm(b.xb[t*dim:(t+1)*dim], b.x[t*dim:(t+1)*dim], w.AttnNorm, b.eps)
-	}
+	b.perToken(stageAttnNorm, l, step)
 	q, k, v := b.q[:numTok*b.qDim], b.k[:numTok*b.kvDim], b.v[:numTok*b.kvDim]
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: q, m: m.wq}, matmulOp{out: k, m: m.wk}, matmulOp{out: v, m: m.wv})
-	if c.QKVBias {
-		addRows(q, w.BQ)
-		addRows(k, w.BK)
-		addRows(v, w.BV)
-	}
-	for t := range numTok {
-		qt, kt := q[t*b.qDim:(t+1)*b.qDim], k[t*b.kvDim:(t+1)*b.kvDim]
-		if c.QKNorm {
-			headNorm(qt, c.NumHeads, w.QNorm, b.eps)
-			headNorm(kt, c.NumKVHeads, w.KNorm, b.eps)
-		}
-		cs, sn := b.cos[t*half:(t+1)*half], b.sin[t*half:(t+1)*half]
-		rope(qt, c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
-		rope(kt, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
-		b.writeKV(l, int(step.SlotMapping[t]), kt, v[t*b.kvDim:(t+1)*b.kvDim])
-	}
+	b.perToken(stageRoPEKV, l, step)
 	b.attn.layer, b.attn.step = l, step
 	b.pool.run(&b.attn, b.attnWork(step))
 	if b.attn.split {
@@ -105,16 +86,13 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	}
 	b.attn.step = nil
 	b.matmul(b.att[:numTok*b.qDim], numTok, matmulOp{out: b.xb2, m: m.wo})
-	add(b.x[:numTok*dim], b.xb2)
 
-	// MLP: norm, gate and up, SwiGLU, down.
-	for t := range numTok {
-		rmsnorm(b.xb[t*dim:(t+1)*dim], b.x[t*dim:(t+1)*dim], w.FFNNorm, b.eps)
-	}
+	// MLP: residual, norm, gate and up, SwiGLU, down, residual.
+	b.perToken(stageFFNNorm, l, step)
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: b.hb, m: m.w1}, matmulOp{out: b.hb2, m: m.w3})
-	kernels.SiLUMul(b.hb[:numTok*f], b.hb2)
+	b.perToken(stageSiLU, l, step)
 	b.matmul(b.hb[:numTok*f], numTok, matmulOp{out: b.xb2, m: m.w2})
-	add(b.x[:numTok*dim], b.xb2)
+	b.perToken(stageAdd, l, step)
 }
 
 // writeKV stores k and v ([Hkv][D] each) of KV slot s in layer l's

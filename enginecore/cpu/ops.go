@@ -59,11 +59,3 @@ func add(x, y []float32) {
 		x[i] += y[i]
 	}
 }
-
-// addRows adds bias ([n]) to every row of x ([rows][n]).
-func addRows(x, bias []float32) {
-	n := len(bias)
-	for r := 0; r+n <= len(x); r += n {
-		add(x[r:r+n], bias)
-	}
-}

@@ -1,0 +1,85 @@
+package cpu
+
+import (
+	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
+	"github.com/tandem-llm/tandem/enginecore/runner"
+)
+
+// tokenStage is a per-token part of a layer: work that touches one
+// token's rows only, so the workers split the step's tokens between them
+// (a prefill step's norms, RoPE and residual adds would otherwise run on
+// one thread while the other waits).
+type tokenStage uint8
+
+const (
+	stageAttnNorm tokenStage = iota // xb = rmsnorm(x)·attn_norm
+	stageRoPEKV                     // biases, QK norm, RoPE; K, V into the cache
+	stageFFNNorm                    // x += xb2, then xb = rmsnorm(x)·ffn_norm
+	stageSiLU                       // hb = silu(hb)·hb2
+	stageAdd                        // x += xb2
+)
+
+// tokenJob runs one stage of layer l over a share of the step's tokens
+// per worker. Every token's result is computed the same way whatever the
+// split.
+type tokenJob struct {
+	b     *Backend
+	stage tokenStage
+	l     int
+	step  *runner.Step
+}
+
+func (j *tokenJob) run(w, numWorkers int) {
+	n := len(j.step.TokenIDs)
+	j.b.tokens(j.stage, j.l, j.step, w*n/numWorkers, (w+1)*n/numWorkers)
+}
+
+// perToken runs stage over the step's tokens on the pool (on the caller
+// alone for few tokens: a decode step's stages are a few microseconds).
+func (b *Backend) perToken(stage tokenStage, l int, step *runner.Step) {
+	j := &b.tok
+	j.b, j.stage, j.l, j.step = b, stage, l, step
+	n := len(step.TokenIDs)
+	work := n * b.cfg.Dim * 8 // a rough multiply-add count of a stage
+	if stage == stageSiLU {
+		work = n * b.cfg.FFNDim * 8
+	}
+	b.pool.run(j, work)
+	j.step = nil
+}
+
+// tokens runs stage over tokens [t0, t1).
+func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int) {
+	c := &b.cfg
+	w := &b.w.Layers[l]
+	dim, f, half := c.Dim, c.FFNDim, len(b.freq)
+	for t := t0; t < t1; t++ {
+		x, xb := b.x[t*dim:(t+1)*dim], b.xb[t*dim:(t+1)*dim]
+		switch stage {
+		case stageAttnNorm:
+			rmsnorm(xb, x, w.AttnNorm, b.eps)
+		case stageRoPEKV:
+			qt, kt, vt := b.q[t*b.qDim:(t+1)*b.qDim], b.k[t*b.kvDim:(t+1)*b.kvDim], b.v[t*b.kvDim:(t+1)*b.kvDim]
+			if c.QKVBias {
+				add(qt, w.BQ)
+				add(kt, w.BK)
+				add(vt, w.BV)
+			}
+			if c.QKNorm {
+				headNorm(qt, c.NumHeads, w.QNorm, b.eps)
+				headNorm(kt, c.NumKVHeads, w.KNorm, b.eps)
+			}
+			cs, sn := b.cos[t*half:(t+1)*half], b.sin[t*half:(t+1)*half]
+			rope(qt, c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
+			rope(kt, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
+			b.writeKV(l, int(step.SlotMapping[t]), kt, vt)
+		case stageFFNNorm:
+			add(x, b.xb2[t*dim:(t+1)*dim])
+			rmsnorm(xb, x, w.FFNNorm, b.eps)
+		case stageSiLU:
+			kernels.SiLUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
+		case stageAdd:
+			add(x, b.xb2[t*dim:(t+1)*dim])
+		}
+	}
+}
