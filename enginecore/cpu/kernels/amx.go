@@ -68,6 +68,8 @@ func (m *Matrix) tiles() (k tileKernel, cfg *[64]byte, unpack bool) {
 	f16 := m.sc.h != nil
 	switch {
 	case m.nb == 0:
+	case m.fam == famNib && f16 && m.sc.noM:
+		return nibTilesAMXQ, &amxConfig, true
 	case m.fam == famNib && f16:
 		return nibTilesAMXH, &amxConfig, true
 	case m.fam == famNib:
@@ -128,6 +130,9 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 //
 //go:noescape
 func nibTilesAMXH(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+
+//go:noescape
+func nibTilesAMXQ(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
 
 //go:noescape
 func nibTilesAMXF(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)

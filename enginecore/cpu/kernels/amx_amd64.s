@@ -97,6 +97,10 @@ unpack: \
 #define SCH VCVTPH2PS (DI), Z16; VCVTPH2PS 32(DI), Z17
 #define SCF VMOVUPS (DI), Z16; VMOVUPS 64(DI), Z17
 #define SCH1 VCVTPH2PS (DI), Z16
+#define SCQ VCVTPH2PS (DI), Z16; VMULPS.BCST minus8<>(SB), Z16, Z17
+
+DATA minus8<>+0(SB)/4, $-8.0
+GLOBL minus8<>(SB), RODATA|NOPTR, $4
 #define SCF1 VMOVUPS (DI), Z16
 #define SCF1HI VMOVUPS 64(DI), Z16
 
@@ -108,6 +112,8 @@ unpack: \
 #define NIBH_I1 ISSUE1(DPBSUD1, 512, 32)
 #define NIBH_E0 SCH; EPI16(EPIDM, 1024); NEXT(64)
 #define NIBH_E1 SCH; EPI16(EPIDM, 2048); NEXT(64)
+#define NIBQ_E0 SCQ; EPI16(EPIDM, 1024); NEXT(32)
+#define NIBQ_E1 SCQ; EPI16(EPIDM, 2048); NEXT(32)
 #define NIBF_E0 SCF; EPI16(EPIDM, 1024); NEXT(128)
 #define NIBF_E1 SCF; EPI16(EPIDM, 2048); NEXT(128)
 #define Q8_I0 ISSUE0(DPBSSD0, 512, 32)
@@ -231,6 +237,12 @@ TEXT ·nibTilesAMXH(SB), 0, $3088-104
 	BEGIN
 	UNPACKALL
 	TILES(buf+80, 0, NIBH_I0, NIBH_I1, NIBH_E0, NIBH_E1)
+
+// nibTilesAMXQ: 4-bit blocks with float16 scale, offset -8·scale (Q4_0).
+TEXT ·nibTilesAMXQ(SB), 0, $3088-104
+	BEGIN
+	UNPACKALL
+	TILES(buf+80, 0, NIBH_I0, NIBH_I1, NIBQ_E0, NIBQ_E1)
 
 // nibTilesAMXF: 4-bit blocks with float32 scale and offset (Q4_K).
 TEXT ·nibTilesAMXF(SB), 0, $3088-104

@@ -65,7 +65,11 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 				xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 				for half := range 2 {
 					if f16 {
-						nibGroup4AVX2H(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
+						if sc.noM {
+							nibGroup4AVX2Q(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
+						} else {
+							nibGroup4AVX2H(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
+						}
 					} else {
 						nibGroup4AVX2F(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
 					}
@@ -94,7 +98,11 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 			case m.fam == famNib && asm:
 				xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
 				if f16 {
-					nibGroup1AVX2H(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					if sc.noM {
+						nibGroup1AVX2Q(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					} else {
+						nibGroup1AVX2H(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					}
 				} else {
 					nibGroup1AVX2F(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, &res)
 				}
@@ -133,6 +141,15 @@ func nibGroup4AVX2F(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb
 //go:noescape
 func nibGroup1AVX2H(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 
+// nibGroup4AVX2Q and nibGroup1AVX2Q are the float16 kernels for Q4_0's
+// scales (D only; M = D·(-8)).
+//
+//go:noescape
+func nibGroup4AVX2Q(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func nibGroup1AVX2Q(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
 //go:noescape
 func nibGroup1AVX2F(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 
@@ -165,6 +182,17 @@ func (s scales) load8(i int) archsimd.Float32x8 {
 	h := archsimd.LoadUint16x8((*[8]uint16)(s.h[i:])).ExtendToUint32()
 	mag := h.And(archsimd.BroadcastUint32x8(0x7fff)).ShiftAllLeft(13).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(0x1p112))
 	return mag.AsUint32x8().Or(h.And(archsimd.BroadcastUint32x8(0x8000)).ShiftAllLeft(16)).AsFloat32x8()
+}
+
+// nibDM8 loads D and M of rows [r0, r0+8) of block j of a 4-bit group's
+// scales.
+func (s scales) nibDM8(j, r0 int) (d, m archsimd.Float32x8) {
+	o := j*s.nibStride() + r0
+	d = s.load8(o)
+	if s.noM {
+		return d, d.Mul(archsimd.BroadcastFloat32x8(-8))
+	}
+	return d, s.load8(o + GroupRows)
 }
 
 func bcast4x32(v int32) archsimd.Int8x32 { return archsimd.BroadcastInt32x8(v).AsInt8x32() }
@@ -211,11 +239,12 @@ func nibGroup256(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupR
 				Add(vb.AsUint16x16().ShiftAllRight(4).AsUint8x32().And(mask).DotProductPairsSaturated(bh))
 		}
 		dx, sx := archsimd.BroadcastFloat32x8(xd[j]), archsimd.BroadcastFloat32x8(xs[j])
-		o := j * 2 * GroupRows
-		accA = sA.DotProductPairs(ones).ConvertToFloat32().MulAdd(sc.load8(o).Mul(dx), accA)
-		accA = sc.load8(o+GroupRows).MulAdd(sx, accA)
-		accB = sB.DotProductPairs(ones).ConvertToFloat32().MulAdd(sc.load8(o+8).Mul(dx), accB)
-		accB = sc.load8(o+GroupRows+8).MulAdd(sx, accB)
+		dA, mA := sc.nibDM8(j, 0)
+		dB, mB := sc.nibDM8(j, 8)
+		accA = sA.DotProductPairs(ones).ConvertToFloat32().MulAdd(dA.Mul(dx), accA)
+		accA = mA.MulAdd(sx, accA)
+		accB = sB.DotProductPairs(ones).ConvertToFloat32().MulAdd(dB.Mul(dx), accB)
+		accB = mB.MulAdd(sx, accB)
 	}
 	accA.Store((*[8]float32)(res[0:]))
 	accB.Store((*[8]float32)(res[8:]))

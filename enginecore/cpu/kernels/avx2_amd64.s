@@ -31,8 +31,16 @@ DATA ones16<>+24(SB)/8, $0x0001000100010001
 GLOBL ones16<>(SB), RODATA|NOPTR, $32
 
 // Scale loads: 8 scales at off(DI) into y, from float16 (F16C) or float32.
+// LDQ40M is Q4_0's M, which is not stored: D (just loaded into Y13)·(-8).
 #define LDH(off, y) VCVTPH2PS off(DI), y
 #define LDF(off, y) VMOVUPS off(DI), y
+#define LDQ40M(off, y) VMULPS minus8x8<>(SB), Y13, y
+
+DATA minus8x8<>+0(SB)/8, $0xc1000000c1000000
+DATA minus8x8<>+8(SB)/8, $0xc1000000c1000000
+DATA minus8x8<>+16(SB)/8, $0xc1000000c1000000
+DATA minus8x8<>+24(SB)/8, $0xc1000000c1000000
+GLOBL minus8x8<>(SB), RODATA|NOPTR, $32
 
 // NTOKEN adds one token's products for the chunk half in Y9 (low
 // nibbles) and Y10 (high) into the int16 sums s; x bytes at lo/hi(xr).
@@ -67,14 +75,15 @@ GLOBL ones16<>(SB), RODATA|NOPTR, $32
 
 // NIB4 is the body of the four-token nibble kernels:
 // (qs *byte, sc *scale, xq *int8, in int, xd, xs *float32, nb int,
-// res *[4][16]float32, half int); LD loads scales, hs is one half's
-// scale bytes (16 or 32), bs one block's (64 or 128).
+// res *[4][16]float32, half int); LD loads scales and LDM the offsets
+// (LD, or LDQ40M), hs is one half's scale bytes (16 or 32), bs one
+// block's (64 or 128; 32 for Q4_0).
 //
 // Registers: Y0–Y3 acc, Y4–Y7 int16 sums, Y8 chunk half, Y9 low and Y10
 // high nibbles, Y11/Y12 temps, Y13 d, Y14 m, Y15 0x0f bytes. SI qs, DI
 // scales, R8–R11 x rows, R12 xd, R13 xs (token 0's; token t is t·nb·4
 // bytes on, BX = nb·4), CX blocks left, DX in.
-#define NIB4(LD, hs, bs) \
+#define NIB4(LD, LDM, hs, bs) \
 	MOVQ qs+0(FP), SI \
 	MOVQ sc+8(FP), DI \
 	MOVQ xq+16(FP), R8 \
@@ -110,7 +119,7 @@ block: \
 	NCHUNK4(128, 8, 24) \
 	NCHUNK4(192, 12, 28) \
 	LD(0, Y13) \
-	LD(bs/2, Y14) \
+	LDM(bs/2, Y14) \
 	NSCALE(Y4, Y0, R12, R13, Y11, Y12) \
 	LEAQ (R12)(BX*1), AX \
 	LEAQ (R13)(BX*1), R14 \
@@ -168,7 +177,7 @@ done: \
 // (1 KiB, four lines) ahead of the hardware prefetcher: 18 → 22 GB/s
 // for Q4_0 on one EPYC core (BenchmarkMatMulDRAM). A prefetch past the
 // end of the matrix does not fault.
-#define NIB1(LD, hs, bs) \
+#define NIB1(LD, LDM, hs, bs) \
 	MOVQ qs+0(FP), SI \
 	MOVQ sc+8(FP), DI \
 	MOVQ xq+16(FP), R8 \
@@ -192,10 +201,10 @@ block: \
 	NCHUNK2(128, 8, 24) \
 	NCHUNK2(192, 12, 28) \
 	LD(0, Y13) \
-	LD(bs/2, Y14) \
+	LDM(bs/2, Y14) \
 	NSCALE(Y4, Y0, R12, R13, Y2, Y3) \
 	LD(hs, Y13) \
-	LD(bs/2+hs, Y14) \
+	LDM(bs/2+hs, Y14) \
 	NSCALE(Y5, Y1, R12, R13, Y2, Y3) \
 	ADDQ $256, SI \
 	ADDQ $bs, DI \
@@ -466,19 +475,29 @@ TEXT ·cpuF16C(SB), NOSPLIT, $0-1
 
 // func nibGroup4AVX2H(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·nibGroup4AVX2H(SB), NOSPLIT, $0-72
-	NIB4(LDH, 16, 64)
+	NIB4(LDH, LDH, 16, 64)
+
+// func nibGroup4AVX2Q(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+//
+// Q4_0: float16 D only ([nb][16]), M = D·(-8).
+TEXT ·nibGroup4AVX2Q(SB), NOSPLIT, $0-72
+	NIB4(LDH, LDQ40M, 16, 32)
 
 // func nibGroup4AVX2F(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·nibGroup4AVX2F(SB), NOSPLIT, $0-72
-	NIB4(LDF, 32, 128)
+	NIB4(LDF, LDF, 32, 128)
 
 // func nibGroup1AVX2H(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVX2H(SB), NOSPLIT, $0-56
-	NIB1(LDH, 16, 64)
+	NIB1(LDH, LDH, 16, 64)
+
+// func nibGroup1AVX2Q(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·nibGroup1AVX2Q(SB), NOSPLIT, $0-56
+	NIB1(LDH, LDQ40M, 16, 32)
 
 // func nibGroup1AVX2F(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVX2F(SB), NOSPLIT, $0-56
-	NIB1(LDF, 32, 128)
+	NIB1(LDF, LDF, 32, 128)
 
 // func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
 //

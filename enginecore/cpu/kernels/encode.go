@@ -17,7 +17,7 @@ var ErrEncoded = errors.New("kernels: not an encoded matrix")
 // Layout names the packed layout; an encoded matrix carries it, and a
 // change to Pack's layout or the encoding must change it so old caches are
 // refused rather than misread.
-const Layout = "tandem-pack-v1"
+const Layout = "tandem-pack-v2"
 
 // An encoded Matrix is a 64-byte header, then its sections, each starting
 // at a multiple of EncodeAlign from the header (so views into a
@@ -25,7 +25,8 @@ const Layout = "tandem-pack-v1"
 //
 //	header: magic "TPKM" (4), layout id (4: FNV-1a of Layout), In, Out
 //	        (u32), Type (u32), fam, nsub, hasMin, scale kind (u8: 0 none,
-//	        1 f16, 2 f32), nb (u32), 4 zero bytes, then the section
+//	        1 f16, 2 f32), nb (u32), noM (u8: Q4_0's offsets implicit),
+//	        3 zero bytes, then the section
 //	        lengths in elements: scales (u64 at 32), qs (u64 at 40, bytes),
 //	        f (u64 at 48, float32), 8 zero bytes
 //	qs      [len] byte
@@ -102,6 +103,9 @@ func (m *Matrix) Encode(w io.Writer) error {
 		ne.PutUint64(h[32:], uint64(len(m.sc.f)))
 	}
 	ne.PutUint32(h[24:], uint32(m.nb))
+	if m.sc.noM {
+		h[28] = 1
+	}
 	ne.PutUint64(h[40:], uint64(len(m.qs)))
 	ne.PutUint64(h[48:], uint64(len(m.f)))
 	var pad [EncodeAlign]byte
@@ -144,8 +148,9 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	}
 	nqs, nsc, nf := ne.Uint64(b[40:]), ne.Uint64(b[32:]), ne.Uint64(b[48:])
 	scKind := b[23]
+	m.sc.noM = b[28] == 1
 	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4}[scKind]
-	if scKind > 2 || m.fam > famByte || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
+	if scKind > 2 || m.fam > famByte || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
 		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
 	}
 	off := int64(headerBytes)

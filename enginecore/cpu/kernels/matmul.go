@@ -91,7 +91,8 @@ func (m *Matrix) nibGroupGo(a *Activations, t, g int, res *[GroupRows]float32) {
 	*res = [GroupRows]float32{}
 	for j := range m.nb {
 		blk := (*[nibBlockBytes]byte)(m.qs[(g*m.nb+j)*nibBlockBytes:])
-		sc := m.sc.slice((g*m.nb+j)*2*GroupRows, (g*m.nb+j+1)*2*GroupRows)
+		spb := m.scPerBlock()
+		sc := m.sc.slice((g*m.nb+j)*spb, (g*m.nb+j+1)*spb)
 		x := (*[32]int8)(a.q[t*m.In+32*j:])
 		dx, sx := a.d[t*m.nb+j], a.s[t*m.nb+j]
 		var sum [GroupRows]int32
@@ -106,7 +107,8 @@ func (m *Matrix) nibGroupGo(a *Activations, t, g int, res *[GroupRows]float32) {
 			}
 		}
 		for r := range GroupRows {
-			res[r] += float32(sum[r])*(sc.at(r)*dx) + sc.at(GroupRows+r)*sx
+			d, mn := sc.nibDM(0, r)
+			res[r] += float32(sum[r])*(d*dx) + mn*sx
 		}
 	}
 }

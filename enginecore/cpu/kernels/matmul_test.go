@@ -282,8 +282,9 @@ func TestPackErrors(t *testing.T) {
 	}
 }
 
-// TestPackedBytes pins the packed size of a 16×256 matrix per type: Q4_0,
-// Q4_1 and Q8_0 keep their float16 scales and match ggml's size; the
+// TestPackedBytes pins the packed size of a 16×256 matrix per type: Q4_0
+// (its offsets implicit), Q4_1 and Q8_0 keep their float16 scales and
+// match ggml's size; the
 // K-quants' sub-block scales become float32 and Q5_K/Q6_K take a byte per
 // weight.
 func TestPackedBytes(t *testing.T) {
@@ -292,7 +293,7 @@ func TestPackedBytes(t *testing.T) {
 		want int64
 	}{
 		{model.F32, 16 * 256 * 4}, {model.F16, 16 * 256 * 4}, {model.BF16, 16 * 256 * 4},
-		{model.Q4_0, 8 * (256 + 64)}, {model.Q4_1, 8 * (256 + 64)}, {model.Q8_0, 8 * (512 + 32)},
+		{model.Q4_0, 8 * (256 + 32)}, {model.Q4_1, 8 * (256 + 64)}, {model.Q8_0, 8 * (512 + 32)},
 		{model.Q4_K, 8 * (256 + 128)}, {model.Q5_K, 8 * (512 + 128)}, {model.Q6_K, 8 * (512 + 128)},
 	}
 	for _, tt := range tests {

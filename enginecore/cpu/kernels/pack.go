@@ -23,7 +23,8 @@ const (
 	// famF32: F32, F16, BF16 as float32, f [groups][In][16].
 	famF32 family = iota
 	// famNib: 4-bit unsigned q with per-32 scale D and offset M,
-	// value = D·q + M: Q4_0 (M = -8D), Q4_1, Q4_K (per sub-block).
+	// value = D·q + M: Q4_0 (M = -8D, not stored: see scales.noM),
+	// Q4_1, Q4_K (per sub-block).
 	famNib
 	// famByte: 8-bit signed q with a scale D per sub-block of 16 or 32
 	// and, for Q5_K, an offset M per 32: Q8_0, Q6_K, Q5_K.
@@ -47,7 +48,7 @@ type Matrix struct {
 	nsub    int       // famByte: scale sub-blocks per 32-block, 1 or 2
 	hasMin  bool      // famByte: M follows D (Q5_K)
 	qs      []byte    // [groups][nb][nibBlockBytes or byteBlockBytes]
-	sc      scales    // [groups][nb][scPerBlock]: D[nsub][16] then M[nsub][16]
+	sc      scales    // [groups][nb][scPerBlock]: D[nsub][16] then M[nsub][16] (no M for Q4_0)
 	f       []float32 // famF32: [groups][In][16]
 }
 
@@ -58,14 +59,37 @@ type Matrix struct {
 type scales struct {
 	f []float32 // nil when h is used
 	h []uint16  // float16 bits
+	// noM: 4-bit blocks whose offset M is -8·D (Q4_0) keep D only, so a
+	// packed Q4_0 matrix is as small as the file's (0.5625 bytes a
+	// weight, not 0.625); the kernels compute M = D·(-8), which is exact.
+	noM bool
 }
 
 // slice returns scales [lo, hi).
 func (s scales) slice(lo, hi int) scales {
 	if s.h != nil {
-		return scales{h: s.h[lo:hi]}
+		return scales{h: s.h[lo:hi], noM: s.noM}
 	}
-	return scales{f: s.f[lo:hi]}
+	return scales{f: s.f[lo:hi], noM: s.noM}
+}
+
+// nibStride is the scales per block of a 4-bit matrix: D [16] and M [16],
+// or D alone (noM).
+func (s scales) nibStride() int {
+	if s.noM {
+		return GroupRows
+	}
+	return 2 * GroupRows
+}
+
+// nibDM returns D and M of row r of block j of a 4-bit group's scales.
+func (s scales) nibDM(j, r int) (d, m float32) {
+	o := j * s.nibStride()
+	d = s.at(o + r)
+	if s.noM {
+		return d, d * -8
+	}
+	return d, s.at(o + GroupRows + r)
 }
 
 // at returns scale i as float32.
@@ -103,7 +127,7 @@ func (m *Matrix) Bytes() int64 {
 func (m *Matrix) scPerBlock() int {
 	switch m.fam {
 	case famNib:
-		return 2 * GroupRows
+		return m.sc.nibStride()
 	case famByte:
 		n := m.nsub * GroupRows
 		if m.hasMin {
@@ -205,7 +229,20 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	if m.fam == famNib || m.nsub == 1 && !m.hasMin {
 		m.sc.compress() // Q6_K and Q5_K keep float32: their kernels read that
 	}
+	if t.Type == model.Q4_0 && m.sc.h != nil {
+		m.sc.dropM()
+	}
 	return m, nil
+}
+
+// dropM keeps only the D half of every 4-bit block's float16 scales
+// (Q4_0, where M = -8·D exactly in float16 and float32 alike).
+func (s *scales) dropM() {
+	h := make([]uint16, len(s.h)/2)
+	for b := range len(h) / GroupRows {
+		copy(h[b*GroupRows:(b+1)*GroupRows], s.h[2*b*GroupRows:(2*b+1)*GroupRows])
+	}
+	s.h, s.noM = h, true
 }
 
 func half(b []byte) float32 { return model.F16ToF32(binary.LittleEndian.Uint16(b)) }
@@ -326,7 +363,7 @@ func (m *Matrix) Dequantize() []float32 {
 				case famNib:
 					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
 					q = int8(v >> (4 * (e / 16)) & 0xf)
-					d, mn = sc.at(lane), sc.at(GroupRows+lane)
+					d, mn = sc.nibDM(0, lane)
 				case famByte:
 					q = int8(m.qs[(g*m.nb+j)*byteBlockBytes+(e/4)*64+lane*4+e%4])
 					s := e * m.nsub / 32

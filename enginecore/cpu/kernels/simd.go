@@ -100,7 +100,11 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 			case famNib:
 				xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 				if asm {
-					nibGroup4AVX512(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4)
+					if sc.noM {
+						nibGroup4AVX512Q(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4)
+					} else {
+						nibGroup4AVX512(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4)
+					}
 				} else {
 					nibGroup4(qs, sc, xq, xd, xs, &res4)
 				}
@@ -119,7 +123,11 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 			case famNib:
 				xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
 				if asm {
-					nibGroup1AVX512(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					if sc.noM {
+						nibGroup1AVX512Q(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					} else {
+						nibGroup1AVX512(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					}
 				} else {
 					nibGroup1(qs, sc, xq, xd, xs, &res)
 				}
@@ -202,6 +210,16 @@ func (s scales) load16(i int) archsimd.Float32x16 {
 	return mag.AsUint32x16().Or(h.And(archsimd.BroadcastUint32x16(0x8000)).ShiftAllLeft(16)).AsFloat32x16()
 }
 
+// nibDM16 loads D and M of block j of a 4-bit group's scales.
+func (s scales) nibDM16(j int) (d, m archsimd.Float32x16) {
+	o := j * s.nibStride()
+	d = s.load16(o)
+	if s.noM {
+		return d, d.Mul(archsimd.BroadcastFloat32x16(-8))
+	}
+	return d, s.load16(o + GroupRows)
+}
+
 // bcast4 broadcasts 4 int8 (one int32) to all 16 lanes.
 func bcast4(v int32) archsimd.Int8x64 { return archsimd.BroadcastInt32x16(v).AsInt8x64() }
 
@@ -229,7 +247,7 @@ func nibGroup1(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[GroupRow
 			Add(v2.AsUint16x32().ShiftAllRight(4).AsUint8x64().And(mask).DotProductPairsSaturated(bcast4(x[6])))
 		s = s.Add(v3.And(mask).DotProductPairsSaturated(bcast4(x[3]))).
 			Add(v3.AsUint16x32().ShiftAllRight(4).AsUint8x64().And(mask).DotProductPairsSaturated(bcast4(x[7])))
-		d, mn := sc.load16(j*2*GroupRows), sc.load16(j*2*GroupRows+GroupRows)
+		d, mn := sc.nibDM16(j)
 		acc = s.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[j])), acc)
 		acc = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[j]), acc)
 	}
@@ -245,6 +263,15 @@ func nibGroup1AVX512(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, re
 
 //go:noescape
 func nibGroup4AVX512(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+
+// nibGroup1AVX512Q and nibGroup4AVX512Q are the same for Q4_0's scales
+// (D only; M = D·(-8)).
+//
+//go:noescape
+func nibGroup1AVX512Q(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func nibGroup4AVX512Q(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
 
 // byteGroup4Q8AVX512 and byteGroup1Q8AVX512 are byteGroup1 for Q8_0
 // layouts (nsub 1, no offsets, float16 scales) and four or one tokens, in
@@ -283,7 +310,7 @@ func nibGroup4(qs []byte, sc scales, xq []int8, xd, xs []float32, res *[4][Group
 			s2 = s2.Add(lo.DotProductPairsSaturated(bcast4(x2[c]))).Add(hi.DotProductPairsSaturated(bcast4(x2[4+c])))
 			s3 = s3.Add(lo.DotProductPairsSaturated(bcast4(x3[c]))).Add(hi.DotProductPairsSaturated(bcast4(x3[4+c])))
 		}
-		d, mn := sc.load16(j*2*GroupRows), sc.load16(j*2*GroupRows+GroupRows)
+		d, mn := sc.nibDM16(j)
 		acc0 = s0.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[j])), acc0)
 		acc0 = mn.MulAdd(archsimd.BroadcastFloat32x16(xs[j]), acc0)
 		acc1 = s1.DotProductPairs(ones).ConvertToFloat32().MulAdd(d.Mul(archsimd.BroadcastFloat32x16(xd[nb+j])), acc1)

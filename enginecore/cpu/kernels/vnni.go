@@ -12,7 +12,8 @@ type vnniKind uint8
 
 const (
 	vnniNone vnniKind = iota // float matrices
-	vnniNibH                 // 4-bit, float16 scales (Q4_0, Q4_1)
+	vnniNibH                 // 4-bit, float16 scales and offsets (Q4_1)
+	vnniNibQ                 // 4-bit, float16 scales, offsets -8·scale (Q4_0)
 	vnniNibF                 // 4-bit, float32 scales (Q4_K)
 	vnniQ8                   // Q8_0
 	vnniQ5                   // Q5_K
@@ -24,6 +25,8 @@ func (m *Matrix) vnni() vnniKind {
 	f16 := m.sc.h != nil
 	switch {
 	case m.nb == 0:
+	case m.fam == famNib && f16 && m.sc.noM:
+		return vnniNibQ
 	case m.fam == famNib && f16:
 		return vnniNibH
 	case m.fam == famNib:
@@ -94,11 +97,14 @@ func (m *Matrix) rows1VNNI(k vnniKind, a *Activations, g0, g1, t int, out *float
 	qs, sc := m.blocks(g0, g1)
 	xd, xs := a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
 	switch k {
-	case vnniNibH, vnniNibF:
+	case vnniNibH, vnniNibQ, vnniNibF:
 		x := a.q[t*in : (t+1)*in]
-		if k == vnniNibH {
+		switch k {
+		case vnniNibH:
 			nibRows1VNNIH(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
-		} else {
+		case vnniNibQ:
+			nibRows1VNNIQ(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
+		default:
 			nibRows1VNNIF(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
 		}
 	default:
@@ -120,11 +126,14 @@ func (m *Matrix) group4VNNI(k vnniKind, a *Activations, g, t int, res *[4][Group
 	qs, sc := m.blocks(g, g+1)
 	xd, xs := a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 	switch k {
-	case vnniNibH, vnniNibF:
+	case vnniNibH, vnniNibQ, vnniNibF:
 		x := a.q[t*in : (t+4)*in]
-		if k == vnniNibH {
+		switch k {
+		case vnniNibH:
 			nibGroup4VNNIH(&qs[0], sc, &x[0], in, &xd[0], &xs[0], nb, res)
-		} else {
+		case vnniNibQ:
+			nibGroup4VNNIQ(&qs[0], sc, &x[0], in, &xd[0], &xs[0], nb, res)
+		default:
 			nibGroup4VNNIF(&qs[0], sc, &x[0], in, &xd[0], &xs[0], nb, res)
 		}
 	default:
@@ -144,6 +153,9 @@ func (m *Matrix) group4VNNI(k vnniKind, a *Activations, g, t int, res *[4][Group
 func nibRows1VNNIH(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
 
 //go:noescape
+func nibRows1VNNIQ(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
+
+//go:noescape
 func nibRows1VNNIF(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
 
 //go:noescape
@@ -157,6 +169,9 @@ func q6Rows1VNNI(qs *byte, sc unsafe.Pointer, x *uint8, xm *int8, xd, xs *float3
 
 //go:noescape
 func nibGroup4VNNIH(qs *byte, sc unsafe.Pointer, x *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
+
+//go:noescape
+func nibGroup4VNNIQ(qs *byte, sc unsafe.Pointer, x *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
 
 //go:noescape
 func nibGroup4VNNIF(qs *byte, sc unsafe.Pointer, x *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)

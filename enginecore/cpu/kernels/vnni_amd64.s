@@ -47,6 +47,11 @@
 #define LDH2 VCVTPH2PS (DI), Z13; VCVTPH2PS 32(DI), Z14
 #define LDF2 VMOVUPS (DI), Z13; VMOVUPS 64(DI), Z14
 #define LDH1 VCVTPH2PS (DI), Z13
+// Q4_0 keeps D only: M = D·(-8), exact.
+#define LDQ2 VCVTPH2PS (DI), Z13; VMULPS.BCST minus8<>(SB), Z13, Z14
+
+DATA minus8<>+0(SB)/4, $-8.0
+GLOBL minus8<>(SB), RODATA|NOPTR, $4
 
 // DM(s, acc, xd, xs): acc += float(s)·(d·xd), then acc += m·xs.
 #define DM(s, acc, xd, xs) \
@@ -259,10 +264,15 @@ done:
 //
 // groups consecutive groups (qs [groups][nb][256], sc [groups][nb][2][16]
 // float16) times one token (x [nb·32], xd, xs [nb]) into out
-// [groups·16]. nibRows1VNNIF: float32 scales (Q4_K).
+// [groups·16]. nibRows1VNNIQ: D only (Q4_0, M = D·(-8)); nibRows1VNNIF:
+// float32 scales (Q4_K).
 TEXT ·nibRows1VNNIH(SB), NOSPLIT, $0-64
 	ARGS1N
 	ROWS1(NIB1BODY, LDH2; DM(Z4, Z0, (R12), (R13)), 64, 256)
+
+TEXT ·nibRows1VNNIQ(SB), NOSPLIT, $0-64
+	ARGS1N
+	ROWS1(NIB1BODY, LDQ2; DM(Z4, Z0, (R12), (R13)), 32, 256)
 
 TEXT ·nibRows1VNNIF(SB), NOSPLIT, $0-64
 	ARGS1N
@@ -287,11 +297,17 @@ TEXT ·q6Rows1VNNI(SB), NOSPLIT, $0-72
 
 // func nibGroup4VNNIH(qs *byte, sc unsafe.Pointer, x *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32)
 //
-// One group times four tokens (x [4][in], xd, xs [4][nb]); nibGroup4VNNIF:
-// float32 scales (Q4_K).
+// One group times four tokens (x [4][in], xd, xs [4][nb]); nibGroup4VNNIQ:
+// D only (Q4_0); nibGroup4VNNIF: float32 scales (Q4_K).
 TEXT ·nibGroup4VNNIH(SB), NOSPLIT, $0-64
 	ARGS4N
 	GROUP4(NIB4BODY, LDH2; DM4, 64, 256)
+	MOVQ res+56(FP), AX
+	STORE4(AX)
+
+TEXT ·nibGroup4VNNIQ(SB), NOSPLIT, $0-64
+	ARGS4N
+	GROUP4(NIB4BODY, LDQ2; DM4, 32, 256)
 	MOVQ res+56(FP), AX
 	STORE4(AX)
 
