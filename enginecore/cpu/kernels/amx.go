@@ -54,6 +54,7 @@ func tileConfig(k int) (c [64]byte) {
 type amxScratch struct {
 	b   []byte    // [nb][512] a group's blocks as B tiles
 	res []float32 // [tiles·16][16]
+	kx  []float32 // [nb][2][16] a compact Q4_K group's D and M (expandK)
 }
 
 var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
@@ -72,7 +73,7 @@ func (m *Matrix) tiles() (k tileKernel, cfg *[64]byte, unpack bool) {
 		return nibTilesAMXQ, &amxConfig, true
 	case m.fam == famNib && f16:
 		return nibTilesAMXH, &amxConfig, true
-	case m.fam == famNib:
+	case m.fam == famNib: // float32 D and M, or compact Q4_K expanded to them
 		return nibTilesAMXF, &amxConfig, true
 	case m.fam == famByte && m.nsub == 1 && !m.hasMin && f16:
 		return q8TilesAMX, &amxConfig, false
@@ -108,8 +109,15 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 		buf = &s.b[0]
 	}
 	s.res = slices.Grow(s.res[:0], tiles*tileRows*GroupRows)[:tiles*tileRows*GroupRows]
+	if m.sc.k != nil {
+		s.kx = slices.Grow(s.kx[:0], nb*2*GroupRows)[:nb*2*GroupRows]
+	}
 	for g := g0; g < g1; g++ {
 		qs, sc := m.blocks(g, g+1)
+		if m.sc.k != nil {
+			m.expandK(g, s.kx)
+			sc = unsafe.Pointer(&s.kx[0])
+		}
 		t0 := 0
 		if (g+1)*GroupRows <= m.Out && direct > 0 {
 			o := out[g*GroupRows : (direct*tileRows-1)*m.Out+(g+1)*GroupRows]

@@ -17,7 +17,7 @@ var ErrEncoded = errors.New("kernels: not an encoded matrix")
 // Layout names the packed layout; an encoded matrix carries it, and a
 // change to Pack's layout or the encoding must change it so old caches are
 // refused rather than misread.
-const Layout = "tandem-pack-v2"
+const Layout = "tandem-pack-v3"
 
 // An encoded Matrix is a 64-byte header, then its sections, each starting
 // at a multiple of EncodeAlign from the header (so views into a
@@ -25,12 +25,12 @@ const Layout = "tandem-pack-v2"
 //
 //	header: magic "TPKM" (4), layout id (4: FNV-1a of Layout), In, Out
 //	        (u32), Type (u32), fam, nsub, hasMin, scale kind (u8: 0 none,
-//	        1 f16, 2 f32), nb (u32), noM (u8: Q4_0's offsets implicit),
+//	        1 f16, 2 f32, 3 bytes: compact Q4_K), nb (u32), noM (u8: Q4_0's offsets implicit),
 //	        3 zero bytes, then the section
 //	        lengths in elements: scales (u64 at 32), qs (u64 at 40, bytes),
 //	        f (u64 at 48, float32), 8 zero bytes
 //	qs      [len] byte
-//	scales  [len] uint16 or float32
+//	scales  [len] uint16, float32 or byte
 //	f       [len] float32
 //
 // in the machine's byte order (the cache is per machine).
@@ -76,7 +76,7 @@ func EncodedBound(t *model.Tensor) (int64, error) {
 
 // EncodedSize is the number of bytes Encode writes.
 func (m *Matrix) EncodedSize() int64 {
-	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))) + alignUp(4*int64(len(m.f)))
+	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f)))
 }
 
 // Encode writes m in the encoded layout; DecodeMatrix reads it back
@@ -101,6 +101,9 @@ func (m *Matrix) Encode(w io.Writer) error {
 	case m.sc.f != nil:
 		h[23], sc = 2, bytesOf(m.sc.f)
 		ne.PutUint64(h[32:], uint64(len(m.sc.f)))
+	case m.sc.k != nil:
+		h[23], sc = 3, m.sc.k
+		ne.PutUint64(h[32:], uint64(len(m.sc.k)))
 	}
 	ne.PutUint32(h[24:], uint32(m.nb))
 	if m.sc.noM {
@@ -149,8 +152,8 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	nqs, nsc, nf := ne.Uint64(b[40:]), ne.Uint64(b[32:]), ne.Uint64(b[48:])
 	scKind := b[23]
 	m.sc.noM = b[28] == 1
-	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4}[scKind]
-	if scKind > 2 || m.fam > famByte || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
+	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4, 3: 1}[scKind]
+	if scKind > 3 || scKind == 3 && (m.fam != famNib || m.Type != model.Q4_K || m.In%256 != 0) || m.fam > famByte || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
 		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
 	}
 	off := int64(headerBytes)
@@ -176,6 +179,8 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 		m.sc.h = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(sc))), nsc)
 	case 2:
 		m.sc.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(sc))), nsc)
+	case 3:
+		m.sc.k = sc
 	}
 	if nf > 0 {
 		m.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(f))), nf)
@@ -210,7 +215,7 @@ func (m *Matrix) check() error {
 			return fmt.Errorf("%w: %d sub-blocks", ErrEncoded, m.nsub)
 		}
 	}
-	nsc := len(m.sc.f) + len(m.sc.h)
+	nsc := len(m.sc.f) + len(m.sc.h) + len(m.sc.k)
 	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil {
 		return fmt.Errorf("%w: sections do not match %d×%d", ErrEncoded, m.Out, m.In)
 	}

@@ -92,7 +92,7 @@ func (m *Matrix) nibGroupGo(a *Activations, t, g int, res *[GroupRows]float32) {
 	for j := range m.nb {
 		blk := (*[nibBlockBytes]byte)(m.qs[(g*m.nb+j)*nibBlockBytes:])
 		spb := m.scPerBlock()
-		sc := m.sc.slice((g*m.nb+j)*spb, (g*m.nb+j+1)*spb)
+		sc := m.sc.slice(g*m.nb*spb, (g+1)*m.nb*spb)
 		x := (*[32]int8)(a.q[t*m.In+32*j:])
 		dx, sx := a.d[t*m.nb+j], a.s[t*m.nb+j]
 		var sum [GroupRows]int32
@@ -107,7 +107,7 @@ func (m *Matrix) nibGroupGo(a *Activations, t, g int, res *[GroupRows]float32) {
 			}
 		}
 		for r := range GroupRows {
-			d, mn := sc.nibDM(0, r)
+			d, mn := sc.nibDM(j, r)
 			res[r] += float32(sum[r])*(d*dx) + mn*sx
 		}
 	}

@@ -284,9 +284,9 @@ func TestPackErrors(t *testing.T) {
 
 // TestPackedBytes pins the packed size of a 16×256 matrix per type: Q4_0
 // (its offsets implicit), Q4_1 and Q8_0 keep their float16 scales and
-// match ggml's size; the
-// K-quants' sub-block scales become float32 and Q5_K/Q6_K take a byte per
-// weight.
+// match ggml's size; Q4_K keeps the file's scale bytes where the level's
+// kernels read them (VNNI and above), else float32 D and M; Q5_K and Q6_K
+// take a byte per weight and float32 scales.
 func TestPackedBytes(t *testing.T) {
 	tests := []struct {
 		typ  model.DType
@@ -295,6 +295,9 @@ func TestPackedBytes(t *testing.T) {
 		{model.F32, 16 * 256 * 4}, {model.F16, 16 * 256 * 4}, {model.BF16, 16 * 256 * 4},
 		{model.Q4_0, 8 * (256 + 32)}, {model.Q4_1, 8 * (256 + 64)}, {model.Q8_0, 8 * (512 + 32)},
 		{model.Q4_K, 8 * (256 + 128)}, {model.Q5_K, 8 * (512 + 128)}, {model.Q6_K, 8 * (512 + 128)},
+	}
+	if compactQ4K() {
+		tests[6].want = 8 * (256 + kBlockBytes) // file's scales kept: 2.5 bytes per 32 weights
 	}
 	for _, tt := range tests {
 		m, err := Pack(randTensor(t, tt.typ, 16, 256, 1))

@@ -57,18 +57,32 @@ type Matrix struct {
 // decode is memory-bound, and this saves 17% of a Q4_1 matrix — else
 // float32 (K-quants, whose sub-block scales are products).
 type scales struct {
-	f []float32 // nil when h is used
+	f []float32 // nil when h or k is used
 	h []uint16  // float16 bits
+	// k: Q4_K as the file keeps it, 2.5 bytes of scales per 32 weights
+	// instead of float32 D and M (8): per group [nb][32] bytes, each
+	// row's 6-bit scale then 6-bit min of the block, then [nb/8][32]
+	// float16 bits, each row's d then dmin of the super-block; D =
+	// d·scale and M = -(dmin·min), as ggml computes them. Packed so
+	// where the kernels read it (the VNNI level and above).
+	k []byte
 	// noM: 4-bit blocks whose offset M is -8·D (Q4_0) keep D only, so a
 	// packed Q4_0 matrix is as small as the file's (0.5625 bytes a
 	// weight, not 0.625); the kernels compute M = D·(-8), which is exact.
 	noM bool
 }
 
-// slice returns scales [lo, hi).
+// kBlockBytes is a compact Q4_K block's scale bytes per group,
+// the super-block's d and dmin included (32 + 64/8).
+const kBlockBytes = 40
+
+// slice returns scales [lo, hi); for k, whole groups only.
 func (s scales) slice(lo, hi int) scales {
-	if s.h != nil {
+	switch {
+	case s.h != nil:
 		return scales{h: s.h[lo:hi], noM: s.noM}
+	case s.k != nil:
+		return scales{k: s.k[lo:hi]}
 	}
 	return scales{f: s.f[lo:hi], noM: s.noM}
 }
@@ -84,6 +98,12 @@ func (s scales) nibStride() int {
 
 // nibDM returns D and M of row r of block j of a 4-bit group's scales.
 func (s scales) nibDM(j, r int) (d, m float32) {
+	if s.k != nil {
+		nb := len(s.k) / kBlockBytes
+		sb := s.k[nb*32+j/8*64:]
+		dd, dmin := half(sb[2*r:]), half(sb[32+2*r:])
+		return dd * float32(s.k[j*32+r]), -(dmin * float32(s.k[j*32+16+r]))
+	}
 	o := j * s.nibStride()
 	d = s.at(o + r)
 	if s.noM {
@@ -120,13 +140,16 @@ func (m *Matrix) Quantized() bool { return m.fam != famF32 }
 
 // Bytes is the packed size, for memory accounting.
 func (m *Matrix) Bytes() int64 {
-	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h))
+	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h)) + int64(len(m.sc.k))
 }
 
 // scPerBlock is the number of scale floats per (group, block).
 func (m *Matrix) scPerBlock() int {
 	switch m.fam {
 	case famNib:
+		if m.sc.k != nil {
+			return kBlockBytes
+		}
 		return m.sc.nibStride()
 	case famByte:
 		n := m.nsub * GroupRows
@@ -232,7 +255,38 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	if t.Type == model.Q4_0 && m.sc.h != nil {
 		m.sc.dropM()
 	}
+	if t.Type == model.Q4_K && compactQ4K() {
+		m.sc = scales{k: packQ4KScales(t.Data, in, out)}
+	}
 	return m, nil
+}
+
+// compactQ4K reports whether Pack keeps Q4_K's scales compact (scales.k):
+// where the level's kernels read them (VNNI and above). Below, the
+// AVX-512 and AVX2 assembly reads float32 D and M.
+func compactQ4K() bool { return level >= levelVNNI }
+
+// packQ4KScales lays out Q4_K rows' scales compactly (see scales.k).
+func packQ4KScales(data []byte, in, out int) []byte {
+	nb, rb := in/32, model.Q4_K.RowBytes(in)
+	groups := (out + GroupRows - 1) / GroupRows
+	k := make([]byte, groups*nb*kBlockBytes)
+	for r := range out {
+		g, lane := r/GroupRows, r%GroupRows
+		gk := k[g*nb*kBlockBytes : (g+1)*nb*kBlockBytes]
+		row := data[r*rb : (r+1)*rb]
+		for b := range nb / 8 {
+			blk := row[144*b : 144*b+144]
+			sb := gk[nb*32+b*64:]
+			copy(sb[2*lane:2*lane+2], blk[0:2])       // d
+			copy(sb[32+2*lane:32+2*lane+2], blk[2:4]) // dmin
+			for h := range 8 {
+				sc, mn := model.ScaleMinK4(h, blk[4:16])
+				gk[(8*b+h)*32+lane], gk[(8*b+h)*32+16+lane] = sc, mn
+			}
+		}
+	}
+	return k
 }
 
 // dropM keeps only the D half of every 4-bit block's float16 scales
@@ -354,6 +408,7 @@ func (m *Matrix) Dequantize() []float32 {
 			continue
 		}
 		spb := m.scPerBlock()
+		gsc := m.sc.slice(g*m.nb*spb, (g+1)*m.nb*spb)
 		for j := range m.nb {
 			sc := m.sc.slice((g*m.nb+j)*spb, (g*m.nb+j+1)*spb)
 			for e := range 32 {
@@ -363,7 +418,7 @@ func (m *Matrix) Dequantize() []float32 {
 				case famNib:
 					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
 					q = int8(v >> (4 * (e / 16)) & 0xf)
-					d, mn = sc.nibDM(0, lane)
+					d, mn = gsc.nibDM(j, lane)
 				case famByte:
 					q = int8(m.qs[(g*m.nb+j)*byteBlockBytes+(e/4)*64+lane*4+e%4])
 					s := e * m.nsub / 32

@@ -197,6 +197,12 @@ func f32Group4(w, x []float32, res *[4][GroupRows]float32) {
 	a30.Add(a31).Store(&res[3])
 }
 
+// halves16 converts 16 float16 (little-endian bytes) to float32, as
+// load16 does.
+func halves16(b *[32]byte) archsimd.Float32x16 {
+	return scales{h: unsafe.Slice((*uint16)(unsafe.Pointer(b)), 16)}.load16(0)
+}
+
 // load16 loads scales [i, i+16) as float32. The float16 conversion is
 // exact: (h&0x7fff)<<13 read as float32 is the magnitude ·2⁻¹¹² (for
 // subnormals too), then the sign goes back in. (Inf and NaN scales would
@@ -212,6 +218,15 @@ func (s scales) load16(i int) archsimd.Float32x16 {
 
 // nibDM16 loads D and M of block j of a 4-bit group's scales.
 func (s scales) nibDM16(j int) (d, m archsimd.Float32x16) {
+	if s.k != nil {
+		nb := len(s.k) / kBlockBytes
+		sb := s.k[nb*32+j/8*64:]
+		dd := halves16((*[32]byte)(sb[0:32]))
+		dmin := halves16((*[32]byte)(sb[32:64]))
+		sc := archsimd.LoadUint8x16((*[16]uint8)(s.k[j*32:])).ExtendToUint32().AsInt32x16().ConvertToFloat32()
+		mn := archsimd.LoadUint8x16((*[16]uint8)(s.k[j*32+16:])).ExtendToUint32().AsInt32x16().ConvertToFloat32()
+		return dd.Mul(sc), dmin.Mul(mn).Mul(archsimd.BroadcastFloat32x16(-1))
+	}
 	o := j * s.nibStride()
 	d = s.load16(o)
 	if s.noM {

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // The AVX-512 VNNI kernels (vnni_amd64.s): one token over a span of
 // groups, and four tokens over one group, for every quantized type.
@@ -14,7 +17,8 @@ const (
 	vnniNone vnniKind = iota // float matrices
 	vnniNibH                 // 4-bit, float16 scales and offsets (Q4_1)
 	vnniNibQ                 // 4-bit, float16 scales, offsets -8·scale (Q4_0)
-	vnniNibF                 // 4-bit, float32 scales (Q4_K)
+	vnniNibF                 // 4-bit, float32 scales (Q4_K below the VNNI level's packing)
+	vnniNibK                 // 4-bit, compact Q4_K scales (scales.k)
 	vnniQ8                   // Q8_0
 	vnniQ5                   // Q5_K
 	vnniQ6                   // Q6_K
@@ -29,6 +33,8 @@ func (m *Matrix) vnni() vnniKind {
 		return vnniNibQ
 	case m.fam == famNib && f16:
 		return vnniNibH
+	case m.fam == famNib && m.sc.k != nil:
+		return vnniNibK
 	case m.fam == famNib:
 		return vnniNibF
 	case m.fam == famByte && m.nsub == 1 && !m.hasMin && f16:
@@ -54,9 +60,18 @@ func (m *Matrix) mulGroupsVNNI(out []float32, a *Activations, g0, g1, t0 int) bo
 	var res4 [4][GroupRows]float32
 	rows := m.rows(a)
 	t4 := t0 + (rows-t0)/4*4
+	var kx *amxScratch // compact Q4_K: a group's D and M as float32 for the four-token kernel
+	if k == vnniNibK && t4 > t0 {
+		kx = amxScratchPool.Get().(*amxScratch)
+		defer amxScratchPool.Put(kx)
+		kx.kx = slices.Grow(kx.kx[:0], m.nb*2*GroupRows)[:m.nb*2*GroupRows]
+	}
 	for g := g0; g < g1; g++ {
+		if kx != nil {
+			m.expandK(g, kx.kx)
+		}
 		for t := t0; t < t4; t += 4 {
-			m.group4VNNI(k, a, g, t, &res4)
+			m.group4VNNI(k, a, g, t, kx, &res4)
 			for i := range 4 {
 				m.store(out, a, t+i, g, &res4[i])
 			}
@@ -85,8 +100,11 @@ func (m *Matrix) blocks(g0, g1 int) ([]byte, unsafe.Pointer) {
 		bb = byteBlockBytes
 	}
 	qs := m.qs[g0*m.nb*bb : g1*m.nb*bb]
-	if m.sc.h != nil {
+	switch {
+	case m.sc.h != nil:
 		return qs, unsafe.Pointer(&m.sc.h[g0*m.nb*spb : g1*m.nb*spb][0])
+	case m.sc.k != nil:
+		return qs, unsafe.Pointer(&m.sc.k[g0*m.nb*spb : g1*m.nb*spb][0])
 	}
 	return qs, unsafe.Pointer(&m.sc.f[g0*m.nb*spb : g1*m.nb*spb][0])
 }
@@ -97,13 +115,15 @@ func (m *Matrix) rows1VNNI(k vnniKind, a *Activations, g0, g1, t int, out *float
 	qs, sc := m.blocks(g0, g1)
 	xd, xs := a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
 	switch k {
-	case vnniNibH, vnniNibQ, vnniNibF:
+	case vnniNibH, vnniNibQ, vnniNibF, vnniNibK:
 		x := a.q[t*in : (t+1)*in]
 		switch k {
 		case vnniNibH:
 			nibRows1VNNIH(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
 		case vnniNibQ:
 			nibRows1VNNIQ(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
+		case vnniNibK:
+			nibRows1VNNIK(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
 		default:
 			nibRows1VNNIF(&qs[0], sc, &x[0], &xd[0], &xs[0], nb, g1-g0, out)
 		}
@@ -120,10 +140,22 @@ func (m *Matrix) rows1VNNI(k vnniKind, a *Activations, g0, g1, t int, out *float
 	}
 }
 
-// group4VNNI computes rows t..t+3 of a for group g into res.
-func (m *Matrix) group4VNNI(k vnniKind, a *Activations, g, t int, res *[4][GroupRows]float32) {
+// expandK writes group g's compact Q4_K scales as float32 D [16] and
+// M [16] per block into dst [nb][32], as the kernels compute them.
+func (m *Matrix) expandK(g int, dst []float32) {
+	k := m.sc.k[g*m.nb*kBlockBytes : (g+1)*m.nb*kBlockBytes]
+	dst = dst[:m.nb*2*GroupRows]
+	expandQ4K(&k[0], m.nb, &dst[0])
+}
+
+// group4VNNI computes rows t..t+3 of a for group g into res; for
+// compact Q4_K, kx holds the group's scales expanded by expandK.
+func (m *Matrix) group4VNNI(k vnniKind, a *Activations, g, t int, kx *amxScratch, res *[4][GroupRows]float32) {
 	in, nb := m.In, m.nb
 	qs, sc := m.blocks(g, g+1)
+	if k == vnniNibK {
+		k, sc = vnniNibF, unsafe.Pointer(&kx.kx[0])
+	}
 	xd, xs := a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 	switch k {
 	case vnniNibH, vnniNibQ, vnniNibF:
@@ -154,6 +186,12 @@ func nibRows1VNNIH(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, gr
 
 //go:noescape
 func nibRows1VNNIQ(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
+
+//go:noescape
+func expandQ4K(k *byte, nb int, dst *float32)
+
+//go:noescape
+func nibRows1VNNIK(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
 
 //go:noescape
 func nibRows1VNNIF(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)

@@ -260,6 +260,15 @@ done:
 	D(Z18, Z2, (R12)(BX*2), Z14) \
 	D(Z19, Z3, (R12)(R14*1), Z14)
 
+// DMK is DM for compact Q4_K, whose M is the negated product
+// dmin·min: acc += float(s)·(d·xd), then acc −= (dmin·min)·xs, which is
+// acc += M·xs with M = −(dmin·min) (negation is exact).
+#define DMK(s, acc, xd, xs) \
+	VCVTDQ2PS s, s \
+	VMULPS.BCST xd, Z13, Z15 \
+	VFMADD231PS Z15, s, acc \
+	VFNMADD231PS.BCST xs, Z14, acc
+
 // func nibRows1VNNIH(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
 //
 // groups consecutive groups (qs [groups][nb][256], sc [groups][nb][2][16]
@@ -337,3 +346,115 @@ TEXT ·q6Group4VNNI(SB), NOSPLIT, $0-72
 	GROUP4(Q6BODY4, LDF2; Q6EPI4, 128, 512)
 	MOVQ res+64(FP), AX
 	STORE4(AX)
+
+// func nibRows1VNNIK(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
+//
+// nibRows1VNNIH for compact Q4_K scales (scales.k): per group [nb][32]
+// bytes (16 scales, 16 mins), then [nb/8][32] float16 (16 d, 16 dmin);
+// D = d·scale and M = −(dmin·min) per block, as ggml and the other
+// levels compute them. Loops over super-blocks of 8 blocks (nb is a
+// multiple of 8): DX walks the group's d, dmin, Z28/Z29 hold them, AX
+// counts a super-block's blocks; the rest as ROWS1.
+TEXT ·nibRows1VNNIK(SB), NOSPLIT, $0-64
+	ARGS1N
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	TESTQ BX, BX
+	JZ kdone
+	TESTQ R10, R10
+	JZ kdone
+	MOVQ R10, R11
+	SHLQ $5, R11
+	MOVQ R10, R14
+	SHLQ $2, R14
+
+kgroup:
+	LEAQ (DI)(R11*1), DX
+	MOVQ R10, CX
+	VPXORD Z0, Z0, Z0
+
+ksuper:
+	VCVTPH2PS (DX), Z28
+	VCVTPH2PS 32(DX), Z29
+	ADDQ $64, DX
+	MOVQ $8, AX
+
+kblock:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	NIB1BODY
+	VPMOVZXBD (DI), Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS Z13, Z28, Z13
+	VPMOVZXBD 16(DI), Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS Z14, Z29, Z14
+	DMK(Z4, Z0, (R12), (R13))
+	ADDQ $256, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $4, R12
+	ADDQ $4, R13
+	DECQ CX
+	DECQ AX
+	JNZ kblock
+	TESTQ CX, CX
+	JNZ ksuper
+
+	MOVQ DX, DI
+	VMOVUPS Z0, (R9)
+	ADDQ $64, R9
+	SUBQ R11, R8
+	SUBQ R14, R12
+	SUBQ R14, R13
+	DECQ BX
+	JNZ kgroup
+
+kdone:
+	VZEROUPPER
+	RET
+
+// func expandQ4K(k *byte, nb int, dst *float32)
+//
+// One group's compact Q4_K scales (see nibRows1VNNIK) as float32 D [16]
+// and M [16] per block into dst [nb][32], for the kernels that read
+// float32 scales (four tokens, AMX tiles): D = d·scale, M = −(dmin·min).
+TEXT ·expandQ4K(SB), NOSPLIT, $0-24
+	MOVQ k+0(FP), DI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), R9
+	MOVQ CX, DX
+	SHLQ $5, DX
+	ADDQ DI, DX
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z30
+	TESTQ CX, CX
+	JZ edone
+
+esuper:
+	VCVTPH2PS (DX), Z28
+	VCVTPH2PS 32(DX), Z29
+	ADDQ $64, DX
+	MOVQ $8, AX
+
+eblock:
+	VPMOVZXBD (DI), Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS Z13, Z28, Z13
+	VPMOVZXBD 16(DI), Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS Z14, Z29, Z14
+	VPXORD Z30, Z14, Z14
+	VMOVUPS Z13, (R9)
+	VMOVUPS Z14, 64(R9)
+	ADDQ $32, DI
+	ADDQ $128, R9
+	DECQ CX
+	DECQ AX
+	JNZ eblock
+	TESTQ CX, CX
+	JNZ esuper
+
+edone:
+	VZEROUPPER
+	RET
