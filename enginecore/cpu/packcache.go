@@ -26,7 +26,8 @@ import (
 // the next start maps them without packing again.
 //
 // A cache file is named by a key over every matrix's source (name, type,
-// shape and a CRC-32C of its bytes) and kernels.Layout; it holds a
+// shape and a CRC-32C of its bytes), kernels.Layout and kernels.Packing
+// (the layouts vary with the kernel level); it holds a
 // header page and then each encoded matrix (kernels.Matrix.Encode) at a
 // page-aligned offset:
 //
@@ -89,7 +90,7 @@ func packKey(tasks []packTask, threads int) [32]byte {
 		dropPages(tasks[i].src.Data, files)
 	})
 	h := sha256.New()
-	fmt.Fprintf(h, "%s %s %d\n", kernels.Layout, runtime.GOARCH, len(tasks))
+	fmt.Fprintf(h, "%s %s %s %d\n", kernels.Layout, kernels.Packing(), runtime.GOARCH, len(tasks))
 	for i, t := range tasks {
 		fmt.Fprintf(h, "%s %d %v %d %08x\n", t.src.Name, t.src.Type, t.src.Shape, len(t.src.Data), crcs[i])
 	}

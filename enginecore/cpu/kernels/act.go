@@ -24,6 +24,7 @@ type Activations struct {
 	qm []int8    // [T+R][In] -1 where q < 0, else 0
 	d  []float32 // [T+R][In/32] block scales: x ≈ d·q
 	s  []float32 // [T+R][In/32] d·Σq of the block (for offsets M)
+	hs []int32   // [T+R][In/32][2] 32·Σq over each half block (compact Q6_K's u = q+32 offset)
 
 	resOf  []int32   // [R] token whose residual is row T+k
 	resIdx []int32   // [T] k of token t's residual row, -1 without one
@@ -70,9 +71,9 @@ func (a *Activations) ResetPrecise(x []float32, numTok, in int, precise []bool) 
 	a.q, a.qa, a.qm = a.q[:n], a.qa[:n], a.qm[:n]
 	nb := rows * (in / 32)
 	if cap(a.d) < nb {
-		a.d, a.s = make([]float32, nb), make([]float32, nb)
+		a.d, a.s, a.hs = make([]float32, nb), make([]float32, nb), make([]int32, 2*nb)
 	}
-	a.d, a.s = a.d[:nb], a.s[:nb]
+	a.d, a.s, a.hs = a.d[:nb], a.s[:nb], a.hs[:2*nb]
 	a.tiled = level >= levelAMX && rows >= tileRows
 	if a.tiled {
 		if cap(a.dT) < nb {
@@ -113,10 +114,10 @@ func (a *Activations) quantizeRow(x []float32, row int) {
 	in, nb := a.In, a.In/32
 	o := row * in
 	q, qa, qm := a.q[o:o+in], a.qa[o:o+in], a.qm[o:o+in]
-	d, s := a.d[row*nb:(row+1)*nb], a.s[row*nb:(row+1)*nb]
-	if !quantizeRowSIMD(x, q, qa, qm, d, s) {
+	d, s, hs := a.d[row*nb:(row+1)*nb], a.s[row*nb:(row+1)*nb], a.hs[2*row*nb:2*(row+1)*nb]
+	if !quantizeRowSIMD(x, q, qa, qm, d, s, hs) {
 		for j := range nb {
-			quantizeBlock((*[32]float32)(x[32*j:]), (*[32]int8)(q[32*j:]), (*[32]uint8)(qa[32*j:]), (*[32]int8)(qm[32*j:]), &d[j], &s[j])
+			quantizeBlock((*[32]float32)(x[32*j:]), (*[32]int8)(q[32*j:]), (*[32]uint8)(qa[32*j:]), (*[32]int8)(qm[32*j:]), &d[j], &s[j], (*[2]int32)(hs[2*j:]))
 		}
 	}
 	if a.tiled {
@@ -129,7 +130,7 @@ func (a *Activations) quantizeRow(x []float32, row int) {
 
 // quantizeBlock is ggml's quantize_row_q8_0 with a float32 scale; halves
 // round to even (magic-number rounding).
-func quantizeBlock(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32) {
+func quantizeBlock(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32, hs *[2]int32) {
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
@@ -140,13 +141,14 @@ func quantizeBlock(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, 
 		id = 1 / dd
 	}
 	const magic = 12582912 // 1.5·2²³: adding it rounds |v| < 2²² to an integer
-	var sum int32
+	var half [2]int32
 	for i, v := range x {
 		r := int32(math.Float32bits(float32(v*id)+magic)&0x7fffff) - 0x400000
 		q[i] = int8(r)
-		sum += r
+		half[i/16] += r
 		qm[i] = int8(r >> 31)
 		qa[i] = uint8((r ^ r>>31) - r>>31)
 	}
-	*d, *s = dd, dd*float32(sum)
+	*d, *s = dd, dd*float32(half[0]+half[1])
+	hs[0], hs[1] = 32*half[0], 32*half[1]
 }

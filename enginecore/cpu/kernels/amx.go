@@ -54,7 +54,8 @@ func tileConfig(k int) (c [64]byte) {
 type amxScratch struct {
 	b   []byte    // [nb][512] a group's blocks as B tiles
 	res []float32 // [tiles·16][16]
-	kx  []float32 // [nb][2][16] a compact Q4_K group's D and M (expandK)
+	kx  []float32 // [nb][2][16] a compact group's D and M, or D₀ and D₁ (expandK)
+	q6  []byte    // [nb][512] a compact Q6_K group in the byte layout (q6Group)
 }
 
 var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
@@ -79,7 +80,7 @@ func (m *Matrix) tiles() (k tileKernel, cfg *[64]byte, unpack bool) {
 		return q8TilesAMX, &amxConfig, false
 	case m.fam == famByte && m.nsub == 1 && m.hasMin && !f16:
 		return q5TilesAMX, &amxConfig, false
-	case m.fam == famByte && m.nsub == 2 && !m.hasMin && !f16:
+	case m.fam == famByte && m.nsub == 2 && !m.hasMin && !f16, m.fam == famQ6:
 		return q6TilesAMX, &amxConfig16, false
 	}
 	return nil, nil, false
@@ -112,8 +113,14 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 	if m.sc.k != nil {
 		s.kx = slices.Grow(s.kx[:0], nb*2*GroupRows)[:nb*2*GroupRows]
 	}
+	if m.fam == famQ6 {
+		s.q6 = slices.Grow(s.q6[:0], nb*byteBlockBytes)[:nb*byteBlockBytes]
+	}
 	for g := g0; g < g1; g++ {
 		qs, sc := m.blocks(g, g+1)
+		if m.fam == famQ6 { // compact Q6_K: the byte layout the kernel reads
+			qs = m.q6Group(g, s.q6)
+		}
 		if m.sc.k != nil {
 			m.expandK(g, s.kx)
 			sc = unsafe.Pointer(&s.kx[0])

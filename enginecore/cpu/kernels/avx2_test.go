@@ -102,8 +102,10 @@ func TestDispatchPicksAssembly(t *testing.T) {
 
 // TestLevelsAgree: every SIMD level gives the same bits for every
 // quantized type, batch sizes that use AMX tiles, four-token and
-// one-token kernels included: the levels compute the same integer sums
-// and the same float operations in the same order.
+// one-token kernels included, each level with the packed layout it
+// chooses (the K-quants keep the file's scales from the VNNI level on):
+// the levels compute the same integer sums and the same float operations
+// in the same order.
 func TestLevelsAgree(t *testing.T) {
 	saved := level
 	defer func() { level = saved }()
@@ -115,15 +117,16 @@ func TestLevelsAgree(t *testing.T) {
 			continue
 		}
 		const numTok, in, out = 23, 512, 40
-		m, err := Pack(randTensor(t, typ, out, in, 11))
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := randTensor(t, typ, out, in, 11)
 		x := randX(numTok*in, 12)
 		precise := []bool{true, false, true}
 		var want []float32
 		for l := saved; l >= levelAVX2; l-- {
 			level = l
+			m, err := Pack(w) // in the level's own layout
+			if err != nil {
+				t.Fatal(err)
+			}
 			var a Activations
 			a.ResetPrecise(x, numTok, in, precise)
 			a.Quantize(0, numTok)

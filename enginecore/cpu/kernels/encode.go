@@ -153,7 +153,8 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	scKind := b[23]
 	m.sc.noM = b[28] == 1
 	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4, 3: 1}[scKind]
-	if scKind > 3 || scKind == 3 && (m.fam != famNib || m.Type != model.Q4_K || m.In%256 != 0) || m.fam > famByte || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
+	kOK := m.fam == famNib && m.Type == model.Q4_K || m.fam == famQ6 && m.Type == model.Q6_K
+	if scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famQ6 || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
 		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
 	}
 	off := int64(headerBytes)
@@ -204,16 +205,13 @@ func (m *Matrix) check() error {
 			return fmt.Errorf("%w: float section of %d, want %d", ErrEncoded, len(m.f), groups*m.In*GroupRows)
 		}
 		return nil
-	case famNib, famByte:
+	case famNib, famByte, famQ6:
 	default:
 		return fmt.Errorf("%w: family %d", ErrEncoded, m.fam)
 	}
-	bb := nibBlockBytes
-	if m.fam == famByte {
-		bb = byteBlockBytes
-		if m.nsub != 1 && m.nsub != 2 {
-			return fmt.Errorf("%w: %d sub-blocks", ErrEncoded, m.nsub)
-		}
+	bb := m.blockBytes()
+	if m.fam == famByte && m.nsub != 1 && m.nsub != 2 {
+		return fmt.Errorf("%w: %d sub-blocks", ErrEncoded, m.nsub)
 	}
 	nsc := len(m.sc.f) + len(m.sc.h) + len(m.sc.k)
 	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil {

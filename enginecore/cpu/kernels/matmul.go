@@ -70,6 +70,8 @@ func (m *Matrix) mulGroupsGo(out []float32, a *Activations, g0, g1 int) {
 				m.nibGroupGo(a, t, g, &res)
 			case famByte:
 				m.byteGroupGo(a, t, g, &res)
+			case famQ6:
+				m.q6GroupGo(a, t, g, &res)
 			}
 			m.store(out, a, t, g, &res)
 		}
@@ -139,6 +141,33 @@ func (m *Matrix) byteGroupGo(a *Activations, t, g int, res *[GroupRows]float32) 
 		if m.hasMin {
 			for r := range GroupRows {
 				res[r] += sc.at(GroupRows+r) * sx
+			}
+		}
+	}
+}
+
+// q6GroupGo is byteGroupGo for compact Q6_K (famQ6): each block unpacked
+// to the byte layout, the same sums and float operations as Q6_K's.
+func (m *Matrix) q6GroupGo(a *Activations, t, g int, res *[GroupRows]float32) {
+	*res = [GroupRows]float32{}
+	sc := m.sc.slice(g*m.nb*q6ScaleBytes, (g+1)*m.nb*q6ScaleBytes)
+	var blk [byteBlockBytes]byte
+	for j := range m.nb {
+		q6Unpack(&blk, m.qs[(g*m.nb+j)*q6BlockBytes:])
+		x := (*[32]int8)(a.q[t*m.In+32*j:])
+		dx := a.d[t*m.nb+j]
+		for s := range 2 {
+			var sum [GroupRows]int32
+			for c := 4 * s; c < 4*(s+1); c++ {
+				chunk := (*[64]byte)(blk[c*64:])
+				x0, x1, x2, x3 := int32(x[4*c]), int32(x[4*c+1]), int32(x[4*c+2]), int32(x[4*c+3])
+				for r := range GroupRows {
+					b := (*[4]byte)(chunk[4*r:])
+					sum[r] += int32(int8(b[0]))*x0 + int32(int8(b[1]))*x1 + int32(int8(b[2]))*x2 + int32(int8(b[3]))*x3
+				}
+			}
+			for r := range GroupRows {
+				res[r] += float32(sum[r]) * (sc.q6D(j, s, r) * dx)
 			}
 		}
 	}

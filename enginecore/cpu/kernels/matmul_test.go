@@ -285,8 +285,9 @@ func TestPackErrors(t *testing.T) {
 // TestPackedBytes pins the packed size of a 16×256 matrix per type: Q4_0
 // (its offsets implicit), Q4_1 and Q8_0 keep their float16 scales and
 // match ggml's size; Q4_K keeps the file's scale bytes where the level's
-// kernels read them (VNNI and above), else float32 D and M; Q5_K and Q6_K
-// take a byte per weight and float32 scales.
+// kernels read them (VNNI and above), else float32 D and M; Q6_K is as
+// small as the file there too, else a byte per weight and float32
+// scales, as Q5_K is.
 func TestPackedBytes(t *testing.T) {
 	tests := []struct {
 		typ  model.DType
@@ -297,7 +298,8 @@ func TestPackedBytes(t *testing.T) {
 		{model.Q4_K, 8 * (256 + 128)}, {model.Q5_K, 8 * (512 + 128)}, {model.Q6_K, 8 * (512 + 128)},
 	}
 	if compactQ4K() {
-		tests[6].want = 8 * (256 + kBlockBytes) // file's scales kept: 2.5 bytes per 32 weights
+		tests[6].want = 8 * (256 + kBlockBytes)           // file's scales kept: 2.5 bytes per 32 weights
+		tests[8].want = 8 * (q6BlockBytes + q6ScaleBytes) // 6 bits a weight, as the file
 	}
 	for _, tt := range tests {
 		m, err := Pack(randTensor(t, tt.typ, 16, 256, 1))

@@ -12,7 +12,7 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 
 func (m *Matrix) kernel() string { return "go" }
 
-func quantizeRowSIMD(x []float32, q []int8, qa []uint8, qm []int8, d, s []float32) bool {
+func quantizeRowSIMD(x []float32, q []int8, qa []uint8, qm []int8, d, s []float32, hs []int32) bool {
 	return false
 }
 func residualRowSIMD(r, x []float32, q []int8, d []float32) bool { return false }

@@ -29,6 +29,12 @@ const (
 	// famByte: 8-bit signed q with a scale D per sub-block of 16 or 32
 	// and, for Q5_K, an offset M per 32: Q8_0, Q6_K, Q5_K.
 	famByte
+	// famQ6: Q6_K as small as the file (0.82 bytes a weight, not 1.25),
+	// where the level's kernels read it (VNNI and above): per block the
+	// low 4 bits of q+32 in famNib's layout, then their high 2 bits (two
+	// 64-byte vectors, see q6Unpack), and scales.k; value = D·q with D =
+	// d·scale per 16 elements.
+	famQ6
 )
 
 // Per 32-element block of a 16-row group, packed quants are chunks of 64
@@ -36,6 +42,7 @@ const (
 const (
 	nibBlockBytes  = 256 // 4 chunks; byte i of a row's 16: low nibble element i, high nibble element 16+i
 	byteBlockBytes = 512 // 8 chunks; chunk c holds elements 4c..4c+3
+	q6BlockBytes   = 384 // famNib's 256 (low 4 bits of q+32), then 2 × 64 bytes of high 2 bits
 )
 
 // Matrix is a weight matrix W [Out][In] repacked for the kernels. It owns
@@ -157,8 +164,21 @@ func (m *Matrix) scPerBlock() int {
 			n *= 2
 		}
 		return n
+	case famQ6:
+		return q6ScaleBytes
 	}
 	return 0
+}
+
+// blockBytes is the packed quant bytes of one block of a group.
+func (m *Matrix) blockBytes() int {
+	switch m.fam {
+	case famByte:
+		return byteBlockBytes
+	case famQ6:
+		return q6BlockBytes
+	}
+	return nibBlockBytes
 }
 
 // rowDecoder decodes one row into per-element integer quants q [In] and
@@ -258,7 +278,90 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	if t.Type == model.Q4_K && compactQ4K() {
 		m.sc = scales{k: packQ4KScales(t.Data, in, out)}
 	}
+	if t.Type == model.Q6_K && compactQ4K() {
+		m.fam, m.nsub, m.qs = famQ6, 0, q6Compact(m.qs)
+		m.sc = scales{k: packQ6KScales(t.Data, in, out)}
+	}
 	return m, nil
+}
+
+// q6ScaleBytes is a compact Q6_K block's scale bytes per group: 16 rows
+// × 2 int8 scales, and a super-block's float16 d amortized (32/8).
+const q6ScaleBytes = 36
+
+// q6Compact repacks Q6_K blocks from the byte layout (int8 q in
+// [-32, 31]) into famQ6's: u = q+32 in [0, 63]; byte (row r, k) of chunk
+// c of the famNib part holds u's low 4 bits of elements 4c+k (low
+// nibble) and 16+4c+k (high nibble); byte (r, k) of high vector h (at
+// 256+64h) holds at bits 2c..2c+1 the high 2 bits of element 16h+4c+k.
+func q6Compact(qs []byte) []byte {
+	nblk := len(qs) / byteBlockBytes
+	out := make([]byte, nblk*q6BlockBytes)
+	for b := range nblk {
+		src, dst := qs[b*byteBlockBytes:][:byteBlockBytes], out[b*q6BlockBytes:][:q6BlockBytes]
+		for e := range 32 {
+			h, c, k := e/16, e%16/4, e%4
+			for r := range GroupRows {
+				u := byte(int8(src[(e/4)*64+r*4+k]) + 32)
+				dst[c*64+r*4+k] |= (u & 15) << (4 * h)
+				dst[nibBlockBytes+h*64+r*4+k] |= (u >> 4) << (2 * c)
+			}
+		}
+	}
+	return out
+}
+
+// q6Unpack expands famQ6 block blk into the byte layout (int8 q).
+func q6Unpack(dst *[byteBlockBytes]byte, blk []byte) {
+	blk = blk[:q6BlockBytes]
+	for h := range 2 {
+		for c := range 4 {
+			for i := range 64 {
+				u := blk[c*64+i]>>(4*h)&15 | (blk[nibBlockBytes+h*64+i]>>(2*c)&3)<<4
+				dst[(4*h+c)*64+i] = byte(int8(u) - 32)
+			}
+		}
+	}
+}
+
+// packQ6KScales lays out Q6_K rows' scales compactly: per group [nb][2][16]
+// int8 scales (half h of block j, row r at 32j+16h+r), then [nb/8][16]
+// float16 d (row r at 2r).
+func packQ6KScales(data []byte, in, out int) []byte {
+	nb, rb := in/32, model.Q6_K.RowBytes(in)
+	groups := (out + GroupRows - 1) / GroupRows
+	k := make([]byte, groups*nb*q6ScaleBytes)
+	for r := range out {
+		g, lane := r/GroupRows, r%GroupRows
+		gk := k[g*nb*q6ScaleBytes : (g+1)*nb*q6ScaleBytes]
+		row := data[r*rb : (r+1)*rb]
+		for b := range nb / 8 {
+			blk := row[210*b : 210*b+210]
+			copy(gk[nb*32+b*32+2*lane:][:2], blk[208:210])
+			for s := range 16 {
+				j, h := 8*b+s/2, s%2
+				gk[j*32+16*h+lane] = blk[192+s]
+			}
+		}
+	}
+	return k
+}
+
+// q6D returns D of row r, half h of block j of a compact Q6_K group's
+// scales (k), as decodeQ6K computes it.
+func (s scales) q6D(j, h, r int) float32 {
+	nb := len(s.k) / q6ScaleBytes
+	return half(s.k[nb*32+j/8*32+2*r:]) * float32(int8(s.k[j*32+16*h+r]))
+}
+
+// Packing names the layout choices Pack makes at this kernel level (a
+// pack cache written at another level is another file): "compact" where
+// the K-quants keep the file's scale bytes, else "float32".
+func Packing() string {
+	if compactQ4K() {
+		return "compact"
+	}
+	return "float32"
 }
 
 // compactQ4K reports whether Pack keeps Q4_K's scales compact (scales.k):
@@ -419,6 +522,11 @@ func (m *Matrix) Dequantize() []float32 {
 					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
 					q = int8(v >> (4 * (e / 16)) & 0xf)
 					d, mn = gsc.nibDM(j, lane)
+				case famQ6:
+					blk := m.qs[(g*m.nb+j)*q6BlockBytes:]
+					h, c, k := e/16, e%16/4, e%4
+					u := blk[c*64+lane*4+k]>>(4*h)&15 | (blk[nibBlockBytes+h*64+lane*4+k]>>(2*c)&3)<<4
+					q, d = int8(u)-32, gsc.q6D(j, h, lane)
 				case famByte:
 					q = int8(m.qs[(g*m.nb+j)*byteBlockBytes+(e/4)*64+lane*4+e%4])
 					s := e * m.nsub / 32

@@ -10,12 +10,13 @@
 // float32, q = round-to-even(x·id) (VCVTPS2DQ under Go's default MXCSR),
 // s = d·float32(Σq).
 
-// func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *float32)
+// func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *float32, hs *int32)
 //
-// x [nb·32] → q, qa (|q|), qm (-1 where q < 0) [nb·32], d, s [nb].
-// Registers: SI x, CX blocks left, DI q, R8 qa, R9 qm, R10 d, R11 s;
-// Z30 abs mask, X29 127, X28 1.
-TEXT ·quantizeRowAVX512(SB), NOSPLIT, $0-56
+// x [nb·32] → q, qa (|q|), qm (-1 where q < 0) [nb·32], d, s [nb], hs
+// [nb][2] (32·Σq of each half block).
+// Registers: SI x, CX blocks left, DI q, R8 qa, R9 qm, R10 d, R11 s, R12
+// hs; Z30 abs mask, X29 127, X28 1.
+TEXT ·quantizeRowAVX512(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ q+16(FP), DI
@@ -23,6 +24,7 @@ TEXT ·quantizeRowAVX512(SB), NOSPLIT, $0-56
 	MOVQ qm+32(FP), R9
 	MOVQ d+40(FP), R10
 	MOVQ s+48(FP), R11
+	MOVQ hs+56(FP), R12
 	MOVL $0x7fffffff, AX
 	VPBROADCASTD AX, Z30
 	MOVL $0x42fe0000, AX // 127.0
@@ -75,15 +77,22 @@ qstore:
 	VPSRAD $31, Z1, Z7
 	VPMOVDB Z6, (R9)
 	VPMOVDB Z7, 16(R9)
-	VPADDD Z1, Z0, Z0
-	VEXTRACTI32X8 $1, Z0, Y1
-	VPADDD Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD X1, X0, X0
-	VPSHUFD $0x4e, X0, X1
-	VPADDD X1, X0, X0
+	// Σq of each half: Z0 (elements 0–15) and Z1 (16–31) reduced side by
+	// side, lanes 0 and 1 of X0 after the folds.
+	VEXTRACTI32X8 $1, Z0, Y2
+	VEXTRACTI32X8 $1, Z1, Y3
+	VPADDD Y2, Y0, Y0
+	VPADDD Y3, Y1, Y1
+	VEXTRACTI128 $1, Y0, X2
+	VEXTRACTI128 $1, Y1, X3
+	VPADDD X2, X0, X0
+	VPADDD X3, X1, X1
+	VPHADDD X1, X0, X0 // [a0+a1, a2+a3, b0+b1, b2+b3]
+	VPHADDD X0, X0, X0 // [Σa, Σb, Σa, Σb]
+	VPSLLD $5, X0, X1
+	VMOVQ X1, (R12) // 32·Σ of each half
 	VPSHUFD $0xb1, X0, X1
-	VPADDD X1, X0, X0
+	VPADDD X1, X0, X0 // Σq in lane 0
 	VCVTDQ2PS X0, X0
 	VMULSS X0, X4, X0 // s = d·Σq
 	VMOVSS X0, (R11)
@@ -94,6 +103,7 @@ qstore:
 	ADDQ $32, R9
 	ADDQ $4, R10
 	ADDQ $4, R11
+	ADDQ $8, R12
 	DECQ CX
 	JNZ qblock
 

@@ -68,6 +68,10 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	if level >= levelVNNI && m.mulGroupsVNNI(out, a, g0, g1, t0) {
 		return
 	}
+	if m.fam == famQ6 { // packed at another level (tests): the reference kernel
+		m.mulGroupsGo(out, a, g0, g1)
+		return
+	}
 	if level == levelAVX2 || m.fam != famF32 && !m.asm512() && m.asm256() {
 		m.mulGroupsAVX2(out, a, g0, g1, t0)
 		return
@@ -390,16 +394,18 @@ func byteGroup1(qs []byte, sc scales, nsub int, hasMin bool, xa []uint8, xm []in
 	acc.Store(res)
 }
 
-// quantizeRowSIMD quantizes one row (x, q, qa, qm [nb·32], d, s [nb])
+// quantizeRowSIMD quantizes one row (x, q, qa, qm [nb·32], d, s [nb],
+// hs [nb][2])
 // in assembly at the AVX-512 level, with quantizeBlock's roundings; it
 // reports false at other levels.
-func quantizeRowSIMD(x []float32, q []int8, qa []uint8, qm []int8, d, s []float32) bool {
+func quantizeRowSIMD(x []float32, q []int8, qa []uint8, qm []int8, d, s []float32, hs []int32) bool {
 	nb := len(d)
 	if level < levelAVX512 || nb == 0 {
 		return false
 	}
 	x, q, qa, qm, s = x[:nb*32], q[:nb*32], qa[:nb*32], qm[:nb*32], s[:nb]
-	quantizeRowAVX512(&x[0], nb, &q[0], &qa[0], &qm[0], &d[0], &s[0])
+	hs = hs[:2*nb]
+	quantizeRowAVX512(&x[0], nb, &q[0], &qa[0], &qm[0], &d[0], &s[0], &hs[0])
 	return true
 }
 
@@ -418,7 +424,7 @@ func residualRowSIMD(r, x []float32, q []int8, d []float32) bool {
 // quantizeRowAVX512 and residualRowAVX512 are in quant_amd64.s.
 //
 //go:noescape
-func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *float32)
+func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *float32, hs *int32)
 
 //go:noescape
 func residualRowAVX512(x *float32, q *int8, d *float32, nb int, r *float32)

@@ -19,6 +19,7 @@ const (
 	vnniNibQ                 // 4-bit, float16 scales, offsets -8·scale (Q4_0)
 	vnniNibF                 // 4-bit, float32 scales (Q4_K below the VNNI level's packing)
 	vnniNibK                 // 4-bit, compact Q4_K scales (scales.k)
+	vnniQ6C                  // compact Q6_K (famQ6): unpacked per group for the Q6_K kernels
 	vnniQ8                   // Q8_0
 	vnniQ5                   // Q5_K
 	vnniQ6                   // Q6_K
@@ -35,6 +36,8 @@ func (m *Matrix) vnni() vnniKind {
 		return vnniNibH
 	case m.fam == famNib && m.sc.k != nil:
 		return vnniNibK
+	case m.fam == famQ6:
+		return vnniQ6C
 	case m.fam == famNib:
 		return vnniNibF
 	case m.fam == famByte && m.nsub == 1 && !m.hasMin && f16:
@@ -60,6 +63,10 @@ func (m *Matrix) mulGroupsVNNI(out []float32, a *Activations, g0, g1, t0 int) bo
 	var res4 [4][GroupRows]float32
 	rows := m.rows(a)
 	t4 := t0 + (rows-t0)/4*4
+	if k == vnniQ6C {
+		m.mulQ6VNNI(out, a, g0, g1, t0)
+		return true
+	}
 	var kx *amxScratch // compact Q4_K: a group's D and M as float32 for the four-token kernel
 	if k == vnniNibK && t4 > t0 {
 		kx = amxScratchPool.Get().(*amxScratch)
@@ -93,12 +100,55 @@ func (m *Matrix) mulGroupsVNNI(out []float32, a *Activations, g0, g1, t0 int) bo
 	return true
 }
 
+// mulQ6VNNI is mulGroupsVNNI for compact Q6_K (famQ6): for four rows at
+// a time each group is unpacked to the byte layout and its scales
+// expanded to float32 once, for the Q6_K kernel; single rows read the
+// compact blocks directly (q6cRows1VNNI).
+func (m *Matrix) mulQ6VNNI(out []float32, a *Activations, g0, g1, t0 int) {
+	var res [GroupRows]float32
+	var res4 [4][GroupRows]float32
+	s := amxScratchPool.Get().(*amxScratch)
+	defer amxScratchPool.Put(s)
+	in, nb, rows := m.In, m.nb, m.rows(a)
+	s.b = slices.Grow(s.b[:0], nb*byteBlockBytes)[:nb*byteBlockBytes]
+	s.kx = slices.Grow(s.kx[:0], nb*2*GroupRows)[:nb*2*GroupRows]
+	t4 := t0 + (rows-t0)/4*4
+	if t4 > t0 {
+		for g := g0; g < g1; g++ {
+			qs := m.q6Group(g, s.b)
+			m.expandK(g, s.kx)
+			sc := unsafe.Pointer(&s.kx[0])
+			for t := t0; t < t4; t += 4 {
+				x, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+				q6Group4VNNI(&qs[0], sc, &x[0], &xm[0], in, &xd[0], &xs[0], nb, &res4)
+				for i := range 4 {
+					m.store(out, a, t+i, g, &res4[i])
+				}
+			}
+		}
+	}
+	// One row at a time straight from the compact blocks (decode).
+	whole := max(g0, min(g1, m.Out/GroupRows))
+	for t := t4; t < rows; t++ {
+		x, xd, hs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.hs[2*t*nb:2*(t+1)*nb]
+		g := g0
+		if t < a.NumTok && whole > g0 {
+			o := out[t*m.Out+g0*GroupRows : t*m.Out+whole*GroupRows]
+			qs, sc := m.blocks(g0, whole)
+			q6cRows1VNNI(&qs[0], sc, &x[0], &xd[0], &hs[0], nb, whole-g0, &o[0])
+			g = whole
+		}
+		for ; g < g1; g++ {
+			qs, sc := m.blocks(g, g+1)
+			q6cRows1VNNI(&qs[0], sc, &x[0], &xd[0], &hs[0], nb, 1, &res[0])
+			m.store(out, a, t, g, &res)
+		}
+	}
+}
+
 // blocks returns the packed quants and scales of groups [g0, g1).
 func (m *Matrix) blocks(g0, g1 int) ([]byte, unsafe.Pointer) {
-	bb, spb := nibBlockBytes, m.scPerBlock()
-	if m.fam == famByte {
-		bb = byteBlockBytes
-	}
+	bb, spb := m.blockBytes(), m.scPerBlock()
 	qs := m.qs[g0*m.nb*bb : g1*m.nb*bb]
 	switch {
 	case m.sc.h != nil:
@@ -140,12 +190,27 @@ func (m *Matrix) rows1VNNI(k vnniKind, a *Activations, g0, g1, t int, out *float
 	}
 }
 
-// expandK writes group g's compact Q4_K scales as float32 D [16] and
-// M [16] per block into dst [nb][32], as the kernels compute them.
+// expandK writes group g's compact scales as float32 into dst [nb][32],
+// as the kernels compute them: Q4_K's D [16] and M [16] per block, or
+// Q6_K's D₀ [16] and D₁ [16] (famQ6).
 func (m *Matrix) expandK(g int, dst []float32) {
-	k := m.sc.k[g*m.nb*kBlockBytes : (g+1)*m.nb*kBlockBytes]
+	spb := m.scPerBlock()
+	k := m.sc.k[g*m.nb*spb : (g+1)*m.nb*spb]
 	dst = dst[:m.nb*2*GroupRows]
+	if m.fam == famQ6 {
+		expandQ6(&k[0], m.nb, &dst[0])
+		return
+	}
 	expandQ4K(&k[0], m.nb, &dst[0])
+}
+
+// q6Group is group g of a famQ6 matrix in the byte layout, unpacked into
+// dst [nb][512], for the Q6_K kernels.
+func (m *Matrix) q6Group(g int, dst []byte) []byte {
+	dst = dst[:m.nb*byteBlockBytes]
+	qs := m.qs[g*m.nb*q6BlockBytes : (g+1)*m.nb*q6BlockBytes]
+	q6Unpack4(&qs[0], m.nb, &dst[0])
+	return dst
 }
 
 // group4VNNI computes rows t..t+3 of a for group g into res; for
@@ -189,6 +254,15 @@ func nibRows1VNNIQ(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, gr
 
 //go:noescape
 func expandQ4K(k *byte, nb int, dst *float32)
+
+//go:noescape
+func expandQ6(k *byte, nb int, dst *float32)
+
+//go:noescape
+func q6Unpack4(qs *byte, nb int, dst *byte)
+
+//go:noescape
+func q6cRows1VNNI(qs *byte, sc unsafe.Pointer, x *int8, xd *float32, hs *int32, nb, groups int, out *float32)
 
 //go:noescape
 func nibRows1VNNIK(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)

@@ -269,6 +269,22 @@ done:
 	VFMADD231PS Z15, s, acc \
 	VFNMADD231PS.BCST xs, Z14, acc
 
+// Q6HALF(lo, qhs, off): (lo | qhs & 0x30) − 32 stored at off(DI): one
+// 64-byte chunk of a Q6_K block in the byte layout (q6Unpack4).
+#define Q6HALF(lo, qhs, off) \
+	VPANDD Z30, qhs, Z12 \
+	VPORD lo, Z12, Z12 \
+	VPSUBB Z29, Z12, Z12 \
+	VMOVDQU64 Z12, off(DI)
+
+// Q6NIB(c) splits famNib chunk c of the block at SI into Z9 (low
+// nibbles) and Z10 (high).
+#define Q6NIB(c) \
+	VMOVDQU64 (64*c)(SI), Z8 \
+	VPANDD Z31, Z8, Z9 \
+	VPSRLW $4, Z8, Z10 \
+	VPANDD Z31, Z10, Z10
+
 // func nibRows1VNNIH(qs *byte, sc unsafe.Pointer, x *int8, xd, xs *float32, nb, groups int, out *float32)
 //
 // groups consecutive groups (qs [groups][nb][256], sc [groups][nb][2][16]
@@ -456,5 +472,215 @@ eblock:
 	JNZ esuper
 
 edone:
+	VZEROUPPER
+	RET
+
+// func q6Unpack4(qs *byte, nb int, dst *byte)
+//
+// nb compact Q6_K blocks (famQ6, 384 bytes each) into the byte layout
+// (int8 q = u − 32, 512 bytes each) that the Q6_K kernels read: chunk
+// 4h+c is (the low 4 bits in half h of famNib chunk c) | (bits 2c..2c+1
+// of high vector h) << 4, minus 32. Word shifts are safe: every byte is
+// masked after. Z20/Z21 the high vectors, Z22/Z23 them shifted.
+TEXT ·q6Unpack4(SB), NOSPLIT, $0-24
+	MOVQ qs+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x20202020, AX
+	VPBROADCASTD AX, Z29
+	TESTQ CX, CX
+	JZ udone
+
+ublock:
+	VMOVDQU64 256(SI), Z20
+	VMOVDQU64 320(SI), Z21
+	Q6NIB(0)
+	VPSLLW $4, Z20, Z22
+	VPSLLW $4, Z21, Z23
+	Q6HALF(Z9, Z22, 0)
+	Q6HALF(Z10, Z23, 256)
+	Q6NIB(1)
+	VPSLLW $2, Z20, Z22
+	VPSLLW $2, Z21, Z23
+	Q6HALF(Z9, Z22, 64)
+	Q6HALF(Z10, Z23, 320)
+	Q6NIB(2)
+	Q6HALF(Z9, Z20, 128)
+	Q6HALF(Z10, Z21, 384)
+	Q6NIB(3)
+	VPSRLW $2, Z20, Z22
+	VPSRLW $2, Z21, Z23
+	Q6HALF(Z9, Z22, 192)
+	Q6HALF(Z10, Z23, 448)
+	ADDQ $384, SI
+	ADDQ $512, DI
+	DECQ CX
+	JNZ ublock
+
+udone:
+	VZEROUPPER
+	RET
+
+// func expandQ6(k *byte, nb int, dst *float32)
+//
+// One group's compact Q6_K scales (per group [nb][2][16] int8, then
+// [nb/8][16] float16 d) as float32 D₀ [16], D₁ [16] per block into dst
+// [nb][32]: D = d·scale, as decodeQ6K computes it.
+TEXT ·expandQ6(SB), NOSPLIT, $0-24
+	MOVQ k+0(FP), DI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), R9
+	MOVQ CX, DX
+	SHLQ $5, DX
+	ADDQ DI, DX
+	TESTQ CX, CX
+	JZ x6done
+
+x6super:
+	VCVTPH2PS (DX), Z28
+	ADDQ $32, DX
+	MOVQ $8, AX
+
+x6block:
+	VPMOVSXBD (DI), Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS Z13, Z28, Z13
+	VPMOVSXBD 16(DI), Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS Z14, Z28, Z14
+	VMOVUPS Z13, (R9)
+	VMOVUPS Z14, 64(R9)
+	ADDQ $32, DI
+	ADDQ $128, R9
+	DECQ CX
+	DECQ AX
+	JNZ x6block
+	TESTQ CX, CX
+	JNZ x6super
+
+x6done:
+	VZEROUPPER
+	RET
+
+// func q6cRows1VNNI(qs *byte, sc unsafe.Pointer, x *int8, xd *float32, hs *int32, nb, groups int, out *float32)
+//
+// q6Rows1VNNI for compact Q6_K (famQ6) without unpacking to memory:
+// each 64-byte vector of a block is u = q+32 in [0, 63], put together
+// from its famNib chunk and its high 2 bits with one VPTERNLOGD, and
+// multiplies the signed activations directly; 32·Σx of each half block
+// (hs, from the quantizer) then makes the sums those of q, so the
+// integers and the float operations are those of the Q6_K kernels.
+// Per group: [nb][384] quants, scales as expandQ6 reads them.
+// Registers: SI qs, DI scales, DX d of the super-block (Z28), R8 x, R12
+// xd, R13 hs, R10 nb, BX groups left, R9 out, CX blocks left, AX blocks
+// left in the super-block, R11 = 32·nb, R14 = 4·nb; Z0 acc, Z4/Z5 the
+// halves' sums, Z20/Z21 high vectors, Z30 0x30 bytes, Z31 0x0f bytes.
+TEXT ·q6cRows1VNNI(SB), NOSPLIT, $0-64
+	MOVQ qs+0(FP), SI
+	MOVQ sc+8(FP), DI
+	MOVQ x+16(FP), R8
+	MOVQ xd+24(FP), R12
+	MOVQ hs+32(FP), R13
+	MOVQ nb+40(FP), R10
+	MOVQ groups+48(FP), BX
+	MOVQ out+56(FP), R9
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z30
+	TESTQ BX, BX
+	JZ q6done
+	TESTQ R10, R10
+	JZ q6done
+	MOVQ R10, R11
+	SHLQ $5, R11
+	MOVQ R10, R14
+	SHLQ $2, R14
+
+q6group:
+	LEAQ (DI)(R11*1), DX
+	MOVQ R10, CX
+	VPXORD Z0, Z0, Z0
+
+q6super:
+	VCVTPH2PS (DX), Z28
+	ADDQ $32, DX
+	MOVQ $8, AX
+
+q6block:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VMOVDQU64 256(SI), Z20
+	VMOVDQU64 320(SI), Z21
+	Q6NIB(0)
+	VPSLLW $4, Z20, Z22
+	VPSLLW $4, Z21, Z23
+	VPTERNLOGD $0xea, Z9, Z30, Z22
+	VPTERNLOGD $0xea, Z10, Z30, Z23
+	VPDPBUSD.BCST 0(R8), Z22, Z4
+	VPDPBUSD.BCST 16(R8), Z23, Z5
+	Q6NIB(1)
+	VPSLLW $2, Z20, Z22
+	VPSLLW $2, Z21, Z23
+	VPTERNLOGD $0xea, Z9, Z30, Z22
+	VPTERNLOGD $0xea, Z10, Z30, Z23
+	VPDPBUSD.BCST 4(R8), Z22, Z4
+	VPDPBUSD.BCST 20(R8), Z23, Z5
+	Q6NIB(2)
+	VMOVDQA64 Z20, Z22
+	VMOVDQA64 Z21, Z23
+	VPTERNLOGD $0xea, Z9, Z30, Z22
+	VPTERNLOGD $0xea, Z10, Z30, Z23
+	VPDPBUSD.BCST 8(R8), Z22, Z4
+	VPDPBUSD.BCST 24(R8), Z23, Z5
+	Q6NIB(3)
+	VPSRLW $2, Z20, Z22
+	VPSRLW $2, Z21, Z23
+	VPTERNLOGD $0xea, Z9, Z30, Z22
+	VPTERNLOGD $0xea, Z10, Z30, Z23
+	VPDPBUSD.BCST 12(R8), Z22, Z4
+	VPDPBUSD.BCST 28(R8), Z23, Z5
+	VPSUBD.BCST (R13), Z4, Z4
+	VPSUBD.BCST 4(R13), Z5, Z5
+	VPMOVSXBD (DI), Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS Z13, Z28, Z13
+	VPMOVSXBD 16(DI), Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS Z14, Z28, Z14
+	D(Z4, Z0, (R12), Z13)
+	D(Z5, Z0, (R12), Z14)
+	ADDQ $384, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $4, R12
+	ADDQ $8, R13
+	DECQ CX
+	DECQ AX
+	JNZ q6block
+	TESTQ CX, CX
+	JNZ q6super
+
+	MOVQ DX, DI
+	VMOVUPS Z0, (R9)
+	ADDQ $64, R9
+	SUBQ R11, R8
+	SUBQ R14, R12
+	SUBQ R14, R13
+	SUBQ R14, R13
+	DECQ BX
+	JNZ q6group
+
+q6done:
 	VZEROUPPER
 	RET
