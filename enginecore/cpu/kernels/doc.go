@@ -8,13 +8,17 @@
 // integers: weights stay 4- or 8-bit, activations become int8 blocks of 32
 // with a float32 scale, and only the per-block sums are scaled in float.
 // Packed families (see pack.go): F32/F16/BF16 → float32; Q4_0, Q4_1, Q4_K
-// → 4-bit with per-32 scale and offset; Q8_0, Q6_K, Q5_K → int8 with
-// per-16/32 scales (and offsets for Q5_K). Packing copies the weights, so
+// → 4-bit with per-32 scale and offset (Q4_0's offset implicit); Q8_0,
+// Q6_K, Q5_K → int8 with per-16/32 scales (and offsets for Q5_K). From
+// the VNNI level on, Q4_K keeps the file's scale bytes and Q6_K packs as
+// famQ6 (6 bits a weight), so that memory-bound decode reads no more
+// bytes than the file holds ([Packing]). Packing copies the weights, so
 // the source tensors (possibly mmapped) are not read afterwards.
 //
 // Kernels come at five levels ([Level]), picked once from the build and
-// the CPU: AMX, AVX-512 VNNI, AVX-512 and AVX2+FMA via simd/archsimd, in files built with
-// `//go:build goexperiment.simd && amd64` (so GOEXPERIMENT=simd is needed
+// the CPU: AMX, AVX-512 VNNI, AVX-512 and AVX2+FMA via simd/archsimd,
+// in files built with `//go:build goexperiment.simd && amd64` (so
+// GOEXPERIMENT=simd is needed
 // to get them), and pure Go (plain `go build`, other CPUs, and VMs whose
 // hypervisor hides the AVX state from Go). The quantized kernels, which
 // carry decode, batched decode and prefill, are Go assembly, one and four
@@ -27,9 +31,8 @@
 // every quantized type has one- and four-token kernels built on
 // VPDPBUSD (vnni_amd64.s; 1.5–2× the AVX-512 ones), the one-token ones
 // running a span of groups per call so decode pays no Go call per 16
-// rows. At the AMX level
-// (Sapphire Rapids and later, after Linux grants the process the tile
-// state) rows that fill tiles of 16 — prefill and batches of 16 or more —
+// rows. At the AMX level (Sapphire Rapids and later, after Linux grants
+// the process the tile state) rows that fill tiles of 16 — prefill and batches of 16 or more —
 // run in the tile unit (amx_amd64.s): one TDPBSUD/TDPBSSD per block of 32
 // (16 for Q6_K) for 16 tokens × 16 rows, then the one-token kernels'
 // float epilogue, so a token's result has the same bits in a tile as
