@@ -48,6 +48,9 @@ type llamaBench struct {
 	kvType string // f16 or f32
 	ubatch int
 	tmp    string // directory for prompt files
+	// backendDir overrides the directory the prebuilt libraries load
+	// their CPU variant from ("" = bench.c's own; see isaBackend).
+	backendDir string
 }
 
 // measure runs bin for cfg with prompts passed as a file, and returns its
@@ -89,6 +92,9 @@ func (l *llamaBench) output(ctx context.Context, cfg Config, prompts [][]int32, 
 		"--prompt-file", pf,
 		"--kv-type", l.kvType,
 		"--ubatch", strconv.Itoa(l.ubatch),
+	}
+	if l.backendDir != "" {
+		args = append(args, "--backend-dir", l.backendDir)
 	}
 	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, l.bin, args...)

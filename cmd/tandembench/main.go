@@ -60,6 +60,7 @@ type options struct {
 	retryWait    time.Duration    // pause before a retry
 	sample       func() cpuSample // nil: sampleCPU (tests fake it)
 	cpuProfile   string           // write a CPU profile of the whole run here ("" = none)
+	isa          string           // "" (each side's best) or an isaRuns key: both sides at one instruction set
 	replot       string           // a saved cpu-DATE.json to redraw instead of measuring
 	phase        string           // phaseAll, phaseCPU or phaseStructured
 	// The structured phase (structured.go): stream counts, threads, D.
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
 	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
+	fs.StringVar(&o.isa, "isa", "", "cpu phase: compare at one instruction set: avx2 runs Tandem's AVX2 kernels (set TANDEM_CPU_KERNELS=avx2) against llama.cpp's haswell prebuilt variant, without the native column; files and doc section are tagged with it")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the run (Tandem's side; llama.cpp runs in its own process) to this file")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: P=16 D=8, 1 rep, no retries, threads 1, sweep 1:1,2; output to a temp dir and no doc unless --out/--doc are given")
 	if err := fs.Parse(args); err != nil {
@@ -184,6 +186,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("--block-size and --ubatch must be ≥ 1")
 	case o.retries < 0 || o.maxOther <= 0:
 		return o, errors.New("--retries must be ≥ 0 and --max-other-cpu > 0")
+	}
+	if _, ok := isaRuns[o.isa]; o.isa != "" && !ok {
+		return o, fmt.Errorf("--isa %q: want avx2", o.isa)
 	}
 	if _, err := time.Parse(time.DateOnly, o.date); err != nil {
 		return o, fmt.Errorf("--date %q: want YYYY-MM-DD", o.date)
@@ -329,7 +334,11 @@ func (o options) structuredFlags() string {
 func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) error {
 	start := time.Now()
 	flags := cpuFlags()
+	if err := checkISA(o.isa, kernels.Level()); err != nil {
+		return err
+	}
 	rep := &Report{
+		ISA:         o.isa,
 		Date:        o.date,
 		Started:     start.Format(time.RFC3339),
 		Machine:     machine(),
@@ -338,7 +347,7 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 		Tandem:      Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse(), Precision: o.precision.String()},
 		Quick:       o.quick,
 		MaxOtherCPU: o.maxOther,
-		Command:     strings.TrimSpace(goExperimentEnv() + " go run ./cmd/tandembench " + strings.Join(args, " ")),
+		Command:     strings.TrimSpace(goExperimentEnv() + kernelsEnv() + " go run ./cmd/tandembench " + strings.Join(args, " ")),
 	}
 	var llamas []*llamaBench // prebuilt first, then native
 	if !o.noLlama {
@@ -351,6 +360,10 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 		}
 		defer os.RemoveAll(tmp)
 		llamas, rep.NativeMissing = llamaSides(o, tmp)
+		if o.isa != "" {
+			llamas = llamas[:1]
+			rep.NativeMissing = "not compared at one instruction set: built for the whole CPU"
+		}
 		if rep.NativeMissing != "" {
 			fmt.Fprintln(stderr, "tandembench: WARNING: no native llama.cpp column: "+rep.NativeMissing+"; the targets use the prebuilt libraries")
 		}
@@ -359,8 +372,19 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 			if err != nil {
 				return err
 			}
+			if i == 0 && o.isa != "" { // again, with isa's variant alone
+				if err := isaBackend(l, o.isa, s.BackendDir, tmp); err != nil {
+					return err
+				}
+				if s, err = l.probe(ctx); err != nil {
+					return err
+				}
+			}
 			s.UBatch = l.ubatch // the probe's batch is smaller; n_ubatch is at most the batch
 			if i == 0 {
+				if err := checkISAVariant(&s, o.isa); err != nil {
+					return err
+				}
 				if err := checkVariant(&s, flags); err != nil {
 					return fmt.Errorf("%w\nggml's scores on this CPU (%s --variant-scores):\n%s", err, l.bin, variantScores(ctx, l.bin))
 				}
@@ -401,7 +425,7 @@ func writeOutputs(rep *Report, o options, stderr io.Writer) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	base := filepath.Join(o.out, "cpu-"+rep.Date)
+	base := filepath.Join(o.out, rep.fileBase())
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -460,6 +484,15 @@ func goExperiment() string {
 }
 
 // goExperimentEnv is "GOEXPERIMENT=..." to rebuild this binary alike, or "".
+// kernelsEnv is " TANDEM_CPU_KERNELS=…" when the run capped Tandem's
+// kernels, for the rerun command.
+func kernelsEnv() string {
+	if v := os.Getenv("TANDEM_CPU_KERNELS"); v != "" {
+		return " TANDEM_CPU_KERNELS=" + v
+	}
+	return ""
+}
+
 func goExperimentEnv() string {
 	if exp := goExperiment(); exp != "" {
 		return "GOEXPERIMENT=" + exp

@@ -127,12 +127,13 @@ func TestTargets(t *testing.T) {
 	}{
 		{
 			name: "single stream, met and not met",
-			rows: []Row{row(kindSingle, 1, 1, 60, 90, 100, 100), row(kindSingle, 2, 1, 40, 70, 100, 100)},
+			rows: []Row{row(kindSingle, 1, 1, 120, 110, 100, 100), row(kindSingle, 2, 1, 40, 70, 100, 100)},
 			want: []Target{
-				{Name: "single-stream decode vs llama.cpp prebuilt, 1 thread(s)", Want: "≥ 0.80×", Value: 0.9, Met: true},
-				{Name: "single-stream prefill vs llama.cpp prebuilt, 1 thread(s)", Want: "≥ 0.50×", Value: 0.6, Met: true},
-				{Name: "single-stream decode vs llama.cpp prebuilt, 2 thread(s)", Want: "≥ 0.80×", Value: 0.7, Met: false},
-				{Name: "single-stream prefill vs llama.cpp prebuilt, 2 thread(s)", Want: "≥ 0.50×", Value: 0.4, Met: false},
+				{Name: "single-stream decode vs llama.cpp prebuilt, 1 thread(s)", Want: "≥ 1.00×", Value: 1.1, Met: true},
+				{Name: "single-stream prefill vs llama.cpp prebuilt, 1 thread(s)", Want: "≥ 1.00×", Value: 1.2, Met: true},
+				{Name: "single-stream decode vs llama.cpp prebuilt, 2 thread(s)", Want: "≥ 1.00×", Value: 0.7, Met: false},
+				{Name: "single-stream prefill vs llama.cpp prebuilt, 2 thread(s)", Want: "≥ 1.00×", Value: 0.4, Met: false},
+				{Name: "single-stream decode at 2 threads vs our 1 thread", Want: "≥ 1.60×", Value: 70.0 / 110, Met: false},
 			},
 		},
 		{
@@ -140,10 +141,10 @@ func TestTargets(t *testing.T) {
 			name: "the native build is the baseline where it ran",
 			rows: []Row{withNative(row(kindSingle, 1, 1, 60, 90, 100, 100), 200, 120), withNative(row(kindStreams, 1, 1, 1, 50, 1, 60), 1, 60), withNative(row(kindStreams, 1, 16, 1, 150, 1, 120), 1, 160)},
 			want: []Target{
-				{Name: "single-stream decode vs llama.cpp native, 1 thread(s)", Want: "≥ 0.80×", Value: 0.75, Met: false},
-				{Name: "single-stream prefill vs llama.cpp native, 1 thread(s)", Want: "≥ 0.50×", Value: 0.3, Met: false},
+				{Name: "single-stream decode vs llama.cpp native, 1 thread(s)", Want: "≥ 1.00×", Value: 0.75, Met: false},
+				{Name: "single-stream prefill vs llama.cpp native, 1 thread(s)", Want: "≥ 1.00×", Value: 0.3, Met: false},
 				{Name: "decode at 16 streams vs our single stream, 1 thread(s)", Want: "≥ 2.00×", Value: 3, Met: true},
-				{Name: "decode at 16 streams vs llama.cpp native, 1 thread(s)", Want: "> 1.00×", Value: 0.9375, Met: false},
+				{Name: "decode at 16 streams vs llama.cpp native, 1 thread(s)", Want: "≥ 1.20×", Value: 0.9375, Met: false},
 			},
 		},
 		{
@@ -151,7 +152,7 @@ func TestTargets(t *testing.T) {
 			rows: []Row{row(kindStreams, 2, 1, 1, 50, 1, 60), row(kindStreams, 2, 4, 1, 80, 1, 90), row(kindStreams, 2, 16, 1, 150, 1, 120)},
 			want: []Target{
 				{Name: "decode at 16 streams vs our single stream, 2 thread(s)", Want: "≥ 2.00×", Value: 3, Met: true},
-				{Name: "decode at 16 streams vs llama.cpp prebuilt, 2 thread(s)", Want: "> 1.00×", Value: 1.25, Met: true},
+				{Name: "decode at 16 streams vs llama.cpp prebuilt, 2 thread(s)", Want: "≥ 1.20×", Value: 1.25, Met: true},
 			},
 		},
 		{
@@ -499,7 +500,7 @@ func TestRenderSection(t *testing.T) {
 		"1 row(s) marked ⚠ were measured while other processes used more than 10% of the CPU",
 		"| 1 | 200.0 | 250.0 | 0.80× | 90.0 | 100.0 | 0.90× | 0/0 | 0% |",
 		"| 2 | 16 | 300.0 | 250.0 | 1.20× | 3.75× | 400.0 | 500.0 | 30% ⚠ |",
-		"| single-stream prefill vs llama.cpp prebuilt, 2 thread(s) | ≥ 0.50× | 0.75× | yes |",
+		"| single-stream prefill vs llama.cpp prebuilt, 2 thread(s) | ≥ 1.00× | 0.75× | no |",
 		"| decode at 16 streams vs our single stream, 2 thread(s) | ≥ 2.00× | 3.75× | yes |",
 		"![tok/s per configuration, Tandem and llama.cpp](benchmarks/cpu-2001-02-03.png)",
 		"Rerun: `make bench` (or `go run ./cmd/tandembench --out x`).",
@@ -532,7 +533,7 @@ func TestRenderSectionNative(t *testing.T) {
 		"| threads | prefill Tandem | prefill llama.cpp prebuilt | ratio | prefill llama.cpp native | ratio | decode Tandem | decode llama.cpp prebuilt | ratio | decode llama.cpp native | ratio | greedy agree (prebuilt, native) | others' CPU |",
 		"| 1 | 200.0 | 250.0 | 0.80× | 500.0 | 0.40× | 90.0 | 100.0 | 0.90× | 200.0 | 0.45× | 0/0, 0/0 | 0% |",
 		"| 2 | 16 | 300.0 | 250.0 | 1.20× | 200.0 | 1.50× | 3.75× | 400.0 | 500.0 | 500.0 | 0% |",
-		"| single-stream prefill vs llama.cpp native, 1 thread(s) | ≥ 0.50× | 0.40× | no |",
+		"| single-stream prefill vs llama.cpp native, 1 thread(s) | ≥ 1.00× | 0.40× | no |",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q:\n%s", want, s)

@@ -37,7 +37,7 @@ func updateDoc(path string, rep *Report, assets string) error {
 	if doc == "" {
 		doc = docHeader
 	}
-	out := spliceSection(doc, rep.Date, renderSection(rep, assets))
+	out := spliceSection(doc, rep.sectionKey(), renderSection(rep, assets))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("doc: %w", err)
 	}
@@ -72,8 +72,8 @@ func spliceSection(doc, date, section string) string {
 func renderSection(rep *Report, assets string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p(beginMarker+"\n", rep.Date)
-	p("## %s — CPU engine vs llama.cpp, %s\n\n", rep.Date, filepath.Base(rep.Model))
+	p(beginMarker+"\n", rep.sectionKey())
+	p("## %s — CPU engine vs llama.cpp, %s%s\n\n", rep.Date, filepath.Base(rep.Model), isaTitle(rep.ISA))
 	if rep.Quick {
 		p("**Quick smoke run (`--quick`): not a measurement.**\n\n")
 	}
@@ -94,7 +94,10 @@ func renderSection(rep *Report, assets string) string {
 		"%s kernels, `--cpu-precision %s` (prompt tokens at ~15-bit activations unless fast), KV cache %s, block size %d, prefix caching off, greedy, ignore_eos; GOMAXPROCS = threads.\n", orUnknown(rep.Tandem.Kernels), orUnknown(rep.Tandem.Precision), rep.Tandem.KVType, rep.Tandem.BlockSize)
 	if l := rep.Llama; l != nil {
 		best := ""
-		if l.BestVariant != "" {
+		switch {
+		case rep.ISA != "":
+			best = fmt.Sprintf(", loaded alone (--isa %s: both sides at one instruction set)", rep.ISA)
+		case l.BestVariant != "":
 			best = ", checked to be the best prebuilt variant for this CPU"
 		}
 		p("- llama.cpp prebuilt: %s through the C API (scripts/llamabench); CPU variant `%s`%s; %s.\n",
@@ -187,11 +190,11 @@ func renderSection(rep *Report, assets string) string {
 		}
 		p("\n")
 	}
-	file := "cpu-" + rep.Date
+	file := rep.fileBase()
 	p("![tok/s per configuration, Tandem and llama.cpp](%s/%s.png)\n\n", assets, file)
 	p("Raw numbers (every repetition, greedy tokens, each llama.cpp build and system info): [%s.json](%s/%s.json). Run took %.0f s.\n\n", file, assets, file, rep.Seconds)
 	p("Rerun: `make bench` (or `%s`).\n", rep.Command)
-	p(endMarker+"\n", rep.Date)
+	p(endMarker+"\n", rep.sectionKey())
 	return b.String()
 }
 
