@@ -112,6 +112,7 @@ bench: setup llguidance oracle model ## Tandem vs llama.cpp (prebuilt and built 
 	$(GO) run ./cmd/tandembench --out docs/benchmarks --doc docs/benchmarks.md
 	@echo "== at one instruction set: Tandem's AVX2 kernels against llama.cpp's haswell variant (the level both ship for older CPUs)"
 	@if grep -qw avx2 /proc/cpuinfo; then TANDEM_CPU_KERNELS=avx2 $(GO) run ./cmd/tandembench --phase cpu --isa avx2 --out docs/benchmarks --doc docs/benchmarks.md; else echo "no AVX2 on this CPU: skipped"; fi
+	@if grep -qw avx_vnni /proc/cpuinfo; then TANDEM_CPU_KERNELS=avxvnni $(GO) run ./cmd/tandembench --phase cpu --isa avxvnni --out docs/benchmarks --doc docs/benchmarks.md; else echo "no AVX-VNNI on this CPU: skipped"; fi
 	@echo "== MaskBench on the schemas make test never sees (all but every 16th)"
 	$(TEST_ENV) TANDEM_MASKBENCH_HELD_OUT=1 TANDEM_MASKBENCH_JSON=$(CURDIR)/docs/benchmarks/maskbench-held-out.json \
 		$(GO) test -count=1 -timeout 60m -run 'TestMaskBench$$' -v ./enginecore/structured/

@@ -19,7 +19,8 @@ type isaRun struct {
 }
 
 var isaRuns = map[string]isaRun{
-	"avx2": {level: "avx2", variant: "haswell", title: "AVX2: Tandem's avx2 kernels, llama.cpp's haswell variant"},
+	"avx2":    {level: "avx2", variant: "haswell", title: "AVX2: Tandem's avx2 kernels, llama.cpp's haswell variant"},
+	"avxvnni": {level: "avxvnni", variant: "alderlake", title: "AVX2 + AVX-VNNI: Tandem's avxvnni kernels, llama.cpp's alderlake variant"},
 }
 
 // checkISA fails when Tandem's kernels are not isa's (the level is fixed

@@ -119,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
 	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
-	fs.StringVar(&o.isa, "isa", "", "cpu phase: compare at one instruction set: avx2 runs Tandem's AVX2 kernels (set TANDEM_CPU_KERNELS=avx2) against llama.cpp's haswell prebuilt variant, without the native column; files and doc section are tagged with it")
+	fs.StringVar(&o.isa, "isa", "", "cpu phase: compare at one instruction set: avx2 runs Tandem's AVX2 kernels (set TANDEM_CPU_KERNELS=avx2) against llama.cpp's haswell prebuilt variant, avxvnni Tandem's avxvnni kernels against the alderlake variant; without the native column; files and doc section are tagged with it")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the run (Tandem's side; llama.cpp runs in its own process) to this file")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: P=16 D=8, 1 rep, no retries, threads 1, sweep 1:1,2; output to a temp dir and no doc unless --out/--doc are given")
 	if err := fs.Parse(args); err != nil {
@@ -188,7 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("--retries must be ≥ 0 and --max-other-cpu > 0")
 	}
 	if _, ok := isaRuns[o.isa]; o.isa != "" && !ok {
-		return o, fmt.Errorf("--isa %q: want avx2", o.isa)
+		return o, fmt.Errorf("--isa %q: want avx2 or avxvnni", o.isa)
 	}
 	if _, err := time.Parse(time.DateOnly, o.date); err != nil {
 		return o, fmt.Errorf("--date %q: want YYYY-MM-DD", o.date)

@@ -30,6 +30,12 @@ func (m *Matrix) kquantBytes() bool {
 	return m.fam == famByte && m.sc.h == nil && (m.nsub == 2) != m.hasMin
 }
 
+// asmAVXVNNI reports whether m's AVX2 assembly has an AVX-VNNI variant:
+// the 4-bit and Q8_0 kernels.
+func (m *Matrix) asmAVXVNNI() bool {
+	return m.asm256() && (m.fam == famNib || !m.kquantBytes())
+}
+
 // asm256 reports whether m's matmuls have AVX2 assembly kernels: 4-bit
 // matrices (float16 scales need F16C), Q8_0, Q6_K and Q5_K.
 func (m *Matrix) asm256() bool {
@@ -53,6 +59,7 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 	f16 := m.sc.h != nil
 	kq := m.kquantBytes()
 	asm := m.asm256()
+	vnni := level == levelAVXVNNI && m.asmAVXVNNI()
 	for g := g0; g < g1; g++ {
 		var qs []byte
 		var sc scales
@@ -65,11 +72,18 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 				xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 				for half := range 2 {
 					if f16 {
-						if sc.noM {
+						switch {
+						case vnni && sc.noM:
+							nibGroup4AVXVNNIQ(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
+						case vnni:
+							nibGroup4AVXVNNIH(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
+						case sc.noM:
 							nibGroup4AVX2Q(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
-						} else {
+						default:
 							nibGroup4AVX2H(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
 						}
+					} else if vnni {
+						nibGroup4AVXVNNIF(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
 					} else {
 						nibGroup4AVX2F(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
 					}
@@ -78,6 +92,8 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 				xa, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 				for half := range 2 {
 					switch {
+					case !kq && vnni:
+						byteGroup4Q8AVXVNNI(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4, half)
 					case !kq:
 						byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4, half)
 					case m.hasMin:
@@ -97,13 +113,18 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 				f32Group256(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
 			case m.fam == famNib && asm:
 				xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
-				if f16 {
-					if sc.noM {
-						nibGroup1AVX2Q(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
-					} else {
-						nibGroup1AVX2H(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
-					}
-				} else {
+				switch {
+				case f16 && vnni && sc.noM:
+					nibGroup1AVXVNNIQ(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				case f16 && vnni:
+					nibGroup1AVXVNNIH(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				case f16 && sc.noM:
+					nibGroup1AVX2Q(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				case f16:
+					nibGroup1AVX2H(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				case vnni:
+					nibGroup1AVXVNNIF(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				default:
 					nibGroup1AVX2F(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, &res)
 				}
 			case m.fam == famNib:
@@ -117,7 +138,11 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 				}
 			case asm: // Q8_0
 				xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
-				byteGroup1Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
+				if vnni {
+					byteGroup1Q8AVXVNNI(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
+				} else {
+					byteGroup1Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
+				}
 			default:
 				byteGroup256(qs, sc, m.nsub, m.hasMin, a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			}
@@ -451,3 +476,29 @@ func addRows256(y, w, v []float32, stride int) {
 		addScaledGo(y[i:], wp, v[p*stride+i:p*stride+d])
 	}
 }
+
+// The AVX-VNNI variants of the 4-bit and Q8_0 kernels (avx2_amd64.s).
+//
+//go:noescape
+func nibGroup4AVXVNNIH(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func nibGroup4AVXVNNIQ(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func nibGroup4AVXVNNIF(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func nibGroup1AVXVNNIH(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func nibGroup1AVXVNNIQ(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func nibGroup1AVXVNNIF(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func byteGroup4Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)

@@ -463,6 +463,200 @@ done: \
 	VZEROUPPER \
 	RET
 
+// AVX-VNNI (Alder Lake, Sapphire Rapids and later; no AVX-512 needed):
+// VPDPBUSDY(d, s2, s3) is {vex} vpdpbusd ymm_d, ymm_s2, ymm_s3, four
+// u8 (s2) × s8 (s3) products added into each int32 lane of d. Go's
+// assembler only knows the EVEX form, which needs AVX-512, so it is
+// spelled in bytes from the register numbers. The *V kernels below are
+// the 4-bit and Q8_0 kernels with it: the same int32 sums (no int16
+// stage saturates, see nibGroup1), no vpmaddwd, the same float
+// operations.
+#define VPDPBUSDY(d, s2, s3) BYTE $0xC4; BYTE $(((1-((d)>>3))<<7) | 0x40 | ((1-((s3)>>3))<<5) | 0x02); BYTE $(((15-(s2))<<3) | 0x05); BYTE $0x50; BYTE $(0xC0 | (((d)&7)<<3) | ((s3)&7))
+
+// NTOKENV is NTOKEN with int32 sums in Y<sn>.
+#define NTOKENV(xr, sn, lo, hi) \
+	VPBROADCASTD lo(xr), Y11 \
+	VPDPBUSDY(sn, 9, 11) \
+	VPBROADCASTD hi(xr), Y11 \
+	VPDPBUSDY(sn, 10, 11)
+
+#define NCHUNK4V(off, lo, hi) \
+	VMOVDQU off(SI), Y8 \
+	VPAND Y15, Y8, Y9 \
+	VPSRLW $4, Y8, Y10 \
+	VPAND Y15, Y10, Y10 \
+	NTOKENV(R8, 4, lo, hi) \
+	NTOKENV(R9, 5, lo, hi) \
+	NTOKENV(R10, 6, lo, hi) \
+	NTOKENV(R11, 7, lo, hi)
+
+// NSCALEV is NSCALE for int32 sums.
+#define NSCALEV(s, acc, xdr, xsr, t1, t2) \
+	VCVTDQ2PS s, s \
+	VBROADCASTSS (xdr), t1 \
+	VMULPS t1, Y13, t1 \
+	VFMADD231PS t1, s, acc \
+	VBROADCASTSS (xsr), t2 \
+	VFMADD231PS t2, Y14, acc
+
+// NIB4V is NIB4 with AVX-VNNI.
+#define NIB4V(LD, LDM, hs, bs) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xq+16(FP), R8 \
+	MOVQ in+24(FP), DX \
+	MOVQ xd+32(FP), R12 \
+	MOVQ xs+40(FP), R13 \
+	MOVQ nb+48(FP), CX \
+	MOVQ half+64(FP), AX \
+	MOVQ AX, R14 \
+	SHLQ $5, R14 \
+	ADDQ R14, SI \
+	IMULQ $hs, AX \
+	ADDQ AX, DI \
+	LEAQ (R8)(DX*1), R9 \
+	LEAQ (R9)(DX*1), R10 \
+	LEAQ (R10)(DX*1), R11 \
+	MOVQ CX, BX \
+	SHLQ $2, BX \
+	VMOVDQU nibmask<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	TESTQ CX, CX \
+	JZ done \
+block: \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	NCHUNK4V(0, 0, 16) \
+	NCHUNK4V(64, 4, 20) \
+	NCHUNK4V(128, 8, 24) \
+	NCHUNK4V(192, 12, 28) \
+	LD(0, Y13) \
+	LDM(bs/2, Y14) \
+	NSCALEV(Y4, Y0, R12, R13, Y11, Y12) \
+	LEAQ (R12)(BX*1), AX \
+	LEAQ (R13)(BX*1), R14 \
+	NSCALEV(Y5, Y1, AX, R14, Y11, Y12) \
+	ADDQ BX, AX \
+	ADDQ BX, R14 \
+	NSCALEV(Y6, Y2, AX, R14, Y11, Y12) \
+	ADDQ BX, AX \
+	ADDQ BX, R14 \
+	NSCALEV(Y7, Y3, AX, R14, Y11, Y12) \
+	ADDQ $256, SI \
+	ADDQ $bs, DI \
+	ADDQ $32, R8 \
+	ADDQ $32, R9 \
+	ADDQ $32, R10 \
+	ADDQ $32, R11 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+done: \
+	MOVQ res+56(FP), AX \
+	MOVQ half+64(FP), R14 \
+	SHLQ $5, R14 \
+	ADDQ R14, AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 64(AX) \
+	VMOVUPS Y2, 128(AX) \
+	VMOVUPS Y3, 192(AX) \
+	VZEROUPPER \
+	RET
+
+// NCHUNK2V is NCHUNK2 with AVX-VNNI: rows 0–7 into Y4, 8–15 into Y5.
+#define NCHUNK2V(off, lo, hi) \
+	VPBROADCASTD lo(R8), Y11 \
+	VPBROADCASTD hi(R8), Y12 \
+	VMOVDQU off(SI), Y8 \
+	VPAND Y15, Y8, Y9 \
+	VPSRLW $4, Y8, Y10 \
+	VPAND Y15, Y10, Y10 \
+	VPDPBUSDY(4, 9, 11) \
+	VPDPBUSDY(4, 10, 12) \
+	VMOVDQU (off+32)(SI), Y8 \
+	VPAND Y15, Y8, Y9 \
+	VPSRLW $4, Y8, Y10 \
+	VPAND Y15, Y10, Y10 \
+	VPDPBUSDY(5, 9, 11) \
+	VPDPBUSDY(5, 10, 12)
+
+// NIB1V is NIB1 with AVX-VNNI.
+#define NIB1V(LD, LDM, hs, bs) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xq+16(FP), R8 \
+	MOVQ xd+24(FP), R12 \
+	MOVQ xs+32(FP), R13 \
+	MOVQ nb+40(FP), CX \
+	VMOVDQU nibmask<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	TESTQ CX, CX \
+	JZ done \
+block: \
+	PREFETCHT0 1024(SI) \
+	PREFETCHT0 1088(SI) \
+	PREFETCHT0 1152(SI) \
+	PREFETCHT0 1216(SI) \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	NCHUNK2V(0, 0, 16) \
+	NCHUNK2V(64, 4, 20) \
+	NCHUNK2V(128, 8, 24) \
+	NCHUNK2V(192, 12, 28) \
+	LD(0, Y13) \
+	LDM(bs/2, Y14) \
+	NSCALEV(Y4, Y0, R12, R13, Y2, Y3) \
+	LD(hs, Y13) \
+	LDM(bs/2+hs, Y14) \
+	NSCALEV(Y5, Y1, R12, R13, Y2, Y3) \
+	ADDQ $256, SI \
+	ADDQ $bs, DI \
+	ADDQ $32, R8 \
+	ADDQ $4, R12 \
+	ADDQ $4, R13 \
+	DECQ CX \
+	JNZ block \
+done: \
+	MOVQ res+48(FP), AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 32(AX) \
+	VZEROUPPER \
+	RET
+
+// BPRODV is BPROD with AVX-VNNI: the sign-applied weights into Y12,
+// then |x| (u8, in xan) times them into Y<sn>.
+#define BPRODV(w, xan, xm, sn) \
+	VPXOR xm, w, Y12 \
+	VPSUBB xm, Y12, Y12 \
+	VPDPBUSDY(sn, xan, 12)
+
+#define BTOKENV(xr, sn, off) \
+	VPBROADCASTD off(xr)(DX*1), Y11 \
+	VPBROADCASTD off(xr), Y10 \
+	BPRODV(Y8, 10, Y11, sn)
+
+#define BCHUNK4V(off) \
+	VMOVDQU (off*16)(SI), Y8 \
+	BTOKENV(R8, 4, off) \
+	BTOKENV(R9, 5, off) \
+	BTOKENV(R10, 6, off) \
+	BTOKENV(R11, 7, off)
+
+#define BCHUNK1V(off, sa, sb) \
+	VPBROADCASTD off(R8)(DX*1), Y11 \
+	VPBROADCASTD off(R8), Y10 \
+	VMOVDQU (off*16)(SI), Y8 \
+	BPRODV(Y8, 10, Y11, sa) \
+	VMOVDQU (off*16+32)(SI), Y9 \
+	BPRODV(Y9, 10, Y11, sb)
+
 // func cpuF16C() bool: CPUID leaf 1, ECX bit 29.
 TEXT ·cpuF16C(SB), NOSPLIT, $0-1
 	MOVL $1, AX
@@ -631,3 +825,139 @@ TEXT ·byteGroup1Q6AVX2(SB), NOSPLIT, $0-64
 // func byteGroup1Q5AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·byteGroup1Q5AVX2(SB), NOSPLIT, $0-64
 	BYTE1K(BLOCK1Q5)
+
+// func nibGroup4AVXVNNIH(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+//
+// The *AVXVNNI* kernels are the AVX2 ones of the same name with AVX-VNNI
+// (see VPDPBUSDY): 4-bit with float16 (H), Q4_0 (Q) or float32 (F)
+// scales, and Q8_0.
+TEXT ·nibGroup4AVXVNNIH(SB), NOSPLIT, $0-72
+	NIB4V(LDH, LDH, 16, 64)
+
+// func nibGroup4AVXVNNIQ(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+TEXT ·nibGroup4AVXVNNIQ(SB), NOSPLIT, $0-72
+	NIB4V(LDH, LDQ40M, 16, 32)
+
+// func nibGroup4AVXVNNIF(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+TEXT ·nibGroup4AVXVNNIF(SB), NOSPLIT, $0-72
+	NIB4V(LDF, LDF, 32, 128)
+
+// func nibGroup1AVXVNNIH(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·nibGroup1AVXVNNIH(SB), NOSPLIT, $0-56
+	NIB1V(LDH, LDH, 16, 64)
+
+// func nibGroup1AVXVNNIQ(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·nibGroup1AVXVNNIQ(SB), NOSPLIT, $0-56
+	NIB1V(LDH, LDQ40M, 16, 32)
+
+// func nibGroup1AVXVNNIF(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
+TEXT ·nibGroup1AVXVNNIF(SB), NOSPLIT, $0-56
+	NIB1V(LDF, LDF, 32, 128)
+
+// func byteGroup4Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
+TEXT ·byteGroup4Q8AVXVNNI(SB), NOSPLIT, $0-72
+	MOVQ qs+0(FP), SI
+	MOVQ sc+8(FP), DI
+	MOVQ xa+16(FP), R8
+	MOVQ xm+24(FP), DX
+	SUBQ R8, DX
+	MOVQ in+32(FP), AX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	MOVQ xd+40(FP), R12
+	MOVQ nb+48(FP), CX
+	MOVQ half+64(FP), AX
+	SHLQ $4, AX
+	ADDQ AX, DI
+	SHLQ $1, AX
+	ADDQ AX, SI
+	MOVQ CX, BX
+	SHLQ $2, BX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ v4done
+
+v4block:
+	BZERO4
+	BCHUNK4V(0)
+	BCHUNK4V(4)
+	BCHUNK4V(8)
+	BCHUNK4V(12)
+	BCHUNK4V(16)
+	BCHUNK4V(20)
+	BCHUNK4V(24)
+	BCHUNK4V(28)
+	BSCALE4(LDH, 0)
+	ADDQ $512, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ v4block
+
+v4done:
+	MOVQ res+56(FP), AX
+	MOVQ half+64(FP), R14
+	SHLQ $5, R14
+	ADDQ R14, AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 64(AX)
+	VMOVUPS Y2, 128(AX)
+	VMOVUPS Y3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
+TEXT ·byteGroup1Q8AVXVNNI(SB), NOSPLIT, $0-56
+	MOVQ qs+0(FP), SI
+	MOVQ sc+8(FP), DI
+	MOVQ xa+16(FP), R8
+	MOVQ xm+24(FP), DX
+	SUBQ R8, DX
+	MOVQ xd+32(FP), R12
+	MOVQ nb+40(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	TESTQ CX, CX
+	JZ v1done
+
+v1block:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	BCHUNK1V(0, 4, 6)
+	BCHUNK1V(4, 4, 6)
+	BCHUNK1V(8, 4, 6)
+	BCHUNK1V(12, 4, 6)
+	BCHUNK1V(16, 5, 7)
+	BCHUNK1V(20, 5, 7)
+	BCHUNK1V(24, 5, 7)
+	BCHUNK1V(28, 5, 7)
+	VPADDD Y5, Y4, Y4
+	VPADDD Y7, Y6, Y6
+	MOVQ R12, AX
+	VCVTPH2PS (DI), Y13
+	BSCALE(Y4, Y0)
+	VCVTPH2PS 16(DI), Y13
+	BSCALE(Y6, Y1)
+	ADDQ $512, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $4, R12
+	DECQ CX
+	JNZ v1block
+
+v1done:
+	MOVQ res+48(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VZEROUPPER
+	RET

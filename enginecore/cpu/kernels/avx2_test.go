@@ -61,8 +61,8 @@ func TestAVX2AssemblySameBits(t *testing.T) {
 
 // TestDispatchPicksAssembly: at every SIMD level this CPU has, every
 // quantized type runs in the fastest assembly the level has — VNNI's
-// for every type on a VNNI CPU, AVX-512's own where it exists, else
-// AVX2's (10–40× the archsimd kernels), and on an AMX CPU whole tiles of
+// for every type on a VNNI CPU, AVX-512's own where it exists, AVX-VNNI's
+// for the 4-bit types and Q8_0 on AVX2 CPUs that have it, else AVX2's (10–40× the archsimd kernels), and on an AMX CPU whole tiles of
 // 16 rows in AMX (2–4× AVX-512 at prefill) — so no type a GGUF commonly
 // holds falls back to a slow path.
 func TestDispatchPicksAssembly(t *testing.T) {
@@ -70,6 +70,9 @@ func TestDispatchPicksAssembly(t *testing.T) {
 	defer func() { level = saved }()
 	want512 := map[model.DType]bool{model.Q4_0: true, model.Q4_1: true, model.Q8_0: true}
 	for l := detectLevel(); l >= levelAVX2; l-- {
+		if runnable(l) != l {
+			continue // AVX-VNNI missing where AVX-512 VNNI is not
+		}
 		level = l
 		for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
 			if !hasF16C && want512[typ] {
@@ -86,6 +89,8 @@ func TestDispatchPicksAssembly(t *testing.T) {
 				want = "avx512vnni-asm"
 			case l == levelAVX512 && want512[typ]:
 				want = "avx512-asm"
+			case l == levelAVXVNNI && typ != model.Q5_K && typ != model.Q6_K:
+				want = "avxvnni-asm"
 			}
 			if want != "" && strings.TrimPrefix(got, "amx+") != want {
 				t.Errorf("level %v, %v: Kernel() = %q, want %q", l, typ, got, want)
@@ -122,6 +127,9 @@ func TestLevelsAgree(t *testing.T) {
 		precise := []bool{true, false, true}
 		var want []float32
 		for l := saved; l >= levelAVX2; l-- {
+			if runnable(l) != l {
+				continue
+			}
 			level = l
 			m, err := Pack(w) // in the level's own layout
 			if err != nil {

@@ -15,8 +15,9 @@
 // bytes than the file holds ([Packing]). Packing copies the weights, so
 // the source tensors (possibly mmapped) are not read afterwards.
 //
-// Kernels come at five levels ([Level]), picked once from the build and
-// the CPU: AMX, AVX-512 VNNI, AVX-512 and AVX2+FMA via simd/archsimd,
+// Kernels come at six levels ([Level]), picked once from the build and
+// the CPU: AMX, AVX-512 VNNI, AVX-512, AVX2 with AVX-VNNI and AVX2+FMA
+// via simd/archsimd,
 // in files built with `//go:build goexperiment.simd && amd64` (so
 // GOEXPERIMENT=simd is needed
 // to get them), and pure Go (plain `go build`, other CPUs, and VMs whose
@@ -27,7 +28,9 @@
 // at 30–50. AVX-512 (nib4_amd64.s, byte_amd64.s) has float16-scaled
 // 4-bit and Q8_0; AVX2 (avx2_amd64.s) has every quantized type (4-bit,
 // Q8_0, Q6_K, Q5_K), and an AVX-512 CPU runs it for the types its own
-// assembly lacks ([Matrix.Kernel] names the kernel). With AVX-512 VNNI
+// assembly lacks ([Matrix.Kernel] names the kernel); with AVX-VNNI its
+// 4-bit and Q8_0 kernels use the VEX-encoded VPDPBUSD, spelled in bytes
+// (avx2_amd64.s's VPDPBUSDY). With AVX-512 VNNI
 // every quantized type has one- and four-token kernels built on
 // VPDPBUSD (vnni_amd64.s; 1.5–2× the AVX-512 ones), the one-token ones
 // running a span of groups per call so decode pays no Go call per 16

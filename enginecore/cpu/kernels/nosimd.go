@@ -6,6 +6,8 @@ package kernels
 
 func detectLevel() simdLevel { return levelGo }
 
+var hasAVXVNNI = false
+
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	m.mulGroupsGo(out, a, g0, g1)
 }

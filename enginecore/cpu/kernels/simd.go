@@ -12,6 +12,9 @@ import (
 	"unsafe"
 )
 
+// hasAVXVNNI reports the VEX-encoded VPDPBUSD (AVX-VNNI).
+var hasAVXVNNI = archsimd.X86.AVXVNNI()
+
 func detectLevel() simdLevel {
 	switch {
 	case archsimd.X86.AVX512() && archsimd.X86.AVX512VNNI() && hasAMX:
@@ -20,6 +23,8 @@ func detectLevel() simdLevel {
 		return levelVNNI
 	case archsimd.X86.AVX512():
 		return levelAVX512
+	case archsimd.X86.AVX2() && archsimd.X86.FMA() && hasAVXVNNI:
+		return levelAVXVNNI
 	case archsimd.X86.AVX2() && archsimd.X86.FMA():
 		return levelAVX2
 	}
@@ -55,6 +60,8 @@ func (m *Matrix) vecKernel() string {
 		return "avx512vnni-asm"
 	case level >= levelAVX512 && m.asm512():
 		return "avx512-asm"
+	case level == levelAVXVNNI && m.asmAVXVNNI():
+		return "avxvnni-asm"
 	case m.asm256():
 		return "avx2-asm"
 	}
@@ -72,7 +79,7 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 		m.mulGroupsGo(out, a, g0, g1)
 		return
 	}
-	if level == levelAVX2 || m.fam != famF32 && !m.asm512() && m.asm256() {
+	if level < levelAVX512 || m.fam != famF32 && !m.asm512() && m.asm256() {
 		m.mulGroupsAVX2(out, a, g0, g1, t0)
 		return
 	}
