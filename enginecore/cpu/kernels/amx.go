@@ -5,7 +5,6 @@ package kernels
 import (
 	"slices"
 	"sync"
-	"syscall"
 	"unsafe"
 )
 
@@ -21,12 +20,6 @@ func cpuAMX() bool
 // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), which a process must ask
 // for before its first tile instruction.
 var hasAMX = cpuAMX() && requestAMX()
-
-func requestAMX() bool {
-	const archReqXcompPerm, xfeatureXTileData = 0x1023, 18
-	_, _, errno := syscall.RawSyscall(syscall.SYS_ARCH_PRCTL, archReqXcompPerm, xfeatureXTileData, 0)
-	return errno == 0
-}
 
 // amxConfig and amxConfig16 are the tile configurations the kernels
 // load (LDTILECFG's 64-byte layout: palette 1, then colsb [16]uint16 and
