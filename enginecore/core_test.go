@@ -30,6 +30,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // test ends and returns the endpoint.
 func startEngine(t *testing.T, numBlocks int) string {
 	t.Helper()
+	return startEngineTimeout(t, numBlocks, hbTimeout)
+}
+
+// startEngineTimeout is startEngine with the engine's heartbeat timeout
+// for its frontends.
+func startEngineTimeout(t *testing.T, numBlocks int, timeout time.Duration) string {
+	t.Helper()
 	cfg, w := model.Dummy(512)
 	be, err := cpu.New(cfg, w, 1)
 	if err != nil {
@@ -38,7 +45,7 @@ func startEngine(t *testing.T, numBlocks int) string {
 	core, err := enginecore.New(enginecore.Config{
 		Model: "dummy", ServedModelName: "dummy", MaxModelLen: 512, BlockSize: 16, NumBlocks: numBlocks,
 		MaxNumSeqs: 16, MaxNumBatchedTokens: 256, EnablePrefixCaching: true,
-		HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Logger: quiet,
+		HeartbeatInterval: hbInterval, HeartbeatTimeout: timeout, Logger: quiet,
 	}, be)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +71,13 @@ func startEngine(t *testing.T, numBlocks int) string {
 
 func dial(t *testing.T, ep string) *engineclient.Client {
 	t.Helper()
-	c, err := engineclient.Dial(engineclient.Config{Endpoints: []string{ep}, HeartbeatInterval: hbInterval, HeartbeatTimeout: hbTimeout, Logger: quiet})
+	return dialTimeout(t, ep, hbTimeout)
+}
+
+// dialTimeout is dial with the client's heartbeat timeout for its engine.
+func dialTimeout(t *testing.T, ep string, timeout time.Duration) *engineclient.Client {
+	t.Helper()
+	c, err := engineclient.Dial(engineclient.Config{Endpoints: []string{ep}, HeartbeatInterval: hbInterval, HeartbeatTimeout: timeout, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
