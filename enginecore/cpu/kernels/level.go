@@ -12,7 +12,7 @@ const (
 	levelAVX2                     // AVX2 + FMA, 256-bit (CPUs, or VMs, without usable AVX-512)
 	levelAVXVNNI                  // AVX2 plus AVX-VNNI (VEX vpdpbusd: Alder Lake and later client CPUs)
 	levelAVX512                   // AVX-512 F/BW/DQ/VL/CD, 512-bit
-	levelVNNI                     // AVX-512 plus VNNI (vpdpbusd: Ice Lake, Zen 4 and later)
+	levelVNNI                     // AVX-512 plus VNNI (vpdpbusd: Cascade Lake, Ice Lake, Zen 4 and later)
 	levelAMX                      // AVX-512 VNNI plus AMX-INT8 tiles for prefill (Sapphire Rapids and later)
 )
 
