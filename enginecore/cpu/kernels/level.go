@@ -45,16 +45,6 @@ func (l simdLevel) String() string {
 	return [...]string{"go", "avx2", "avxvnni", "avx512", "avx512vnni", "amx"}[l]
 }
 
-// vec is the level of the vector (non-matmul) kernels: the VNNI levels
-// and AMX add integer matmul instructions only, so their vectors are
-// AVX2's or AVX-512's.
-func (l simdLevel) vec() simdLevel {
-	if l == levelAVXVNNI {
-		return levelAVX2
-	}
-	return min(l, levelAVX512)
-}
-
 // Level names the kernels in use: "amx", "avx512vnni", "avx512",
 // "avxvnni", "avx2" or "go".
 func Level() string { return level.String() }

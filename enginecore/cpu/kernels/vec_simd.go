@@ -10,6 +10,16 @@ package kernels
 
 import "simd/archsimd"
 
+// vec is the level of the vector (non-matmul) kernels: the VNNI levels
+// and AMX add integer matmul instructions only, so their vectors are
+// AVX2's or AVX-512's.
+func (l simdLevel) vec() simdLevel {
+	if l == levelAVXVNNI {
+		return levelAVX2
+	}
+	return min(l, levelAVX512)
+}
+
 func dot(a, b []float32) float32 {
 	switch level.vec() {
 	case levelAVX512:
