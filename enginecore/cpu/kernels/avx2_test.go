@@ -117,7 +117,7 @@ func TestLevelsAgree(t *testing.T) {
 	if saved < levelAVX2 {
 		t.Skip("no SIMD kernels in this build or on this CPU")
 	}
-	for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
+	for _, typ := range []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
 		if !hasF16C && (typ == model.Q4_0 || typ == model.Q4_1 || typ == model.Q8_0) {
 			continue
 		}

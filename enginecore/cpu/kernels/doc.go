@@ -12,7 +12,9 @@
 // Q6_K, Q5_K → int8 with per-16/32 scales (and offsets for Q5_K). From
 // the VNNI level on, Q4_K keeps the file's scale bytes and Q6_K packs as
 // famQ6 (6 bits a weight), so that memory-bound decode reads no more
-// bytes than the file holds ([Packing]). Packing copies the weights, so
+// bytes than the file holds ([Packing]); from the AVX-512 level, F16 and
+// BF16 stay 16-bit, converted in the float kernels (float_amd64.s).
+// Packing copies the weights, so
 // the source tensors (possibly mmapped) are not read afterwards.
 //
 // Kernels come at six levels ([Level]), picked once from the build and

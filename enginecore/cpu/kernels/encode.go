@@ -26,12 +26,13 @@ const Layout = "tandem-pack-v3"
 //	header: magic "TPKM" (4), layout id (4: FNV-1a of Layout), In, Out
 //	        (u32), Type (u32), fam, nsub, hasMin, scale kind (u8: 0 none,
 //	        1 f16, 2 f32, 3 bytes: compact Q4_K), nb (u32), noM (u8: Q4_0's offsets implicit),
-//	        3 zero bytes, then the section
+//	        float weights (u8: 0 float32, 1 float16, 2 bfloat16),
+//	        2 zero bytes, then the section
 //	        lengths in elements: scales (u64 at 32), qs (u64 at 40, bytes),
 //	        f (u64 at 48, float32), 8 zero bytes
 //	qs      [len] byte
 //	scales  [len] uint16, float32 or byte
-//	f       [len] float32
+//	f       [len] float32, or uint16 (16-bit float weights)
 //
 // in the machine's byte order (the cache is per machine).
 const (
@@ -76,7 +77,7 @@ func EncodedBound(t *model.Tensor) (int64, error) {
 
 // EncodedSize is the number of bytes Encode writes.
 func (m *Matrix) EncodedSize() int64 {
-	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f)))
+	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f))+2*int64(len(m.w16)))
 }
 
 // Encode writes m in the encoded layout; DecodeMatrix reads it back
@@ -110,7 +111,13 @@ func (m *Matrix) Encode(w io.Writer) error {
 		h[28] = 1
 	}
 	ne.PutUint64(h[40:], uint64(len(m.qs)))
-	ne.PutUint64(h[48:], uint64(len(m.f)))
+	ne.PutUint64(h[48:], uint64(len(m.f)+len(m.w16)))
+	switch {
+	case m.w16 != nil && m.bf16:
+		h[29] = 2
+	case m.w16 != nil:
+		h[29] = 1
+	}
 	var pad [EncodeAlign]byte
 	put := func(b []byte) error {
 		if _, err := w.Write(b); err != nil {
@@ -122,7 +129,11 @@ func (m *Matrix) Encode(w io.Writer) error {
 	if _, err := w.Write(h[:]); err != nil {
 		return fmt.Errorf("kernels: encode: %w", err)
 	}
-	for _, b := range [][]byte{m.qs, sc, bytesOf(m.f)} {
+	f := bytesOf(m.f)
+	if m.w16 != nil {
+		f = bytesOf(m.w16)
+	}
+	for _, b := range [][]byte{m.qs, sc, f} {
 		if err := put(b); err != nil {
 			return fmt.Errorf("kernels: encode: %w", err)
 		}
@@ -154,7 +165,7 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	m.sc.noM = b[28] == 1
 	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4, 3: 1}[scKind]
 	kOK := m.fam == famNib && m.Type == model.Q4_K || m.fam == famQ6 && m.Type == model.Q6_K
-	if scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famQ6 || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
+	if b[29] > 2 || b[29] != 0 && m.fam != famF32 || scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famQ6 || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
 		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
 	}
 	off := int64(headerBytes)
@@ -168,7 +179,12 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	}
 	qs, ok1 := take(int64(nqs))
 	sc, ok2 := take(int64(nsc * scSize))
-	f, ok3 := take(int64(4 * nf))
+	wKind := b[29] // float weights: 0 float32, 1 float16, 2 bfloat16
+	fSize := int64(4)
+	if wKind != 0 {
+		fSize = 2
+	}
+	f, ok3 := take(fSize * int64(nf))
 	if !ok1 || !ok2 || !ok3 {
 		return nil, 0, fmt.Errorf("%w: truncated", ErrEncoded)
 	}
@@ -183,7 +199,10 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	case 3:
 		m.sc.k = sc
 	}
-	if nf > 0 {
+	switch {
+	case nf > 0 && wKind != 0:
+		m.w16, m.bf16 = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), nf), wKind == 2
+	case nf > 0:
 		m.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(f))), nf)
 	}
 	if err := m.check(); err != nil {
@@ -201,8 +220,8 @@ func (m *Matrix) check() error {
 	groups := m.NumGroups()
 	switch m.fam {
 	case famF32:
-		if len(m.f) != groups*m.In*GroupRows || m.qs != nil {
-			return fmt.Errorf("%w: float section of %d, want %d", ErrEncoded, len(m.f), groups*m.In*GroupRows)
+		if len(m.f)+len(m.w16) != groups*m.In*GroupRows || m.qs != nil {
+			return fmt.Errorf("%w: float section of %d, want %d", ErrEncoded, len(m.f)+len(m.w16), groups*m.In*GroupRows)
 		}
 		return nil
 	case famNib, famByte, famQ6:
@@ -214,7 +233,7 @@ func (m *Matrix) check() error {
 		return fmt.Errorf("%w: %d sub-blocks", ErrEncoded, m.nsub)
 	}
 	nsc := len(m.sc.f) + len(m.sc.h) + len(m.sc.k)
-	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil {
+	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil || m.w16 != nil {
 		return fmt.Errorf("%w: sections do not match %d×%d", ErrEncoded, m.Out, m.In)
 	}
 	return nil

@@ -79,8 +79,16 @@ func (m *Matrix) mulGroupsGo(out []float32, a *Activations, g0, g1 int) {
 }
 
 func (m *Matrix) f32GroupGo(x []float32, g int, res *[GroupRows]float32) {
-	w := m.f[g*m.In*GroupRows : (g+1)*m.In*GroupRows]
 	*res = [GroupRows]float32{}
+	if m.w16 != nil {
+		for i, xi := range x {
+			for r := range res {
+				res[r] += m.weight(g, i, r) * xi
+			}
+		}
+		return
+	}
+	w := m.f[g*m.In*GroupRows : (g+1)*m.In*GroupRows]
 	for i, xi := range x {
 		row := (*[GroupRows]float32)(w[i*GroupRows:])
 		for r := range res {

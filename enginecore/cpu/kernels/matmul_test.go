@@ -300,6 +300,9 @@ func TestPackedBytes(t *testing.T) {
 		{model.Q4_0, 8 * (256 + 32)}, {model.Q4_1, 8 * (256 + 64)}, {model.Q8_0, 8 * (512 + 32)},
 		{model.Q4_K, 8 * (256 + 128)}, {model.Q5_K, 8 * (512 + 128)}, {model.Q6_K, 8 * (512 + 128)},
 	}
+	if halfWeights() {
+		tests[1].want, tests[2].want = 16*256*2, 16*256*2 // kept 16-bit
+	}
 	if compactQ4K() {
 		tests[6].want = 8 * (256 + kBlockBytes)           // file's scales kept: 2.5 bytes per 32 weights
 		tests[8].want = 8 * (q6BlockBytes + q6ScaleBytes) // 6 bits a weight, as the file

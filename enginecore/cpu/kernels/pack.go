@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
@@ -20,7 +21,8 @@ const GroupRows = 16
 type family uint8
 
 const (
-	// famF32: F32, F16, BF16 as float32, f [groups][In][16].
+	// famF32: F32, F16, BF16 as float32, f [groups][In][16]; F16 and
+	// BF16 stay 16-bit (w16) where the level's kernels read that.
 	famF32 family = iota
 	// famNib: 4-bit unsigned q with per-32 scale D and offset M,
 	// value = D·q + M: Q4_0 (M = -8D, not stored: see scales.noM),
@@ -57,6 +59,8 @@ type Matrix struct {
 	qs      []byte    // [groups][nb][nibBlockBytes or byteBlockBytes]
 	sc      scales    // [groups][nb][scPerBlock]: D[nsub][16] then M[nsub][16] (no M for Q4_0)
 	f       []float32 // famF32: [groups][In][16]
+	w16     []uint16  // famF32 from F16 or BF16 files, kept 16-bit: [groups][In][16]
+	bf16    bool      // w16 holds bfloat16 (else float16)
 }
 
 // scales are a matrix's D and M, as float16 when every one is exactly
@@ -147,7 +151,7 @@ func (m *Matrix) Quantized() bool { return m.fam != famF32 }
 
 // Bytes is the packed size, for memory accounting.
 func (m *Matrix) Bytes() int64 {
-	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h)) + int64(len(m.sc.k))
+	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h)+len(m.w16)) + int64(len(m.sc.k))
 }
 
 // scPerBlock is the number of scale floats per (group, block).
@@ -217,6 +221,19 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	}
 	groups := m.NumGroups()
 	dec, quantized := decoders[t.Type]
+	if !quantized && (t.Type == model.F16 || t.Type == model.BF16) && halfWeights() {
+		// Kept 16-bit: half the memory and the memory traffic of float32.
+		m.fam, m.bf16 = famF32, t.Type == model.BF16
+		m.w16 = make([]uint16, groups*in*GroupRows)
+		for r := range out {
+			g, lane := r/GroupRows, r%GroupRows
+			w := m.w16[g*in*GroupRows:]
+			for i := range in {
+				w[i*GroupRows+lane] = binary.LittleEndian.Uint16(t.Data[2*(r*in+i):])
+			}
+		}
+		return m, nil
+	}
 	if !quantized {
 		m.fam = famF32
 		m.f = make([]float32, groups*in*GroupRows)
@@ -356,12 +373,32 @@ func (s scales) q6D(j, h, r int) float32 {
 
 // Packing names the layout choices Pack makes at this kernel level (a
 // pack cache written at another level is another file): "compact" where
-// the K-quants keep the file's scale bytes, else "float32".
+// the K-quants keep the file's scale bytes, "half" where F16 and BF16
+// stay 16-bit, else "float32".
 func Packing() string {
-	if compactQ4K() {
-		return "compact"
+	switch {
+	case compactQ4K():
+		return "compact,half"
+	case halfWeights():
+		return "half"
 	}
 	return "float32"
+}
+
+// halfWeights reports whether Pack keeps F16 and BF16 weights 16-bit
+// (Matrix.w16): where the level's kernels convert them (AVX-512 and up).
+func halfWeights() bool { return level >= levelAVX512 }
+
+// weight is element i of row lane of float group g (famF32).
+func (m *Matrix) weight(g, i, lane int) float32 {
+	k := (g*m.In+i)*GroupRows + lane
+	switch {
+	case m.w16 == nil:
+		return m.f[k]
+	case m.bf16:
+		return math.Float32frombits(uint32(m.w16[k]) << 16)
+	}
+	return model.F16ToF32(m.w16[k])
 }
 
 // compactQ4K reports whether Pack keeps Q4_K's scales compact (scales.k):
@@ -506,7 +543,7 @@ func (m *Matrix) Dequantize() []float32 {
 		y := out[r*m.In : (r+1)*m.In]
 		if m.fam == famF32 {
 			for i := range y {
-				y[i] = m.f[(g*m.In+i)*GroupRows+lane]
+				y[i] = m.weight(g, i, lane)
 			}
 			continue
 		}

@@ -54,6 +54,8 @@ func (m *Matrix) kernel() string {
 // vecKernel names the kernels for the rows that do not fill an AMX tile.
 func (m *Matrix) vecKernel() string {
 	switch {
+	case m.fam == famF32 && level >= levelAVX512:
+		return "avx512-asm"
 	case level == levelGo || m.fam == famF32:
 		return level.String()
 	case level >= levelVNNI && m.vnni() != vnniNone:
@@ -69,6 +71,10 @@ func (m *Matrix) vecKernel() string {
 }
 
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
+	if m.fam == famF32 && (level >= levelAVX512 || m.w16 != nil) {
+		m.mulFloat(out, a, g0, g1)
+		return
+	}
 	// Whole tiles of 16 rows first, in AMX where the CPU has it; the
 	// kernels below take the rest.
 	t0 := m.mulTiles(out, a, g0, g1)
