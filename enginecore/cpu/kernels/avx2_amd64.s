@@ -77,13 +77,14 @@ GLOBL minus8x8<>(SB), RODATA|NOPTR, $32
 // (qs *byte, sc *scale, xq *int8, in int, xd, xs *float32, nb int,
 // res *[4][16]float32, half int); LD loads scales and LDM the offsets
 // (LD, or LDQ40M), hs is one half's scale bytes (16 or 32), bs one
-// block's (64 or 128; 32 for Q4_0).
+// block's (64 or 128; 32 for Q4_0); CHUNK and SCALE are NCHUNK4 and
+// NSCALE (int16 sums), or NCHUNK4V and NSCALEV (AVX-VNNI, int32 sums).
 //
 // Registers: Y0–Y3 acc, Y4–Y7 int16 sums, Y8 chunk half, Y9 low and Y10
 // high nibbles, Y11/Y12 temps, Y13 d, Y14 m, Y15 0x0f bytes. SI qs, DI
 // scales, R8–R11 x rows, R12 xd, R13 xs (token 0's; token t is t·nb·4
 // bytes on, BX = nb·4), CX blocks left, DX in.
-#define NIB4(LD, LDM, hs, bs) \
+#define NIB4(LD, LDM, hs, bs, CHUNK, SCALE) \
 	MOVQ qs+0(FP), SI \
 	MOVQ sc+8(FP), DI \
 	MOVQ xq+16(FP), R8 \
@@ -114,22 +115,22 @@ block: \
 	VPXOR Y5, Y5, Y5 \
 	VPXOR Y6, Y6, Y6 \
 	VPXOR Y7, Y7, Y7 \
-	NCHUNK4(0, 0, 16) \
-	NCHUNK4(64, 4, 20) \
-	NCHUNK4(128, 8, 24) \
-	NCHUNK4(192, 12, 28) \
+	CHUNK(0, 0, 16) \
+	CHUNK(64, 4, 20) \
+	CHUNK(128, 8, 24) \
+	CHUNK(192, 12, 28) \
 	LD(0, Y13) \
 	LDM(bs/2, Y14) \
-	NSCALE(Y4, Y0, R12, R13, Y11, Y12) \
+	SCALE(Y4, Y0, R12, R13, Y11, Y12) \
 	LEAQ (R12)(BX*1), AX \
 	LEAQ (R13)(BX*1), R14 \
-	NSCALE(Y5, Y1, AX, R14, Y11, Y12) \
+	SCALE(Y5, Y1, AX, R14, Y11, Y12) \
 	ADDQ BX, AX \
 	ADDQ BX, R14 \
-	NSCALE(Y6, Y2, AX, R14, Y11, Y12) \
+	SCALE(Y6, Y2, AX, R14, Y11, Y12) \
 	ADDQ BX, AX \
 	ADDQ BX, R14 \
-	NSCALE(Y7, Y3, AX, R14, Y11, Y12) \
+	SCALE(Y7, Y3, AX, R14, Y11, Y12) \
 	ADDQ $256, SI \
 	ADDQ $bs, DI \
 	ADDQ $32, R8 \
@@ -177,7 +178,7 @@ done: \
 // (1 KiB, four lines) ahead of the hardware prefetcher: 18 → 22 GB/s
 // for Q4_0 on one EPYC core (BenchmarkMatMulDRAM). A prefetch past the
 // end of the matrix does not fault.
-#define NIB1(LD, LDM, hs, bs) \
+#define NIB1(LD, LDM, hs, bs, CHUNK, SCALE) \
 	MOVQ qs+0(FP), SI \
 	MOVQ sc+8(FP), DI \
 	MOVQ xq+16(FP), R8 \
@@ -196,16 +197,16 @@ block: \
 	PREFETCHT0 1216(SI) \
 	VPXOR Y4, Y4, Y4 \
 	VPXOR Y5, Y5, Y5 \
-	NCHUNK2(0, 0, 16) \
-	NCHUNK2(64, 4, 20) \
-	NCHUNK2(128, 8, 24) \
-	NCHUNK2(192, 12, 28) \
+	CHUNK(0, 0, 16) \
+	CHUNK(64, 4, 20) \
+	CHUNK(128, 8, 24) \
+	CHUNK(192, 12, 28) \
 	LD(0, Y13) \
 	LDM(bs/2, Y14) \
-	NSCALE(Y4, Y0, R12, R13, Y2, Y3) \
+	SCALE(Y4, Y0, R12, R13, Y2, Y3) \
 	LD(hs, Y13) \
 	LDM(bs/2+hs, Y14) \
-	NSCALE(Y5, Y1, R12, R13, Y2, Y3) \
+	SCALE(Y5, Y1, R12, R13, Y2, Y3) \
 	ADDQ $256, SI \
 	ADDQ $bs, DI \
 	ADDQ $32, R8 \
@@ -499,76 +500,6 @@ done: \
 	VBROADCASTSS (xsr), t2 \
 	VFMADD231PS t2, Y14, acc
 
-// NIB4V is NIB4 with AVX-VNNI.
-#define NIB4V(LD, LDM, hs, bs) \
-	MOVQ qs+0(FP), SI \
-	MOVQ sc+8(FP), DI \
-	MOVQ xq+16(FP), R8 \
-	MOVQ in+24(FP), DX \
-	MOVQ xd+32(FP), R12 \
-	MOVQ xs+40(FP), R13 \
-	MOVQ nb+48(FP), CX \
-	MOVQ half+64(FP), AX \
-	MOVQ AX, R14 \
-	SHLQ $5, R14 \
-	ADDQ R14, SI \
-	IMULQ $hs, AX \
-	ADDQ AX, DI \
-	LEAQ (R8)(DX*1), R9 \
-	LEAQ (R9)(DX*1), R10 \
-	LEAQ (R10)(DX*1), R11 \
-	MOVQ CX, BX \
-	SHLQ $2, BX \
-	VMOVDQU nibmask<>(SB), Y15 \
-	VPXOR Y0, Y0, Y0 \
-	VPXOR Y1, Y1, Y1 \
-	VPXOR Y2, Y2, Y2 \
-	VPXOR Y3, Y3, Y3 \
-	TESTQ CX, CX \
-	JZ done \
-block: \
-	VPXOR Y4, Y4, Y4 \
-	VPXOR Y5, Y5, Y5 \
-	VPXOR Y6, Y6, Y6 \
-	VPXOR Y7, Y7, Y7 \
-	NCHUNK4V(0, 0, 16) \
-	NCHUNK4V(64, 4, 20) \
-	NCHUNK4V(128, 8, 24) \
-	NCHUNK4V(192, 12, 28) \
-	LD(0, Y13) \
-	LDM(bs/2, Y14) \
-	NSCALEV(Y4, Y0, R12, R13, Y11, Y12) \
-	LEAQ (R12)(BX*1), AX \
-	LEAQ (R13)(BX*1), R14 \
-	NSCALEV(Y5, Y1, AX, R14, Y11, Y12) \
-	ADDQ BX, AX \
-	ADDQ BX, R14 \
-	NSCALEV(Y6, Y2, AX, R14, Y11, Y12) \
-	ADDQ BX, AX \
-	ADDQ BX, R14 \
-	NSCALEV(Y7, Y3, AX, R14, Y11, Y12) \
-	ADDQ $256, SI \
-	ADDQ $bs, DI \
-	ADDQ $32, R8 \
-	ADDQ $32, R9 \
-	ADDQ $32, R10 \
-	ADDQ $32, R11 \
-	ADDQ $4, R12 \
-	ADDQ $4, R13 \
-	DECQ CX \
-	JNZ block \
-done: \
-	MOVQ res+56(FP), AX \
-	MOVQ half+64(FP), R14 \
-	SHLQ $5, R14 \
-	ADDQ R14, AX \
-	VMOVUPS Y0, (AX) \
-	VMOVUPS Y1, 64(AX) \
-	VMOVUPS Y2, 128(AX) \
-	VMOVUPS Y3, 192(AX) \
-	VZEROUPPER \
-	RET
-
 // NCHUNK2V is NCHUNK2 with AVX-VNNI: rows 0–7 into Y4, 8–15 into Y5.
 #define NCHUNK2V(off, lo, hi) \
 	VPBROADCASTD lo(R8), Y11 \
@@ -585,50 +516,6 @@ done: \
 	VPAND Y15, Y10, Y10 \
 	VPDPBUSDY(5, 9, 11) \
 	VPDPBUSDY(5, 10, 12)
-
-// NIB1V is NIB1 with AVX-VNNI.
-#define NIB1V(LD, LDM, hs, bs) \
-	MOVQ qs+0(FP), SI \
-	MOVQ sc+8(FP), DI \
-	MOVQ xq+16(FP), R8 \
-	MOVQ xd+24(FP), R12 \
-	MOVQ xs+32(FP), R13 \
-	MOVQ nb+40(FP), CX \
-	VMOVDQU nibmask<>(SB), Y15 \
-	VPXOR Y0, Y0, Y0 \
-	VPXOR Y1, Y1, Y1 \
-	TESTQ CX, CX \
-	JZ done \
-block: \
-	PREFETCHT0 1024(SI) \
-	PREFETCHT0 1088(SI) \
-	PREFETCHT0 1152(SI) \
-	PREFETCHT0 1216(SI) \
-	VPXOR Y4, Y4, Y4 \
-	VPXOR Y5, Y5, Y5 \
-	NCHUNK2V(0, 0, 16) \
-	NCHUNK2V(64, 4, 20) \
-	NCHUNK2V(128, 8, 24) \
-	NCHUNK2V(192, 12, 28) \
-	LD(0, Y13) \
-	LDM(bs/2, Y14) \
-	NSCALEV(Y4, Y0, R12, R13, Y2, Y3) \
-	LD(hs, Y13) \
-	LDM(bs/2+hs, Y14) \
-	NSCALEV(Y5, Y1, R12, R13, Y2, Y3) \
-	ADDQ $256, SI \
-	ADDQ $bs, DI \
-	ADDQ $32, R8 \
-	ADDQ $4, R12 \
-	ADDQ $4, R13 \
-	DECQ CX \
-	JNZ block \
-done: \
-	MOVQ res+48(FP), AX \
-	VMOVUPS Y0, (AX) \
-	VMOVUPS Y1, 32(AX) \
-	VZEROUPPER \
-	RET
 
 // BPRODV is BPROD with AVX-VNNI: the sign-applied weights into Y12,
 // then |x| (u8, in xan) times them into Y<sn>.
@@ -657,6 +544,117 @@ done: \
 	VMOVDQU (off*16+32)(SI), Y9 \
 	BPRODV(Y9, 10, Y11, sb)
 
+// BQ8CHUNKS adds the 8 chunks of a Q8_0 block for one token: chunks 0–3
+// into Y4 (rows 0–7) and Y6 (8–15), 4–7 into Y5 and Y7; BQ8CHUNKSV the
+// same with AVX-VNNI.
+#define BQ8CHUNKS \
+	BCHUNK1(0, Y4, Y6); BCHUNK1(4, Y4, Y6); BCHUNK1(8, Y4, Y6); BCHUNK1(12, Y4, Y6) \
+	BCHUNK1(16, Y5, Y7); BCHUNK1(20, Y5, Y7); BCHUNK1(24, Y5, Y7); BCHUNK1(28, Y5, Y7)
+
+#define BQ8CHUNKSV \
+	BCHUNK1V(0, 4, 6); BCHUNK1V(4, 4, 6); BCHUNK1V(8, 4, 6); BCHUNK1V(12, 4, 6) \
+	BCHUNK1V(16, 5, 7); BCHUNK1V(20, 5, 7); BCHUNK1V(24, 5, 7); BCHUNK1V(28, 5, 7)
+
+// BYTE4Q8 and BYTE1Q8 are the bodies of the Q8_0 kernels for four
+// tokens (one half) and one token; CHUNK4 is BCHUNK4 (vpmaddubsw) or
+// BCHUNK4V (AVX-VNNI), CHUNKS BQ8CHUNKS or BQ8CHUNKSV.
+#define BYTE4Q8(CHUNK4) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xa+16(FP), R8 \
+	MOVQ xm+24(FP), DX \
+	SUBQ R8, DX \
+	MOVQ in+32(FP), AX \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	MOVQ xd+40(FP), R12 \
+	MOVQ nb+48(FP), CX \
+	MOVQ half+64(FP), AX \
+	SHLQ $4, AX \
+	ADDQ AX, DI \
+	SHLQ $1, AX \
+	ADDQ AX, SI \
+	MOVQ CX, BX \
+	SHLQ $2, BX \
+	VMOVDQU ones16<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	TESTQ CX, CX \
+	JZ done4 \
+block4: \
+	BZERO4 \
+	CHUNK4(0) \
+	CHUNK4(4) \
+	CHUNK4(8) \
+	CHUNK4(12) \
+	CHUNK4(16) \
+	CHUNK4(20) \
+	CHUNK4(24) \
+	CHUNK4(28) \
+	BSCALE4(LDH, 0) \
+	ADDQ $512, SI \
+	ADDQ $32, DI \
+	ADDQ $32, R8 \
+	ADDQ $32, R9 \
+	ADDQ $32, R10 \
+	ADDQ $32, R11 \
+	ADDQ $4, R12 \
+	DECQ CX \
+	JNZ block4 \
+done4: \
+	MOVQ res+56(FP), AX \
+	MOVQ half+64(FP), R14 \
+	SHLQ $5, R14 \
+	ADDQ R14, AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 64(AX) \
+	VMOVUPS Y2, 128(AX) \
+	VMOVUPS Y3, 192(AX) \
+	VZEROUPPER \
+	RET
+
+#define BYTE1Q8(CHUNKS) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xa+16(FP), R8 \
+	MOVQ xm+24(FP), DX \
+	SUBQ R8, DX \
+	MOVQ xd+32(FP), R12 \
+	MOVQ nb+40(FP), CX \
+	VMOVDQU ones16<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	TESTQ CX, CX \
+	JZ done1 \
+block1: \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	CHUNKS \
+	VPADDD Y5, Y4, Y4 \
+	VPADDD Y7, Y6, Y6 \
+	MOVQ R12, AX \
+	VCVTPH2PS (DI), Y13 \
+	BSCALE(Y4, Y0) \
+	VCVTPH2PS 16(DI), Y13 \
+	BSCALE(Y6, Y1) \
+	ADDQ $512, SI \
+	ADDQ $32, DI \
+	ADDQ $32, R8 \
+	ADDQ $4, R12 \
+	DECQ CX \
+	JNZ block1 \
+done1: \
+	MOVQ res+48(FP), AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 32(AX) \
+	VZEROUPPER \
+	RET
+
 // func cpuF16C() bool: CPUID leaf 1, ECX bit 29.
 TEXT ·cpuF16C(SB), NOSPLIT, $0-1
 	MOVL $1, AX
@@ -669,29 +667,29 @@ TEXT ·cpuF16C(SB), NOSPLIT, $0-1
 
 // func nibGroup4AVX2H(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·nibGroup4AVX2H(SB), NOSPLIT, $0-72
-	NIB4(LDH, LDH, 16, 64)
+	NIB4(LDH, LDH, 16, 64, NCHUNK4, NSCALE)
 
 // func nibGroup4AVX2Q(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 //
 // Q4_0: float16 D only ([nb][16]), M = D·(-8).
 TEXT ·nibGroup4AVX2Q(SB), NOSPLIT, $0-72
-	NIB4(LDH, LDQ40M, 16, 32)
+	NIB4(LDH, LDQ40M, 16, 32, NCHUNK4, NSCALE)
 
 // func nibGroup4AVX2F(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·nibGroup4AVX2F(SB), NOSPLIT, $0-72
-	NIB4(LDF, LDF, 32, 128)
+	NIB4(LDF, LDF, 32, 128, NCHUNK4, NSCALE)
 
 // func nibGroup1AVX2H(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVX2H(SB), NOSPLIT, $0-56
-	NIB1(LDH, LDH, 16, 64)
+	NIB1(LDH, LDH, 16, 64, NCHUNK2, NSCALE)
 
 // func nibGroup1AVX2Q(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVX2Q(SB), NOSPLIT, $0-56
-	NIB1(LDH, LDQ40M, 16, 32)
+	NIB1(LDH, LDQ40M, 16, 32, NCHUNK2, NSCALE)
 
 // func nibGroup1AVX2F(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVX2F(SB), NOSPLIT, $0-56
-	NIB1(LDF, LDF, 32, 128)
+	NIB1(LDF, LDF, 32, 128, NCHUNK2, NSCALE)
 
 // func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
 //
@@ -699,116 +697,14 @@ TEXT ·nibGroup1AVX2F(SB), NOSPLIT, $0-56
 // Y13 d, Y14 temp, Y15 int16 ones. SI qs, DI scales, R8–R11 |x| rows,
 // DX sign rows − |x| rows, R12 xd of token 0, BX nb·4, CX blocks left.
 TEXT ·byteGroup4Q8AVX2(SB), NOSPLIT, $0-72
-	MOVQ qs+0(FP), SI
-	MOVQ sc+8(FP), DI
-	MOVQ xa+16(FP), R8
-	MOVQ xm+24(FP), DX
-	SUBQ R8, DX
-	MOVQ in+32(FP), AX
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	MOVQ xd+40(FP), R12
-	MOVQ nb+48(FP), CX
-	MOVQ half+64(FP), AX
-	SHLQ $4, AX
-	ADDQ AX, DI
-	SHLQ $1, AX
-	ADDQ AX, SI
-	MOVQ CX, BX
-	SHLQ $2, BX
-	VMOVDQU ones16<>(SB), Y15
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	TESTQ CX, CX
-	JZ done4
-
-block4:
-	BZERO4
-	BCHUNK4(0)
-	BCHUNK4(4)
-	BCHUNK4(8)
-	BCHUNK4(12)
-	BCHUNK4(16)
-	BCHUNK4(20)
-	BCHUNK4(24)
-	BCHUNK4(28)
-	BSCALE4(LDH, 0)
-	ADDQ $512, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $4, R12
-	DECQ CX
-	JNZ block4
-
-done4:
-	MOVQ res+56(FP), AX
-	MOVQ half+64(FP), R14
-	SHLQ $5, R14
-	ADDQ R14, AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 64(AX)
-	VMOVUPS Y2, 128(AX)
-	VMOVUPS Y3, 192(AX)
-	VZEROUPPER
-	RET
+	BYTE4Q8(BCHUNK4)
 
 // func byteGroup1Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
 //
 // One token, both halves: Y0/Y1 acc of rows 0–7/8–15, Y4/Y5 the sums of
 // rows 0–7 over chunks 0–3/4–7 (as byteGroup1 adds them), Y6/Y7 rows 8–15.
 TEXT ·byteGroup1Q8AVX2(SB), NOSPLIT, $0-56
-	MOVQ qs+0(FP), SI
-	MOVQ sc+8(FP), DI
-	MOVQ xa+16(FP), R8
-	MOVQ xm+24(FP), DX
-	SUBQ R8, DX
-	MOVQ xd+32(FP), R12
-	MOVQ nb+40(FP), CX
-	VMOVDQU ones16<>(SB), Y15
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	TESTQ CX, CX
-	JZ done1
-
-block1:
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	BCHUNK1(0, Y4, Y6)
-	BCHUNK1(4, Y4, Y6)
-	BCHUNK1(8, Y4, Y6)
-	BCHUNK1(12, Y4, Y6)
-	BCHUNK1(16, Y5, Y7)
-	BCHUNK1(20, Y5, Y7)
-	BCHUNK1(24, Y5, Y7)
-	BCHUNK1(28, Y5, Y7)
-	VPADDD Y5, Y4, Y4
-	VPADDD Y7, Y6, Y6
-	MOVQ R12, AX
-	VCVTPH2PS (DI), Y13
-	BSCALE(Y4, Y0)
-	VCVTPH2PS 16(DI), Y13
-	BSCALE(Y6, Y1)
-	ADDQ $512, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
-	ADDQ $4, R12
-	DECQ CX
-	JNZ block1
-
-done1:
-	MOVQ res+48(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	VZEROUPPER
-	RET
+	BYTE1Q8(BQ8CHUNKS)
 
 // func byteGroup4Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·byteGroup4Q6AVX2(SB), NOSPLIT, $0-80
@@ -832,132 +728,32 @@ TEXT ·byteGroup1Q5AVX2(SB), NOSPLIT, $0-64
 // (see VPDPBUSDY): 4-bit with float16 (H), Q4_0 (Q) or float32 (F)
 // scales, and Q8_0.
 TEXT ·nibGroup4AVXVNNIH(SB), NOSPLIT, $0-72
-	NIB4V(LDH, LDH, 16, 64)
+	NIB4(LDH, LDH, 16, 64, NCHUNK4V, NSCALEV)
 
 // func nibGroup4AVXVNNIQ(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·nibGroup4AVXVNNIQ(SB), NOSPLIT, $0-72
-	NIB4V(LDH, LDQ40M, 16, 32)
+	NIB4(LDH, LDQ40M, 16, 32, NCHUNK4V, NSCALEV)
 
 // func nibGroup4AVXVNNIF(qs *byte, sc *float32, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·nibGroup4AVXVNNIF(SB), NOSPLIT, $0-72
-	NIB4V(LDF, LDF, 32, 128)
+	NIB4(LDF, LDF, 32, 128, NCHUNK4V, NSCALEV)
 
 // func nibGroup1AVXVNNIH(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVXVNNIH(SB), NOSPLIT, $0-56
-	NIB1V(LDH, LDH, 16, 64)
+	NIB1(LDH, LDH, 16, 64, NCHUNK2V, NSCALEV)
 
 // func nibGroup1AVXVNNIQ(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVXVNNIQ(SB), NOSPLIT, $0-56
-	NIB1V(LDH, LDQ40M, 16, 32)
+	NIB1(LDH, LDQ40M, 16, 32, NCHUNK2V, NSCALEV)
 
 // func nibGroup1AVXVNNIF(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·nibGroup1AVXVNNIF(SB), NOSPLIT, $0-56
-	NIB1V(LDF, LDF, 32, 128)
+	NIB1(LDF, LDF, 32, 128, NCHUNK2V, NSCALEV)
 
 // func byteGroup4Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
 TEXT ·byteGroup4Q8AVXVNNI(SB), NOSPLIT, $0-72
-	MOVQ qs+0(FP), SI
-	MOVQ sc+8(FP), DI
-	MOVQ xa+16(FP), R8
-	MOVQ xm+24(FP), DX
-	SUBQ R8, DX
-	MOVQ in+32(FP), AX
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	MOVQ xd+40(FP), R12
-	MOVQ nb+48(FP), CX
-	MOVQ half+64(FP), AX
-	SHLQ $4, AX
-	ADDQ AX, DI
-	SHLQ $1, AX
-	ADDQ AX, SI
-	MOVQ CX, BX
-	SHLQ $2, BX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	TESTQ CX, CX
-	JZ v4done
-
-v4block:
-	BZERO4
-	BCHUNK4V(0)
-	BCHUNK4V(4)
-	BCHUNK4V(8)
-	BCHUNK4V(12)
-	BCHUNK4V(16)
-	BCHUNK4V(20)
-	BCHUNK4V(24)
-	BCHUNK4V(28)
-	BSCALE4(LDH, 0)
-	ADDQ $512, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $4, R12
-	DECQ CX
-	JNZ v4block
-
-v4done:
-	MOVQ res+56(FP), AX
-	MOVQ half+64(FP), R14
-	SHLQ $5, R14
-	ADDQ R14, AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 64(AX)
-	VMOVUPS Y2, 128(AX)
-	VMOVUPS Y3, 192(AX)
-	VZEROUPPER
-	RET
+	BYTE4Q8(BCHUNK4V)
 
 // func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
 TEXT ·byteGroup1Q8AVXVNNI(SB), NOSPLIT, $0-56
-	MOVQ qs+0(FP), SI
-	MOVQ sc+8(FP), DI
-	MOVQ xa+16(FP), R8
-	MOVQ xm+24(FP), DX
-	SUBQ R8, DX
-	MOVQ xd+32(FP), R12
-	MOVQ nb+40(FP), CX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	TESTQ CX, CX
-	JZ v1done
-
-v1block:
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	BCHUNK1V(0, 4, 6)
-	BCHUNK1V(4, 4, 6)
-	BCHUNK1V(8, 4, 6)
-	BCHUNK1V(12, 4, 6)
-	BCHUNK1V(16, 5, 7)
-	BCHUNK1V(20, 5, 7)
-	BCHUNK1V(24, 5, 7)
-	BCHUNK1V(28, 5, 7)
-	VPADDD Y5, Y4, Y4
-	VPADDD Y7, Y6, Y6
-	MOVQ R12, AX
-	VCVTPH2PS (DI), Y13
-	BSCALE(Y4, Y0)
-	VCVTPH2PS 16(DI), Y13
-	BSCALE(Y6, Y1)
-	ADDQ $512, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
-	ADDQ $4, R12
-	DECQ CX
-	JNZ v1block
-
-v1done:
-	MOVQ res+48(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	VZEROUPPER
-	RET
+	BYTE1Q8(BQ8CHUNKSV)
