@@ -40,7 +40,7 @@ func (m *Matrix) asmAVXVNNI() bool {
 // matrices (float16 scales need F16C), Q8_0, Q6_K and Q5_K.
 func (m *Matrix) asm256() bool {
 	f16 := m.sc.h != nil
-	return avx2Asm && m.nb > 0 && (m.fam == famNib && m.sc.k == nil && (!f16 || hasF16C) ||
+	return avx2Asm && m.nb > 0 && (m.fam == famNib && (!f16 || hasF16C) ||
 		m.fam == famByte && m.nsub == 1 && !m.hasMin && f16 && hasF16C || m.kquantBytes())
 }
 
@@ -212,17 +212,6 @@ func (s scales) load8(i int) archsimd.Float32x8 {
 // nibDM8 loads D and M of rows [r0, r0+8) of block j of a 4-bit group's
 // scales.
 func (s scales) nibDM8(j, r0 int) (d, m archsimd.Float32x8) {
-	if s.k != nil { // the fallback's reading of compact Q4_K (tests)
-		nb := len(s.k) / kBlockBytes
-		sb := s.k[nb*32+j/8*64:]
-		h := scales{h: unsafe.Slice((*uint16)(unsafe.Pointer(&sb[0])), 32)}
-		var sc8, mn8 [16]uint8
-		copy(sc8[:8], s.k[j*32+r0:])
-		copy(mn8[:8], s.k[j*32+16+r0:])
-		sc := archsimd.LoadUint8x16(&sc8).ExtendLo8ToUint32().AsInt32x8().ConvertToFloat32()
-		mn := archsimd.LoadUint8x16(&mn8).ExtendLo8ToUint32().AsInt32x8().ConvertToFloat32()
-		return h.load8(r0).Mul(sc), h.load8(16 + r0).Mul(mn).Mul(archsimd.BroadcastFloat32x8(-1))
-	}
 	o := j*s.nibStride() + r0
 	d = s.load8(o)
 	if s.noM {

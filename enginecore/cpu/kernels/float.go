@@ -6,14 +6,8 @@ import "unsafe"
 
 // mulFloat is MulGroups for float matrices at the AVX-512 level
 // (float_amd64.s): four tokens at a time per group, then the rest one
-// at a time over every whole group. 16-bit weights (w16) packed at this
-// level but met at a lower one (tests lower the level) take the pure-Go
-// kernel.
+// at a time over every whole group.
 func (m *Matrix) mulFloat(out []float32, a *Activations, g0, g1 int) {
-	if level < levelAVX512 {
-		m.mulGroupsGo(out, a, g0, g1)
-		return
-	}
 	var res [GroupRows]float32
 	var res4 [4][GroupRows]float32
 	in, numTok := m.In, a.NumTok

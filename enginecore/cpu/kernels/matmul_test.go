@@ -340,3 +340,51 @@ func TestCapLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutsBelowTheirLevel: a matrix packed in a layout only higher
+// levels' SIMD kernels read (16-bit floats, compact K-quants) still
+// multiplies correctly at every lower level, through the pure-Go
+// kernels, which read every layout.
+func TestLayoutsBelowTheirLevel(t *testing.T) {
+	saved := level
+	defer func() { level = saved }()
+	for _, typ := range []model.DType{model.F16, model.BF16, model.Q4_K, model.Q6_K} {
+		const numTok, in, out = 5, 512, 40
+		level = saved // pack at the machine's level
+		w := randTensor(t, typ, out, in, 21)
+		m, err := Pack(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.packLevel() == levelGo {
+			t.Logf("%v: packed in the plain layout at level %v", typ, saved)
+			continue
+		}
+		wf, _ := w.Float32s()
+		x := randX(numTok*in, 22)
+		for l := m.packLevel() - 1; l >= levelGo; l-- {
+			level = l
+			if got := m.Kernel(); got != "go" {
+				t.Errorf("%v packed at %v, level %v: Kernel() = %q, want go", typ, saved, l, got)
+			}
+			var a Activations
+			a.Reset(x, numTok, in)
+			xs := x
+			if m.Quantized() {
+				a.Quantize(0, numTok)
+				xs = make([]float32, len(x))
+				for i := range xs {
+					xs[i] = a.d[i/32] * float32(a.q[i])
+				}
+			}
+			got := make([]float32, numTok*out)
+			m.MulGroups(got, &a, 0, m.NumGroups())
+			ref, mag := mulRef(wf, xs, numTok, in, out)
+			for i := range got {
+				if d := math.Abs(float64(got[i]) - ref[i]); d > 1e-5*mag[i]+1e-6 {
+					t.Fatalf("%v at level %v: out[%d] = %v, want %v", typ, l, i, got[i], ref[i])
+				}
+			}
+		}
+	}
+}

@@ -385,6 +385,22 @@ func Packing() string {
 	return "float32"
 }
 
+// packLevel is the lowest level whose SIMD kernels read m's layout:
+// avx512 for 16-bit float weights, avx512vnni for compact K-quants,
+// else go. Pack picks layouts from the level it runs at, and the pack
+// cache's key names them (Packing), so a matrix meets a lower level only
+// when tests lower it; MulGroups then runs the pure-Go kernels, which
+// read every layout.
+func (m *Matrix) packLevel() simdLevel {
+	switch {
+	case m.w16 != nil:
+		return levelAVX512
+	case m.sc.k != nil || m.fam == famQ6:
+		return levelVNNI
+	}
+	return levelGo
+}
+
 // halfWeights reports whether Pack keeps F16 and BF16 weights 16-bit
 // (Matrix.w16): where the level's kernels convert them (AVX-512 and up).
 func halfWeights() bool { return level >= levelAVX512 }

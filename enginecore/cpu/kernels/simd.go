@@ -43,6 +43,9 @@ func (m *Matrix) asm512() bool {
 // with float32 scales, Q6_K, Q5_K): at half the width it is still 10–40×
 // the archsimd kernels, whose registers Go 1.26 spills.
 func (m *Matrix) kernel() string {
+	if level < m.packLevel() {
+		return levelGo.String()
+	}
 	if level >= levelAMX {
 		if k, _, _ := m.tiles(); k != nil {
 			return "amx+" + m.vecKernel()
@@ -71,7 +74,11 @@ func (m *Matrix) vecKernel() string {
 }
 
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
-	if m.fam == famF32 && (level >= levelAVX512 || m.w16 != nil) {
+	if level < m.packLevel() {
+		m.mulGroupsGo(out, a, g0, g1)
+		return
+	}
+	if m.fam == famF32 && level >= levelAVX512 {
 		m.mulFloat(out, a, g0, g1)
 		return
 	}
@@ -79,10 +86,6 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	// kernels below take the rest.
 	t0 := m.mulTiles(out, a, g0, g1)
 	if level >= levelVNNI && m.mulGroupsVNNI(out, a, g0, g1, t0) {
-		return
-	}
-	if m.fam == famQ6 { // packed at another level (tests): the reference kernel
-		m.mulGroupsGo(out, a, g0, g1)
 		return
 	}
 	if level < levelAVX512 || m.fam != famF32 && !m.asm512() && m.asm256() {
@@ -214,12 +217,6 @@ func f32Group4(w, x []float32, res *[4][GroupRows]float32) {
 	a30.Add(a31).Store(&res[3])
 }
 
-// halves16 converts 16 float16 (little-endian bytes) to float32, as
-// load16 does.
-func halves16(b *[32]byte) archsimd.Float32x16 {
-	return scales{h: unsafe.Slice((*uint16)(unsafe.Pointer(b)), 16)}.load16(0)
-}
-
 // load16 loads scales [i, i+16) as float32. The float16 conversion is
 // exact: (h&0x7fff)<<13 read as float32 is the magnitude ·2⁻¹¹² (for
 // subnormals too), then the sign goes back in. (Inf and NaN scales would
@@ -235,15 +232,6 @@ func (s scales) load16(i int) archsimd.Float32x16 {
 
 // nibDM16 loads D and M of block j of a 4-bit group's scales.
 func (s scales) nibDM16(j int) (d, m archsimd.Float32x16) {
-	if s.k != nil {
-		nb := len(s.k) / kBlockBytes
-		sb := s.k[nb*32+j/8*64:]
-		dd := halves16((*[32]byte)(sb[0:32]))
-		dmin := halves16((*[32]byte)(sb[32:64]))
-		sc := archsimd.LoadUint8x16((*[16]uint8)(s.k[j*32:])).ExtendToUint32().AsInt32x16().ConvertToFloat32()
-		mn := archsimd.LoadUint8x16((*[16]uint8)(s.k[j*32+16:])).ExtendToUint32().AsInt32x16().ConvertToFloat32()
-		return dd.Mul(sc), dmin.Mul(mn).Mul(archsimd.BroadcastFloat32x16(-1))
-	}
 	o := j * s.nibStride()
 	d = s.load16(o)
 	if s.noM {
