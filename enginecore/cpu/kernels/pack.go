@@ -257,7 +257,13 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	}
 	spb := m.scPerBlock()
 	m.qs = make([]byte, groups*m.nb*bb)
-	m.sc.f = make([]float32, groups*m.nb*spb)
+	// K-quants that keep the file's scales (below) need no float32 ones:
+	// at 1B shape those would be ~200 MB of garbage per load.
+	compactK := (t.Type == model.Q4_K || t.Type == model.Q6_K) && compactQ4K()
+	discard := make([]float32, spb)
+	if !compactK {
+		m.sc.f = make([]float32, groups*m.nb*spb)
+	}
 	q := make([]int8, in)
 	d, mn := make([]float32, in/dec.sub), make([]float32, in/dec.sub)
 	for r := range out {
@@ -265,7 +271,10 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 		g, lane := r/GroupRows, r%GroupRows
 		for j := range m.nb {
 			blk := m.qs[(g*m.nb+j)*bb:][:bb]
-			sc := m.sc.f[(g*m.nb+j)*spb:][:spb]
+			sc := discard
+			if !compactK {
+				sc = m.sc.f[(g*m.nb+j)*spb:][:spb]
+			}
 			x := q[32*j : 32*j+32]
 			switch m.fam {
 			case famNib:
@@ -286,7 +295,7 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 			}
 		}
 	}
-	if m.fam == famNib || m.nsub == 1 && !m.hasMin {
+	if !compactK && (m.fam == famNib || m.nsub == 1 && !m.hasMin) {
 		m.sc.compress() // Q6_K and Q5_K keep float32: their kernels read that
 	}
 	if t.Type == model.Q4_0 && m.sc.h != nil {
