@@ -60,29 +60,14 @@ func (m *Matrix) mulGroupsVNNI(out []float32, a *Activations, g0, g1, t0 int) bo
 		return false
 	}
 	var res [GroupRows]float32
-	var res4 [4][GroupRows]float32
 	rows := m.rows(a)
 	t4 := t0 + (rows-t0)/4*4
-	if k == vnniQ6C {
-		m.mulQ6VNNI(out, a, g0, g1, t0)
-		return true
-	}
-	var kx *amxScratch // compact Q4_K: a group's D and M as float32 for the four-token kernel
-	if k == vnniNibK && t4 > t0 {
-		kx = amxScratchPool.Get().(*amxScratch)
-		defer amxScratchPool.Put(kx)
-		kx.kx = slices.Grow(kx.kx[:0], m.nb*2*GroupRows)[:m.nb*2*GroupRows]
-	}
-	for g := g0; g < g1; g++ {
-		if kx != nil {
-			m.expandK(g, kx.kx)
-		}
-		for t := t0; t < t4; t += 4 {
-			m.group4VNNI(k, a, g, t, kx, &res4)
-			for i := range 4 {
-				m.store(out, a, t+i, g, &res4[i])
-			}
-		}
+	switch {
+	case t4 == t0:
+	case k == vnniQ6C:
+		m.q6Group4VNNI(out, a, g0, g1, t0, t4)
+	default:
+		m.group4sVNNI(k, out, a, g0, g1, t0, t4)
 	}
 	whole := max(g0, min(g1, m.Out/GroupRows)) // groups [g0, whole) lie inside Out
 	for t := t4; t < rows; t++ {
@@ -100,48 +85,49 @@ func (m *Matrix) mulGroupsVNNI(out []float32, a *Activations, g0, g1, t0 int) bo
 	return true
 }
 
-// mulQ6VNNI is mulGroupsVNNI for compact Q6_K (famQ6): for four rows at
-// a time each group is unpacked to the byte layout and its scales
-// expanded to float32 once, for the Q6_K kernel; single rows read the
-// compact blocks directly (q6cRows1VNNI).
-func (m *Matrix) mulQ6VNNI(out []float32, a *Activations, g0, g1, t0 int) {
-	var res [GroupRows]float32
+// group4sVNNI computes rows [t0, t4) of a, four at a time, for groups
+// [g0, g1); compact Q4_K's scales are expanded to float32 once a group.
+func (m *Matrix) group4sVNNI(k vnniKind, out []float32, a *Activations, g0, g1, t0, t4 int) {
 	var res4 [4][GroupRows]float32
-	s := amxScratchPool.Get().(*amxScratch)
-	defer amxScratchPool.Put(s)
-	in, nb, rows := m.In, m.nb, m.rows(a)
-	s.b = slices.Grow(s.b[:0], nb*byteBlockBytes)[:nb*byteBlockBytes]
-	s.kx = slices.Grow(s.kx[:0], nb*2*GroupRows)[:nb*2*GroupRows]
-	t4 := t0 + (rows-t0)/4*4
-	if t4 > t0 {
-		for g := g0; g < g1; g++ {
-			qs := m.q6Group(g, s.b)
-			m.expandK(g, s.kx)
-			sc := unsafe.Pointer(&s.kx[0])
-			for t := t0; t < t4; t += 4 {
-				x, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
-				q6Group4VNNI(&qs[0], sc, &x[0], &xm[0], in, &xd[0], &xs[0], nb, &res4)
-				for i := range 4 {
-					m.store(out, a, t+i, g, &res4[i])
-				}
+	var kx *amxScratch
+	if k == vnniNibK {
+		kx = amxScratchPool.Get().(*amxScratch)
+		defer amxScratchPool.Put(kx)
+		kx.kx = slices.Grow(kx.kx[:0], m.nb*2*GroupRows)[:m.nb*2*GroupRows]
+	}
+	for g := g0; g < g1; g++ {
+		if kx != nil {
+			m.expandK(g, kx.kx)
+		}
+		for t := t0; t < t4; t += 4 {
+			m.group4VNNI(k, a, g, t, kx, &res4)
+			for i := range 4 {
+				m.store(out, a, t+i, g, &res4[i])
 			}
 		}
 	}
-	// One row at a time straight from the compact blocks (decode).
-	whole := max(g0, min(g1, m.Out/GroupRows))
-	for t := t4; t < rows; t++ {
-		x, xd, hs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.hs[2*t*nb:2*(t+1)*nb]
-		g := g0
-		if t < a.NumTok && whole > g0 {
-			o := out[t*m.Out+g0*GroupRows : t*m.Out+whole*GroupRows]
-			qs, sc := m.blocks(g0, whole)
-			q6cRows1VNNI(&qs[0], sc, &x[0], &xd[0], &hs[0], nb, whole-g0, &o[0])
-			g = whole
-		}
-		for ; g < g1; g++ {
-			qs, sc := m.blocks(g, g+1)
-			q6cRows1VNNI(&qs[0], sc, &x[0], &xd[0], &hs[0], nb, 1, &res[0])
-			m.store(out, a, t, g, &res)
+}
+
+// q6Group4VNNI computes rows [t0, t4) of a, four at a time, for groups
+// [g0, g1) of compact Q6_K (famQ6): each group unpacked to the byte
+// layout and its scales expanded to float32 once, for the Q6_K kernel.
+func (m *Matrix) q6Group4VNNI(out []float32, a *Activations, g0, g1, t0, t4 int) {
+	var res4 [4][GroupRows]float32
+	s := amxScratchPool.Get().(*amxScratch)
+	defer amxScratchPool.Put(s)
+	in, nb := m.In, m.nb
+	s.b = slices.Grow(s.b[:0], nb*byteBlockBytes)[:nb*byteBlockBytes]
+	s.kx = slices.Grow(s.kx[:0], nb*2*GroupRows)[:nb*2*GroupRows]
+	for g := g0; g < g1; g++ {
+		qs := m.q6Group(g, s.b)
+		m.expandK(g, s.kx)
+		sc := unsafe.Pointer(&s.kx[0])
+		for t := t0; t < t4; t += 4 {
+			x, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+			q6Group4VNNI(&qs[0], sc, &x[0], &xm[0], in, &xd[0], &xs[0], nb, &res4)
+			for i := range 4 {
+				m.store(out, a, t+i, g, &res4[i])
+			}
 		}
 	}
 }
@@ -165,6 +151,9 @@ func (m *Matrix) rows1VNNI(k vnniKind, a *Activations, g0, g1, t int, out *float
 	qs, sc := m.blocks(g0, g1)
 	xd, xs := a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
 	switch k {
+	case vnniQ6C: // straight from the compact blocks
+		x, hs := a.q[t*in:(t+1)*in], a.hs[2*t*nb:2*(t+1)*nb]
+		q6cRows1VNNI(&qs[0], sc, &x[0], &xd[0], &hs[0], nb, g1-g0, out)
 	case vnniNibH, vnniNibQ, vnniNibF, vnniNibK:
 		x := a.q[t*in : (t+1)*in]
 		switch k {
