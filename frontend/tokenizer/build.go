@@ -22,6 +22,11 @@ func (t *BPE) finish(merges [][2]string, added []addedToken, extraStops []int32)
 	if len(t.texts) == 0 {
 		return fmt.Errorf("%w: empty vocabulary", ErrInvalid)
 	}
+	for _, id := range append(append([]int32(nil), t.prefix...), t.suffix...) {
+		if id < 0 || int(id) >= len(t.texts) {
+			return fmt.Errorf("%w: special token id %d added to every prompt is outside the vocabulary of %d", ErrInvalid, id, len(t.texts))
+		}
+	}
 	build := t.ids == nil // FromHFDir passes the vocabulary's own map
 	if build {
 		t.ids = make(map[string]int32, len(t.texts))

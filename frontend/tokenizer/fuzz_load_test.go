@@ -60,6 +60,22 @@ func FuzzFromHFDir(f *testing.F) {
 		}
 		f.Add(b, cfg)
 	}
+	// Without add_bos_token the post_processor's ids are added to every prompt:
+	// ids it names outside the vocabulary are refused.
+	for _, edit := range []func(m map[string]any){
+		func(m map[string]any) { m["added_tokens"] = []map[string]any{} },
+		func(m map[string]any) {
+			m["post_processor"].(map[string]any)["special_tokens"].(map[string]any)["<|begin_of_text|>"].(map[string]any)["ids"] = []int{-7, 1 << 30}
+		},
+	} {
+		m := byteLevelJSON()
+		edit(m)
+		b, err := json.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, []byte(`{}`))
+	}
 	f.Fuzz(func(t *testing.T, tokJSON, configJSON []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tokJSON, 0o644); err != nil {
