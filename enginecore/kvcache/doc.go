@@ -52,9 +52,13 @@
 //
 // Within a session, blocks go least recently released first; Free releases
 // a table last block first, so a request's tail is evicted before its
-// prefix. A free cached block belongs to the session of the request that
+// prefix. A cached block belongs to the session of the request that
 // released it last (the latest user); a hit by another session's request
-// takes it over when that request frees it. Session order is the order of
+// takes it over when that request frees it. A sessionless request only
+// borrows it: freed, it goes back to its session (at that session's place
+// in its tier), so a prefix shared with sessionless traffic (a common
+// system prompt) keeps its session's protection, and the session stays
+// known while its blocks are lent. Session order is the order of
 // the sessions' last activity (Lookup, Allocate, Commit, Free of one of
 // their requests, Hold, Release; EndSession for tier 1); with a clock that
 // never goes back it is the order of Config.Now. Lookup, Allocate, Commit
@@ -70,7 +74,7 @@
 // such requests should Hold the session when the request is added and
 // Release it when the request finishes, so the blocks it will need are not
 // evicted first. A session is forgotten once it has no request, no hold
-// and no free cached block.
+// and no cached block of its own, free or lent.
 //
 // # Events and counters
 //

@@ -72,7 +72,7 @@ func checkInvariants(t *testing.T, m *Manager) {
 			if m.sessions[s.id] != s {
 				fail("session %q on %s but not in the map", s.id, name)
 			}
-			if s.prev != nil && s.prev.lastActive.After(s.lastActive) && l != &m.ended {
+			if s.prev != nil && s.prev.order > s.order {
 				fail("session %q on %s out of activity order", s.id, name)
 			}
 			prev = s
@@ -107,6 +107,7 @@ func checkInvariants(t *testing.T, m *Manager) {
 		}
 	}
 	numFree := 0
+	lent := make(map[*session]int)
 	for i := range m.blocks {
 		b := &m.blocks[i]
 		if b.id != BlockID(i) {
@@ -122,7 +123,13 @@ func checkInvariants(t *testing.T, m *Manager) {
 		if free {
 			numFree++
 		} else if b.owner != nil {
-			fail("block %d in use with an owner", i)
+			if !b.cached {
+				fail("block %d in use, uncached, with an owner", i)
+			}
+			lent[b.owner]++
+		}
+		if b.owner != nil && m.sessions[b.owner.id] != b.owner {
+			fail("block %d owned by forgotten session %q", i, b.owner.id)
 		}
 		if b.cached {
 			if m.index[b.hash] != b {
@@ -153,8 +160,11 @@ func checkInvariants(t *testing.T, m *Manager) {
 		if s.numRequests != numRequests[s] {
 			fail("session %q: numRequests %d, counted %d", id, s.numRequests, numRequests[s])
 		}
-		if s.numRequests == 0 && s.numHolds == 0 && s.free.n == 0 {
+		if s.numRequests == 0 && s.numHolds == 0 && s.free.n == 0 && s.lent == 0 {
 			fail("session %q kept without requests, holds or blocks", id)
+		}
+		if s.lent != lent[s] {
+			fail("session %q: lent %d, counted %d", id, s.lent, lent[s])
 		}
 		if s.numHolds < 0 {
 			fail("session %q: %d holds", id, s.numHolds)

@@ -79,3 +79,26 @@ func (l *sessionList) remove(s *session) {
 	s.list, s.prev, s.next = nil, nil, nil
 	l.n--
 }
+
+// insertAfter puts s after a (at the head when a is nil).
+func (l *sessionList) insertAfter(a, s *session) {
+	if a == nil {
+		s.list, s.prev, s.next = l, nil, l.head
+		if l.head == nil {
+			l.tail = s
+		} else {
+			l.head.prev = s
+		}
+		l.head = s
+		l.n++
+		return
+	}
+	s.list, s.prev, s.next = l, a, a.next
+	if a.next == nil {
+		l.tail = s
+	} else {
+		a.next.prev = s
+	}
+	a.next = s
+	l.n++
+}

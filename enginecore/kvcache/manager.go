@@ -32,9 +32,11 @@ type block struct {
 	ref    int32     // live requests whose table holds the block
 	cached bool      // hash is valid and index[hash] is this block
 	hash   BlockHash // valid iff cached
-	// owner is, for a free cached block, the session whose request released
-	// it last (its free list holds the block); nil for a sessionless one.
-	// Unused while the block is in use.
+	// owner is, for a cached block, the session whose request released it
+	// last (a free block is on its free list); nil if that request was
+	// sessionless. A block in use keeps its owner, which counts it as lent:
+	// freed by a sessionless request it goes back to that owner, freed by a
+	// session's request it becomes that session's.
 	owner *session
 
 	prev, next *block     // free-list links
@@ -77,7 +79,7 @@ type Manager struct {
 
 	index      map[BlockHash]*block // cached blocks by hash
 	requests   map[string]*request  // registered request ids
-	sessions   map[string]*session  // sessions with a live request, a hold or a free cached block
+	sessions   map[string]*session  // sessions with a live request, a hold or a cached block of their own
 	gone       []string             // sessions forgotten since the last DrainGoneSessions, with reportGone
 	reportGone bool
 
@@ -89,6 +91,7 @@ type Manager struct {
 	pending []Event    // events since the last DrainEvents
 	buf     []byte     // hashing scratch
 	markGen uint64     // SessionCachedTokens generation
+	seq     uint64     // session activity counter (session.order)
 }
 
 // New returns a Manager with all blocks free.
@@ -370,10 +373,18 @@ func (m *Manager) Free(id string) {
 	}
 }
 
-// pin adds a reference to b, taking it off its free list if it was free.
+// pin adds a reference to b (a prefix hit), taking it off its free list
+// if it was free: its owner lends it.
 func (m *Manager) pin(b *block) {
 	if b.ref == 0 {
-		m.takeFree(b)
+		b.list.remove(b)
+		m.numFree--
+		if s := b.owner; s != nil {
+			s.lent++
+			if s.free.n == 0 {
+				m.place(s)
+			}
+		}
 	}
 	b.ref++
 }
@@ -389,18 +400,30 @@ func (m *Manager) release(b *block, s *session) {
 		return
 	}
 	m.numFree++
+	old := b.owner
 	switch {
 	case !b.cached:
 		m.hashless.pushFront(b)
-	case s == nil:
+	case s == nil && old == nil:
 		m.sessionless.pushBack(b)
+	case s == nil:
+		old.lent--
+		old.free.pushBack(b)
+		m.reenter(old)
 	default:
 		b.owner = s
 		s.free.pushBack(b)
+		if old != nil {
+			old.lent--
+			if old != s {
+				m.gc(old)
+			}
+		}
 	}
 }
 
-// takeFree removes free block b from its free list.
+// takeFree removes free block b from its free list to be evicted or
+// cleared: its owner loses it.
 func (m *Manager) takeFree(b *block) {
 	b.list.remove(b)
 	m.numFree--

@@ -3,13 +3,18 @@ package kvcache
 import "time"
 
 // session is one session_id known to the manager. It exists while it has
-// a live request, a hold or a free cached block; then it is forgotten.
+// a live request, a hold or a cached block it owns (free or lent); then it
+// is forgotten.
 type session struct {
 	id          string
 	numRequests int       // requests registered by Lookup and not yet Freed
 	numHolds    int       // Hold calls not yet matched by Release
 	ended       bool      // EndSession was called and no request re-opened it
 	lastActive  time.Time // clock at the session's last Lookup, Allocate, Commit or Free
+	order       uint64    // Manager.seq at the last activity or EndSession: place in its tier
+	// lent counts the cached blocks it owns that requests hold now (its own
+	// or others'): they come back to it when a sessionless request frees them.
+	lent int
 	// free holds the free cached blocks last released by this session's
 	// requests, least recently released first.
 	free blockList
@@ -49,15 +54,33 @@ func (m *Manager) place(s *session) {
 	}
 }
 
+// reenter puts s, which just got a free block back without activity of its
+// own, on its tier's list at the place of its last activity: O(1) when it
+// was active after every session on the list, O(sessions passed) otherwise.
+func (m *Manager) reenter(s *session) {
+	if s.list != nil {
+		return
+	}
+	l := m.tierList(s)
+	after := l.tail
+	for after != nil && after.order > s.order {
+		after = after.prev
+	}
+	l.insertAfter(after, s)
+}
+
 // touch records activity of s now.
 func (m *Manager) touch(s *session) {
 	s.lastActive = m.now()
+	m.seq++
+	s.order = m.seq
 	m.place(s)
 }
 
-// gc forgets s once it has neither requests, holds nor free blocks.
+// gc forgets s once it has neither requests, holds, free blocks nor lent
+// blocks.
 func (m *Manager) gc(s *session) {
-	if s.numRequests == 0 && s.numHolds == 0 && s.free.n == 0 {
+	if s.numRequests == 0 && s.numHolds == 0 && s.free.n == 0 && s.lent == 0 {
 		if s.list != nil {
 			s.list.remove(s)
 		}
@@ -119,14 +142,16 @@ func (m *Manager) EndSession(id string) {
 		return
 	}
 	s.ended = true
+	m.seq++
+	s.order = m.seq
 	m.place(s)
 }
 
 // SessionCachedTokens is the number of tokens resident for a session: the
-// free cached blocks it released last (BlockSize tokens each) plus the
+// cached blocks it owns, free or lent (BlockSize tokens each), plus the
 // computed tokens in the blocks its live requests hold (a partially
-// computed block counts its computed tokens; a block shared by several of
-// its requests counts once). O(its requests' blocks).
+// computed block counts its computed tokens; a block counts once however
+// many requests share it). O(live requests' blocks).
 func (m *Manager) SessionCachedTokens(id string) int {
 	s, ok := m.sessions[id]
 	if !ok {
@@ -135,17 +160,20 @@ func (m *Manager) SessionCachedTokens(id string) int {
 	total := s.free.n * m.blockSize
 	m.markGen++
 	for _, r := range m.requests {
-		if r.session != s {
+		if r.session != s && s.lent == 0 {
 			continue
 		}
 		for i, id := range r.table {
-			filled := min(m.blockSize, r.numComputedTokens-i*m.blockSize)
-			if filled <= 0 {
-				break
+			b := &m.blocks[id]
+			filled := m.blockSize // a block s owns is cached: full
+			if r.session == s {
+				if filled = min(m.blockSize, r.numComputedTokens-i*m.blockSize); filled <= 0 {
+					break
+				}
+			} else if b.owner != s {
+				continue
 			}
-			// A block two of its requests share is a prefix hit, full and
-			// computed in both: count it once.
-			if b := &m.blocks[id]; b.mark != m.markGen {
+			if b.mark != m.markGen {
 				b.mark = m.markGen
 				total += filled
 			}
@@ -155,7 +183,7 @@ func (m *Manager) SessionCachedTokens(id string) int {
 }
 
 // Session describes a session the manager knows (one with a live request,
-// a hold or a resident cached block).
+// a hold or a cached block it owns).
 func (m *Manager) Session(id string) (SessionInfo, bool) {
 	s, ok := m.sessions[id]
 	if !ok {
@@ -171,5 +199,5 @@ func (m *Manager) Session(id string) (SessionInfo, bool) {
 }
 
 // NumSessions is the number of sessions with a live request, a hold or a
-// free cached block.
+// cached block of their own.
 func (m *Manager) NumSessions() int { return len(m.sessions) }

@@ -192,14 +192,16 @@ func TestSessions(t *testing.T) {
 		}, info(12, 0, 5*time.Second, false)},
 		{"ended", func() { h.endSession("S"); h.endSession("S") }, info(12, 0, 5*time.Second, true)},
 		{"end of an unknown session is a no-op", func() { h.endSession("nobody") }, info(12, 0, 5*time.Second, true)},
-		{"a sessionless hit taking the blocks over", func() {
-			h.lookup("x", p2, "", "")
-			h.free("x")
-		}, view{}},
+		{"a sessionless hit borrows the blocks", func() { h.lookup("x", p2, "", "") }, info(12, 0, 5*time.Second, true)},
+		{"and gives them back", func() { h.free("x") }, info(12, 0, 5*time.Second, true)},
 		{"re-opened by a new request", func() {
 			h.clk.advance(time.Second)
 			h.lookup("r3", tokens(900, 3), "", "S")
-		}, info(0, 1, 6*time.Second, false)},
+		}, info(12, 1, 6*time.Second, false)},
+		{"another session's hit takes them over", func() {
+			h.lookup("y", p2, "", "T")
+			h.free("y")
+		}, func() view { v := info(0, 1, 6*time.Second, false); v.NumSessions = 2; return v }()},
 	}
 	for _, st := range steps {
 		st.do()
