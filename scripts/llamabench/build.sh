@@ -55,13 +55,13 @@ compile "$out" "$bins" "node-llama-cpp $version's prebuilt CPU libraries (llama.
 
 rm -f "$out-native.unavailable"
 if [ -f "$native/libllama.so" ] && [ -f "$native/libggml.so" ]; then
-  cc=$(c++ --version | head -n1)
+  cc=$(cat .cache/llama-native/compiler 2>/dev/null || c++ --version | head -n1)
   compile "$out-native" "" "llama.cpp commit $commit built on this machine by scripts/llamabench/native.sh (GGML_NATIVE=ON, i.e. -march=native; $cc)" \
     "$native" libllama.so libggml.so libggml-base.so
-  # A build for this CPU can compile and still not run on it (seen: ggml's
-  # AMX kernels under -march=native fault with SIGILL on a Sapphire
-  # Rapids-class VM, where the prebuilt sapphirerapids variant runs), so
-  # a 16-token prompt must go through before the column counts.
+  # A build for this CPU can compile and still not run on it (seen: GCC 12
+  # dropped the stores to ggml's AMX tile configuration, and tilezero
+  # faulted with SIGILL; native.sh now picks a compiler that runs an AMX
+  # probe), so a 16-token prompt must go through before the column counts.
   model=${LLAMABENCH_SMOKE_MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
   if [ -f "$model" ]; then
     rc=0

@@ -39,6 +39,59 @@ done
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 
+# The compiler. On a CPU with AMX, -march=native compiles ggml's AMX
+# kernels, and GCC 12 (Debian 12's) drops the stores that fill their tile
+# configuration before ldtilecfg, so the first tilezero faults with SIGILL.
+# A probe shaped like ggml's ggml_tile_config_init is compiled and run with
+# each compiler found; the first that runs it builds llama.cpp. If none
+# does, AMX is left out of the build (-mno-amx-*) and the report says so.
+cxx=c++
+cc=cc
+amx_flags=()
+if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+  probe_dir=$(mktemp -d)
+  trap 'rm -rf "$probe_dir"' EXIT
+  cat >"$probe_dir/probe.cpp" <<'PROBE'
+#include <immintrin.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+struct cfg { uint8_t palette = 0, start = 0, reserved[14] = {0}; uint16_t colsb[16] = {0}; uint8_t rows[16] = {0}; };
+__attribute__((noinline)) static void load() {
+  alignas(64) cfg c = {};
+  c.palette = 1;
+  for (int i = 0; i < 8; i++) { c.rows[i] = 16; c.colsb[i] = 64; }
+  _tile_loadconfig(&c);
+}
+int main() {
+  if (syscall(SYS_arch_prctl, 0x1023, 18)) return 2; // ARCH_REQ_XCOMP_PERM, XTILEDATA
+  load();
+  _tile_zero(4);
+  _tile_release();
+  return 0;
+}
+PROBE
+  found=""
+  for cand in c++ clang++ clang++-19 clang++-18 clang++-17 clang++-16 clang++-15 clang++-14; do
+    command -v "$cand" >/dev/null 2>&1 || continue
+    if "$cand" -O2 -march=native -std=c++17 -o "$probe_dir/probe" "$probe_dir/probe.cpp" >/dev/null 2>&1 &&
+      "$probe_dir/probe" >/dev/null 2>&1; then
+      found=$cand
+      break
+    fi
+    echo "llama-native: $cand miscompiles or cannot run an AMX tile configuration; trying the next compiler" >&2
+  done
+  if [ -n "$found" ]; then
+    cxx=$found
+    cc=${found/clang++/clang}
+    [ "$cc" = c++ ] && cc=cc
+  else
+    amx_flags=(-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+    echo "llama-native: no compiler here runs an AMX tile configuration; building without AMX" >&2
+  fi
+fi
+command -v "$cc" >/dev/null 2>&1 || cc=cc
+
 options=(
   -DCMAKE_BUILD_TYPE=Release
   -DBUILD_SHARED_LIBS=ON
@@ -56,10 +109,15 @@ options=(
   -DLLAMA_BUILD_EXAMPLES=OFF
   -DLLAMA_BUILD_SERVER=OFF
   -DLLAMA_BUILD_APP=OFF
+  -DCMAKE_C_COMPILER="$cc"
+  -DCMAKE_CXX_COMPILER="$cxx"
 )
+if [ ${#amx_flags[@]} -gt 0 ]; then
+  options+=(-DCMAKE_C_FLAGS="${amx_flags[*]}" -DCMAKE_CXX_FLAGS="${amx_flags[*]}")
+fi
 commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
 cpuflags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-key=$(printf '%s\n' "$commit" "${options[*]}" "$(c++ --version | head -n1)" "$cpuflags" | sha256sum | cut -c1-16)
+key=$(printf '%s\n' "$commit" "${options[*]}" "$("$cxx" --version | head -n1)" "$cpuflags" | sha256sum | cut -c1-16)
 if [ -f "$build/bin/libllama.so" ] && [ "$(cat "$out/key" 2>/dev/null)" = "$key" ]; then
   echo "llama-native: $build/bin up to date"
   exit 0
@@ -67,7 +125,7 @@ fi
 
 rm -f "$why" "$out/key"
 log=$out/build.log
-echo "llama-native: building llama.cpp ${commit:0:12} with GGML_NATIVE=ON into $build (once; 5–15 minutes on 2 cores, log $log)"
+echo "llama-native: building llama.cpp ${commit:0:12} with GGML_NATIVE=ON ($cxx${amx_flags[*]:+, ${amx_flags[*]}}) into $build (once; 5–15 minutes on 2 cores, log $log)"
 if ! cmake -S "$src" -B "$build" "${generator[@]}" "${options[@]}" >"$log" 2>&1; then
   tail -n 20 "$log" >&2
   unavailable "cmake configure failed (see $log)"
@@ -88,4 +146,5 @@ if [ "$rc" != 0 ] || [ ! -f "$build/bin/libllama.so" ]; then
   unavailable "build failed with status $rc (see $log)"
 fi
 echo "$key" >"$out/key"
+echo "$("$cxx" --version | head -n1)${amx_flags[*]:+ ${amx_flags[*]}}" >"$out/compiler"
 echo "llama-native: built $(cd "$build/bin" && ls lib*.so | tr '\n' ' ')"
