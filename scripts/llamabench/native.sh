@@ -75,7 +75,7 @@ PROBE
   for cand in c++ clang++ clang++-19 clang++-18 clang++-17 clang++-16 clang++-15 clang++-14; do
     command -v "$cand" >/dev/null 2>&1 || continue
     if "$cand" -O2 -march=native -std=c++17 -o "$probe_dir/probe" "$probe_dir/probe.cpp" >/dev/null 2>&1 &&
-      "$probe_dir/probe" >/dev/null 2>&1; then
+      ("$probe_dir/probe"; exit $?) >/dev/null 2>&1; then # a subshell that waits: bash says "Illegal instruction" into /dev/null
       found=$cand
       break
     fi
