@@ -5,13 +5,15 @@
 # prints pass / fail / out of scope / skipped per file and a summary, and
 # exits non-zero if a test failed that out_of_scope.txt does not list.
 #
-#   scripts/conformance/run.sh [vllm|llamacpp] [FILE-GLOB]   (default: both, every file)
+#   scripts/conformance/run.sh [vllm|llamacpp|vllm-engines] [FILE-GLOB]   (default: all three, every file)
+# vllm-engines is ours: Tandem against real vLLM (PyPI's CPU build) over
+# vLLM's engine-core protocol, both ways (scripts/conformance/vllmengines).
 # Env: CONFORMANCE_FILE_TIMEOUT (s, default 1200), CONFORMANCE_TEST_TIMEOUT (s, default 120),
 #      TANDEM_MODEL, TANDEM_BIN, TANDEM_CONFORMANCE_THREADS.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-suites=${1:-vllm llamacpp}
+suites=${1:-vllm llamacpp vllm-engines}
 glob=${2:-*}
 ./scripts/conformance/setup.sh || exit 1
 export TANDEM_BIN=${TANDEM_BIN:-$root/bin/tandem}
@@ -43,7 +45,7 @@ run_file() { # suite rundir relpath (out_of_scope.txt patterns are relative to $
   fi
   (cd "$dir" && TANDEM_CONFORMANCE_SUITE=$suite TANDEM_CONFORMANCE_ROOT=$oos_root \
     PYTHONPATH=$root/scripts/conformance:${EXTRA_PYTHONPATH:-} \
-    timeout -k 30 "$file_timeout" "$py" -m pytest -p plugin -p no:cacheprovider -rA --timeout "$test_timeout" \
+    timeout -k 30 "$file_timeout" "${suite_py:-$py}" -m pytest -p plugin -p no:cacheprovider -rA --timeout "$test_timeout" \
       --junitxml="$out.xml" -o junit_family=xunit1 "$rel" >"$out.log" 2>&1)
   local rc=$?
   local pid
@@ -60,6 +62,7 @@ run_file() { # suite rundir relpath (out_of_scope.txt patterns are relative to $
 }
 
 for suite in $suites; do
+  suite_py=
   case $suite in
   vllm)
     dir=$root/.cache/conformance/vllm-run
@@ -74,7 +77,18 @@ for suite in $suites; do
     export TANDEM_CONFORMANCE_HTTP_ONLY=0 EXTRA_PYTHONPATH=
     files=$(cd "$dir" && ls unit/test_*.py)
     ;;
-  *) echo "conformance: unknown suite $suite (vllm, llamacpp)" >&2; exit 2 ;;
+  vllm-engines)
+    dir=$root/scripts/conformance/vllmengines
+    oos_root=$dir
+    export TANDEM_CONFORMANCE_HTTP_ONLY=0 EXTRA_PYTHONPATH=
+    ./scripts/conformance/vllmengines/setup.sh
+    # Without real vLLM the file runs under the conformance venv, where it
+    # skips itself with the reason setup.sh wrote.
+    suite_py=$root/.cache/vllm-venv/bin/python
+    [ -x "$suite_py" ] && [ ! -f "$root/.cache/vllm-venv.unavailable" ] || suite_py=$py
+    files=test_engines.py
+    ;;
+  *) echo "conformance: unknown suite $suite (vllm, llamacpp, vllm-engines)" >&2; exit 2 ;;
   esac
   [ "$glob" = "*" ] && rm -rf "${results:?}/$suite" # a run of some files keeps the others' results
   echo "conformance: $suite: $(echo "$files" | wc -w) test files"

@@ -1,0 +1,259 @@
+"""Tandem against real vLLM over vLLM's engine-core protocol (issue 21).
+
+Both directions, each with real processes and real ZeroMQ:
+
+- Tandem's frontend (`tandem frontend --engine-protocol vllm`) in front of a
+  real `vllm serve --headless` engine core;
+- vLLM's own API server (`vllm serve --data-parallel-size-local 0`) in front
+  of a Tandem engine core (`tandem engine --protocol vllm`).
+
+vLLM is PyPI's CPU build (scripts/conformance/vllmengines/setup.sh). No
+model from the Hugging Face hub can be fetched here, so vLLM's side runs a
+tiny Llama with SmolLM2's vocabulary and tokenizer (converted from the
+served GGUF by transformers) and random weights (`--load-format dummy`):
+its text is noise, but token counts, finish reasons, stop tokens, cached
+prefixes and sessions are exact. Tandem's engine runs the real GGUF, so
+vLLM's frontend must return exactly the text `tandem serve` gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[3]
+TANDEM = os.environ.get("TANDEM_BIN", str(ROOT / "bin" / "tandem"))
+MODEL = os.environ.get("TANDEM_MODEL", str(ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+WHY = ROOT / ".cache" / "vllm-venv.unavailable"
+
+try:
+    import vllm  # noqa: F401
+    from vllm.v1.engine import EngineCoreRequest
+except Exception as e:  # the suite runs on a machine where vLLM cannot install
+    reason = WHY.read_text().strip() if WHY.exists() else f"vLLM does not import: {e}"
+    pytest.skip(f"real vLLM not available: {reason}", allow_module_level=True)
+
+VLLM = str(Path(sys.executable).with_name("vllm"))
+LOGS = Path(os.environ.get("VLLM_ENGINES_LOGS", ROOT / ".cache" / "conformance" / "vllm-engines-logs"))  # not under results/: report.py reads every .log there as a test file
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proc:
+    """A process in its own group, its output in a log file, ended with SIGTERM."""
+
+    def __init__(self, name: str, argv: list[str], env: dict | None = None):
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.log = LOGS / f"{name}.log"
+        self.name = name
+        self.p = subprocess.Popen(argv, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
+                                  env={**os.environ, **(env or {})}, start_new_session=True)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+    def alive(self) -> bool:
+        return self.p.poll() is None
+
+    def stop(self):
+        if self.alive():
+            os.killpg(self.p.pid, signal.SIGTERM)
+            try:
+                self.p.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+
+
+def wait_http(url: str, procs: list[Proc], timeout: float = 600):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for p in procs:
+            if not p.alive():
+                pytest.fail(f"{p.name} exited with {p.p.returncode}:\n{p.tail()}")
+        try:
+            if requests.get(url, timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(1)
+    pytest.fail(f"{url} not ready in {timeout:.0f} s:\n" + "\n".join(p.tail() for p in procs))
+
+
+VLLM_ENV = {
+    "VLLM_TARGET_DEVICE": "cpu",
+    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "HF_HUB_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "VLLM_LOGGING_LEVEL": "INFO",
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A Hugging Face model directory: a 2-layer Llama config with SmolLM2's
+    vocabulary, and SmolLM2's tokenizer and chat template from the GGUF."""
+    from transformers import AutoTokenizer
+
+    d = tmp_path_factory.mktemp("tiny-llama")
+    tok = AutoTokenizer.from_pretrained(str(Path(MODEL).parent), gguf_file=Path(MODEL).name)
+    tok.save_pretrained(d)
+    vocab = 49152
+    assert len(tok) <= vocab, len(tok)
+    (d / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "vocab_size": vocab, "hidden_size": 128, "intermediate_size": 256,
+        "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+        "head_dim": 64,  # vLLM's CPU attention kernels take 32, 64, 80, 96, 112, 128, … "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0, "tie_word_embeddings": True, "torch_dtype": "float32",
+        "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
+    }))
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": tok.eos_token_id}))
+    return d
+
+
+def test_installed_vllm_has_the_pinned_request_layout():
+    """wire/vllm is pinned to vLLM 0.33.0's EngineCoreRequest: session_id at
+    index 20, kv_hints at 21. The installed vLLM must agree, or the rest of
+    this file tests nothing meaningful."""
+    fields = EngineCoreRequest.__struct_fields__
+    assert fields[20] == "session_id", fields
+    assert fields[21] == "kv_hints", fields
+    assert fields[:9] == ("request_id", "prompt_token_ids", "mm_features", "sampling_params", "pooling_params",
+                          "arrival_time", "lora_request", "cache_salt", "data_parallel_rank"), fields
+
+
+def chat(base: str, messages, **kw) -> dict:
+    r = requests.post(f"{base}/v1/chat/completions", json={"model": kw.pop("model", "tiny"), "messages": messages, **kw}, timeout=300)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_tandem_frontend_drives_vllm_headless_engine(tiny_model):
+    rpc, http = free_port(), free_port()
+    engine = Proc("vllm-headless-engine", [
+        VLLM, "serve", str(tiny_model), "--headless", "--data-parallel-size", "1",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc),
+        "--load-format", "dummy", "--skip-tokenizer-init", "--max-model-len", "1024",
+        "--block-size", "32", "--dtype", "float32", "--max-num-seqs", "8"], VLLM_ENV)
+    front = Proc("tandem-frontend", [
+        TANDEM, "frontend", "--engine-protocol", "vllm", "--model", MODEL, "--served-model-name", "tiny",
+        "--data-parallel-size", "1", "--data-parallel-address", "127.0.0.1",
+        "--data-parallel-rpc-port", str(rpc), "--host", "127.0.0.1", "--port", str(http)])
+    base = f"http://127.0.0.1:{http}"
+    try:
+        wait_http(f"{base}/health", [engine, front])
+        user = [{"role": "user", "content": "Tell me about the sea."}]
+
+        # Length: exactly max_tokens tokens, counted by vLLM's engine.
+        r = chat(base, user, max_tokens=7, ignore_eos=True, temperature=0)
+        assert r["choices"][0]["finish_reason"] == "length", r
+        assert r["usage"]["completion_tokens"] == 7, r
+
+        # Stop token: a logit bias makes the engine pick token 1000, a stop
+        # token id, so it stops after one token with finish_reason stop.
+        r = chat(base, user, max_tokens=20, logit_bias={"1000": 100}, stop_token_ids=[1000], temperature=0)
+        assert r["choices"][0]["finish_reason"] == "stop", r
+        assert r["usage"]["completion_tokens"] == 1, r
+
+        # Logprobs come back as vLLM's ndarrays, through Tandem's translation.
+        r = chat(base, user, max_tokens=3, ignore_eos=True, logprobs=True, top_logprobs=2, temperature=0)
+        content = r["choices"][0]["logprobs"]["content"]
+        assert len(content) == 3 and all(len(c["top_logprobs"]) == 2 for c in content), r
+
+        # Streaming with usage.
+        with requests.post(f"{base}/v1/chat/completions", stream=True, timeout=300, json={
+                "model": "tiny", "messages": user, "max_tokens": 5, "ignore_eos": True, "stream": True,
+                "stream_options": {"include_usage": True}}) as s:
+            assert s.status_code == 200
+            events = [json.loads(l[6:]) for l in s.iter_lines(decode_unicode=True) if l.startswith("data: {")]
+        assert [e["choices"][0]["finish_reason"] for e in events if e["choices"]][-1] == "length"
+        assert events[-1]["usage"]["completion_tokens"] == 5
+
+        # A session's second turn finds its prefix in vLLM's prefix cache,
+        # and Tandem knows which engine holds it.
+        long_user = [{"role": "user", "content": "Describe the sea in many words. " * 12}]
+        sid = f"vllm-real-{time.time_ns()}"
+        chat(base, long_user, max_tokens=4, ignore_eos=True, session_id=sid)
+        r = chat(base, long_user, max_tokens=4, ignore_eos=True, session_id=sid)
+        cached = r["usage"]["prompt_tokens_details"]["cached_tokens"]
+        assert cached >= 64 and cached % 32 == 0, r["usage"]  # vLLM's CPU attention: blocks of 32
+        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=10)
+        assert s.status_code == 200 and s.json()["num_requests"] == 2, s.text
+    finally:
+        front.stop()
+        engine.stop()
+
+
+def test_vllm_frontend_drives_tandem_engine(tiny_model):
+    rpc, http, ref_http = free_port(), free_port(), free_port()
+    engine = Proc("tandem-engine", [
+        TANDEM, "engine", MODEL, "--protocol", "vllm", "--data-parallel-size", "1",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc), "--max-model-len", "1024"])
+    front = Proc("vllm-api-server", [
+        VLLM, "serve", str(tiny_model), "--served-model-name", "tiny", "--data-parallel-size", "1",
+        "--data-parallel-size-local", "0", "--data-parallel-address", "127.0.0.1",
+        "--data-parallel-rpc-port", str(rpc), "--host", "127.0.0.1", "--port", str(http),
+        "--max-model-len", "1024", "--dtype", "float32"],
+        {**VLLM_ENV, "VLLM_SERVER_DEV_MODE": "1"})  # serves /reset_prefix_cache
+    ref = Proc("tandem-serve", [TANDEM, "serve", MODEL, "--served-model-name", "tiny", "--host", "127.0.0.1",
+                                "--port", str(ref_http), "--max-model-len", "1024"])
+    base, ref_base = f"http://127.0.0.1:{http}", f"http://127.0.0.1:{ref_http}"
+    try:
+        wait_http(f"{base}/health", [engine, front])
+        wait_http(f"{ref_base}/health", [ref])
+        user = [{"role": "user", "content": "What is the capital of France?"}]
+        # vLLM's frontend tokenizes with SmolLM2's tokenizer and template, the
+        # Tandem engine computes: greedy text equals tandem serve's own.
+        got = chat(base, user, max_tokens=16, temperature=0)
+        want = chat(ref_base, user, max_tokens=16, temperature=0)
+        assert got["choices"][0]["message"]["content"] == want["choices"][0]["message"]["content"], (got, want)
+        assert got["usage"]["completion_tokens"] == want["usage"]["completion_tokens"]
+        assert got["usage"]["prompt_tokens"] == want["usage"]["prompt_tokens"]
+
+        r = chat(base, user, max_tokens=6, ignore_eos=True, temperature=0)
+        assert r["choices"][0]["finish_reason"] == "length" and r["usage"]["completion_tokens"] == 6, r
+
+        # Logprobs and streaming through vLLM's own output processor.
+        r = chat(base, user, max_tokens=3, ignore_eos=True, logprobs=True, top_logprobs=3, temperature=0)
+        content = r["choices"][0]["logprobs"]["content"]
+        assert len(content) == 3 and all(len(c["top_logprobs"]) == 3 for c in content), r
+        with requests.post(f"{base}/v1/chat/completions", stream=True, timeout=300, json={
+                "model": "tiny", "messages": user, "max_tokens": 5, "ignore_eos": True, "stream": True,
+                "stream_options": {"include_usage": True}}) as s:
+            assert s.status_code == 200
+            events = [json.loads(l[6:]) for l in s.iter_lines(decode_unicode=True) if l.startswith("data: {")]
+        assert events[-1]["usage"]["completion_tokens"] == 5
+
+        # Several requests at once.
+        import concurrent.futures as cf
+        with cf.ThreadPoolExecutor(8) as ex:
+            outs = list(ex.map(lambda i: chat(base, [{"role": "user", "content": f"Count to {i}."}],
+                                              max_tokens=4, ignore_eos=True), range(8)))
+        assert all(o["usage"]["completion_tokens"] == 4 for o in outs)
+
+        # A utility call vLLM's frontend makes to the engine: the Tandem
+        # engine clears its prefix cache (nothing is running now).
+        r = requests.post(f"{base}/reset_prefix_cache", timeout=30)
+        assert r.status_code == 200, r.text
+        # vLLM's own Prometheus metrics count what the Tandem engine did.
+        m = requests.get(f"{base}/metrics", timeout=10).text
+        gen = [l for l in m.splitlines() if l.startswith("vllm:generation_tokens_total{")]
+        assert gen and float(gen[0].rsplit(" ", 1)[1]) == got["usage"]["completion_tokens"] + 6 + 3 + 5 + 8 * 4, gen
+    finally:
+        for p in (front, engine, ref):
+            p.stop()
