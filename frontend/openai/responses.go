@@ -101,6 +101,7 @@ type ResponseInputItem struct {
 	Status    string           `json:"status,omitempty"`
 	CallID    string           `json:"call_id,omitempty"`
 	Name      string           `json:"name,omitempty"`
+	Namespace string           `json:"namespace,omitempty"` // a function_call of a namespace tool's function
 	Arguments string           `json:"arguments,omitempty"` // JSON text
 	Output    *ResponseContent `json:"output,omitempty"`    // a string or text parts
 	// Summary and EncryptedContent are a reasoning item's (its text is
@@ -322,6 +323,7 @@ type ResponseOutputItem struct {
 	Content   []ResponseOutputText `json:"content,omitempty"`
 	CallID    string               `json:"call_id,omitempty"` // call_…: what a function_call_output answers
 	Name      string               `json:"name,omitempty"`
+	Namespace string               `json:"namespace,omitempty"` // the namespace tool Name belongs to
 	Arguments string               `json:"arguments,omitempty"` // JSON text
 }
 
@@ -334,9 +336,10 @@ func (o ResponseOutputItem) MarshalJSON() ([]byte, error) {
 			ID        string `json:"id"`
 			CallID    string `json:"call_id"`
 			Name      string `json:"name"`
+			Namespace string `json:"namespace,omitempty"`
 			Arguments string `json:"arguments"`
 			Status    string `json:"status"`
-		}{o.Type, o.ID, o.CallID, o.Name, o.Arguments, o.Status})
+		}{o.Type, o.ID, o.CallID, o.Name, o.Namespace, o.Arguments, o.Status})
 	}
 	return json.Marshal(struct {
 		Type    string               `json:"type"`

@@ -137,6 +137,12 @@ func TestResponsesToolPlan(t *testing.T) {
 			`{"items":{"anyOf":[{"type":"object","properties":{"name":{"const":"f"},"parameters":{"type":"object","properties":{"a":{"type":"integer"}}}},"required":["name","parameters"],"additionalProperties":false}]},"maxItems":1,"minItems":1,"type":"array"}`},
 		{"named", `"tools":[{"type":"function","name":"f"},{"type":"function","name":"g","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"g"}`,
 			openai.ToolPlan{Mode: openai.ToolsNamed, Name: "g", Names: []string{"f", "g"}}, `{"type":"object"}`},
+		{"namespace: flattened in order", `"tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"},{"type":"function","name":"h"}]},{"type":"function","name":"g"}]`,
+			openai.ToolPlan{Mode: openai.ToolsAuto, Names: []string{"ns__f", "ns__h", "g"}}, ""},
+		{"namespace: named by the function's own name", `"tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]}],"tool_choice":{"type":"function","name":"f"}`,
+			openai.ToolPlan{Mode: openai.ToolsNamed, Name: "ns__f", Names: []string{"ns__f"}}, `{"type":"object"}`},
+		{"namespace: a plain function's name wins", `"tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]},{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}`,
+			openai.ToolPlan{Mode: openai.ToolsNamed, Name: "f", Names: []string{"ns__f", "f"}}, `{"type":"object","properties":{}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,6 +176,15 @@ func TestResponsesFunctionCallJSON(t *testing.T) {
 	b, err := json.Marshal(openai.ResponseOutputItem{Type: openai.ItemFunctionCall, ID: "fc_1", Status: "in_progress", CallID: "call_1", Name: "f"})
 	if want := `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"","status":"in_progress"}`; err != nil || string(b) != want {
 		t.Errorf("%v: %s, want %s", err, b, want)
+	}
+	b, err = json.Marshal(openai.ResponseOutputItem{Type: openai.ItemFunctionCall, ID: "fc_1", Status: "completed", CallID: "call_1", Name: "f", Namespace: "ns", Arguments: "{}"})
+	if want := `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","namespace":"ns","arguments":"{}","status":"completed"}`; err != nil || string(b) != want {
+		t.Errorf("%v: %s, want %s", err, b, want)
+	}
+	var req openai.ResponsesRequest
+	_ = openai.Decode([]byte(`{"input":"x","tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]},{"type":"function","name":"g"}]}`), &req)
+	if diff := cmp.Diff(map[string]openai.ToolCallName{"ns__f": {Name: "f", Namespace: "ns"}}, req.ToolCallNames()); diff != "" {
+		t.Errorf("ToolCallNames (-want +got):\n%s", diff)
 	}
 }
 

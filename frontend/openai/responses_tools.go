@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Item types of the Responses API's input and output.
@@ -16,18 +18,45 @@ const (
 
 // ResponseTool is one entry of a Responses request's tools. Unlike chat's,
 // a function tool is flat: {"type": "function", "name", "description",
-// "parameters", "strict"}. Only function tools are supported.
+// "parameters", "strict"}. A namespace tool ({"type": "namespace", "name",
+// "tools": [function tools]}) groups functions; the model sees each as
+// <namespace>__<function>, and its calls come back as function_call items
+// with name and namespace apart, as vLLM does. Other types are refused.
 type ResponseTool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	Strict      *bool           `json:"strict,omitempty"`
+	Tools       []ResponseTool  `json:"tools,omitempty"` // a namespace's functions
 }
 
-// FunctionTools returns the request's tools in chat's form, the form the
-// chat template gets them in (as vLLM converts them).
-func (r *ResponsesRequest) FunctionTools() ([]Tool, *Error) {
+// Tool types of the Responses API that Tandem serves.
+const (
+	ToolFunction  = "function"
+	ToolNamespace = "namespace"
+)
+
+// NamespaceSeparator joins a namespace and one of its functions into the
+// name the model sees: mcp__computer_use + __ + get_app_state.
+const NamespaceSeparator = "__"
+
+// ToolCallName is a function call's name as the Responses API reports it:
+// Name, within Namespace for a namespace tool's function.
+type ToolCallName struct {
+	Name, Namespace string
+}
+
+// Flat is the name the model sees and writes.
+func (n ToolCallName) Flat() string {
+	if n.Namespace == "" {
+		return n.Name
+	}
+	return n.Namespace + NamespaceSeparator + n.Name
+}
+
+// responseTools decodes tools.
+func (r *ResponsesRequest) responseTools() ([]ResponseTool, *Error) {
 	raw := bytes.TrimSpace(r.Tools)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -36,18 +65,104 @@ func (r *ResponsesRequest) FunctionTools() ([]Tool, *Error) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, BadRequest("tools", "'tools' must be a list of {\"type\": \"function\", \"name\": …, \"parameters\": {…}} objects: %v", err)
 	}
-	tools := make([]Tool, len(list))
-	for i, t := range list {
-		if t.Type != "function" {
-			return nil, BadRequest(fmt.Sprintf("tools[%d].type", i), "Tools of type %q are not supported; only function tools are.", t.Type)
-		}
+	return list, nil
+}
+
+// FunctionTools returns the request's tools in chat's form, the form the
+// chat template gets them in (as vLLM converts them): a namespace's
+// functions flattened to <namespace>__<function>, in request order.
+func (r *ResponsesRequest) FunctionTools() ([]Tool, *Error) {
+	list, e := r.responseTools()
+	if e != nil || list == nil {
+		return nil, e
+	}
+	tools := make([]Tool, 0, len(list))
+	function := func(field string, t ResponseTool, namespace string) *Error {
 		if t.Name == "" {
-			return nil, BadRequest(fmt.Sprintf("tools[%d].name", i),
-				"'tools[%d].name' is required: the Responses API's function tools are flat, {\"type\": \"function\", \"name\": …, \"parameters\": {…}}.", i)
+			return BadRequest(field+".name",
+				"'%s.name' is required: the Responses API's function tools are flat, {\"type\": \"function\", \"name\": …, \"parameters\": {…}}.", field)
 		}
-		tools[i] = Tool{Type: "function", Function: FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}}
+		name := ToolCallName{Name: t.Name, Namespace: namespace}.Flat()
+		tools = append(tools, Tool{Type: "function", Function: FunctionDef{Name: name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+		return nil
+	}
+	for i, t := range list {
+		field := fmt.Sprintf("tools[%d]", i)
+		switch t.Type {
+		case ToolFunction:
+			if e := function(field, t, ""); e != nil {
+				return nil, e
+			}
+		case ToolNamespace:
+			if t.Name == "" {
+				return nil, BadRequest(field+".name", "'%s.name' is required: a namespace tool is {\"type\": \"namespace\", \"name\": …, \"tools\": [function tools]}.", field)
+			}
+			for j, sub := range t.Tools {
+				subField := fmt.Sprintf("%s.tools[%d]", field, j)
+				if sub.Type != ToolFunction {
+					return nil, BadRequest(subField+".type", "Tools of type %q are not supported in a namespace; only function tools are.", sub.Type)
+				}
+				if e := function(subField, sub, t.Name); e != nil {
+					return nil, e
+				}
+			}
+		default:
+			return nil, BadRequest(field+".type", "Tools of type %q are not supported; only function and namespace tools are.", t.Type)
+		}
 	}
 	return tools, nil
+}
+
+// ToolCallNames maps the names the model writes for namespace functions
+// (<namespace>__<function>) to their names apart; nil without namespaces.
+// A name it lacks is a plain function's.
+func (r *ResponsesRequest) ToolCallNames() map[string]ToolCallName {
+	list, _ := r.responseTools()
+	var names map[string]ToolCallName
+	for _, t := range list {
+		if t.Type != ToolNamespace {
+			continue
+		}
+		for _, sub := range t.Tools {
+			if names == nil {
+				names = map[string]ToolCallName{}
+			}
+			n := ToolCallName{Name: sub.Name, Namespace: t.Name}
+			names[n.Flat()] = n
+		}
+	}
+	return names
+}
+
+// resolveToolChoice turns a named tool_choice into the name the model
+// sees: a function's own name, a namespace function's flat name, or a
+// namespace function's own name when exactly one namespace has it (vLLM's
+// rule; two are ambiguous, a 400).
+func (r *ResponsesRequest) resolveToolChoice(name string) (string, *Error) {
+	tools, e := r.FunctionTools()
+	if e != nil {
+		return "", e
+	}
+	var candidates []string
+	for _, t := range tools {
+		if t.Function.Name == name {
+			return name, nil
+		}
+	}
+	for flat, n := range r.ToolCallNames() {
+		if n.Name == name {
+			candidates = append(candidates, flat)
+		}
+	}
+	switch len(candidates) {
+	case 0:
+		return name, nil // planTools says it is not there
+	case 1:
+		return candidates[0], nil
+	}
+	slices.Sort(candidates)
+	return "", BadRequest("tool_choice", "Tool choice '%s' is ambiguous: it is defined in more than one namespace (%s). Select it by its full '<namespace>__<name>' name.",
+		name, strings.Join(candidates, ", "))
 }
 
 // ToolPlanOf resolves tools, tool_choice ("none", "auto", "required" or
@@ -61,6 +176,11 @@ func (r *ResponsesRequest) ToolPlanOf() (ToolPlan, *Error) {
 	choice, e := responseToolChoice(r.ToolChoice)
 	if e != nil {
 		return ToolPlan{}, e
+	}
+	if choice.name != "" {
+		if choice.name, e = r.resolveToolChoice(choice.name); e != nil {
+			return ToolPlan{}, e
+		}
 	}
 	return planTools(tools, choice, r.ParallelToolCalls)
 }

@@ -24,8 +24,9 @@ type responseCall struct {
 	logprobs  bool   // output_text carries logprobs (top_logprobs set)
 	owner     string // the caller's tenant, stored with the response
 	plan      openai.ToolPlan
-	auto      *toolparse.Format // reads calls out of tool_choice "auto" answers; nil: none
-	newCallID func() string     // call_… ids of function_call items
+	names     map[string]openai.ToolCallName // namespace functions by the flat name the model writes
+	auto      *toolparse.Format              // reads calls out of tool_choice "auto" answers; nil: none
+	newCallID func() string                  // call_… ids of function_call items
 	// rawMessages (enable_response_messages) fills the response's
 	// input_messages from promptText and prompt, and output_messages from
 	// outText and outTokens, which the generation fills.
@@ -52,7 +53,7 @@ func (s *Server) createResponse(c echo.Context) error {
 		return writeError(c, e)
 	}
 	call := &responseCall{store: req.Stored(), input: inputMessages(&req), baseID: cm.baseID, owner: tenantOf(c),
-		plan: plan, auto: s.autoTools(plan), newCallID: s.responseCallIDs()}
+		plan: plan, names: req.ToolCallNames(), auto: s.autoTools(plan), newCallID: s.responseCallIDs()}
 	if id := req.PreviousResponseID; id != "" {
 		prev, ok := s.store.Get(id)
 		if !ok || prev.Owner != tenantOf(c) {
@@ -167,7 +168,8 @@ func inputMessages(req *openai.ResponsesRequest) []responses.Message {
 	for _, it := range req.Input.Items {
 		switch it.Type {
 		case openai.ItemFunctionCall:
-			tc := openai.ToolCall{ID: it.CallID, Type: "function", Function: openai.FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+			name := openai.ToolCallName{Name: it.Name, Namespace: it.Namespace}.Flat() // the name the model wrote
+			tc := openai.ToolCall{ID: it.CallID, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: it.Arguments}}
 			if n := len(out); n > 0 && out[n-1].Role == "assistant" {
 				out[n-1].ToolCalls = append(out[n-1].ToolCalls, tc)
 				continue

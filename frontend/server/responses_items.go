@@ -176,8 +176,12 @@ func (o *outputItems) openCall(name string) {
 	o.close(openai.ResponseStatusCompleted)
 	o.pending = nil // the call's tokens are no text's
 	index := len(o.items)
+	n, ok := o.call.names[name]
+	if !ok {
+		n = openai.ToolCallName{Name: name}
+	}
 	item := openai.ResponseOutputItem{Type: openai.ItemFunctionCall, ID: fmt.Sprintf("fc_%s_%d", o.call.baseID, index),
-		Status: openai.ResponseStatusInProgress, CallID: o.call.newCallID(), Name: name}
+		Status: openai.ResponseStatusInProgress, CallID: o.call.newCallID(), Name: n.Name, Namespace: n.Namespace}
 	o.send("response.output_item.added", func(typ string, seq int) any {
 		return openai.ResponseOutputItemEvent{Type: typ, SequenceNumber: seq, OutputIndex: index, Item: item}
 	})
@@ -250,8 +254,9 @@ func assistantTurn(items []openai.ResponseOutputItem) responses.Message {
 		case openai.ItemMessage:
 			m.Content += it.Content[0].Text
 		case openai.ItemFunctionCall:
+			name := openai.ToolCallName{Name: it.Name, Namespace: it.Namespace}.Flat() // as the model wrote it
 			m.ToolCalls = append(m.ToolCalls, openai.ToolCall{ID: it.CallID, Type: "function",
-				Function: openai.FunctionCall{Name: it.Name, Arguments: it.Arguments}})
+				Function: openai.FunctionCall{Name: name, Arguments: it.Arguments}})
 		}
 	}
 	return m
