@@ -257,3 +257,37 @@ def test_vllm_frontend_drives_tandem_engine(tiny_model):
     finally:
         for p in (front, engine, ref):
             p.stop()
+
+
+def test_tandem_frontend_routes_sessions_over_two_vllm_ranks(tiny_model):
+    """Data parallelism: one `vllm serve --headless` process with two DP
+    ranks (dense model: no DP coordinator), each a Tandem engine to the
+    router. Every session's turns stay on one rank, whose prefix cache
+    serves the second turn, and the sessions spread over both ranks."""
+    rpc, http = free_port(), free_port()
+    engines = Proc("vllm-headless-dp2", [
+        VLLM, "serve", str(tiny_model), "--headless", "--data-parallel-size", "2",
+        "--data-parallel-size-local", "2", "--data-parallel-address", "127.0.0.1",
+        "--data-parallel-rpc-port", str(rpc), "--load-format", "dummy", "--skip-tokenizer-init",
+        "--max-model-len", "1024", "--block-size", "32", "--dtype", "float32", "--max-num-seqs", "8"], VLLM_ENV)
+    front = Proc("tandem-frontend-dp2", [
+        TANDEM, "frontend", "--engine-protocol", "vllm", "--model", MODEL, "--served-model-name", "tiny",
+        "--data-parallel-size", "2", "--data-parallel-address", "127.0.0.1",
+        "--data-parallel-rpc-port", str(rpc), "--host", "127.0.0.1", "--port", str(http)])
+    base = f"http://127.0.0.1:{http}"
+    try:
+        wait_http(f"{base}/health", [engines, front])
+        ranks = {}
+        for i in range(8):
+            sid = f"dp2-{i}-{time.time_ns()}"
+            msgs = [{"role": "user", "content": f"Conversation {i}: tell me about the sea. " * 10}]
+            chat(base, msgs, max_tokens=3, ignore_eos=True, session_id=sid)
+            r = chat(base, msgs, max_tokens=3, ignore_eos=True, session_id=sid)
+            assert r["usage"]["prompt_tokens_details"]["cached_tokens"] >= 64, (i, r["usage"])
+            s = requests.get(f"{base}/v1/sessions/{sid}", timeout=10).json()
+            assert len(s["engines"]) == 1 and s["num_requests"] == 2, s
+            ranks[sid] = s["engine_index"]
+        assert set(ranks.values()) == {0, 1}, ranks
+    finally:
+        front.stop()
+        engines.stop()
