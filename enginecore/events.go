@@ -111,8 +111,7 @@ func (e *Engine) holdsSession(id string) bool {
 	if info, ok := e.sessions.get(id); ok && info.NumRunning > 0 {
 		return true
 	}
-	_, ok := e.kv.Session(id)
-	return ok
+	return e.kv.HasSession(id) // not Session: that counts its cached tokens, O(live blocks)
 }
 
 // kvEvent converts one KV-cache event to its wire form. Every block lives

@@ -486,5 +486,8 @@ func compareModel(t *testing.T, m *Manager, n *naive, sessions []string, fail fu
 		if got, want := m.SessionCachedTokens(s), n.sessionCachedTokens(s); got != want {
 			fail("SessionCachedTokens(%q) = %d, model %d", s, got, want)
 		}
+		if got, want := m.HasSession(s), n.alive(s); got != want {
+			fail("HasSession(%q) = %v, model %v", s, got, want)
+		}
 	}
 }

@@ -198,6 +198,13 @@ func (m *Manager) Session(id string) (SessionInfo, bool) {
 	}, true
 }
 
+// HasSession reports whether the manager knows session id (a live
+// request, a hold or a cached block of its own). O(1), unlike Session.
+func (m *Manager) HasSession(id string) bool {
+	_, ok := m.sessions[id]
+	return ok
+}
+
 // NumSessions is the number of sessions with a live request, a hold or a
 // cached block of their own.
 func (m *Manager) NumSessions() int { return len(m.sessions) }

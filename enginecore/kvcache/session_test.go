@@ -165,6 +165,9 @@ func TestSessions(t *testing.T) {
 	}
 	look := func() view {
 		info, ok := h.m.Session("S")
+		if ok != h.m.HasSession("S") {
+			t.Fatalf("Session says known %v, HasSession %v", ok, h.m.HasSession("S"))
+		}
 		return view{h.m.SessionCachedTokens("S"), h.m.NumSessions(), info, ok}
 	}
 	info := func(tokens, numRequests int, lastActive time.Duration, ended bool) view {
