@@ -296,6 +296,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			NewPromptLogprobs: o.PromptLogprobs,
 			NumCachedTokens:   r.NumCachedTokens(),
 			Events:            e.life.take(r.ID),
+			PromptProgress:    o.PromptProgress,
 		}
 		if r.SessionID != "" {
 			e.sessions.generated(r.SessionID, len(o.NewTokens), t)

@@ -88,14 +88,17 @@ func (d *dec) float64Rows() ([][]float64, error) {
 
 var outputFields = []string{
 	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens", "error_code", "events",
-	"new_prompt_logprobs_tensors",
+	"new_prompt_logprobs_tensors", "prompt_progress",
 }
 
 func (o *EngineCoreOutput) encode(e *enc) {
-	if o.NewPromptLogprobs == nil {
-		e.arrayLen(len(outputFields) - 1) // the common output stays 8 fields
-	} else {
+	switch {
+	case o.PromptProgress > 0:
 		e.arrayLen(len(outputFields))
+	case o.NewPromptLogprobs != nil:
+		e.arrayLen(len(outputFields) - 1)
+	default:
+		e.arrayLen(len(outputFields) - 2) // the common output stays 8 fields
 	}
 	e.str(o.RequestID)
 	e.int32s(o.NewTokenIDs)
@@ -116,8 +119,14 @@ func (o *EngineCoreOutput) encode(e *enc) {
 			ev.encode(e)
 		}
 	}
-	if o.NewPromptLogprobs != nil {
+	switch {
+	case o.NewPromptLogprobs != nil:
 		o.NewPromptLogprobs.encode(e)
+	case o.PromptProgress > 0:
+		e.null()
+	}
+	if o.PromptProgress > 0 {
+		e.int(int64(o.PromptProgress))
 	}
 }
 
@@ -158,6 +167,8 @@ func (o *EngineCoreOutput) decode(d *dec) error {
 				o.NewPromptLogprobs = new(Logprobs)
 				err = o.NewPromptLogprobs.decode(d)
 			}
+		case 9:
+			o.PromptProgress, err = d.int()
 		default:
 			err = d.skip()
 		}

@@ -76,6 +76,11 @@ type SamplingParams struct {
 	// are of the distribution after the constraint's mask, not the raw one
 	// (a beam search expansion ranks only allowed tokens).
 	MaskedLogprobs bool
+	// ReturnProgress ("_tandem_return_progress", default false): the
+	// engine reports each prefill step of the prompt that samples nothing
+	// with an output without tokens carrying PromptProgress (llama.cpp's
+	// return_progress).
+	ReturnProgress bool
 	ExtraArgs      map[string]any // "extra_args", default nil (from vllm_xargs)
 }
 
@@ -159,6 +164,11 @@ type EngineCoreOutput struct {
 	// prompt token there, then the top-k alternatives, as vLLM's
 	// LogprobsTensors [P-1][k+1] (position 0 has no logprob).
 	NewPromptLogprobs *Logprobs
+	// PromptProgress is, on an output without tokens that reports a
+	// prefill step (a request with ReturnProgress), the prompt tokens
+	// computed so far, the cached ones included: 0 < PromptProgress <
+	// prompt length. 0 otherwise.
+	PromptProgress int
 }
 
 // EngineCoreEventType is what happened to a request in the engine, with

@@ -88,6 +88,21 @@ func TestRoundTrip(t *testing.T) {
 			}},
 		},
 		{
+			name: "outputs with prompt progress (index 9), with and without prompt logprobs", typ: wire.MsgOutputs,
+			payload: &wire.EngineCoreOutputs{Outputs: []wire.EngineCoreOutput{
+				{RequestID: "a", NumCachedTokens: 32, PromptProgress: 544},
+				{RequestID: "b", PromptProgress: 2, NewPromptLogprobs: &wire.Logprobs{TokenIDs: [][]int32{{7, 1}}, Logprobs: [][]float64{{-0.5, -0.25}}, Ranks: []int32{2}}},
+			}},
+		},
+		{
+			name: "add with return progress", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
+				p := wire.DefaultSamplingParams()
+				p.ReturnProgress = true
+				return p
+			}()},
+		},
+		{
 			name: "add with allowed_token_ids and logprob_token_ids set but empty", typ: wire.MsgAdd,
 			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
 				p := wire.DefaultSamplingParams()

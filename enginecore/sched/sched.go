@@ -41,6 +41,10 @@ type Output struct {
 	// PromptLogprobs are the request's prompt logprobs, on its first output.
 	PromptLogprobs *wire.Logprobs
 	Finished       bool
+	// PromptProgress, on an output without tokens (a request with
+	// ReturnProgress whose step computed part of its prompt and sampled
+	// nothing), is the prompt tokens computed so far.
+	PromptProgress int
 }
 
 // Scheduler decides every step's batch. Not safe for concurrent use.
@@ -321,6 +325,9 @@ func (s *Scheduler) Update(b *batch.Batch, res *batch.Result) []Output {
 		r.numComputedTokens = it.Start + it.Len
 		s.kv.Commit(r.ID, r.tokens, r.numComputedTokens)
 		if !it.Sample {
+			if r.Params.ReturnProgress && r.numComputedTokens < r.numPrompt {
+				outs = append(outs, Output{Req: r, PromptProgress: r.numComputedTokens})
+			}
 			continue
 		}
 		tok := res.Sampled[i]

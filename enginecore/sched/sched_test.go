@@ -18,7 +18,7 @@ import (
 //
 //	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [caching=false]
 //	init ... [long-prefill=0]
-//	add id=a prompt=10 [max=4] [min=0] [prio=0] [session=s] [salt=x] [prefix=p] [flow=f] [ignore-eos]
+//	add id=a prompt=10 [max=4] [min=0] [prio=0] [session=s] [salt=x] [prefix=p] [flow=f] [ignore-eos] [progress]
 //	step [eos=a,b]        schedule, "execute" (sample token 7, or EOS 2 for listed ids), update
 //	abort a b
 //	state
@@ -73,6 +73,7 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		sp.MaxTokens = num("max", 4)
 		sp.MinTokens = num("min", 0)
 		_, sp.IgnoreEOS = args["ignore-eos"]
+		_, sp.ReturnProgress = args["progress"]
 		r := NewRequest(&wire.EngineCoreRequest{
 			RequestID: args["id"], PromptTokenIDs: prompt, SamplingParams: sp,
 			Priority: num("prio", 0), SessionID: args["session"], CacheSalt: args["salt"], FlowID: args["flow"],
@@ -110,6 +111,9 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 			sb.WriteString("\n")
 		}
 		for _, o := range h.s.Update(b, res) {
+			if o.PromptProgress > 0 || (len(o.NewTokens) == 0 && !o.Finished) {
+				fmt.Fprintf(&sb, "  progress %s: %d of %d, %d tokens\n", o.Req.ID, o.PromptProgress, len(o.Req.PromptTokenIDs()), len(o.NewTokens))
+			}
 			if o.Finished {
 				fmt.Fprintf(&sb, "  finished %s: %s stop_reason=%v outputs=%d cached=%d\n", o.Req.ID, o.Req.FinishReason, o.Req.StopReason, len(o.Req.OutputTokenIDs()), o.Req.NumCachedTokens())
 			}

@@ -48,6 +48,9 @@ type choiceEvent struct {
 	// promptLogprobs are the prompt's logprobs (prompt_logprobs), on the
 	// first event of a request that asked for them.
 	promptLogprobs *wire.Logprobs
+	// progress, on an event without tokens of a request with
+	// ReturnProgress, is the prompt tokens the engine computed so far.
+	progress int
 }
 
 func randomHex(n int) string {
@@ -134,7 +137,8 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			}
 			return
 		}
-		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, promptLogprobs: out.NewPromptLogprobs, numCached: out.NumCachedTokens}
+		ev := choiceEvent{index: index, tokenIDs: out.NewTokenIDs, logprobs: out.NewLogprobs, promptLogprobs: out.NewPromptLogprobs, numCached: out.NumCachedTokens,
+			progress: out.PromptProgress}
 		if len(out.NewTokenIDs) > 0 {
 			w.finish()
 			t, engine := time.Now(), engineOf(st)

@@ -95,6 +95,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 		if e != nil {
 			return writeError(c, e)
 		}
+		sp.ReturnProgress = set.ReturnProgress && set.Stream // the engine reports each prefill step
 		gens = append(gens, &genRequest{
 			internalID: fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)), externalID: fmt.Sprintf("%s-%d", id, i),
 			prompt: p, params: sp, n: set.NCmpl, firstIndex: i * set.NCmpl, sessionID: cm.sessionID, source: cm.source,
@@ -165,6 +166,12 @@ func (s *Server) streamNative(c echo.Context, nat *nativeRun, events <-chan choi
 		}
 		finished := nat.observe(&ev, s)
 		r := nat.results[ev.index]
+		if p := nat.progress(&ev); p != nil {
+			if err := out.write(llamacpp.Partial{Index: ev.index, Tokens: []int32{}, IDSlot: nat.set.IDSlot,
+				TokensPredicted: r.numTokens, TokensEvaluated: len(nat.prompt(ev.index)), Progress: p}); err != nil {
+				return nil
+			}
+		}
 		if len(ev.tokenIDs) > 0 && !nat.evalOnly() {
 			p := llamacpp.Partial{Index: ev.index, Content: ev.text, Tokens: nonNilIDs(ev.tokenIDs), IDSlot: nat.set.IDSlot,
 				TokensPredicted: r.numTokens, TokensEvaluated: len(nat.prompt(ev.index))}
@@ -225,6 +232,9 @@ type nativeChoice struct {
 	first      time.Time // when its first token arrived
 	last       time.Time
 	timing     engineclient.Timing // the engine's, on the finishing event
+	// progressDone: return_progress's last prompt_progress (the whole
+	// prompt) went out.
+	progressDone bool
 }
 
 func (n *nativeRun) evalOnly() bool { return n.set.NPredict == 0 }
@@ -256,6 +266,28 @@ func (n *nativeRun) observe(ev *choiceEvent, s *Server) bool {
 	r.finish, r.stopReason = ev.finish, ev.stopReason
 	r.timing = ev.timing
 	return true
+}
+
+// progress is the prompt_progress to stream before ev with
+// return_progress, or nil: the engine's count after each prefill step that
+// sampled nothing, then the whole prompt once, with the first token (or
+// the end). cache is what the prefix cache served; time_ms runs from the
+// request's arrival.
+func (n *nativeRun) progress(ev *choiceEvent) *llamacpp.Progress {
+	r := n.results[ev.index]
+	if !n.set.ReturnProgress || r.progressDone {
+		return nil
+	}
+	total := len(n.prompt(ev.index))
+	processed := ev.progress
+	if processed <= 0 {
+		if len(ev.tokenIDs) == 0 && ev.finish == "" {
+			return nil
+		}
+		processed, r.progressDone = total, true
+	}
+	return &llamacpp.Progress{Total: total, Cache: min(r.numCached, total), Processed: min(processed, total),
+		TimeMS: float64(time.Since(n.start).Microseconds()) / 1000}
 }
 
 // timings are choice i's timings: the engine's clock once it finished
