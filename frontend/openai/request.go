@@ -50,6 +50,9 @@ type Params struct {
 	// TimingsPerToken is llama.cpp's: its timings object on the answer
 	// (a stream's usage chunk).
 	TimingsPerToken bool `json:"timings_per_token,omitempty"`
+	// ReturnProgress is llama.cpp's: a stream reports prompt_progress
+	// while the prompt is computed (the Responses API's stream).
+	ReturnProgress bool `json:"return_progress,omitempty"`
 	// Verbose is llama.cpp's: the __verbose object (the rendered prompt)
 	// on a chat answer; the server's --verbose sets it for every request.
 	Verbose        bool     `json:"verbose,omitempty"`

@@ -85,3 +85,74 @@ func TestNativeReturnProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesLlamaTelemetry: llama.cpp's telemetry on a Responses
+// stream (its test_responses_stream_with_llama_telemetry): with
+// return_progress, response.in_progress events carry prompt_progress (the
+// engine's prefill steps, then the whole prompt, before any text); with
+// timings_per_token, every text delta and response.completed carry
+// timings.
+func TestResponsesLlamaTelemetry(t *testing.T) {
+	f := &fakeEngine{script: func(r *wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		var steps []wire.EngineCoreOutput
+		if r.SamplingParams.ReturnProgress {
+			steps = append(steps, wire.EngineCoreOutput{NumCachedTokens: 4, PromptProgress: 8})
+		}
+		for _, o := range tokens("abc", wire.FinishLength) {
+			o.NumCachedTokens = 4
+			steps = append(steps, o)
+		}
+		return steps
+	}}
+	ts := newTestServer(t, f, "")
+	code, body := do(t, ts, "POST", "/v1/responses", `{"input": "This is a test", "max_output_tokens": 3, "stream": true, "timings_per_token": true, "return_progress": true}`, nil)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if !f.requests()[0].SamplingParams.ReturnProgress {
+		t.Error("the engine was not asked for progress")
+	}
+	var processed []float64
+	deltas, deltaTimings, text := 0, 0, false
+	var completed map[string]any
+	for _, ev := range sseEvents(t, body) {
+		var data map[string]any
+		if err := json.Unmarshal(ev.data, &data); err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := data["prompt_progress"].(map[string]any); ok {
+			if ev.typ != "response.in_progress" || text {
+				t.Errorf("prompt_progress on %s (after text: %v)", ev.typ, text)
+			}
+			if p["processed"].(float64) < p["cache"].(float64) || p["total"].(float64) <= 0 {
+				t.Errorf("prompt_progress %v", p)
+			}
+			processed = append(processed, p["processed"].(float64))
+		}
+		switch ev.typ {
+		case "response.output_text.delta":
+			text = true
+			deltas++
+			if tm, ok := data["timings"].(map[string]any); ok && tm["prompt_per_second"] != nil && tm["predicted_per_second"] != nil {
+				deltaTimings++
+			}
+		case "response.completed":
+			completed = data
+		}
+	}
+	total := float64(len(f.requests()[0].PromptTokenIDs))
+	if len(processed) != 2 || processed[0] != 8 || processed[1] != total {
+		t.Errorf("prompt_progress processed %v, want [8 %v]", processed, total)
+	}
+	if deltas == 0 || deltaTimings != deltas {
+		t.Errorf("%d of %d text deltas have timings", deltaTimings, deltas)
+	}
+	if completed == nil || completed["timings"] == nil || completed["response"].(map[string]any)["usage"] == nil {
+		t.Errorf("response.completed %v: want timings and the response's usage", completed)
+	}
+	// Neither asked for: none of it.
+	code, body = do(t, ts, "POST", "/v1/responses", `{"input": "This is a test", "max_output_tokens": 3, "stream": true}`, nil)
+	if code != 200 || strings.Contains(body, "prompt_progress") || strings.Contains(body, "timings") || f.requests()[1].SamplingParams.ReturnProgress {
+		t.Errorf("%d %s", code, body)
+	}
+}

@@ -22,6 +22,7 @@ type responseCall struct {
 	input     []responses.Message // this request's input messages
 	store     bool
 	logprobs  bool   // output_text carries logprobs (top_logprobs set)
+	timings   bool   // llama.cpp's timings_per_token: timings on a stream's text deltas and its end
 	owner     string // the caller's tenant, stored with the response
 	plan      openai.ToolPlan
 	names     map[string]openai.ToolCallName // namespace functions by the flat name the model writes
@@ -94,7 +95,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	if e := s.checkMaxLogprobs("top_logprobs", lp); e != nil {
 		return writeError(c, e)
 	}
-	call.logprobs = lp != nil
+	call.logprobs, call.timings = lp != nil, req.TimingsPerToken
 	sp, e := samplingParams(&req.Params, maxTokens, lp, s.tok.EOS())
 	if e != nil {
 		return writeError(c, e)
@@ -102,6 +103,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	if plan.Constraint != nil {
 		sp.StructuredOutputs = plan.Constraint
 	}
+	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.Background
 	skipSpecial := req.SkipSpecial()
 	if call.auto != nil && call.auto.KeepSpecial && req.SkipSpecialTokens == nil {
 		skipSpecial = false // the calls' markers may be special tokens, as for chat

@@ -233,7 +233,11 @@ func (o *outputItems) send(typ string, ev func(typ string, seq int) any) {
 	if o.w == nil || o.err != nil {
 		return
 	}
-	o.err = o.w.out.sendEvent(typ, ev(typ, o.w.next()))
+	v := ev(typ, o.w.next())
+	if o.w.decorate != nil {
+		v = o.w.decorate(typ, v)
+	}
+	o.err = o.w.out.sendEvent(typ, v)
 }
 
 // responseStatus is the status of a response (and of its last item) that

@@ -11,6 +11,9 @@ import (
 type responseStream struct {
 	out *sse
 	seq int // next sequence number
+	// decorate, when set, adds to an output item's event (llama.cpp's
+	// timings on text deltas).
+	decorate func(typ string, ev any) any
 }
 
 func (w *responseStream) next() int {
@@ -44,6 +47,10 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 	out := call.newOutput(w)
 	res := []*choiceResult{{}}
 	r := res[0]
+	tele := newRespTelemetry(gens[0], call, r)
+	if tele.timings {
+		w.decorate = tele.decorate
+	}
 	for r.finish == "" && out.err == nil {
 		var ev choiceEvent
 		select {
@@ -65,7 +72,10 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 		call.outText.WriteString(ev.text)
 		r.numCached = max(r.numCached, ev.numCached)
 		if ev.finish != "" {
-			r.finish, r.stopReason = ev.finish, stopReasonOf(ev.stopReason)
+			r.finish, r.stopReason, r.timing = ev.finish, stopReasonOf(ev.stopReason), ev.timing
+		}
+		if tele.observe(&ev, w, call.resp) != nil {
+			return nil
 		}
 		var lps []openai.ChatTokenLogprob
 		if call.logprobs {
@@ -80,6 +90,11 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 	s.finishResponse(call, items, r.finish, usageOf(gens, res))
 	// Always response.completed, with status "incomplete" when cut short,
 	// as vLLM does: the SDKs' stream helpers only finish on it.
+	if tele.timings {
+		_ = w.out.sendEvent("response.completed", withField(openai.ResponseLifecycleEvent{Type: "response.completed", SequenceNumber: w.next(), Response: &call.resp},
+			"timings", requestTimings(gens, res)))
+		return nil
+	}
 	_ = w.lifecycle("response.completed", call.resp)
 	return nil
 }

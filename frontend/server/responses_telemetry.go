@@ -1,0 +1,89 @@
+package server
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tandem-llm/tandem/frontend/llamacpp"
+	"github.com/tandem-llm/tandem/frontend/openai"
+)
+
+// respTelemetry is llama.cpp's telemetry on a Responses stream:
+// timings_per_token puts a timings object on every text delta and on
+// response.completed; return_progress sends response.in_progress events
+// with prompt_progress while the prompt is computed (the engine's
+// prefill steps, then the whole prompt before the first token).
+type respTelemetry struct {
+	timings, progress bool
+	numPrompt         int
+	r                 *choiceResult // the answer so far: tokens, cached tokens
+	start, first      time.Time     // request arrival, first token (frontend clock)
+	last              time.Time
+	progressDone      bool
+}
+
+func newRespTelemetry(g *genRequest, call *responseCall, r *choiceResult) *respTelemetry {
+	return &respTelemetry{timings: call.timings, progress: g.params.ReturnProgress, numPrompt: len(call.prompt), r: r, start: time.Now()}
+}
+
+// observe notes ev's arrival and sends the prompt_progress it brings.
+func (t *respTelemetry) observe(ev *choiceEvent, w *responseStream, snapshot openai.Response) error {
+	now := time.Now()
+	if len(ev.tokenIDs) > 0 {
+		if t.first.IsZero() {
+			t.first = now
+		}
+		t.last = now
+	}
+	if !t.progress || t.progressDone {
+		return nil
+	}
+	processed := ev.progress
+	if processed <= 0 {
+		if len(ev.tokenIDs) == 0 && ev.finish == "" {
+			return nil
+		}
+		processed, t.progressDone = t.numPrompt, true
+	}
+	p := llamacpp.Progress{Total: t.numPrompt, Cache: min(t.r.numCached, t.numPrompt), Processed: min(processed, t.numPrompt),
+		TimeMS: ms(now.Sub(t.start))}
+	snapshot.Output = nil // an in-progress snapshot, as response.in_progress's first one
+	return w.out.sendEvent("response.in_progress", withField(openai.ResponseLifecycleEvent{Type: "response.in_progress", SequenceNumber: w.next(), Response: &snapshot},
+		"prompt_progress", p))
+}
+
+// now are the timings so far, by the frontend's clock (the engine's come
+// with the end).
+func (t *respTelemetry) now() llamacpp.Timings {
+	cached := min(t.r.numCached, t.numPrompt)
+	var promptMS, predMS float64
+	if !t.first.IsZero() {
+		promptMS, predMS = ms(t.first.Sub(t.start)), ms(t.last.Sub(t.first))
+	}
+	return llamacpp.NewTimings(cached, t.numPrompt-cached, promptMS, t.r.numTokens, predMS)
+}
+
+// decorate puts the timings so far on every text delta.
+func (t *respTelemetry) decorate(typ string, ev any) any {
+	if typ != "response.output_text.delta" {
+		return ev
+	}
+	return withField(ev, "timings", t.now())
+}
+
+// withField is ev's JSON object with key set to val (keys then in
+// alphabetical order).
+func withField(ev any, key string, val any) any {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return ev
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return ev
+	}
+	if m[key], err = json.Marshal(val); err != nil {
+		return ev
+	}
+	return m
+}
