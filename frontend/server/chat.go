@@ -54,6 +54,7 @@ func (s *Server) chat(c echo.Context) error {
 	if tools.Constraint != nil {
 		sp.StructuredOutputs = tools.Constraint
 	}
+	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.UseBeamSearch // llama.cpp's prompt_progress chunks
 	auto := s.autoTools(tools)
 	skipSpecial := req.SkipSpecial()
 	if auto != nil && auto.KeepSpecial && req.SkipSpecialTokens == nil {
@@ -196,6 +197,12 @@ type chatStreamer struct {
 
 func (cs *chatStreamer) base() openai.ChatCompletionChunk {
 	return openai.ChatCompletionChunk{ID: cs.id, Object: openai.ObjectChatCompletionChunk, Created: cs.created, Model: cs.model, SystemFingerprint: cs.fingerprint}
+}
+
+// progress is a role chunk without content, which llama-server sends
+// with prompt_progress.
+func (cs *chatStreamer) progress(index int) any {
+	return openai.ChatRoleChunk{ChatCompletionChunk: cs.base(), Choices: []openai.ChatRoleChoice{{Index: index, Delta: openai.ChatRoleDelta{Role: "assistant"}}}}
 }
 
 func (cs *chatStreamer) first(index int, u *openai.Usage) any {

@@ -202,6 +202,9 @@ func (cs *completionStreamer) base() openai.CompletionChunk {
 // with the first tokens.
 func (cs *completionStreamer) first(int, *openai.Usage) any { return nil }
 
+// progress: llama-server's completions stream sends no prompt_progress.
+func (cs *completionStreamer) progress(int) any { return nil }
+
 // chunk is a choice's next text and logprobs. A choice's first chunk
 // starts with its echoed prompt and, with logprobs, the prompt's
 // logprobs (the first token's null), as vLLM's; text_offset counts the

@@ -232,9 +232,7 @@ type nativeChoice struct {
 	first      time.Time // when its first token arrived
 	last       time.Time
 	timing     engineclient.Timing // the engine's, on the finishing event
-	// progressDone: return_progress's last prompt_progress (the whole
-	// prompt) went out.
-	progressDone bool
+	progress   promptProgress      // return_progress's
 }
 
 func (n *nativeRun) evalOnly() bool { return n.set.NPredict == 0 }
@@ -269,25 +267,36 @@ func (n *nativeRun) observe(ev *choiceEvent, s *Server) bool {
 }
 
 // progress is the prompt_progress to stream before ev with
-// return_progress, or nil: the engine's count after each prefill step that
-// sampled nothing, then the whole prompt once, with the first token (or
-// the end). cache is what the prefix cache served; time_ms runs from the
-// request's arrival.
+// return_progress, or nil (promptProgress).
 func (n *nativeRun) progress(ev *choiceEvent) *llamacpp.Progress {
-	r := n.results[ev.index]
-	if !n.set.ReturnProgress || r.progressDone {
+	if !n.set.ReturnProgress {
 		return nil
 	}
-	total := len(n.prompt(ev.index))
+	r := n.results[ev.index]
+	return r.progress.next(ev, len(n.prompt(ev.index)), r.numCached, n.start)
+}
+
+// promptProgress is llama.cpp's return_progress for one choice: the
+// engine's count after each prefill step that sampled nothing, then the
+// whole prompt once, with the first token (or the end). cache is what the
+// prefix cache served; time_ms runs from the request's arrival.
+type promptProgress struct {
+	done bool // the whole prompt's went out
+}
+
+// next is the prompt_progress to send before ev, or nil.
+func (p *promptProgress) next(ev *choiceEvent, total, cached int, start time.Time) *llamacpp.Progress {
+	if p.done {
+		return nil
+	}
 	processed := ev.progress
 	if processed <= 0 {
 		if len(ev.tokenIDs) == 0 && ev.finish == "" {
 			return nil
 		}
-		processed, r.progressDone = total, true
+		processed, p.done = total, true
 	}
-	return &llamacpp.Progress{Total: total, Cache: min(r.numCached, total), Processed: min(processed, total),
-		TimeMS: float64(time.Since(n.start).Microseconds()) / 1000}
+	return &llamacpp.Progress{Total: total, Cache: min(cached, total), Processed: min(processed, total), TimeMS: ms(time.Since(start))}
 }
 
 // timings are choice i's timings: the engine's clock once it finished

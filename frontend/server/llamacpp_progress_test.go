@@ -156,3 +156,57 @@ func TestResponsesLlamaTelemetry(t *testing.T) {
 		t.Errorf("%d %s", code, body)
 	}
 }
+
+// TestChatReturnProgress: on chat's stream, return_progress adds role
+// chunks without content carrying prompt_progress (the engine's prefill
+// steps, then the whole prompt), before the first content, as
+// llama-server's chat stream does.
+func TestChatReturnProgress(t *testing.T) {
+	f := &fakeEngine{script: func(r *wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		var steps []wire.EngineCoreOutput
+		if r.SamplingParams.ReturnProgress {
+			steps = append(steps, wire.EngineCoreOutput{PromptProgress: 5})
+		}
+		return append(steps, tokens("hi", wire.FinishLength)...)
+	}}
+	ts := newTestServer(t, f, "")
+	code, body := do(t, ts, "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 2, "stream": true, "return_progress": true}`, nil)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var processed []float64
+	content := ""
+	for line := range strings.SplitSeq(body, "\n") {
+		rest, ok := strings.CutPrefix(line, "data: ")
+		if !ok || rest == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Role    string
+					Content *string
+				}
+			}
+			Progress map[string]float64 `json:"prompt_progress"`
+		}
+		if err := json.Unmarshal([]byte(rest), &ch); err != nil {
+			t.Fatalf("%q: %v", rest, err)
+		}
+		if ch.Progress != nil {
+			if content != "" || len(ch.Choices) != 1 || ch.Choices[0].Delta.Role != "assistant" || ch.Choices[0].Delta.Content != nil {
+				t.Errorf("progress chunk %s (content so far %q)", rest, content)
+			}
+			processed = append(processed, ch.Progress["processed"])
+		}
+		for _, c := range ch.Choices {
+			if c.Delta.Content != nil {
+				content += *c.Delta.Content
+			}
+		}
+	}
+	total := float64(len(f.requests()[0].PromptTokenIDs))
+	if len(processed) != 2 || processed[0] != 5 || processed[1] != total || content != "hi" {
+		t.Errorf("processed %v, want [5 %v]; content %q", processed, total, content)
+	}
+}

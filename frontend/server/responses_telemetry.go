@@ -19,7 +19,7 @@ type respTelemetry struct {
 	r                 *choiceResult // the answer so far: tokens, cached tokens
 	start, first      time.Time     // request arrival, first token (frontend clock)
 	last              time.Time
-	progressDone      bool
+	prompt            promptProgress
 }
 
 func newRespTelemetry(g *genRequest, call *responseCall, r *choiceResult) *respTelemetry {
@@ -35,18 +35,13 @@ func (t *respTelemetry) observe(ev *choiceEvent, w *responseStream, snapshot ope
 		}
 		t.last = now
 	}
-	if !t.progress || t.progressDone {
+	if !t.progress {
 		return nil
 	}
-	processed := ev.progress
-	if processed <= 0 {
-		if len(ev.tokenIDs) == 0 && ev.finish == "" {
-			return nil
-		}
-		processed, t.progressDone = t.numPrompt, true
+	p := t.prompt.next(ev, t.numPrompt, t.r.numCached, t.start)
+	if p == nil {
+		return nil
 	}
-	p := llamacpp.Progress{Total: t.numPrompt, Cache: min(t.r.numCached, t.numPrompt), Processed: min(processed, t.numPrompt),
-		TimeMS: ms(now.Sub(t.start))}
 	snapshot.Output = nil // an in-progress snapshot, as response.in_progress's first one
 	return w.out.sendEvent("response.in_progress", withField(openai.ResponseLifecycleEvent{Type: "response.in_progress", SequenceNumber: w.next(), Response: &snapshot},
 		"prompt_progress", p))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -231,6 +232,9 @@ type streamer interface {
 	// usage returns the final usage-only event, with the request's
 	// metrics when they are sent.
 	usage(u openai.Usage, m *openai.PerRequestMetrics) any
+	// progress returns the event that carries llama.cpp's prompt_progress
+	// for a choice (chat: a role chunk without content), or nil.
+	progress(index int) any
 }
 
 // streamOptions are what a stream sends besides the choices.
@@ -241,6 +245,7 @@ type streamOptions struct {
 	metrics      bool // per-request metrics on the usage chunk
 	sampledTop   bool // logprob_token_ids: the sampled token joins top_logprobs (withSampledTop)
 	timings      bool // llama.cpp's timings on the usage chunk (timings_per_token)
+	progress     bool // llama.cpp's prompt_progress chunks (return_progress)
 }
 
 // streamOptionsOf resolves stream_options as vLLM does: usage on every
@@ -248,7 +253,7 @@ type streamOptions struct {
 // --enable-force-include-usage.
 func (s *Server) streamOptionsOf(p *openai.Params) streamOptions {
 	o := streamOptions{includeUsage: p.IncludeUsage(), continuous: p.IncludeUsage() && p.ContinuousUsage(), tokensAsIDs: s.tokensAsIDs(p),
-		sampledTop: len(p.LogprobTokenIDs) > 0, timings: p.TimingsPerToken}
+		sampledTop: len(p.LogprobTokenIDs) > 0, timings: p.TimingsPerToken, progress: p.ReturnProgress && !p.UseBeamSearch}
 	if s.cfg.ForceIncludeUsage {
 		o.includeUsage, o.continuous = true, true
 	}
@@ -285,6 +290,8 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 			}
 		}
 	}
+	progress := make([]promptProgress, total) // return_progress's, per choice
+	start := time.Now()
 	var ev choiceEvent // one for the whole stream: st.chunk takes its address, so it lives on the heap
 	for left := total; left > 0; {
 		select {
@@ -304,6 +311,15 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 		if ev.finish != "" {
 			left--
 			r.finish, r.timing = ev.finish, ev.timing
+		}
+		if opts.progress {
+			if p := progress[ev.index].next(&ev, len(genOf(gens, ev.index).prompt), r.numCached, start); p != nil {
+				if pc := st.progress(ev.index); pc != nil {
+					if err := out.write(withField(pc, "prompt_progress", p)); err != nil {
+						return nil
+					}
+				}
+			}
 		}
 		var u *openai.Usage
 		if opts.continuous {
@@ -377,4 +393,14 @@ func respondCollected(c echo.Context, body any, err error) error {
 		return writeError(c, engineError(err))
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// genOf is the request that generates choice i.
+func genOf(gens []*genRequest, i int) *genRequest {
+	for _, g := range gens {
+		if i >= g.firstIndex && i < g.firstIndex+g.n {
+			return g
+		}
+	}
+	return gens[len(gens)-1]
 }
