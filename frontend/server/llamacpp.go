@@ -166,9 +166,9 @@ func (s *Server) streamNative(c echo.Context, nat *nativeRun, events <-chan choi
 		}
 		finished := nat.observe(&ev, s)
 		r := nat.results[ev.index]
-		if p := nat.progress(&ev); p != nil {
+		for _, p := range nat.progress(&ev) {
 			if err := out.write(llamacpp.Partial{Index: ev.index, Tokens: []int32{}, IDSlot: nat.set.IDSlot,
-				TokensPredicted: r.numTokens, TokensEvaluated: len(nat.prompt(ev.index)), Progress: p}); err != nil {
+				TokensPredicted: r.numTokens, TokensEvaluated: len(nat.prompt(ev.index)), Progress: &p}); err != nil {
 				return nil
 			}
 		}
@@ -266,9 +266,9 @@ func (n *nativeRun) observe(ev *choiceEvent, s *Server) bool {
 	return true
 }
 
-// progress is the prompt_progress to stream before ev with
-// return_progress, or nil (promptProgress).
-func (n *nativeRun) progress(ev *choiceEvent) *llamacpp.Progress {
+// progress are the prompt_progress reports to stream before ev with
+// return_progress (promptProgress).
+func (n *nativeRun) progress(ev *choiceEvent) []llamacpp.Progress {
 	if !n.set.ReturnProgress {
 		return nil
 	}
@@ -276,16 +276,18 @@ func (n *nativeRun) progress(ev *choiceEvent) *llamacpp.Progress {
 	return r.progress.next(ev, len(n.prompt(ev.index)), r.numCached, n.start)
 }
 
-// promptProgress is llama.cpp's return_progress for one choice: the
-// engine's count after each prefill step that sampled nothing, then the
-// whole prompt once, with the first token (or the end). cache is what the
-// prefix cache served; time_ms runs from the request's arrival.
+// promptProgress is llama.cpp's return_progress for one choice, as
+// llama-server reports it: first what the prefix cache served (processed
+// = cache), then the engine's count after each prefill step that sampled
+// nothing, then the whole prompt once, with the first token (or the end).
+// The first report goes with the first engine output, which brings the
+// cached count. time_ms runs from the request's arrival.
 type promptProgress struct {
-	done bool // the whole prompt's went out
+	started, done bool
 }
 
-// next is the prompt_progress to send before ev, or nil.
-func (p *promptProgress) next(ev *choiceEvent, total, cached int, start time.Time) *llamacpp.Progress {
+// next are the reports to send before ev, in order; none for most events.
+func (p *promptProgress) next(ev *choiceEvent, total, cached int, start time.Time) []llamacpp.Progress {
 	if p.done {
 		return nil
 	}
@@ -296,7 +298,16 @@ func (p *promptProgress) next(ev *choiceEvent, total, cached int, start time.Tim
 		}
 		processed, p.done = total, true
 	}
-	return &llamacpp.Progress{Total: total, Cache: min(cached, total), Processed: min(processed, total), TimeMS: ms(time.Since(start))}
+	cached = min(cached, total)
+	report := func(n int) llamacpp.Progress {
+		return llamacpp.Progress{Total: total, Cache: cached, Processed: min(n, total), TimeMS: ms(time.Since(start))}
+	}
+	var out []llamacpp.Progress
+	if !p.started {
+		p.started = true
+		out = append(out, report(cached))
+	}
+	return append(out, report(processed))
 }
 
 // timings are choice i's timings: the engine's clock once it finished

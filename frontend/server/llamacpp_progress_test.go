@@ -10,8 +10,9 @@ import (
 
 // TestNativeReturnProgress: a streamed /completion with return_progress
 // asks the engine for its prefill steps (_tandem_return_progress) and
-// turns each into a partial with prompt_progress, then sends the whole
-// prompt's progress once before the first token, as llama-server does.
+// turns each into a partial with prompt_progress, after a first one of
+// what the prefix cache served and before the whole prompt's, sent with
+// the first token, as llama-server does.
 // Without return_progress, or without stream, nothing of it.
 func TestNativeReturnProgress(t *testing.T) {
 	prompt := strings.Repeat("x", 40) // the byte tokenizer: a token per byte
@@ -69,8 +70,8 @@ func TestNativeReturnProgress(t *testing.T) {
 		}
 	}
 	total := float64(len(f.requests()[0].PromptTokenIDs)) // the 40 bytes and the tokenizer's BOS
-	want := []progress{{total, 8, 16}, {total, 8, 32}, {total, 8, total}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || text != "ab" {
+	want := []progress{{total, 8, 8}, {total, 8, 16}, {total, 8, 32}, {total, 8, total}} // first what the cache served
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] || text != "ab" {
 		t.Errorf("progress %v, want %v; text %q", got, want, text)
 	}
 
@@ -141,8 +142,8 @@ func TestResponsesLlamaTelemetry(t *testing.T) {
 		}
 	}
 	total := float64(len(f.requests()[0].PromptTokenIDs))
-	if len(processed) != 2 || processed[0] != 8 || processed[1] != total {
-		t.Errorf("prompt_progress processed %v, want [8 %v]", processed, total)
+	if len(processed) != 3 || processed[0] != 4 || processed[1] != 8 || processed[2] != total {
+		t.Errorf("prompt_progress processed %v, want [4 (the cached) 8 %v]", processed, total)
 	}
 	if deltas == 0 || deltaTimings != deltas {
 		t.Errorf("%d of %d text deltas have timings", deltaTimings, deltas)
@@ -206,7 +207,7 @@ func TestChatReturnProgress(t *testing.T) {
 		}
 	}
 	total := float64(len(f.requests()[0].PromptTokenIDs))
-	if len(processed) != 2 || processed[0] != 5 || processed[1] != total || content != "hi" {
-		t.Errorf("processed %v, want [5 %v]; content %q", processed, total, content)
+	if len(processed) != 3 || processed[0] != 0 || processed[1] != 5 || processed[2] != total || content != "hi" {
+		t.Errorf("processed %v, want [0 (nothing cached) 5 %v]; content %q", processed, total, content)
 	}
 }

@@ -11,8 +11,7 @@ import (
 // respTelemetry is llama.cpp's telemetry on a Responses stream:
 // timings_per_token puts a timings object on every text delta and on
 // response.completed; return_progress sends response.in_progress events
-// with prompt_progress while the prompt is computed (the engine's
-// prefill steps, then the whole prompt before the first token).
+// with prompt_progress while the prompt is computed (promptProgress).
 type respTelemetry struct {
 	timings, progress bool
 	numPrompt         int
@@ -38,13 +37,14 @@ func (t *respTelemetry) observe(ev *choiceEvent, w *responseStream, snapshot ope
 	if !t.progress {
 		return nil
 	}
-	p := t.prompt.next(ev, t.numPrompt, t.r.numCached, t.start)
-	if p == nil {
-		return nil
-	}
 	snapshot.Output = nil // an in-progress snapshot, as response.in_progress's first one
-	return w.out.sendEvent("response.in_progress", withField(openai.ResponseLifecycleEvent{Type: "response.in_progress", SequenceNumber: w.next(), Response: &snapshot},
-		"prompt_progress", p))
+	for _, p := range t.prompt.next(ev, t.numPrompt, t.r.numCached, t.start) {
+		if err := w.out.sendEvent("response.in_progress", withField(openai.ResponseLifecycleEvent{Type: "response.in_progress", SequenceNumber: w.next(), Response: &snapshot},
+			"prompt_progress", p)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // now are the timings so far, by the frontend's clock (the engine's come

@@ -313,7 +313,7 @@ func (s *Server) stream(c echo.Context, gens []*genRequest, src source, st strea
 			r.finish, r.timing = ev.finish, ev.timing
 		}
 		if opts.progress {
-			if p := progress[ev.index].next(&ev, len(genOf(gens, ev.index).prompt), r.numCached, start); p != nil {
+			for _, p := range progress[ev.index].next(&ev, len(genOf(gens, ev.index).prompt), r.numCached, start) {
 				if pc := st.progress(ev.index); pc != nil {
 					if err := out.write(withField(pc, "prompt_progress", p)); err != nil {
 						return nil
