@@ -69,7 +69,7 @@ func TestNativeReturnProgress(t *testing.T) {
 			text += c
 		}
 	}
-	total := float64(len(f.requests()[0].PromptTokenIDs)) // the 40 bytes and the tokenizer's BOS
+	total := float64(len(f.requests()[0].PromptTokenIDs))                                // the 40 bytes and the tokenizer's BOS
 	want := []progress{{total, 8, 8}, {total, 8, 16}, {total, 8, 32}, {total, 8, total}} // first what the cache served
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] || text != "ab" {
 		t.Errorf("progress %v, want %v; text %q", got, want, text)
