@@ -54,16 +54,7 @@ type sessionList struct {
 	n          int // sessions in the list
 }
 
-func (l *sessionList) pushBack(s *session) {
-	s.list, s.prev, s.next = l, l.tail, nil
-	if l.tail == nil {
-		l.head = s
-	} else {
-		l.tail.next = s
-	}
-	l.tail = s
-	l.n++
-}
+func (l *sessionList) pushBack(s *session) { l.insertAfter(l.tail, s) }
 
 func (l *sessionList) remove(s *session) {
 	if s.prev == nil {
@@ -82,23 +73,20 @@ func (l *sessionList) remove(s *session) {
 
 // insertAfter puts s after a (at the head when a is nil).
 func (l *sessionList) insertAfter(a, s *session) {
-	if a == nil {
-		s.list, s.prev, s.next = l, nil, l.head
-		if l.head == nil {
-			l.tail = s
-		} else {
-			l.head.prev = s
-		}
-		l.head = s
-		l.n++
-		return
+	next := l.head
+	if a != nil {
+		next = a.next
 	}
-	s.list, s.prev, s.next = l, a, a.next
-	if a.next == nil {
+	s.list, s.prev, s.next = l, a, next
+	if a == nil {
+		l.head = s
+	} else {
+		a.next = s
+	}
+	if next == nil {
 		l.tail = s
 	} else {
-		a.next.prev = s
+		next.prev = s
 	}
-	a.next = s
 	l.n++
 }
