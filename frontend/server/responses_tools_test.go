@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/openai/openai-go/v3/responses"
 
-	"github.com/tandem-llm/tandem/frontend/chattemplate"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -230,14 +229,6 @@ func sseEvents(t *testing.T, body string) []sseEvent {
 // resent as input items and continued through previous_response_id
 // (calls and results stored with the responses).
 func TestResponsesToolLoop(t *testing.T) {
-	src, err := os.ReadFile("../chattemplate/testdata/templates/qwen2.5.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := chattemplate.New(string(src), chattemplate.Options{EOSToken: "<|im_end|>"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want, err := os.ReadFile("testdata/tool_loop_qwen2.5.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +244,7 @@ func TestResponsesToolLoop(t *testing.T) {
 		answers = answers[1:]
 		return outputs(wire.FinishStop, []int32{eosIMEnd}, a...)
 	}
-	url := toolServer(t, f, "hermes", templateTok{tokenizer.NewByte(), tmpl})
+	url := toolServer(t, f, "hermes", qwenTok(t))
 	const tools = `"tools":[{"type":"function","name":"get_weather","description":"Current weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}},"required":["city"]}},` +
 		`{"type":"function","name":"get_time","parameters":{"type":"object","properties":{}}}]`
 	const common = `"instructions":"You are terse.",` + tools
