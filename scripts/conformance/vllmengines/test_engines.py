@@ -143,6 +143,22 @@ def chat(base: str, messages, **kw) -> dict:
     return r.json()
 
 
+def stream_chat(base: str, messages, max_tokens: int) -> list[dict]:
+    """A streamed chat with usage, ignore_eos: its chunks."""
+    with requests.post(f"{base}/v1/chat/completions", stream=True, timeout=300, json={
+            "model": "tiny", "messages": messages, "max_tokens": max_tokens, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True}}) as s:
+        assert s.status_code == 200, s.text
+        return [json.loads(l[6:]) for l in s.iter_lines(decode_unicode=True) if l.startswith("data: {")]
+
+
+def check_top_logprobs(base: str, messages, k: int):
+    """3 tokens with k top logprobs each, through the vLLM side's ndarrays."""
+    r = chat(base, messages, max_tokens=3, ignore_eos=True, logprobs=True, top_logprobs=k, temperature=0)
+    content = r["choices"][0]["logprobs"]["content"]
+    assert len(content) == 3 and all(len(c["top_logprobs"]) == k for c in content), r
+
+
 def test_tandem_frontend_drives_vllm_headless_engine(tiny_model):
     rpc, http = free_port(), free_port()
     engine = Proc("vllm-headless-engine", [
@@ -171,16 +187,10 @@ def test_tandem_frontend_drives_vllm_headless_engine(tiny_model):
         assert r["usage"]["completion_tokens"] == 1, r
 
         # Logprobs come back as vLLM's ndarrays, through Tandem's translation.
-        r = chat(base, user, max_tokens=3, ignore_eos=True, logprobs=True, top_logprobs=2, temperature=0)
-        content = r["choices"][0]["logprobs"]["content"]
-        assert len(content) == 3 and all(len(c["top_logprobs"]) == 2 for c in content), r
+        check_top_logprobs(base, user, 2)
 
         # Streaming with usage.
-        with requests.post(f"{base}/v1/chat/completions", stream=True, timeout=300, json={
-                "model": "tiny", "messages": user, "max_tokens": 5, "ignore_eos": True, "stream": True,
-                "stream_options": {"include_usage": True}}) as s:
-            assert s.status_code == 200
-            events = [json.loads(l[6:]) for l in s.iter_lines(decode_unicode=True) if l.startswith("data: {")]
+        events = stream_chat(base, user, 5)
         assert [e["choices"][0]["finish_reason"] for e in events if e["choices"]][-1] == "length"
         assert events[-1]["usage"]["completion_tokens"] == 5
 
@@ -229,15 +239,8 @@ def test_vllm_frontend_drives_tandem_engine(tiny_model):
         assert r["choices"][0]["finish_reason"] == "length" and r["usage"]["completion_tokens"] == 6, r
 
         # Logprobs and streaming through vLLM's own output processor.
-        r = chat(base, user, max_tokens=3, ignore_eos=True, logprobs=True, top_logprobs=3, temperature=0)
-        content = r["choices"][0]["logprobs"]["content"]
-        assert len(content) == 3 and all(len(c["top_logprobs"]) == 3 for c in content), r
-        with requests.post(f"{base}/v1/chat/completions", stream=True, timeout=300, json={
-                "model": "tiny", "messages": user, "max_tokens": 5, "ignore_eos": True, "stream": True,
-                "stream_options": {"include_usage": True}}) as s:
-            assert s.status_code == 200
-            events = [json.loads(l[6:]) for l in s.iter_lines(decode_unicode=True) if l.startswith("data: {")]
-        assert events[-1]["usage"]["completion_tokens"] == 5
+        check_top_logprobs(base, user, 3)
+        assert stream_chat(base, user, 5)[-1]["usage"]["completion_tokens"] == 5
 
         # Several requests at once.
         import concurrent.futures as cf
