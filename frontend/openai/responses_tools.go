@@ -135,14 +135,10 @@ func (r *ResponsesRequest) ToolCallNames() map[string]ToolCallName {
 }
 
 // resolveToolChoice turns a named tool_choice into the name the model
-// sees: a function's own name, a namespace function's flat name, or a
+// sees among tools (FunctionTools'): a function's own name, a namespace function's flat name, or a
 // namespace function's own name when exactly one namespace has it (vLLM's
 // rule; two are ambiguous, a 400).
-func (r *ResponsesRequest) resolveToolChoice(name string) (string, *Error) {
-	tools, e := r.FunctionTools()
-	if e != nil {
-		return "", e
-	}
+func (r *ResponsesRequest) resolveToolChoice(name string, tools []Tool) (string, *Error) {
 	var candidates []string
 	for _, t := range tools {
 		if t.Function.Name == name {
@@ -178,7 +174,7 @@ func (r *ResponsesRequest) ToolPlanOf() (ToolPlan, *Error) {
 		return ToolPlan{}, e
 	}
 	if choice.name != "" {
-		if choice.name, e = r.resolveToolChoice(choice.name); e != nil {
+		if choice.name, e = r.resolveToolChoice(choice.name, tools); e != nil {
 			return ToolPlan{}, e
 		}
 	}

@@ -125,6 +125,27 @@ func TestMulGroups(t *testing.T) {
 	})
 }
 
+// mulSameActivations multiplies x [numTok][in] by m with MulGroups, and
+// by wf (m's weights as float32) in float64 with the activations the
+// kernels multiply (x quantized as they quantize it): got, the reference
+// and its magnitudes, and the activations.
+func mulSameActivations(m *Matrix, wf, x []float32, numTok, in, out int) (got []float32, ref, mag []float64, a *Activations) {
+	a = new(Activations)
+	a.Reset(x, numTok, in)
+	xs := x
+	if m.Quantized() {
+		a.Quantize(0, numTok)
+		xs = make([]float32, len(x))
+		for i := range xs {
+			xs[i] = a.d[i/32] * float32(a.q[i])
+		}
+	}
+	got = make([]float32, numTok*out)
+	m.MulGroups(got, a, 0, m.NumGroups())
+	ref, mag = mulRef(wf, xs, numTok, in, out)
+	return got, ref, mag, a
+}
+
 func checkMul(t *testing.T, typ model.DType, numTok, in, out int) {
 	seed := uint64(numTok*1000 + in + out)
 	w := randTensor(t, typ, out, in, seed)
@@ -134,20 +155,7 @@ func checkMul(t *testing.T, typ model.DType, numTok, in, out int) {
 	}
 	wf, _ := w.Float32s()
 	x := randX(numTok*in, seed)
-	var a Activations
-	a.Reset(x, numTok, in)
-	xs := x // what the kernels multiply
-	if m.Quantized() {
-		a.Quantize(0, numTok)
-		xs = make([]float32, len(x))
-		for i := range xs {
-			xs[i] = a.d[i/32] * float32(a.q[i])
-		}
-	}
-	got := make([]float32, numTok*out)
-	m.MulGroups(got, &a, 0, m.NumGroups())
-
-	ref, mag := mulRef(wf, xs, numTok, in, out)
+	got, ref, mag, a := mulSameActivations(m, wf, x, numTok, in, out)
 	for i := range got {
 		if d := math.Abs(float64(got[i]) - ref[i]); d > 1e-5*mag[i]+1e-6 {
 			t.Fatalf("out[%d] = %v, want %v (same activations): |Δ| %.3g > %.3g", i, got[i], ref[i], d, 1e-5*mag[i])
@@ -170,8 +178,8 @@ func checkMul(t *testing.T, typ model.DType, numTok, in, out int) {
 	// Split between two "workers" at every group boundary: same bits.
 	for split := 1; split < m.NumGroups(); split++ {
 		two := make([]float32, len(got))
-		m.MulGroups(two, &a, split, m.NumGroups())
-		m.MulGroups(two, &a, 0, split)
+		m.MulGroups(two, a, split, m.NumGroups())
+		m.MulGroups(two, a, 0, split)
 		if !slices.Equal(got, two) {
 			t.Fatalf("split at group %d changes the result", split)
 		}
@@ -367,19 +375,7 @@ func TestLayoutsBelowTheirLevel(t *testing.T) {
 			if got := m.Kernel(); got != "go" {
 				t.Errorf("%v packed at %v, level %v: Kernel() = %q, want go", typ, saved, l, got)
 			}
-			var a Activations
-			a.Reset(x, numTok, in)
-			xs := x
-			if m.Quantized() {
-				a.Quantize(0, numTok)
-				xs = make([]float32, len(x))
-				for i := range xs {
-					xs[i] = a.d[i/32] * float32(a.q[i])
-				}
-			}
-			got := make([]float32, numTok*out)
-			m.MulGroups(got, &a, 0, m.NumGroups())
-			ref, mag := mulRef(wf, xs, numTok, in, out)
+			got, ref, mag, _ := mulSameActivations(m, wf, x, numTok, in, out)
 			for i := range got {
 				if d := math.Abs(float64(got[i]) - ref[i]); d > 1e-5*mag[i]+1e-6 {
 					t.Fatalf("%v at level %v: out[%d] = %v, want %v", typ, l, i, got[i], ref[i])
