@@ -45,6 +45,10 @@ type Config struct {
 	HeartbeatTimeout    time.Duration  // a frontend silent this long is gone
 	MaxSessionRecords   int            // session records kept at most (LRU); default 16384
 	KVEvents            KVEventsConfig // the KV-events PUB socket's topic, layout and buffers
+	// SleepIdle puts the engine to sleep (level 2, see sleep.go) after
+	// this long without requests (llama-server's --sleep-idle-seconds);
+	// 0 = never.
+	SleepIdle time.Duration
 	// MaxLogprobs caps logprobs and prompt_logprobs per token (vLLM's
 	// --max-logprobs); -1 = the whole vocabulary; nil = 20, vLLM's default.
 	MaxLogprobs *int
@@ -82,6 +86,8 @@ type Engine struct {
 	clock    time.Time // the time of the call being handled: the KV manager's clock
 
 	lastStepTokens int // tokens the last Step computed, for StepTook
+
+	slp sleepState // sleep mode (sleep.go)
 
 	// overlap, set by the shell, runs fn alongside the caller and returns
 	// the wait for it (forward fills masks with it during the forward
@@ -203,6 +209,10 @@ func promptLogprobsChunk(vocab int) int {
 func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	e.clock = now
 	defer e.tidySessions()
+	if e.slp.paused {
+		return nil, nil
+	}
+	e.slp.lastActive = now
 	b := e.sched.Schedule()
 	e.lastStepTokens = b.NumTokens
 	if len(b.Items) == 0 {
@@ -214,7 +224,8 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	}
 	res := e.run.Sample(b)
 	e.advance(b, res)
-	return append(e.outputs(now, e.sched.Update(b, res)), e.failConstrained(now)...), nil
+	outs := append(e.outputs(now, e.sched.Update(b, res)), e.failConstrained(now)...)
+	return e.finishDrain(outs), nil
 }
 
 // StepTook tells the scheduler's pace how long the last Step took.
@@ -232,7 +243,7 @@ func (e *Engine) PublishTo(endpoint string, kv bool) {
 func (e *Engine) ReplayAt(endpoint string) { e.replayAt = endpoint }
 
 // HasWork reports whether a step would schedule anything.
-func (e *Engine) HasWork() bool { return e.sched.HasWork() }
+func (e *Engine) HasWork() bool { return !e.slp.paused && e.sched.HasWork() }
 
 // Clients are the frontends that completed HELLO (for heartbeats and
 // ENGINE_DEAD).
@@ -274,6 +285,8 @@ func (e *Engine) Load() wire.SchedulerStats {
 		NumSessions:        e.kv.NumSessions(),
 
 		NumSkippedWaitingReqs: e.NumCompiling(),
+		Sleeping:              e.slp.sleeping(),
+		SleepLevel:            e.slp.level,
 	}
 }
 
@@ -335,6 +348,7 @@ func (e *Engine) outputsFor(now time.Time, client string, outs []wire.EngineCore
 }
 
 func (e *Engine) abort(now time.Time, ids []string) {
+	e.unpark(ids)
 	for _, id := range ids {
 		e.holding.release(id) // not in the scheduler yet: nothing else to free
 	}
@@ -353,6 +367,9 @@ func (e *Engine) requests(f func(*sched.Request)) {
 	e.sched.Requests(f)
 	for _, key := range slices.Sorted(maps.Keys(e.holding.reqs)) {
 		f(e.holding.reqs[key].req)
+	}
+	for _, p := range e.slp.parked {
+		f(p.req)
 	}
 }
 

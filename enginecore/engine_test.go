@@ -32,7 +32,12 @@ type countingBackend struct {
 	blocks  int
 	allocs  int
 	lastLen int
+
+	kvReleases, weightReleases int // sleep mode's memoryReleaser calls
 }
+
+func (b *countingBackend) ReleaseKV()      { b.kvReleases++ }
+func (b *countingBackend) ReleaseWeights() { b.weightReleases++ }
 
 const testEOS = 2
 
@@ -77,7 +82,8 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 //	run                                step until there is no work
 //	abort fe1 a b                      ABORT
 //	drop fe1                           Engine.Drop (the shell found it silent)
-//	utility fe1 METHOD [ARG]           UTILITY
+//	utility fe1 METHOD [ARG]           UTILITY (an ARG that is a number is an int, [a,b] a list, nil nil)
+//	idle                               Engine.Tick (the shell's periodic call: idle sleep)
 //	publish                            Engine.Publish: topics and contents
 //	warm-up [n=64]                     Engine.WarmUp
 //	tick s=1.5                         advance the clock
@@ -143,7 +149,8 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		e, err := NewEngine(Config{ServedModelName: "counting", MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4),
 			NumBlocks: num("blocks", 8), MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16),
 			EnablePrefixCaching: args["caching"] != "false", MaxSessionRecords: num("max-sessions", 0), Vocab: vocab,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
+			SleepIdle: time.Duration(num("sleep-idle", 0)) * time.Second,
+			Logger:    slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
 		if err != nil {
 			return "error: " + err.Error()
 		}
@@ -235,7 +242,7 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		u := &wire.Utility{CallID: uint64(h.seq), Method: arg(1)}
 		h.seq++
 		for _, a := range pos[2:] {
-			u.Args = append(u.Args, a)
+			u.Args = append(u.Args, utilityArg(a))
 		}
 		return h.outs(h.e.Handle(h.now, arg(0), u))
 	case "publish":
@@ -266,6 +273,9 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + err.Error()
 		}
 		return fmt.Sprintf("%d steps, %d tokens\n%s", h.be.steps-before, h.be.lastLen, h.state())
+	case "idle":
+		h.e.Tick(h.now)
+		return h.state()
 	case "tick":
 		s, err := strconv.ParseFloat(args["s"], 64)
 		if err != nil {
@@ -379,9 +389,35 @@ func (h *engineHarness) compiling() string {
 
 func (h *engineHarness) state() string {
 	st := h.e.Load()
-	return fmt.Sprintf("running %d waiting %d free blocks %d/%d preemptions %d prefix hits %d/%d sessions %d records %d\nfrontends %v",
+	out := fmt.Sprintf("running %d waiting %d free blocks %d/%d preemptions %d prefix hits %d/%d sessions %d records %d\nfrontends %v",
 		st.NumRunningReqs, st.NumWaitingReqs, st.NumFreeBlocks, st.NumTotalBlocks, st.NumPreemptions,
 		st.PrefixCacheHits, st.PrefixCacheQueries, st.NumSessions, h.e.sessions.len(), h.e.Clients())
+	if st.Sleeping || h.be.kvReleases > 0 || h.be.weightReleases > 0 {
+		out += fmt.Sprintf("\nsleeping %v level %d idle %v; releases: kv %d weights %d; KV allocations %d",
+			st.Sleeping, st.SleepLevel, h.e.slp.idle, h.be.kvReleases, h.be.weightReleases, h.be.allocs)
+	}
+	return out
+}
+
+// utilityArg reads a script's utility argument: a number is an int64, [a,b]
+// a list of strings, nil nil, anything else a string.
+func utilityArg(a string) any {
+	if n, err := strconv.ParseInt(a, 10, 64); err == nil {
+		return n
+	}
+	if a == "nil" {
+		return nil
+	}
+	if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
+		list := []any{}
+		for _, f := range strings.Split(strings.Trim(a, "[]"), ";") {
+			if f != "" {
+				list = append(list, f)
+			}
+		}
+		return list
+	}
+	return a
 }
 
 // compact prints a decoded msgpack value as JSON with sorted keys,

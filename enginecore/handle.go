@@ -2,6 +2,7 @@ package enginecore
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -77,6 +78,12 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	if err := validateRequest(r, int32(e.be.Model().VocabSize), *e.cfg.MaxLogprobs); err != nil {
 		return fail("%v", err)
 	}
+	e.slp.lastActive = now
+	if e.slp.idle { // asleep idle: the first request wakes the engine
+		if _, err := e.wakeUp(nil); err != nil {
+			e.log.Error("waking up for a request", "err", err)
+		}
+	}
 	req := sched.NewRequest(r, client, e.eos)
 	req.ID = requestKey(client, r.RequestID) // each frontend's ids are its own
 	so := r.SamplingParams.StructuredOutputs
@@ -109,6 +116,11 @@ func (e *Engine) admitted(now time.Time, req *sched.Request, c *constraint) []Ou
 // refused says the scheduler would not take it, and out is the error
 // output to send.
 func (e *Engine) admit(now time.Time, req *sched.Request, c *constraint) (out Out, refused bool) {
+	if e.slp.draining && !slices.ContainsFunc(e.slp.parked, func(p parkedReq) bool { return p.req.ID == req.ID }) &&
+		e.sched.Get(req.ID) == nil && e.holding.reqs[req.ID] == nil {
+		e.slp.parked = append(e.slp.parked, parkedReq{req, c}) // until the sleep it waits for
+		return Out{}, false
+	}
 	if e.holding.reqs[req.ID] != nil {
 		if c != nil {
 			c.m.Close()
@@ -207,6 +219,18 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 			}
 			v = done
 		}
+	case "sleep":
+		return e.sleepCall(client, u)
+	case "wake_up":
+		outs := e.cancelDrain()
+		v, err = e.wakeCall(u.Args)
+		return append(outs, utilityOut(client, res, v, err))
+	case "is_sleeping":
+		v = e.slp.sleeping()
+	case "release_kv_cache_memory":
+		v, err = e.releaseKVCall()
+	case "touch":
+		v = e.touch()
 	case "list_requests": // the caller's own: no other frontend's ids or identity
 		reqs := []any{}
 		e.requests(func(r *sched.Request) {
@@ -218,13 +242,19 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 	default:
 		err = fmt.Errorf("unknown utility method %q", u.Method)
 	}
+	return []Out{utilityOut(client, res, v, err)}
+}
+
+// utilityOut is the UTILITY_RESULT of a call that returned v (nil: none)
+// or failed with err.
+func utilityOut(client string, res *wire.UtilityResult, v any, err error) Out {
 	if err == nil && v != nil {
 		res.Result, err = wire.Marshal(v)
 	}
 	if err != nil {
 		res.FailureMessage = err.Error()
 	}
-	return []Out{{Client: client, Type: wire.MsgUtilityResult, Payload: res}}
+	return Out{Client: client, Type: wire.MsgUtilityResult, Payload: res}
 }
 
 // sessionInfo is what get_session answers: the session's record with its

@@ -235,6 +235,10 @@ func (c *Core) loop(ctx context.Context, in <-chan inMsg, comp *compilers) error
 				c.eng.Drop(lastCheck, gone...)
 				c.snapshot(true)
 			}
+			was := c.eng.Sleeping()
+			if c.eng.Tick(lastCheck); c.eng.Sleeping() != was {
+				c.snapshot(false)
+			}
 		}
 		if ctx.Err() != nil {
 			return nil

@@ -219,11 +219,14 @@ var schedulerStatsKeys = []string{
 
 func (s *SchedulerStats) encode(e *enc) {
 	k := schedulerStatsKeys
+	n := len(k)
 	if s.NumSkippedWaitingReqs != 0 {
-		e.mapLen(len(k) + 1)
-	} else {
-		e.mapLen(len(k))
+		n++
 	}
+	if s.Sleeping {
+		n += 2
+	}
+	e.mapLen(n)
 	e.str(k[0])
 	e.int(int64(s.NumRunningReqs))
 	e.str(k[1])
@@ -247,6 +250,12 @@ func (s *SchedulerStats) encode(e *enc) {
 	if s.NumSkippedWaitingReqs != 0 { // after the keys every version writes, so their bytes stay
 		e.str("num_skipped_waiting_reqs")
 		e.int(int64(s.NumSkippedWaitingReqs))
+	}
+	if s.Sleeping {
+		e.str("sleeping")
+		e.bool(true)
+		e.str("sleep_level")
+		e.int(int64(s.SleepLevel))
 	}
 }
 
@@ -276,6 +285,10 @@ func (s *SchedulerStats) decode(d *dec) error {
 			s.NumSessions, err = d.int()
 		case "num_skipped_waiting_reqs":
 			s.NumSkippedWaitingReqs, err = d.int()
+		case "sleeping":
+			s.Sleeping, err = d.bool()
+		case "sleep_level":
+			s.SleepLevel, err = d.int()
 		default:
 			return false, nil
 		}

@@ -217,7 +217,32 @@ type SchedulerStats struct {
 	// (a structured-output grammar compiling: vLLM's WAITING_FOR_FSM).
 	// Written only when non-zero.
 	NumSkippedWaitingReqs int
+	// Sleeping ("sleeping") says the engine sleeps (sleep mode: it
+	// schedules nothing until woken), at level SleepLevel ("sleep_level",
+	// 0–2, see enginecore's sleep.go). Tandem's own keys, written only
+	// while it sleeps.
+	Sleeping   bool
+	SleepLevel int
 }
+
+// SleepStates are the values of vllm:engine_sleep_state for its
+// sleep_state labels SleepStateNames: awake 0 while the engine sleeps at
+// any level, weights_offloaded 1 at level 1, discard_all 1 at level 2.
+func (s *SchedulerStats) SleepStates() [3]float64 {
+	var v [3]float64
+	switch {
+	case !s.Sleeping:
+		v[0] = 1
+	case s.SleepLevel == 1:
+		v[1] = 1
+	case s.SleepLevel == 2:
+		v[2] = 1
+	}
+	return v
+}
+
+// SleepStateNames are vllm:engine_sleep_state's sleep_state labels.
+var SleepStateNames = [3]string{"awake", "weights_offloaded", "discard_all"}
 
 // EngineCoreOutputs is one OUTPUTS message. Array:
 //

@@ -33,6 +33,7 @@ type engineFlags struct {
 	maxLogprobs         int
 	maxNumSeqs          int
 	maxSessionRecords   int
+	sleepIdleSeconds    int
 	maxNumBatchedTokens int
 	longPrefill         int
 	targetStepTime      time.Duration
@@ -60,6 +61,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxLogprobs, "max-logprobs", 20, "most logprobs (and prompt_logprobs) a request may ask for per token; -1 = no cap (the whole vocabulary, as a request's -1)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")
 	fs.IntVar(&f.maxSessionRecords, "max-session-records", 16384, "session records (GET /v1/sessions counters) kept at most, least recently active dropped first; a session with no request and no cached block has none")
+	fs.IntVar(&f.sleepIdleSeconds, "sleep-idle-seconds", 0, "put the engine to sleep after this many `seconds` without requests (llama-server's flag): it frees its KV cache and the resident pages of its mapped weights, and the next request wakes it; 0 or -1 = never (docs/api.md#sleep-mode)")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 2048, "max `tokens` computed per engine step")
 	fs.IntVar(&f.longPrefill, "long-prefill-token-threshold", 0, "max `tokens` of one request computed per step (longer prompts take more steps); 0 = no cap")
 	fs.DurationVar(&f.targetStepTime, "target-step-time", 250*time.Millisecond, "`time` an engine step aims at: the step's token budget shrinks from max-num-batched-tokens to what the device computes in this time, so one client's long prompt or many sequences hold other streams' next token no longer; 0 = off")
@@ -205,6 +207,7 @@ func runEngine(ctx context.Context, args []string) error {
 		NumBlocks:           numBlocks,
 		MaxNumSeqs:          f.maxNumSeqs,
 		MaxSessionRecords:   f.maxSessionRecords,
+		SleepIdle:           time.Duration(max(f.sleepIdleSeconds, 0)) * time.Second,
 		KVEvents:            kvc.engineKVEvents(f.kvPodID, name, f.rank),
 		Vocab:               vocab,
 		MaxNumBatchedTokens: f.maxNumBatchedTokens,

@@ -70,6 +70,7 @@ type Backend struct {
 
 	packInfo PackInfo     // where the matrices live (packcache.go)
 	unmap    func() error // unmaps the pack cache file; nil when packed into memory
+	packData []byte       // the pack cache file's mapping; nil when packed into memory
 	// kvRelease unmaps the KV cache (allocZeroed); nil when none.
 	kvRelease func()
 }
@@ -224,13 +225,29 @@ func (b *Backend) Close() error {
 	}
 	b.pool.close()
 	b.freeKV()
-	b.pool, b.w, b.layers, b.output = nil, nil, nil, nil
+	b.pool, b.w, b.layers, b.output, b.packData = nil, nil, nil, nil, nil
 	if b.unmap != nil {
 		err := b.unmap() // no matrix points into the cache file any more
 		b.unmap = nil
 		return err
 	}
 	return nil
+}
+
+// ReleaseKV frees the KV cache's memory while the engine sleeps (sleep
+// mode); AllocateKV makes a new one before the next Forward.
+func (b *Backend) ReleaseKV() { b.freeKV() }
+
+// ReleaseWeights drops the resident pages of the weights mapped from
+// files while the engine sleeps (sleep level 2): the pack cache's
+// matrices and the token embeddings. They stay in the page cache and
+// fault back in on the next Forward; matrices packed into memory stay.
+func (b *Backend) ReleaseWeights() {
+	files := readFileRanges()
+	dropPages(b.packData, files)
+	if b.w != nil && b.w.TokenEmbed != nil {
+		dropPages(b.w.TokenEmbed.Data, files)
+	}
 }
 
 // freeKV releases the KV cache's memory; nothing may read it afterwards.

@@ -175,6 +175,7 @@ func (b *Backend) mapPacked(path string, key [32]byte, tasks []packTask) error {
 		b.packInfo.Bytes += ms[i].Bytes()
 	}
 	b.packInfo.File = path
+	b.packData = data
 	b.unmap = func() error { return unmap(data) }
 	return nil
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
 // packModel is a tiny model with every packed family: Q4_K matrices, Q6_K
@@ -186,5 +188,24 @@ func TestEvictPacked(t *testing.T) {
 	}
 	if exists(oldTmp) || !exists(newTmp) {
 		t.Errorf("temporary files: old exists %v (want false), new exists %v (want true)", exists(oldTmp), exists(newTmp))
+	}
+}
+
+// TestSleepReleasesMemory: sleep mode's releases (enginecore's sleep
+// levels). Without a KV cache Forward refuses; after ReleaseWeights the
+// mapped matrices fault back in; a new pool computes the same bits.
+func TestSleepReleasesMemory(t *testing.T) {
+	cfg, w := packModel()
+	be := newBackend(t, cfg, w, WithPackCache(t.TempDir()))
+	want := logitsOf(t, be)
+	be.ReleaseKV()
+	step := &runner.Step{TokenIDs: []int32{1}, Positions: []int32{0}, SlotMapping: []int32{0},
+		Seqs: []runner.Seq{{Start: 0, Len: 1, ContextLen: 1, BlockTable: []int32{0}, Logits: true}}}
+	if err := be.Forward(context.Background(), step, make([]float32, cfg.VocabSize)); !errors.Is(err, ErrNoKVCache) {
+		t.Fatalf("Forward after ReleaseKV: %v, want ErrNoKVCache", err)
+	}
+	be.ReleaseWeights()
+	if got := logitsOf(t, be); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Error("logits after the releases differ from before")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // The same names, help texts, types and labels as frontend/metrics'
@@ -73,9 +75,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	deferred := min(st.NumSkippedWaitingReqs, st.NumWaitingReqs)
 	gauge(descByReason, float64(st.NumWaitingReqs-deferred), "capacity")
 	gauge(descByReason, float64(deferred), "deferred")
-	gauge(descSleep, 1, "awake") // Tandem engines do not sleep
-	gauge(descSleep, 0, "weights_offloaded")
-	gauge(descSleep, 0, "discard_all")
+	for i, v := range st.SleepStates() {
+		gauge(descSleep, v, wire.SleepStateNames[i])
+	}
 	gauge(descKVUsage, st.KVCacheUsage)
 	gauge(descFree, float64(st.NumFreeBlocks))
 	gauge(descSess, float64(st.NumSessions))

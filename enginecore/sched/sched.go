@@ -301,6 +301,17 @@ func (s *Scheduler) numNew(r *Request) int {
 	return n
 }
 
+// PreemptAll preempts every running request (their blocks go back to the
+// pool; each recomputes what it had when scheduled again) and returns how
+// many it preempted.
+func (s *Scheduler) PreemptAll() int {
+	running := slices.Clone(s.running)
+	for _, r := range running {
+		s.preempt(r)
+	}
+	return len(running)
+}
+
 func (s *Scheduler) preempt(r *Request) {
 	s.kv.Free(r.ID)
 	r.numComputedTokens = 0

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // engineCollector exports each engine's latest scheduler stats (from its
@@ -79,10 +81,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		deferred := min(st.NumSkippedWaitingReqs, st.NumWaitingReqs)
 		gauge(descByReason, float64(st.NumWaitingReqs-deferred), model, engine, "capacity")
 		gauge(descByReason, float64(deferred), model, engine, "deferred")
-		// Tandem engines do not sleep.
-		gauge(descSleep, 1, model, engine, "awake")
-		gauge(descSleep, 0, model, engine, "weights_offloaded")
-		gauge(descSleep, 0, model, engine, "discard_all")
+		for i, v := range st.SleepStates() {
+			gauge(descSleep, v, model, engine, wire.SleepStateNames[i])
+		}
 		gauge(descKVUsage, st.KVCacheUsage, model, engine)
 		gauge(descFree, float64(st.NumFreeBlocks), model, engine)
 		gauge(descSess, float64(st.NumSessions), model, engine)
