@@ -336,6 +336,27 @@ type closer struct {
 	release func() error
 }
 
+// memoryReleaser is the backend's part in sleep mode (enginecore's, the
+// CPU backend's), forwarded through closer.
+type memoryReleaser interface {
+	ReleaseKV()
+	ReleaseWeights()
+}
+
+// ReleaseKV and ReleaseWeights forward sleep mode's releases to a backend
+// that has them (the CPU backend), and do nothing for one without.
+func (c closer) ReleaseKV() {
+	if r, ok := c.Backend.(memoryReleaser); ok {
+		r.ReleaseKV()
+	}
+}
+
+func (c closer) ReleaseWeights() {
+	if r, ok := c.Backend.(memoryReleaser); ok {
+		r.ReleaseWeights()
+	}
+}
+
 func (c closer) Close() error {
 	err := c.Backend.Close()
 	if rerr := c.release(); err == nil {

@@ -237,6 +237,7 @@ func (g *Gate) readyResponse() *vllm.EngineCoreReadyResponse {
 		InstanceID:                "tandem-" + r.EngineID,
 		KVCacheSizeTokens:         &tokens,
 		KVCacheMaxConcurrency:     &conc,
+		EnableSleepMode:           true, // sleep, wake_up, is_sleeping: the engine core's (docs/api.md#sleep-mode)
 	}
 }
 

@@ -87,7 +87,7 @@ func serving(t *testing.T) *vllmfrontend.Gate {
 		t.Fatal(err)
 	}
 	got := []int64{r.MaxModelLen, r.NumGPUBlocks, r.BlockSize, r.DataParallelRank, r.DataParallelSize, r.MaxNumSeqs, r.MaxNumBatchedTokens, *r.KVCacheSizeTokens}
-	if diff := cmp.Diff([]int64{512, 64, 16, 1, 2, 8, 64, 1024}, got); diff != "" || r.EnableSleepMode || r.SupportsLoRA {
+	if diff := cmp.Diff([]int64{512, 64, 16, 1, 2, 8, 64, 1024}, got); diff != "" || !r.EnableSleepMode || r.SupportsLoRA {
 		t.Errorf("ready response (-want +got):\n%s%+v", diff, r)
 	}
 	if ready, _ := vllm.DecodeHandshake(sends[2].Frames[0]); ready.Status != vllm.StatusReady {
@@ -181,10 +181,9 @@ func TestGateUtilities(t *testing.T) {
 		failure string
 	}{
 		{"get_supported_tasks", nil, []any{"generate"}, ""},
-		{"is_sleeping", nil, false, ""},
 		{"list_loras", nil, []any{}, ""},
 		{"reset_mm_cache", nil, nil, ""},
-		{"sleep", []byte{0x91, 0x01}, nil, "Call to sleep method failed: this engine core has no sleep mode (enable_sleep_mode is false)"},
+		{"pause_scheduler", nil, nil, "Call to pause_scheduler method failed: this engine core cannot pause its scheduler"},
 		{"add_lora", nil, nil, "Call to add_lora method failed: this engine core does not support LoRA (supports_lora is false)"},
 		{"no_such_method", nil, nil, `Call to no_such_method method failed: this engine core has no method "no_such_method"`},
 	}
@@ -217,6 +216,13 @@ func TestGateUtilities(t *testing.T) {
 			}
 		})
 	}
+	t.Run("sleep forwarded", func(t *testing.T) {
+		f, _ := vllm.EncodeUtility(&vllm.UtilityRequest{ClientIndex: 0, CallID: 78, Method: "sleep", Args: []byte{0x92, 0x02, 0xa4, 'w', 'a', 'i', 't'}})
+		u, ok := toEngine(t, g.Input(0, f)).(*wire.Utility)
+		if !ok || u.Method != "sleep" || !cmp.Equal(u.Args, []any{int64(2), "wait"}) {
+			t.Fatalf("UTILITY to the engine: %+v", u)
+		}
+	})
 	t.Run("reset_prefix_cache forwarded", func(t *testing.T) {
 		f, _ := vllm.EncodeUtility(&vllm.UtilityRequest{ClientIndex: 0, CallID: 77, Method: "reset_prefix_cache", Args: []byte{0x92, 0xc2, 0xc2}})
 		u, ok := toEngine(t, g.Input(0, f)).(*wire.Utility)

@@ -85,12 +85,12 @@ func (g *Gate) abort(ids []string) []Send {
 
 // Utilities vLLM's EngineCore has that this engine answers itself, or
 // refuses with a reason (vLLM's failure_message format "Call to METHOD
-// method failed: …"). reset_prefix_cache goes to the engine core.
+// method failed: …"). reset_prefix_cache and sleep mode's calls go to
+// the engine core.
 var (
 	// localResults are answered at once: what is true of a Tandem engine.
 	localResults = map[string]any{
 		"get_supported_tasks": []string{"generate"},
-		"is_sleeping":         false, // it never sleeps (enable_sleep_mode is false)
 		"is_scheduler_paused": false, // it cannot pause
 		"list_loras":          []int{},
 		// A text-only vLLM engine answers None too: there is no
@@ -100,8 +100,6 @@ var (
 	}
 	// refusals are vLLM methods a Tandem engine cannot do.
 	refusals = map[string]string{
-		"sleep":                     "this engine core has no sleep mode (enable_sleep_mode is false)",
-		"wake_up":                   "this engine core has no sleep mode (enable_sleep_mode is false)",
 		"pause_scheduler":           "this engine core cannot pause its scheduler",
 		"pause_generation":          "this engine core cannot pause its scheduler",
 		"resume_scheduler":          "this engine core cannot pause its scheduler",
@@ -111,7 +109,6 @@ var (
 		"profile":                   "this engine core has no profiler",
 		"collective_rpc":            "this engine core has no workers to call",
 		"execute_dummy_batch":       "this engine core runs no dummy batches",
-		"release_kv_cache_memory":   "this engine core cannot release its KV cache",
 		"save_sharded_state":        "this engine core cannot save its weights",
 		"get_weight_version":        "this engine core has no weight versions",
 		"set_weight_version":        "this engine core has no weight versions",
@@ -121,7 +118,7 @@ var (
 		"take_draft_weight_updates": "this engine core has no draft model",
 	}
 	// forwarded are answered by the engine core under the same name.
-	forwarded = []string{"reset_prefix_cache"}
+	forwarded = []string{"reset_prefix_cache", "sleep", "wake_up", "is_sleeping", "release_kv_cache_memory"}
 )
 
 func (g *Gate) utility(client int, u *vllm.UtilityRequest) []Send {

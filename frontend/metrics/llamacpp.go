@@ -23,6 +23,9 @@ type llamaStats struct {
 	// engine steps that carried this frontend's requests, the most
 	// tokens one computed, and the tokens they computed in all
 	decodes, maxTokens, stepTokens float64
+	// The throughput gauges' bucket, as llama-server's: the same sums
+	// since the last scrape, which reports and empties it.
+	bucketPrompt, bucketPromptSeconds, bucketPredicted, bucketPredictedSeconds float64
 }
 
 // finish adds one finished request.
@@ -33,9 +36,13 @@ func (s *llamaStats) finish(f Finished) {
 	s.promptTokens += float64(f.NumPrompt) - cached
 	s.cachedTokens += cached
 	s.predictedTokens += float64(f.NumGenerated)
+	s.bucketPrompt += float64(f.NumPrompt) - cached
+	s.bucketPredicted += float64(f.NumGenerated)
 	if t := f.Timing; t.Known() {
 		s.promptSeconds += max(t.FirstToken-t.Scheduled, 0)
 		s.predictedSeconds += max(t.LastToken-t.FirstToken, 0)
+		s.bucketPromptSeconds += max(t.FirstToken-t.Scheduled, 0)
+		s.bucketPredictedSeconds += max(t.LastToken-t.FirstToken, 0)
 	}
 }
 
@@ -106,7 +113,10 @@ func (c *llamaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	values := []float64{s.promptTokens, s.cachedTokens, s.promptSeconds, s.predictedTokens, s.predictedSeconds,
 		s.decodes, s.maxTokens, 0, 0, 0,
-		rate(s.promptTokens, s.promptSeconds), rate(s.predictedTokens, s.predictedSeconds), 0, 0, rate(s.stepTokens, s.decodes)}
+		rate(s.bucketPrompt, s.bucketPromptSeconds), rate(s.bucketPredicted, s.bucketPredictedSeconds), 0, 0, rate(s.stepTokens, s.decodes)}
+	if !c.shared { // the scrape that reports the bucket empties it
+		s.bucketPrompt, s.bucketPromptSeconds, s.bucketPredicted, s.bucketPredictedSeconds = 0, 0, 0, 0
+	}
 	s.mu.Unlock()
 	if c.shared && c.m.cfg.Engines != nil {
 		for _, e := range c.m.cfg.Engines() { // their latest scheduler stats, as vllm:num_requests_*

@@ -70,9 +70,10 @@ type Metrics struct {
 	sessionReq, routing                  *prometheus.CounterVec
 	sessionHit, sessionQry               prometheus.Counter
 	http                                 *httpMetrics
-	qps                                  *qpsWindow // requests routed per engine, for vllm:current_qps
-	touched                              sync.Map   // engine label → struct{}: its series exist
-	llama                                llamaStats // llama-server's llamacpp: series (llamacpp.go)
+	qps                                  *qpsWindow    // requests routed per engine, for vllm:current_qps
+	touched                              sync.Map      // engine label → struct{}: its series exist
+	llama                                llamaStats    // llama-server's llamacpp: series (llamacpp.go)
+	sleep                                *sleepMetrics // vLLM's sleep-mode operations (sleep.go)
 }
 
 // processStart is this process's start, Unix seconds (llama-server's
@@ -148,6 +149,7 @@ func New(cfg Config) *Metrics {
 			"Histogram of time per output token in seconds.DEPRECATED: Use vllm:inter_token_latency_seconds instead.", itlBuckets)
 	}
 	m.http = newHTTPMetrics(reg)
+	m.sleep = newSleepMetrics(reg)
 	reg.MustRegister(&qpsCollector{m: m}, &llamaCollector{m: m})
 	shared.MustRegister(&llamaCollector{m: m, shared: true})
 	shared.MustRegister(&routerCollector{m: m})

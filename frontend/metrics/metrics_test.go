@@ -405,6 +405,22 @@ func TestLlamaSeries(t *testing.T) {
 			t.Errorf("%s = %v, want %v without labels", name, got, v)
 		}
 	}
+	// The throughput gauges report what finished since the last scrape,
+	// as llama-server's buckets: the scrape above emptied them.
+	fams = scrape(t, m)
+	for _, name := range []string{"llamacpp:prompt_tokens_seconds", "llamacpp:predicted_tokens_seconds"} {
+		if got := series(fams, name); !cmp.Equal(got, map[string]float64{"": 0}) {
+			t.Errorf("second scrape: %s = %v, want 0", name, got)
+		}
+	}
+	if got := series(fams, "llamacpp:tokens_predicted_total"); !cmp.Equal(got, map[string]float64{"": 6}) {
+		t.Errorf("second scrape: tokens_predicted_total = %v, want 6 still", got)
+	}
+	m.ObserveFinish(Finished{Engine: 1, Reason: "length", NumPrompt: 10, NumGenerated: 8,
+		Timing: engineclient.Timing{Queued: 20, Scheduled: 20, FirstToken: 21, LastToken: 25, NumGenerated: 8}})
+	if got := series(scrape(t, m), "llamacpp:predicted_tokens_seconds"); !cmp.Equal(got, map[string]float64{"": 2}) {
+		t.Errorf("after one more request: predicted_tokens_seconds = %v, want 8/4", got)
+	}
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Header().Get("Process-Start-Time-Unix") == "" {

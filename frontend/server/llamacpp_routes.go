@@ -17,15 +17,15 @@ func (s *Server) mountLlamaCpp(e *echo.Echo) {
 	e.POST("/completion", s.nativeCompletion)
 	e.POST("/completions", s.nativeCompletion)
 	e.POST("/infill", s.infill)
-	e.POST("/apply-template", s.applyTemplate)
+	e.POST("/apply-template", s.waking(s.applyTemplate))
 	e.GET("/props", s.props)
 	e.GET("/slots", s.slots)
 	e.GET("/v1/health", s.health)
 	e.GET("/models", s.models)
 	e.POST("/chat/completions", s.chat)
 	e.POST("/responses", s.createResponse)
-	e.POST("/chat/completions/input_tokens", s.chatInputTokens)
-	e.POST("/v1/chat/completions/input_tokens", s.chatInputTokens)
+	e.POST("/chat/completions/input_tokens", s.waking(s.chatInputTokens))
+	e.POST("/v1/chat/completions/input_tokens", s.waking(s.chatInputTokens))
 }
 
 // chatInputTokens serves POST /v1/chat/completions/input_tokens (and
@@ -153,6 +153,7 @@ func (s *Server) props(c echo.Context) error {
 		DefaultGenerationSettings: defaultSettings{IDTask: -1, NCtx: s.cfg.MaxModelLen, IsProcessing: busy,
 			Params: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, nil)},
 		TotalSlots: slots, ModelPath: s.cfg.ModelRoot, ChatTemplate: tmpl, ChatTemplateCaps: map[string]bool{},
+		IsSleeping: s.sleeping(c.Request().Context()),
 		Modalities: map[string]bool{"vision": false, "audio": false}, BuildInfo: "tandem-" + s.cfg.Version,
 	}
 	if ids := s.tok.EOS(); len(ids) > 0 {

@@ -40,6 +40,10 @@ var apiOperations = []apiOperation{
 	{"post", "/tokenize", "Text or chat messages to token ids", "TokenizeRequest", "TokenizeResponse", false},
 	{"post", "/detokenize", "Token ids to text", "DetokenizeRequest", "DetokenizeResponse", false},
 	{"get", "/tokenizer_info", "The tokenizer's configuration (with --enable-tokenizer-info-endpoint)", "", "Object", false},
+	{"post", "/sleep", "Put the engines to sleep (vLLM's sleep mode, with --enable-sleep-mode)", "", "Object", false},
+	{"post", "/wake_up", "Wake the engines (with --enable-sleep-mode)", "", "Object", false},
+	{"get", "/is_sleeping", "Whether an engine sleeps (with --enable-sleep-mode)", "", "Object", false},
+	{"post", "/release_kv_cache_memory", "Free the paused engines' KV caches (with --enable-sleep-mode)", "", "Object", false},
 	{"get", "/v1/sessions/{session_id}", "Which engine holds a session and what it caches", "", "Object", false},
 	{"delete", "/v1/sessions/{session_id}", "End a session and release its cache", "", "Object", false},
 	{"get", "/openapi.json", "This document", "", "Object", false},
@@ -137,7 +141,7 @@ func (s *Server) openAPIDocument() map[string]any {
 		ops = append(slices.Clip(ops), webUIOperations...)
 	}
 	for _, o := range ops {
-		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo {
+		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo || sleepPaths[o.path] && !s.cfg.EnableSleepMode {
 			continue
 		}
 		op := map[string]any{"summary": o.summary, "operationId": operationID(o)}

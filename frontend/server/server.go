@@ -77,6 +77,10 @@ type Config struct {
 	// ReturnTokensAsTokenIDs writes logprobs' tokens as "token_id:N"
 	// unless a request says otherwise (--return-tokens-as-token-ids).
 	ReturnTokensAsTokenIDs bool
+	// EnableSleepMode serves vLLM's sleep-mode endpoints (/sleep,
+	// /wake_up, /is_sleeping, /release_kv_cache_memory;
+	// --enable-sleep-mode).
+	EnableSleepMode bool
 	// EnableTokenizerInfo serves GET /tokenizer_info
 	// (--enable-tokenizer-info-endpoint).
 	EnableTokenizerInfo bool
@@ -205,8 +209,8 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.DELETE("/v1/responses/:id", s.deleteResponse)
 	e.POST("/v1/responses/:id/cancel", s.cancelResponse)
 	e.POST("/v1/decisions", s.createDecisions)
-	e.POST("/tokenize", s.tokenize)
-	e.POST("/detokenize", s.detokenize)
+	e.POST("/tokenize", s.waking(s.tokenize))
+	e.POST("/detokenize", s.waking(s.detokenize))
 	e.GET("/v1/sessions/:id", s.getSession)
 	e.DELETE("/v1/sessions/:id", s.deleteSession)
 	e.GET("/openapi.json", s.openAPI)
@@ -215,6 +219,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	if cfg.EnableTokenizerInfo {
 		e.GET("/tokenizer_info", s.tokenizerInfo)
 	}
+	s.sleepRoutes(e)
 	if !cfg.DisableWebUI {
 		s.mountWebUI()
 	}
