@@ -156,6 +156,14 @@ var spFields = []spField{
 		func(p *SamplingParams) bool { return !p.ReturnProgress },
 		func(e *enc, p *SamplingParams) { e.bool(true) },
 		func(d *dec, p *SamplingParams) (err error) { p.ReturnProgress, err = d.bool(); return err }},
+	{"_tandem_context_shift",
+		func(p *SamplingParams) bool { return p.ContextShift == nil },
+		func(e *enc, p *SamplingParams) { e.int(int64(*p.ContextShift)) },
+		func(d *dec, p *SamplingParams) error {
+			n, err := d.int()
+			p.ContextShift = &n
+			return err
+		}},
 	{"structured_outputs",
 		func(p *SamplingParams) bool { return p.StructuredOutputs == nil },
 		func(e *enc, p *SamplingParams) { p.StructuredOutputs.encode(e) },

@@ -81,7 +81,13 @@ type SamplingParams struct {
 	// with an output without tokens carrying PromptProgress (llama.cpp's
 	// return_progress).
 	ReturnProgress bool
-	ExtraArgs      map[string]any // "extra_args", default nil (from vllm_xargs)
+	// ContextShift ("_tandem_context_shift", default nil): llama.cpp's
+	// context shift. When the request's tokens reach max_model_len before
+	// max_tokens, the engine drops half of those after the first
+	// *ContextShift (n_keep) and recomputes the rest, instead of finishing
+	// with length; nil finishes.
+	ContextShift *int
+	ExtraArgs    map[string]any // "extra_args", default nil (from vllm_xargs)
 }
 
 // StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and

@@ -103,6 +103,15 @@ func TestRoundTrip(t *testing.T) {
 			}()},
 		},
 		{
+			name: "add with context shift", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
+				p := wire.DefaultSamplingParams()
+				keep := 5
+				p.ContextShift = &keep
+				return p
+			}()},
+		},
+		{
 			name: "add with allowed_token_ids and logprob_token_ids set but empty", typ: wire.MsgAdd,
 			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
 				p := wire.DefaultSamplingParams()

@@ -39,6 +39,8 @@ type Request struct {
 	numPrompt         int
 	numComputedTokens int // tokens whose K/V are in the cache
 	numCachedTokens   int // prompt tokens served by the prefix cache at first admission
+	numDropped        int // output tokens context shifts dropped (still counted as generated)
+	NumShifts         int // context shifts (Params.ContextShift)
 	admitted          bool
 	NumPreemptions    int
 }
@@ -83,7 +85,9 @@ func (r *Request) OutputTokenIDs() []int32 { return r.tokens[r.numPrompt:] }
 // NumCachedTokens is how many prompt tokens the prefix cache served.
 func (r *Request) NumCachedTokens() int { return r.numCachedTokens }
 
-func (r *Request) numOutput() int { return len(r.tokens) - r.numPrompt }
+// numOutput is how many tokens the request generated, those context
+// shifts dropped included.
+func (r *Request) numOutput() int { return len(r.tokens) - r.numPrompt + r.numDropped }
 
 // checkStop appends nothing; it decides whether the last sampled token ends
 // the request (vLLM's check_stop).
@@ -101,9 +105,29 @@ func (r *Request) checkStop(maxModelLen int) bool {
 			return true
 		}
 	}
-	if n >= r.Params.MaxTokens || len(r.tokens) >= maxModelLen {
+	if n >= r.Params.MaxTokens || len(r.tokens) >= maxModelLen && r.Params.ContextShift == nil {
 		r.FinishReason = wire.FinishLength
 		return true
 	}
 	return false
+}
+
+// shiftContext is llama.cpp's context shift on a request whose tokens
+// fill maxModelLen: it keeps the first n_keep (Params.ContextShift, at
+// most all but one), drops half of the rest after them and reports true;
+// the caller recomputes the KV cache of what is left. Dropped prompt
+// tokens shorten the prompt; dropped output tokens still count as
+// generated (max_tokens, min_tokens).
+func (r *Request) shiftContext(maxModelLen int) bool {
+	if r.Params.ContextShift == nil || len(r.tokens) < maxModelLen {
+		return false
+	}
+	keep := min(max(*r.Params.ContextShift, 0), len(r.tokens)-2)
+	drop := max((len(r.tokens)-keep)/2, 1)
+	fromPrompt := max(min(r.numPrompt, keep+drop)-keep, 0)
+	r.numPrompt -= fromPrompt
+	r.numDropped += drop - fromPrompt
+	r.tokens = slices.Delete(r.tokens, keep, keep+drop)
+	r.NumShifts++
+	return true
 }

@@ -313,11 +313,18 @@ func (s *Scheduler) PreemptAll() int {
 }
 
 func (s *Scheduler) preempt(r *Request) {
+	r.NumPreemptions++
+	s.numPreemptions++
+	s.requeue(r)
+}
+
+// requeue frees r's blocks and puts it back in the waiting queue (at its
+// place by priority and arrival), to recompute its tokens when admitted
+// again: a preemption, or a context shift's new sequence.
+func (s *Scheduler) requeue(r *Request) {
 	s.kv.Free(r.ID)
 	r.numComputedTokens = 0
 	r.Status = StatusPreempted
-	r.NumPreemptions++
-	s.numPreemptions++
 	s.running = slices.DeleteFunc(s.running, func(x *Request) bool { return x == r })
 	s.insertWaiting(r)
 }
@@ -336,7 +343,7 @@ func (s *Scheduler) Update(b *batch.Batch, res *batch.Result) []Output {
 		r.numComputedTokens = it.Start + it.Len
 		s.kv.Commit(r.ID, r.tokens, r.numComputedTokens)
 		if !it.Sample {
-			if r.Params.ReturnProgress && r.numComputedTokens < r.numPrompt {
+			if r.Params.ReturnProgress && r.NumShifts == 0 && r.numComputedTokens < r.numPrompt {
 				outs = append(outs, Output{Req: r, PromptProgress: r.numComputedTokens})
 			}
 			continue
@@ -353,6 +360,8 @@ func (s *Scheduler) Update(b *batch.Batch, res *batch.Result) []Output {
 		if r.checkStop(s.cfg.MaxModelLen) {
 			s.finish(r)
 			out.Finished = true
+		} else if r.shiftContext(s.cfg.MaxModelLen) {
+			s.requeue(r)
 		}
 		outs = append(outs, out)
 	}

@@ -18,7 +18,7 @@ import (
 //
 //	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [caching=false]
 //	init ... [long-prefill=0]
-//	add id=a prompt=10 [max=4] [min=0] [prio=0] [session=s] [salt=x] [prefix=p] [flow=f] [ignore-eos] [progress]
+//	add id=a prompt=10 [max=4] [min=0] [prio=0] [session=s] [salt=x] [prefix=p] [flow=f] [ignore-eos] [progress] [shift=n_keep]
 //	step [eos=a,b]        schedule, "execute" (sample token 7, or EOS 2 for listed ids), update
 //	abort a b
 //	state
@@ -74,6 +74,10 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		sp.MinTokens = num("min", 0)
 		_, sp.IgnoreEOS = args["ignore-eos"]
 		_, sp.ReturnProgress = args["progress"]
+		if _, ok := args["shift"]; ok {
+			keep := num("shift", 0)
+			sp.ContextShift = &keep
+		}
 		r := NewRequest(&wire.EngineCoreRequest{
 			RequestID: args["id"], PromptTokenIDs: prompt, SamplingParams: sp,
 			Priority: num("prio", 0), SessionID: args["session"], CacheSalt: args["salt"], FlowID: args["flow"],
@@ -110,7 +114,15 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 			}
 			sb.WriteString("\n")
 		}
+		shifts := map[*Request]int{}
+		for _, it := range b.Items {
+			r := h.s.Get(it.RequestID)
+			shifts[r] = r.NumShifts
+		}
 		for _, o := range h.s.Update(b, res) {
+			if r := o.Req; r.NumShifts > shifts[r] {
+				fmt.Fprintf(&sb, "  shifted %s: tokens %v (prompt %d, generated %d)\n", r.ID, r.tokens, r.numPrompt, r.numOutput())
+			}
 			if o.PromptProgress > 0 || (len(o.NewTokens) == 0 && !o.Finished) {
 				fmt.Fprintf(&sb, "  progress %s: %d of %d, %d tokens\n", o.Req.ID, o.PromptProgress, len(o.Req.PromptTokenIDs()), len(o.NewTokens))
 			}

@@ -85,7 +85,7 @@ func (s *Settings) Generation(nCtx int, model string, bias []BiasEntry) Generati
 		RepeatPenalty: s.RepeatPenalty, PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty,
 		DRYBase: 1.75, DRYAllowedLength: 2, DRYPenaltyLastN: -1, DRYSequenceBreakers: []string{"\n", ":", "\"", "*"},
 		MirostatTau: 5, MirostatEta: 0.1, AdaptiveTarget: -1, AdaptiveDecay: 0.9, Stop: stop, MaxTokens: s.NPredict,
-		NPredict: s.NPredict, IgnoreEOS: s.IgnoreEOS, Stream: s.Stream, LogitBias: bias, NProbs: s.NProbs,
+		NPredict: s.NPredict, NKeep: s.NKeep, IgnoreEOS: s.IgnoreEOS, Stream: s.Stream, LogitBias: bias, NProbs: s.NProbs,
 		MinKeep: s.MinKeep, Grammar: s.Grammar, Samplers: s.Samplers, TimingsPerToken: s.TimingsPerToken,
 		PostSamplingProbs: s.PostSamplingProbs, Lora: []struct{}{}, SpeculativeNMax: 16, SpeculativePMin: 0.75,
 		ChatFormat: "Content-only", ReasoningFormat: "none", GrammarTriggers: []struct{}{}, PreservedTokens: []int32{},

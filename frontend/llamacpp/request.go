@@ -53,7 +53,7 @@ type CompletionRequest struct {
 	XTCProbability   float64  `json:"xtc_probability"`   // off: 0
 	DRYMultiplier    float64  `json:"dry_multiplier"`    // off: 0
 	TopNSigma        *float64 `json:"top_n_sigma"`       // off: < 0
-	NKeep            int      `json:"n_keep"`            // context shift: Tandem never shifts
+	NKeep            int      `json:"n_keep"`            // context shift (--context-shift): prompt tokens kept after BOS; -1 = all
 	NIndent          int      `json:"n_indent"`          // off: 0
 	TMaxPredictMS    int64    `json:"t_max_predict_ms"`  // off: 0
 	Lora             []any    `json:"lora"`              // off: empty

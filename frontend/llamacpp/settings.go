@@ -33,6 +33,7 @@ type Settings struct {
 	Grammar           string
 	JSONSchema        []byte
 	IDSlot            int
+	NKeep             int // context shift: prompt tokens kept (after BOS); -1 = all
 }
 
 // DefaultSamplers is llama.cpp's sampler chain, reported in
@@ -53,7 +54,7 @@ func (r *CompletionRequest) Resolve() (Settings, *openai.Error) {
 		FrequencyPenalty: r.FrequencyPenalty, Stop: r.Stop, IgnoreEOS: r.IgnoreEOS, NProbs: r.NProbs,
 		PostSamplingProbs: r.PostSamplingProbs, MinKeep: r.MinKeep, Samplers: r.Samplers, Stream: r.Stream, NCmpl: 1,
 		CachePrompt: true, TimingsPerToken: r.TimingsPerToken, ReturnTokens: r.ReturnTokens,
-		ReturnProgress: r.ReturnProgress, Grammar: r.Grammar, IDSlot: -1}
+		ReturnProgress: r.ReturnProgress, Grammar: r.Grammar, IDSlot: -1, NKeep: r.NKeep}
 	for _, n := range []*int{r.MaxCompletionTokens, r.MaxTokens, r.NPredict} { // n_predict wins over its aliases
 		if n != nil {
 			s.NPredict = *n

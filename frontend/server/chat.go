@@ -55,6 +55,7 @@ func (s *Server) chat(c echo.Context) error {
 		sp.StructuredOutputs = tools.Constraint
 	}
 	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.UseBeamSearch // llama.cpp's prompt_progress chunks
+	sp.ContextShift = s.contextShift(prompt, 0)
 	auto := s.autoTools(tools)
 	skipSpecial := req.SkipSpecial()
 	if auto != nil && auto.KeepSpecial && req.SkipSpecialTokens == nil {

@@ -63,6 +63,7 @@ func (s *Server) completions(c echo.Context) error {
 			return writeError(c, e)
 		}
 		sp.PromptLogprobs = completionPromptLogprobs(&req)
+		sp.ContextShift = s.contextShift(p, 0)
 		gens = append(gens, &genRequest{
 			internalID:  fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)),
 			externalID:  fmt.Sprintf("%s-%d", id, i),

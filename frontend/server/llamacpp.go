@@ -85,7 +85,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 		}
 		rest := s.cfg.MaxModelLen - len(p)
 		maxTokens := set.NPredict
-		if maxTokens < 0 || maxTokens > rest {
+		if maxTokens < 0 || maxTokens > rest && !s.cfg.ContextShift { // with a context shift only n_predict ends it
 			maxTokens = rest
 		}
 		if maxTokens == 0 { // evaluate the prompt into the cache; the one token is not returned
@@ -96,6 +96,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 			return writeError(c, e)
 		}
 		sp.ReturnProgress = set.ReturnProgress && set.Stream // the engine reports each prefill step
+		sp.ContextShift = s.contextShift(p, set.NKeep)
 		gens = append(gens, &genRequest{
 			internalID: fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)), externalID: fmt.Sprintf("%s-%d", id, i),
 			prompt: p, params: sp, n: set.NCmpl, firstIndex: i * set.NCmpl, sessionID: cm.sessionID, source: cm.source,

@@ -167,7 +167,7 @@ func (s *Server) checkLength(numPrompt int, maxTokens int, set bool) (int, *open
 	}
 	if !set {
 		maxTokens = s.cfg.MaxModelLen - numPrompt
-	} else if numPrompt+maxTokens > s.cfg.MaxModelLen {
+	} else if numPrompt+maxTokens > s.cfg.MaxModelLen && !s.cfg.ContextShift {
 		return 0, openai.MaxTokensTooLarge(maxTokens, numPrompt, s.cfg.MaxModelLen)
 	}
 	if bs := s.cfg.BlockSize; bs > 0 && s.cfg.NumBlocks > 0 {
@@ -176,6 +176,23 @@ func (s *Server) checkLength(numPrompt int, maxTokens int, set bool) (int, *open
 		}
 	}
 	return maxTokens, nil
+}
+
+// contextShift is the engine's _tandem_context_shift for prompt: nil
+// without --context-shift, else the tokens a shift keeps, llama-server's
+// n_keep: the BOS token and nKeep more (-1: the whole prompt).
+func (s *Server) contextShift(prompt []int32, nKeep int) *int {
+	if !s.cfg.ContextShift {
+		return nil
+	}
+	keep := len(prompt)
+	if nKeep >= 0 {
+		keep = nKeep
+		if bos, ok := s.tok.BOS(); ok && len(prompt) > 0 && prompt[0] == bos {
+			keep++
+		}
+	}
+	return &keep
 }
 
 // samplingParams maps the request's fields to the engine's parameters.

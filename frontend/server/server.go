@@ -77,6 +77,10 @@ type Config struct {
 	// ReturnTokensAsTokenIDs writes logprobs' tokens as "token_id:N"
 	// unless a request says otherwise (--return-tokens-as-token-ids).
 	ReturnTokensAsTokenIDs bool
+	// ContextShift lets generation go on past max_model_len: the engine
+	// drops half of a request's tokens after its first n_keep and
+	// recomputes the rest, as llama-server's --context-shift.
+	ContextShift bool
 	// EnableSleepMode serves vLLM's sleep-mode endpoints (/sleep,
 	// /wake_up, /is_sleeping, /release_kv_cache_memory;
 	// --enable-sleep-mode).

@@ -59,6 +59,10 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--no-slots"]
     if getattr(self, "no_ui", False):
         args += ["--disable-web-ui"]
+    if self.enable_ctx_shift:
+        args += ["--context-shift"]
+    if getattr(self, "sleep_idle_seconds", None) is not None and self.sleep_idle_seconds > 0:
+        args += ["--sleep-idle-seconds", str(self.sleep_idle_seconds)]
     template = _template_file(self.chat_template_file) or _template_file(self.chat_template)
     if template:
         args += ["--chat-template", template]
@@ -67,7 +71,7 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
     elif self.chat_template_file:
         print(f"[tandem] llama.cpp chat template {self.chat_template_file!r} not found; model's own used")
     ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "model_draft",
-                                             "enable_ctx_shift", "n_predict", "temperature", "reasoning_format",
+                                             "n_predict", "temperature", "reasoning_format",
                                              "slot_save_path", "pooling", "mmproj_url", "models_dir")
                if getattr(self, k, None)}
     if ignored:
