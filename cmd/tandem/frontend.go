@@ -77,6 +77,7 @@ type apiFlags struct {
 	tokenizerInfo     bool
 	sleepMode         bool
 	contextShift      bool
+	corsProxy         bool
 	perRequestMetrics bool
 	rootPath          string
 	// promptTokensDetails is vLLM's --enable-prompt-tokens-details,
@@ -103,6 +104,8 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.tokensAsIDs, "return-tokens-as-token-ids", false, `write logprobs' tokens as "token_id:N" unless a request sets return_tokens_as_token_ids`)
 	fs.BoolVar(&a.tokenizerInfo, "enable-tokenizer-info-endpoint", false, "serve GET /tokenizer_info (the tokenizer's configuration and chat template)")
 	fs.BoolVar(&a.contextShift, "context-shift", false, "llama-server's context shift: a request may ask for more tokens than max-model-len leaves; when its context is full the engine drops half of the tokens after its first n_keep (a request field, default 0, after BOS) and goes on (docs/api.md#context-shift)")
+	fs.BoolVar(&a.corsProxy, "webui-mcp-proxy", false, "llama-server's CORS proxy for web pages that call MCP servers: GET and POST /cors-proxy?url=TARGET forward to TARGET with only the x-llama-server-proxy-header-* headers (behind --api-key; reaches any host this server can, so turn it on only for trusted callers)")
+	fs.BoolVar(&a.corsProxy, "ui-mcp-proxy", false, "alias of --webui-mcp-proxy")
 	fs.BoolVar(&a.sleepMode, "enable-sleep-mode", false, "serve vLLM's sleep-mode endpoints: POST /sleep?level=&mode=, POST /wake_up?tags=, GET /is_sleeping, POST /release_kv_cache_memory (docs/api.md#sleep-mode)")
 	fs.BoolVar(&a.perRequestMetrics, "enable-per-request-metrics", false, `add "metrics" (queue time, time to first token, mean ITL, tokens/s) to one-sequence responses and to a stream's usage chunk`)
 	fs.StringVar(&a.rootPath, "root-path", "", "the path `prefix` a proxy serves this server under: stripped from request paths, and the OpenAPI document's server URL")
@@ -172,7 +175,7 @@ func names(v string) []string {
 func (a *apiFlags) apply(cfg *server.Config) {
 	cfg.ForceIncludeUsage, cfg.ReturnTokensAsTokenIDs = a.forceIncludeUsage, a.tokensAsIDs
 	cfg.EnableTokenizerInfo, cfg.EnablePerRequestMetrics, cfg.RootPath = a.tokenizerInfo, a.perRequestMetrics, a.rootPath
-	cfg.EnableSleepMode, cfg.ContextShift = a.sleepMode, a.contextShift
+	cfg.EnableSleepMode, cfg.ContextShift, cfg.CORSProxy = a.sleepMode, a.contextShift, a.corsProxy
 	cfg.DisableSlots = a.noSlots
 	cfg.ModelAliases, cfg.ModelTags, cfg.AcceptAnyModel, cfg.Reasoning = names(a.alias), names(a.tags), a.acceptAnyModel, a.reasoning
 	origins := a.allowedOrigins

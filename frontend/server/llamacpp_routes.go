@@ -19,6 +19,8 @@ func (s *Server) mountLlamaCpp(e *echo.Echo) {
 	e.POST("/infill", s.infill)
 	e.POST("/apply-template", s.waking(s.applyTemplate))
 	e.GET("/props", s.props)
+	e.GET("/cors-proxy", s.corsProxy)
+	e.POST("/cors-proxy", s.corsProxy)
 	e.GET("/slots", s.slots)
 	e.GET("/v1/health", s.health)
 	e.GET("/models", s.models)
@@ -115,6 +117,7 @@ type propsBody struct {
 	Modalities                map[string]bool `json:"modalities"`
 	BuildInfo                 string          `json:"build_info"`
 	IsSleeping                bool            `json:"is_sleeping"`
+	CORSProxyEnabled          bool            `json:"cors_proxy_enabled"`
 	EOSToken                  string          `json:"eos_token"`
 	BOSToken                  string          `json:"bos_token"`
 }
@@ -153,7 +156,7 @@ func (s *Server) props(c echo.Context) error {
 		DefaultGenerationSettings: defaultSettings{IDTask: -1, NCtx: s.cfg.MaxModelLen, IsProcessing: busy,
 			Params: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, nil)},
 		TotalSlots: slots, ModelPath: s.cfg.ModelRoot, ChatTemplate: tmpl, ChatTemplateCaps: map[string]bool{},
-		IsSleeping: s.sleeping(c.Request().Context()),
+		IsSleeping: s.sleeping(c.Request().Context()), CORSProxyEnabled: s.cfg.CORSProxy,
 		Modalities: map[string]bool{"vision": false, "audio": false}, BuildInfo: "tandem-" + s.cfg.Version,
 	}
 	if ids := s.tok.EOS(); len(ids) > 0 {

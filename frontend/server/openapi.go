@@ -54,6 +54,8 @@ var apiOperations = []apiOperation{
 	{"post", "/apply-template", "Chat messages rendered by the chat template (llama.cpp)", "ChatCompletionRequest", "Object", false},
 	{"get", "/props", "Server properties and default generation settings (llama.cpp)", "", "Object", false},
 	{"get", "/slots", "The engines' sequence slots (llama.cpp)", "", "Object", false},
+	{"get", "/cors-proxy", "Forward a GET to the url parameter (llama.cpp's MCP proxy, with --webui-mcp-proxy)", "", "", false},
+	{"post", "/cors-proxy", "Forward a POST to the url parameter (with --webui-mcp-proxy)", "", "", false},
 	{"get", "/v1/health", "As /health (llama.cpp)", "", "", false},
 	{"get", "/models", "As /v1/models (llama.cpp)", "", "ModelList", false},
 	{"post", "/chat/completions", "As /v1/chat/completions (llama.cpp)", "ChatCompletionRequest", "ChatCompletion", true},

@@ -77,6 +77,9 @@ type Config struct {
 	// ReturnTokensAsTokenIDs writes logprobs' tokens as "token_id:N"
 	// unless a request says otherwise (--return-tokens-as-token-ids).
 	ReturnTokensAsTokenIDs bool
+	// CORSProxy serves GET and POST /cors-proxy?url= (llama-server's
+	// --webui-mcp-proxy); off, the route answers 403.
+	CORSProxy bool
 	// ContextShift lets generation go on past max_model_len: the engine
 	// drops half of a request's tokens after its first n_keep and
 	// recomputes the rest, as llama-server's --context-shift.

@@ -33,11 +33,11 @@ def serve_flags() -> dict[str, bool]:
     out = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True).stdout
     flags: dict[str, bool] = {}
     for line in out.splitlines():
-        m = re.match(r"\s+(--[a-z0-9-]+)(?:, (--no-[a-z0-9-]+))?( [A-Z_]+)?", line)
-        if m:
+        m = re.match(r"\s+(--[a-z0-9-]+)(?:, (--[a-z0-9-]+))?( [A-Z_]+)?", line)
+        if m:  # a second name is the --no- form, or an alias
             flags[m.group(1)] = bool(m.group(3))
             if m.group(2):
-                flags[m.group(2)] = False
+                flags[m.group(2)] = bool(m.group(3)) and not m.group(2).startswith("--no-")
     return flags
 
 

@@ -59,6 +59,8 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--no-slots"]
     if getattr(self, "no_ui", False):
         args += ["--disable-web-ui"]
+    if getattr(self, "ui_mcp_proxy", False):
+        args += ["--webui-mcp-proxy"]
     if self.enable_ctx_shift:
         args += ["--context-shift"]
     if getattr(self, "sleep_idle_seconds", None) is not None and self.sleep_idle_seconds > 0:
