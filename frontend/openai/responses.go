@@ -220,9 +220,6 @@ func (r *ResponsesRequest) Validate() *Error {
 	if r.Background && !r.Stored() {
 		return BadRequest("background", "background can only be used when `store` is true")
 	}
-	if r.Background && r.Stream {
-		return BadRequest("background", "background with stream is not supported yet; poll GET /v1/responses/{id} instead.")
-	}
 	if len(r.Conversation) > 0 && string(r.Conversation) != "null" {
 		return BadRequest("conversation", "'conversation' is not supported; use 'previous_response_id'.")
 	}

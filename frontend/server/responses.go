@@ -21,6 +21,7 @@ type responseCall struct {
 	history   []responses.Message // the stored conversation it continues
 	input     []responses.Message // this request's input messages
 	store     bool
+	stream    bool   // a background response streams (into an event log)
 	logprobs  bool   // output_text carries logprobs (top_logprobs set)
 	timings   bool   // llama.cpp's timings_per_token: timings on a stream's text deltas and its end
 	owner     string // the caller's tenant, stored with the response
@@ -128,6 +129,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	call.rawMessages, call.promptText, call.prompt = req.EnableResponseMessages, text, prompt
 	gens := []*genRequest{g}
 	if req.Background {
+		call.stream = req.Stream
 		return s.startBackground(c, gens, call)
 	}
 	if req.Stream {
@@ -320,9 +322,20 @@ func (s *Server) getResponse(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
+	stream, after, e := streamQuery(c)
+	if e != nil {
+		return writeError(c, e)
+	}
 	entry, ok := s.store.Get(id)
 	if !ok || entry.Owner != tenantOf(c) { // another tenant's: as unknown
 		return writeError(c, openai.NotFound("response_id", "Response with id '%s' not found.", id))
+	}
+	if stream {
+		l, ok := s.eventLogs.get(id)
+		if !ok { // vLLM's answer for a response it has no events of
+			return writeError(c, openai.BadRequest("response_id", "Unknown response_id: %s", id))
+		}
+		return replay(c, l, after)
 	}
 	return c.JSON(http.StatusOK, entry.Response)
 }
@@ -339,6 +352,7 @@ func (s *Server) deleteResponse(c echo.Context) error {
 	if cancel, ok := s.background.Load(id); ok { // a background response still generating stops
 		cancel.(context.CancelFunc)()
 	}
+	s.eventLogs.remove(id)
 	return c.JSON(http.StatusOK, openai.ResponseDeleted{ID: id, Object: openai.ObjectResponseDeleted, Deleted: true})
 }
 

@@ -34,6 +34,9 @@ func (s *Server) startBackground(c echo.Context, gens []*genRequest, call *respo
 	s.store.Put(responses.Entry{Response: call.resp, Messages: msgs, Owner: call.owner}, len(call.input))
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.Request().Context()))
 	s.background.Store(id, cancel)
+	if call.stream {
+		return s.streamBackground(c, ctx, cancel, gens, call)
+	}
 	queued := call.resp
 	go func() {
 		defer func() {
@@ -41,20 +44,23 @@ func (s *Server) startBackground(c echo.Context, gens []*genRequest, call *respo
 			cancel()
 		}()
 		s.setStatus(id, openai.ResponseStatusInProgress, nil)
-		err := s.generateResponse(ctx, gens, call)
-		switch {
-		case err == nil, ctx.Err() != nil: // done, or cancelled (cancelResponse set the status)
-		default:
-			msg := err.Error()
-			var oe *openai.Error
-			if errors.As(err, &oe) {
-				msg = oe.Message
-			}
-			s.log.Warn("background response failed", "response_id", id, "err", err)
-			s.setStatus(id, openai.ResponseStatusFailed, &openai.ResponseError{Code: "server_error", Message: msg})
+		// done, or cancelled (cancelResponse set the status)
+		if err := s.generateResponse(ctx, gens, call); err != nil && ctx.Err() == nil {
+			s.failBackground(id, err)
 		}
 	}()
 	return c.JSON(http.StatusOK, queued)
+}
+
+// failBackground marks a background response failed with err.
+func (s *Server) failBackground(id string, err error) {
+	msg := err.Error()
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		msg = oe.Message
+	}
+	s.log.Warn("background response failed", "response_id", id, "err", err)
+	s.setStatus(id, openai.ResponseStatusFailed, &openai.ResponseError{Code: "server_error", Message: msg})
 }
 
 // setStatus moves a running background response to status (with err for

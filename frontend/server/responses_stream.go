@@ -1,15 +1,23 @@
 package server
 
 import (
+	"context"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
 )
 
+// eventSink takes a stream's named events: the HTTP response (sse) or
+// a streamed background response's log (eventLog).
+type eventSink interface {
+	sendEvent(name string, v any) error
+}
+
 // responseStream writes the Responses API's streaming events with
 // increasing sequence numbers.
 type responseStream struct {
-	out *sse
+	out eventSink
 	seq int // next sequence number
 	// decorate, when set, adds to an output item's event (llama.cpp's
 	// timings on text deltas).
@@ -40,7 +48,15 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 		return writeError(c, engineError(err))
 	}
 	defer cancel()
-	w := &responseStream{out: &sse{c: c}}
+	s.sendResponse(ctx, events, gens, call, &sse{c: c})
+	return nil
+}
+
+// sendResponse streams a started response's events to sink until it
+// ends, the context ends, or sink fails; it returns the engine's error
+// (which it sent as an `error` event), if any.
+func (s *Server) sendResponse(ctx context.Context, events <-chan choiceEvent, gens []*genRequest, call *responseCall, sink eventSink) error {
+	w := &responseStream{out: sink}
 	if w.lifecycle("response.created", call.resp) != nil || w.lifecycle("response.in_progress", call.resp) != nil {
 		return nil
 	}
@@ -56,7 +72,7 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 		select {
 		case ev = <-events:
 		case <-ctx.Done():
-			return nil // the client left; cancel aborts the request
+			return nil // the client left (or a cancel); cancel aborts the request
 		}
 		if ev.err != nil {
 			e := engineError(ev.err)
@@ -65,7 +81,7 @@ func (s *Server) streamResponse(c echo.Context, gens []*genRequest, call *respon
 				code = sc
 			}
 			_ = w.out.sendEvent("error", openai.ResponseErrorEvent{Type: "error", SequenceNumber: w.next(), Code: &code, Message: e.Message, Param: e.Param})
-			return nil
+			return e
 		}
 		r.numTokens += len(ev.tokenIDs)
 		call.outTokens = append(call.outTokens, ev.tokenIDs...)

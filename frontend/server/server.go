@@ -155,7 +155,8 @@ type Server struct {
 	// the process as the card's created time is.
 	permissionID string
 	store        *responses.Store
-	background   sync.Map // response id → context.CancelFunc of a background response still generating
+	background   sync.Map  // response id → context.CancelFunc of a background response still generating
+	eventLogs    eventLogs // streamed background responses' events (responses_events.go)
 	labelsOnce   sync.Once
 	labels       *decisionLabels // the decision labels' token ids (labelIDs)
 	keys         []apiKey        // cfg.APIKey and cfg.APIKeys as digests, compared in constant time

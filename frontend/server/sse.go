@@ -85,6 +85,18 @@ func (s *sse) sendEvent(name string, v any) error {
 	return nil
 }
 
+// writeRawEvent writes one named event whose JSON is data, without
+// flushing it.
+func (s *sse) writeRawEvent(name string, data []byte) error {
+	s.start()
+	b := append(s.buf[:0], "event: "...)
+	b = append(append(b, name...), '\n')
+	b = append(append(append(b, "data: "...), data...), '\n', '\n')
+	s.buf = b
+	_, err := s.c.Response().Write(b)
+	return err
+}
+
 // writeEvent writes one named event without flushing it.
 func (s *sse) writeEvent(name string, v any) error {
 	s.start()
