@@ -109,6 +109,9 @@ func TestBackgroundErrors(t *testing.T) {
 		t.Errorf("background without store: %d %s", code, body)
 	}
 	code, body = do(t, ts, http.MethodPost, "/v1/responses", `{"input":"x"}`, nil)
+	if code != http.StatusOK {
+		t.Fatalf("a stored response: %d %s", code, body)
+	}
 	id := decodeResponse(t, body).ID
 	for _, tc := range []struct{ query, param string }{
 		{"?stream=true", "response_id"}, // stored, but not a streamed background response
