@@ -290,6 +290,22 @@ def responses_stream():
 
 
 @check
+def responses_background_stream():
+    # background with stream (vLLM's event store): the create call streams
+    # the events; retrieve(stream=True, starting_after=N) replays the rest.
+    c = client()
+    evs = list(c.responses.create(model="dummy", input="Hi", max_output_tokens=4, background=True, stream=True))
+    expect(evs[0].type == "response.created" and evs[0].response.background, evs[0])
+    expect(evs[-1].type in ("response.completed", "response.incomplete"), evs[-1].type)
+    rid = evs[0].response.id
+    again = list(c.responses.retrieve(rid, stream=True, starting_after=1))
+    expect([e.sequence_number for e in again] == [e.sequence_number for e in evs[2:]], "replayed sequence numbers")
+    expect([e.type for e in again] == [e.type for e in evs[2:]], "replayed types")
+    got = c.responses.retrieve(rid)
+    expect(got.status in ("completed", "incomplete") and got.background, got.status)
+
+
+@check
 def error_400_param():
     try:
         chat(client(), temperature=-1)
