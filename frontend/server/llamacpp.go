@@ -168,8 +168,13 @@ func (s *Server) streamNative(c echo.Context, nat *nativeRun, events <-chan choi
 		finished := nat.observe(&ev, s)
 		r := nat.results[ev.index]
 		for _, p := range nat.progress(&ev) {
-			if err := out.write(llamacpp.Partial{Index: ev.index, Tokens: []int32{}, IDSlot: nat.set.IDSlot,
-				TokensPredicted: r.numTokens, TokensEvaluated: len(nat.prompt(ev.index)), Progress: &p}); err != nil {
+			partial := llamacpp.Partial{Index: ev.index, Tokens: []int32{}, IDSlot: nat.set.IDSlot,
+				TokensPredicted: r.numTokens, TokensEvaluated: len(nat.prompt(ev.index)), Progress: &p}
+			if nat.set.TimingsPerToken {
+				t := r.progress.timings(p)
+				partial.Timings = &t
+			}
+			if err := out.write(partial); err != nil {
 				return nil
 			}
 		}
@@ -285,6 +290,14 @@ func (n *nativeRun) progress(ev *choiceEvent) []llamacpp.Progress {
 // cached count. time_ms runs from the request's arrival.
 type promptProgress struct {
 	started, done bool
+	firstMS       float64 // the first report's time_ms: the prompt's clock starts there
+}
+
+// timings are llama.cpp's timings of a report (timings_per_token): the
+// prompt tokens computed so far past the cache, over the time since the
+// first report; nothing generated yet.
+func (p *promptProgress) timings(r llamacpp.Progress) llamacpp.Timings {
+	return llamacpp.NewTimings(r.Cache, max(r.Processed-r.Cache, 0), max(r.TimeMS-p.firstMS, 0), 0, 0)
 }
 
 // next are the reports to send before ev, in order; none for most events.
@@ -306,7 +319,9 @@ func (p *promptProgress) next(ev *choiceEvent, total, cached int, start time.Tim
 	var out []llamacpp.Progress
 	if !p.started {
 		p.started = true
-		out = append(out, report(cached))
+		first := report(cached)
+		p.firstMS = first.TimeMS
+		out = append(out, first)
 	}
 	return append(out, report(processed))
 }

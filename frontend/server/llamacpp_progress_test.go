@@ -85,6 +85,34 @@ func TestNativeReturnProgress(t *testing.T) {
 			t.Errorf("%s: %d %s", body, code, resp)
 		}
 	}
+
+	// With timings_per_token every progress partial carries timings too
+	// (llama.cpp's test_metrics_timings_on_prompt_progress): the first,
+	// before any prompt token is computed, all zero; then prompt_n counts
+	// the tokens computed past the cache, and prompt_ms never goes back.
+	code, body = do(t, ts, "POST", "/completion", `{"prompt": "`+prompt+`", "n_predict": 2, "stream": true, "return_progress": true, "timings_per_token": true}`, nil)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var promptN []float64
+	lastMS := 0.0
+	for _, ev := range events(body) {
+		if _, ok := ev["prompt_progress"]; !ok {
+			continue
+		}
+		tm, ok := ev["timings"].(map[string]any)
+		if !ok {
+			t.Fatalf("a progress partial without timings: %v", ev)
+		}
+		if tm["predicted_n"] != 0.0 || tm["predicted_ms"] != 0.0 || tm["prompt_ms"].(float64) < lastMS {
+			t.Errorf("progress timings %v", tm)
+		}
+		lastMS = tm["prompt_ms"].(float64)
+		promptN = append(promptN, tm["prompt_n"].(float64))
+	}
+	if len(promptN) != 4 || promptN[0] != 0 || promptN[1] != 8 || promptN[2] != 24 || promptN[3] != total-8 {
+		t.Errorf("progress prompt_n %v, want [0 8 24 %v]", promptN, total-8)
+	}
 }
 
 // TestResponsesLlamaTelemetry: llama.cpp's telemetry on a Responses
