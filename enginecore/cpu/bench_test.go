@@ -37,7 +37,9 @@ var smolLM2 = sync.OnceValues(func() (model.Config, *model.Weights) {
 
 // BenchmarkSmolLM2Shape times the SmolLM2-135M-shaped Q4_1 model at 1 and
 // 2 threads: decode steps of batch 1 and 16 at context 128, and a
-// 128-token prefill, for comparison with llama.cpp (llama-bench tg/pp).
+// 128-token prefill at int8 (llama.cpp's arithmetic) and as the default
+// precision computes prompts (prefill-prompt), for comparison with
+// llama.cpp (llama-bench tg/pp).
 func BenchmarkSmolLM2Shape(b *testing.B) {
 	cfg, w := smolLM2()
 	benchSteps(b, cfg, w, []int{1, 2})
@@ -104,6 +106,13 @@ func benchSteps(b *testing.B, cfg model.Config, w *model.Weights, threads []int)
 		h.add(step, &seqState{}, prompt(ctxLen, 1), true)
 		return step
 	}
+	// prompt: the same prefill as the default --cpu-precision computes
+	// a prompt (every token precise, ~15 bits).
+	prefillPrompt := func(h *harness) *runner.Step {
+		step := prefill(h)
+		step.Seqs[0].PromptLen = ctxLen
+		return step
+	}
 	tests := []struct {
 		name  string
 		setup func(*harness) *runner.Step
@@ -111,6 +120,7 @@ func benchSteps(b *testing.B, cfg model.Config, w *model.Weights, threads []int)
 		{"decode/batch=1", decode(1)},
 		{"decode/batch=16", decode(16)},
 		{"prefill/tokens=128", prefill},
+		{"prefill-prompt/tokens=128", prefillPrompt},
 	}
 	for _, th := range threads {
 		for _, tt := range tests {

@@ -107,7 +107,9 @@ func softmaxRow(s []float32, cnt int, m *float32, l, acc []float32) {
 	}
 	bm := s[0]
 	for _, v := range s[1:cnt] {
-		bm = max(bm, v)
+		if v > bm { // not max: scores are never NaN, and max's NaN and ±0 rules cost
+			bm = v
+		}
 	}
 	if bm > *m+SoftmaxSlack {
 		f := float32(math.Exp(float64(*m - bm)))
@@ -115,7 +117,7 @@ func softmaxRow(s []float32, cnt int, m *float32, l, acc []float32) {
 		Scale(l, f)
 		*m = bm
 	}
-	expShift(s, *m) // lanes past cnt hold other positions' (or stale) scores
+	expBlock(s, *m) // lanes past cnt hold other positions' (or stale) scores
 	clear(s[cnt:])
 	for i, v := range s {
 		l[i] += v

@@ -22,6 +22,7 @@ func residualRowSIMD(r, x []float32, q []int8, d []float32) bool { return false 
 func dot(a, b []float32) float32                         { return dotGo(a, b) }
 func addScaled(y []float32, s float32, x []float32)      { addScaledGo(y, s, x) }
 func expShift(x []float32, m float32) float32            { return expShiftGo(x, m) }
+func expBlock(x []float32, m float32)                    { expShiftGo(x, m) }
 func siluMul(gate, up []float32)                         { siluMulGo(gate, up) }
 func dotCols(out, q, k []float32, stride int, s float32) { dotColsGo(out, q, k, stride, s) }
 func addRows(y, w, v []float32, stride int)              { addRowsGo(y, w, v, stride) }

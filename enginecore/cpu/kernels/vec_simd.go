@@ -51,6 +51,17 @@ func expShift(x []float32, m float32) float32 {
 	return expShiftGo(x, m)
 }
 
+// expBlock is expShift without the sum: a block's 16 scores at the
+// AVX-512 level are one exp16, as expShift512 computes them.
+func expBlock(x []float32, m float32) {
+	if level.vec() == levelAVX512 && len(x) == 16 {
+		xx := (*[16]float32)(x)
+		exp16(archsimd.LoadFloat32x16(xx).Sub(archsimd.BroadcastFloat32x16(m))).Store(xx)
+		return
+	}
+	expShift(x, m)
+}
+
 func siluMul(gate, up []float32) {
 	switch level.vec() {
 	case levelAVX512:
