@@ -28,6 +28,7 @@ func (s *Server) mountLlamaCpp(e *echo.Echo) {
 	e.POST("/responses", s.createResponse)
 	e.POST("/chat/completions/input_tokens", s.waking(s.chatInputTokens))
 	e.POST("/v1/chat/completions/input_tokens", s.waking(s.chatInputTokens))
+	s.mountStreams(e)
 }
 
 // chatInputTokens serves POST /v1/chat/completions/input_tokens (and

@@ -156,7 +156,8 @@ type Server struct {
 	permissionID string
 	store        *responses.Store
 	background   sync.Map  // response id → context.CancelFunc of a background response still generating
-	eventLogs    eventLogs // streamed background responses' events (responses_events.go)
+	eventLogs    eventLogs      // streamed background responses' events (responses_events.go)
+	streams      streamSessions // llama-server's resumable streams by conversation id (streams.go)
 	labelsOnce   sync.Once
 	labels       *decisionLabels // the decision labels' token ids (labelIDs)
 	keys         []apiKey        // cfg.APIKey and cfg.APIKeys as digests, compared in constant time
