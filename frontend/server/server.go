@@ -155,7 +155,7 @@ type Server struct {
 	// the process as the card's created time is.
 	permissionID string
 	store        *responses.Store
-	background   sync.Map  // response id → context.CancelFunc of a background response still generating
+	background   sync.Map       // response id → context.CancelFunc of a background response still generating
 	eventLogs    eventLogs      // streamed background responses' events (responses_events.go)
 	streams      streamSessions // llama-server's resumable streams by conversation id (streams.go)
 	labelsOnce   sync.Once
