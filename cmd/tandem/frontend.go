@@ -22,6 +22,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/router"
 	"github.com/tandem-llm/tandem/frontend/server"
+	"github.com/tandem-llm/tandem/frontend/servertools"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 )
 
@@ -97,6 +98,13 @@ type apiFlags struct {
 	allowCredentials                                            bool
 	verbose                                                     bool // llama-server's --verbose: __verbose on chat answers
 	prefillAssistant                                            bool
+	// originsSet: --allowed-origins or --cors-origins was given, so
+	// --tools does not narrow CORS to localhost.
+	originsSet bool
+	// builtinTools and toolsRuntime are llama-server's --tools and
+	// --tools-runtime; toolSet is what they build (check).
+	builtinTools, toolsRuntime string
+	toolSet                    *servertools.Set
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -123,6 +131,9 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.allowedHeaders, "allowed-headers", "*", "CORS request `headers`, a JSON list or comma-separated; * = whatever the preflight asks for")
 	fs.BoolVar(&a.verbose, "verbose", false, "llama-server's flag: add __verbose (the rendered prompt, the answer and their token counts) to every non-streamed chat answer, as a request's verbose: true does")
 	fs.BoolVar(&a.prefillAssistant, "prefill-assistant", false, "continue a chat's final assistant message instead of answering after it, as llama-server does by default, unless the request sets continue_final_message or add_generation_prompt (default: a new turn, as vLLM)")
+	fs.StringVar(&a.builtinTools, "tools", "", "llama-server's built-in tools for agents on GET and POST /tools: comma-separated `names` ("+strings.Join(servertools.Names(), ", ")+
+		") or all; they read, write and run anything this server's account can, so enable them only for trusted callers; unless --allowed-origins or --cors-origins is given, CORS then allows only localhost origins (default: none)")
+	fs.StringVar(&a.toolsRuntime, "tools-runtime", "", "run --tools in an isolate (`SPEC`) instead of on this host: docker-container:ID, podman-container:ID (a running container) or ssh:TARGET (key authentication, a trusted host key)")
 	fs.StringVar(&a.reasoning, "reasoning", "auto", "llama-server's flag: the chat template's enable_thinking for requests that do not set it: on, off, or `auto` (true when the template reads it)")
 }
 
@@ -138,6 +149,16 @@ func (a *apiFlags) check() error {
 			return fmt.Errorf("--%s: %w", l.name, err)
 		}
 	}
+	if a.toolsRuntime != "" {
+		if err := servertools.CheckRuntime(a.toolsRuntime); err != nil {
+			return fmt.Errorf("--tools-runtime: %w", err)
+		}
+	}
+	set, err := servertools.New(names(a.builtinTools), a.toolsRuntime)
+	if err != nil {
+		return fmt.Errorf("--tools: %w", err)
+	}
+	a.toolSet = set
 	if a.templateKwargs != "" {
 		var kw map[string]any
 		if err := json.Unmarshal([]byte(a.templateKwargs), &kw); err != nil || kw == nil {
@@ -182,7 +203,10 @@ func (a *apiFlags) apply(cfg *server.Config) {
 	if a.corsOrigins != "" {
 		origins = a.corsOrigins
 	}
-	cfg.CORS.Origins, _ = listFlag(origins) // check()ed
+	if a.originsSet { // else none: every origin, or only localhost with --tools (server.CORS)
+		cfg.CORS.Origins, _ = listFlag(origins) // check()ed
+	}
+	cfg.Tools = a.toolSet
 	cfg.CORS.Methods, _ = listFlag(a.allowedMethods)
 	cfg.CORS.Headers, _ = listFlag(a.allowedHeaders)
 	cfg.CORS.NoCredentials = !a.allowCredentials
@@ -226,9 +250,13 @@ func frontendCommand(f *frontendFlags, curve *curveFlags) *cli.Command {
 func runFrontend(ctx context.Context, args []string) error {
 	var f frontendFlags
 	var curve curveFlags
-	if err := frontendCommand(&f, &curve).Parse(args); err != nil {
+	cmd := frontendCommand(&f, &curve)
+	if err := cmd.Parse(args); err != nil {
 		return err
 	}
+	cmd.Flags.Visit(func(fl *flag.Flag) {
+		f.api.originsSet = f.api.originsSet || fl.Name == "allowed-origins" || fl.Name == "cors-origins"
+	})
 	if f.engines == "" && f.vllm.protocol == "tandem" {
 		return fmt.Errorf("frontend: --engines is required")
 	}

@@ -16,9 +16,11 @@ import (
 // the default: every origin, reflected, with credentials, as
 // llama-server answers.
 type CORS struct {
-	// Origins are the allowed origins: "*" (or none) is every origin,
-	// "localhost" every loopback one (localhost, 127.0.0.1, [::1], any
-	// port and scheme), anything else an exact origin.
+	// Origins are the allowed origins: "*" is every origin, "localhost"
+	// every loopback one (localhost, 127.0.0.1, [::1], any port and
+	// scheme), anything else an exact origin. None is every origin, or
+	// only "localhost" while built-in tools are on (Config.Tools), as
+	// llama-server's --tools narrows its default.
 	Origins []string
 	// NoCredentials leaves out Access-Control-Allow-Credentials, and then
 	// every origin is answered "*" rather than reflected (vLLM's default,
@@ -121,7 +123,7 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 		if preflight {
 			method = r.Header.Get("Access-Control-Request-Method")
 		}
-		for k, vs := range s.cfg.CORS.corsAnswer(origin, method, r.Header.Get("Access-Control-Request-Headers")) {
+		for k, vs := range s.corsPolicy().corsAnswer(origin, method, r.Header.Get("Access-Control-Request-Headers")) {
 			for _, v := range vs {
 				c.Response().Header().Add(k, v)
 			}
@@ -131,4 +133,15 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// corsPolicy is the policy in force: Config.CORS, with no origins read
+// as only localhost while built-in tools are on (a web page elsewhere
+// must not run commands on this machine through a browser).
+func (s *Server) corsPolicy() CORS {
+	p := s.cfg.CORS
+	if s.cfg.Tools != nil && len(p.Origins) == 0 {
+		p.Origins = []string{"localhost"}
+	}
+	return p
 }

@@ -56,6 +56,8 @@ var apiOperations = []apiOperation{
 	{"get", "/slots", "The engines' sequence slots (llama.cpp)", "", "Object", false},
 	{"get", "/cors-proxy", "Forward a GET to the url parameter (llama.cpp's MCP proxy, with --webui-mcp-proxy)", "", "", false},
 	{"post", "/cors-proxy", "Forward a POST to the url parameter (with --webui-mcp-proxy)", "", "", false},
+	{"get", "/tools", "The built-in agent tools --tools enables, a JSON array (llama.cpp)", "", "", false},
+	{"post", "/tools", "Run a built-in agent tool: {\"tool\", \"params\"}; exec_shell_command streams with \"stream\": true (llama.cpp, with --tools)", "Object", "Object", true},
 	{"get", "/v1/health", "As /health (llama.cpp)", "", "", false},
 	{"get", "/models", "As /v1/models (llama.cpp)", "", "ModelList", false},
 	{"post", "/chat/completions", "As /v1/chat/completions (llama.cpp)", "ChatCompletionRequest", "ChatCompletion", true},

@@ -22,6 +22,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/responses"
+	"github.com/tandem-llm/tandem/frontend/servertools"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
@@ -134,8 +135,11 @@ type Config struct {
 	// vertex.go); zero serves none.
 	Vertex Vertex
 	// CORS is the cross-origin policy (zero: every origin, reflected,
-	// with credentials).
+	// with credentials; only localhost ones while Tools are on).
 	CORS CORS
+	// Tools are llama-server's built-in tools for agents served on
+	// /tools (--tools, --tools-runtime); nil: the route answers 403.
+	Tools *servertools.Set
 	// DefaultSeed is the sampling seed of requests that set none
 	// (--seed, as llama-server's: each such request samples as if it
 	// had sent this seed); nil = a random one each.
@@ -223,6 +227,8 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.GET("/v1/sessions/:id", s.getSession)
 	e.DELETE("/v1/sessions/:id", s.deleteSession)
 	e.GET("/openapi.json", s.openAPI)
+	e.GET("/tools", s.listTools)
+	e.POST("/tools", s.callTool)
 	s.mountLlamaCpp(e)
 	s.mountAnthropic(e)
 	if cfg.EnableTokenizerInfo {

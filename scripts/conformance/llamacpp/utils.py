@@ -61,6 +61,10 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--disable-web-ui"]
     if getattr(self, "ui_mcp_proxy", False):
         args += ["--webui-mcp-proxy"]
+    if getattr(self, "server_tools", None):
+        args += ["--tools", self.server_tools]
+    if getattr(self, "server_tools_runtime", None):
+        args += ["--tools-runtime", self.server_tools_runtime]
     if self.enable_ctx_shift:
         args += ["--context-shift"]
     if getattr(self, "sleep_idle_seconds", None) is not None and self.sleep_idle_seconds > 0:
