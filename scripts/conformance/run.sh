@@ -8,7 +8,7 @@
 #   scripts/conformance/run.sh [vllm|llamacpp|vllm-engines] [FILE-GLOB]   (default: all three, every file)
 # vllm-engines is ours: Tandem against real vLLM (PyPI's CPU build) over
 # vLLM's engine-core protocol, both ways (scripts/conformance/vllmengines).
-# Env: CONFORMANCE_FILE_TIMEOUT (s, default 1200), CONFORMANCE_TEST_TIMEOUT (s, default 120),
+# Env: CONFORMANCE_FILE_TIMEOUT (s, default 1200), CONFORMANCE_TEST_TIMEOUT (s, default 300),
 #      TANDEM_MODEL, TANDEM_BIN, TANDEM_CONFORMANCE_THREADS.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,7 +27,7 @@ done
 py=$root/.cache/conformance-venv/bin/python
 results=$root/.cache/conformance/results
 file_timeout=${CONFORMANCE_FILE_TIMEOUT:-1200}
-test_timeout=${CONFORMANCE_TEST_TIMEOUT:-120}
+test_timeout=${CONFORMANCE_TEST_TIMEOUT:-300}
 pids=$root/.cache/conformance/pids/$$ # this run's own: runs side by side must not end each other's servers
 export TANDEM_CONFORMANCE_PIDS=$pids
 mkdir -p "$results" "$pids"
