@@ -17,4 +17,11 @@
 // it; Call returns an error only for a request it cannot run: an unknown
 // tool (ErrUnknownTool), bad parameters (ErrBadParams), or a runtime that
 // cannot be used.
+//
+// MCP servers (--mcp-servers-config, --mcp-servers-json; mcp.go) add
+// their tools to a Set as SERVER_TOOL (WithMCP). An MCP holds one client
+// per server: a process in a group of its own speaking JSON-RPC 2.0 over
+// its stdin and stdout (mcpclient.go, goroutines around the pure
+// message code of mcprpc.go), started and listed at Warm, started again
+// after it exits, stopped at Close.
 package servertools

@@ -13,3 +13,6 @@ func killGroup(cmd *exec.Cmd) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// termGroup kills cmd: there is no gentler signal here.
+func termGroup(cmd *exec.Cmd) { killGroup(cmd) }

@@ -43,6 +43,7 @@ type Tool struct {
 	// Definition is the OpenAI function definition the model sees.
 	Definition map[string]any
 	invoke     func(ctx context.Context, c call) (any, error)
+	server     string // an MCP tool's server (mcp.go); "" a built-in tool
 }
 
 // Listing is a tool as GET /tools lists it.
@@ -106,8 +107,12 @@ func New(names []string, runtime string) (*Set, error) {
 func (s *Set) List() []Listing {
 	out := []Listing{}
 	for _, t := range s.tools {
-		out = append(out, Listing{DisplayName: t.DisplayName, Tool: t.Name, Type: "server",
-			Permissions: map[string]any{"write": t.Write}, UsesCwd: true, Definition: t.Definition})
+		kind := "server"
+		if t.server != "" {
+			kind = "mcp"
+		}
+		out = append(out, Listing{DisplayName: t.DisplayName, Tool: t.Name, Type: kind,
+			Permissions: map[string]any{"write": t.Write}, UsesCwd: t.server == "", Definition: t.Definition})
 	}
 	return out
 }
@@ -137,6 +142,9 @@ func (s *Set) Call(ctx context.Context, t *Tool, params json.RawMessage, env Env
 	}
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage("{}")
+	}
+	if t.server != "" { // an MCP tool: no files of its own
+		return t.invoke(ctx, call{env: env, params: params})
 	}
 	fs, err := openFsys(env.Cwd, env.Runtime)
 	if err != nil {
