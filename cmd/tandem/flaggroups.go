@@ -15,7 +15,7 @@ var servingGroups = []cli.Group{
 		"enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "seed",
 		"alias", "tags", "accept-any-model", "default-chat-template-kwargs", "reasoning",
 		"allowed-origins", "cors-origins", "allow-credentials", "allowed-methods", "allowed-headers", "verbose", "prefill-assistant",
-		"tools", "tools-runtime"}},
+		"tools", "tools-runtime", "mcp-servers-config", "mcp-servers-json"}},
 	{Title: "Routing", Flags: []string{"engines", "engine-protocol", "routing"}},
 	{Title: "Heartbeats", Flags: []string{"heartbeat-interval", "heartbeat-timeout"}},
 	{Title: "Batch", Flags: []string{"i", "input-file", "o", "output-file", "max-concurrency"}},

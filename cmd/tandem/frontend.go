@@ -105,6 +105,10 @@ type apiFlags struct {
 	// --tools-runtime; toolSet is what they build (check).
 	builtinTools, toolsRuntime string
 	toolSet                    *servertools.Set
+	// mcpFile and mcpJSON are llama-server's --mcp-servers-config and
+	// --mcp-servers-json; mcpServers what they name (check).
+	mcpFile, mcpJSON string
+	mcpServers       []servertools.MCPServer
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
@@ -134,6 +138,8 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.builtinTools, "tools", "", "llama-server's built-in tools for agents on GET and POST /tools: comma-separated `names` ("+strings.Join(servertools.Names(), ", ")+
 		") or all; they read, write and run anything this server's account can, so enable them only for trusted callers; unless --allowed-origins or --cors-origins is given, CORS then allows only localhost origins (default: none)")
 	fs.StringVar(&a.toolsRuntime, "tools-runtime", "", "run --tools in an isolate (`SPEC`) instead of on this host: docker-container:ID, podman-container:ID (a running container) or ssh:TARGET (key authentication, a trusted host key)")
+	fs.StringVar(&a.mcpFile, "mcp-servers-config", "", `MCP servers whose tools GET and POST /tools also serve, as SERVER_TOOL: a JSON `+"`file`"+` in Cursor's format, {"mcpServers": {NAME: {"command": ..., "args": [...], "env": {...}, "cwd": ..., "timeout_ms": N}}}; each runs as this server's account, so name only trusted ones; unless --allowed-origins or --cors-origins is given, CORS then allows only localhost origins`)
+	fs.StringVar(&a.mcpJSON, "mcp-servers-json", "", "the MCP servers of --mcp-servers-config given inline, as `JSON`")
 	fs.StringVar(&a.reasoning, "reasoning", "auto", "llama-server's flag: the chat template's enable_thinking for requests that do not set it: on, off, or `auto` (true when the template reads it)")
 }
 
@@ -159,11 +165,38 @@ func (a *apiFlags) check() error {
 		return fmt.Errorf("--tools: %w", err)
 	}
 	a.toolSet = set
+	if err := a.checkMCP(); err != nil {
+		return err
+	}
 	if a.templateKwargs != "" {
 		var kw map[string]any
 		if err := json.Unmarshal([]byte(a.templateKwargs), &kw); err != nil || kw == nil {
 			return fmt.Errorf("--default-chat-template-kwargs: want a JSON object: %q", a.templateKwargs)
 		}
+	}
+	return nil
+}
+
+// checkMCP reads --mcp-servers-config's file and --mcp-servers-json:
+// JSON that does not parse, or a file that cannot be read, is an error.
+func (a *apiFlags) checkMCP() error {
+	a.mcpServers = nil
+	for _, src := range []struct{ flag, name, data string }{{"mcp-servers-config", a.mcpFile, ""}, {"mcp-servers-json", "", a.mcpJSON}} {
+		data := []byte(src.data)
+		if src.name != "" {
+			var err error
+			if data, err = os.ReadFile(src.name); err != nil {
+				return fmt.Errorf("--%s: %w", src.flag, err)
+			}
+		}
+		if len(data) == 0 {
+			continue
+		}
+		servers, err := servertools.ParseMCPConfig(data)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", src.flag, err)
+		}
+		a.mcpServers = append(a.mcpServers, servers...)
 	}
 	return nil
 }
@@ -273,6 +306,11 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// MCP servers start and list their tools while the engines load.
+	mcp := servertools.NewMCP(f.api.mcpServers, log)
+	defer mcp.Close()
+	mcpWarm := make(chan struct{})
+	go func() { defer close(mcpWarm); mcp.Warm(ctx) }()
 	var tok tokenizer.Tokenizer // loaded before the engines only for vLLM engines, which do not name their model
 	if f.vllm.protocol != "tandem" {
 		eps, vtok, stop, err := f.vllm.start(&f, log)
@@ -391,6 +429,8 @@ func runFrontend(ctx context.Context, args []string) error {
 		DisableWebUI:                f.disableWebUI,
 	}
 	f.api.apply(&cfg)
+	<-mcpWarm
+	cfg.Tools = cfg.Tools.WithMCP(mcp)
 	cfg.Vertex = vertex
 	srv := server.New(cfg, server.ClientEngine(client), tok)
 	if f.metricsSocket != "" {
@@ -410,6 +450,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		return err
 	case <-ctx.Done():
 	}
+	mcp.Close() // MCP calls in flight end now, not at the drain's deadline
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(sctx)

@@ -189,7 +189,7 @@ var (
 		"show-hidden-metrics-for-version", "enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "seed",
 		"alias", "tags", "accept-any-model", "default-chat-template-kwargs", "reasoning",
 		"allowed-origins", "cors-origins", "allow-credentials", "allowed-methods", "allowed-headers", "verbose", "prefill-assistant",
-		"tools", "tools-runtime"}
+		"tools", "tools-runtime", "mcp-servers-config", "mcp-servers-json"}
 )
 
 func passThrough(fs *flag.FlagSet, set map[string]bool, names []string) []string {

@@ -19,8 +19,9 @@ type CORS struct {
 	// Origins are the allowed origins: "*" is every origin, "localhost"
 	// every loopback one (localhost, 127.0.0.1, [::1], any port and
 	// scheme), anything else an exact origin. None is every origin, or
-	// only "localhost" while built-in tools are on (Config.Tools), as
-	// llama-server's --tools narrows its default.
+	// only "localhost" while tools are on (Config.Tools: built-in or MCP
+	// servers' ones), as llama-server's --tools and --mcp-servers-*
+	// narrow its default.
 	Origins []string
 	// NoCredentials leaves out Access-Control-Allow-Credentials, and then
 	// every origin is answered "*" rather than reflected (vLLM's default,
@@ -136,8 +137,9 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // corsPolicy is the policy in force: Config.CORS, with no origins read
-// as only localhost while built-in tools are on (a web page elsewhere
-// must not run commands on this machine through a browser).
+// as only localhost while tools are on, built-in or MCP servers' (a web
+// page elsewhere must not run commands on this machine through a
+// browser).
 func (s *Server) corsPolicy() CORS {
 	p := s.cfg.CORS
 	if s.cfg.Tools != nil && len(p.Origins) == 0 {

@@ -137,8 +137,9 @@ type Config struct {
 	// CORS is the cross-origin policy (zero: every origin, reflected,
 	// with credentials; only localhost ones while Tools are on).
 	CORS CORS
-	// Tools are llama-server's built-in tools for agents served on
-	// /tools (--tools, --tools-runtime); nil: the route answers 403.
+	// Tools are llama-server's built-in tools for agents and MCP
+	// servers' tools served on /tools (--tools, --tools-runtime,
+	// --mcp-servers-*); nil: the route answers 403.
 	Tools *servertools.Set
 	// DefaultSeed is the sampling seed of requests that set none
 	// (--seed, as llama-server's: each such request samples as if it

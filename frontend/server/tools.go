@@ -12,14 +12,15 @@ import (
 )
 
 // llama-server's built-in tools for agents (--tools; package
-// servertools): GET /tools lists the enabled tools, POST /tools
-// {"tool": NAME, "params": {...}, "stream": false} runs one. The
-// x-tool-cwd header sets the directory relative paths resolve in,
-// x-tool-runtime an isolate to run in (else --tools-runtime's), and
+// servertools) and MCP servers' tools, named SERVER_TOOL
+// (--mcp-servers-config, --mcp-servers-json): GET /tools lists them,
+// POST /tools {"tool": NAME, "params": {...}, "stream": false} runs
+// one. The x-tool-cwd header sets the directory relative paths resolve
+// in, x-tool-runtime an isolate to run in (else --tools-runtime's), and
 // x-resp-type: base64 has read_file answer the file's bytes. A streamed
 // call answers `data: {"chunk": "..."}` events and a last
-// `data: {"done": true}` (with "error" if it failed). Without --tools
-// both routes answer 403. Behind the API key like any other route.
+// `data: {"done": true}` (with "error" if it failed). Without tools both
+// routes answer 403. Behind the API key like any other route.
 
 // toolCall is POST /tools' body.
 type toolCall struct {
@@ -31,7 +32,7 @@ type toolCall struct {
 // toolsOff answers a tools route when --tools names none.
 func toolsOff(c echo.Context) error {
 	return writeError(c, &openai.Error{Status: http.StatusForbidden, Type: "feature_disabled",
-		Message: "this feature is disabled: start the server with --tools"})
+		Message: "this feature is disabled: start the server with --tools or --mcp-servers-config"})
 }
 
 func (s *Server) listTools(c echo.Context) error {

@@ -112,10 +112,31 @@ func TestToolsStream(t *testing.T) {
 	}
 }
 
-// TestToolsCORS: with tools on and no origins set, only loopback pages
-// may call; origins set explicitly stay as set.
+// mcpOnly is a Set of MCP servers alone: one that cannot start, so it
+// lists no tools, yet the routes are on.
+func mcpOnly(t *testing.T) *servertools.Set {
+	m := servertools.NewMCP([]servertools.MCPServer{{Name: "bad", Command: "this_executable_does_not_exist_12345"}}, nil)
+	t.Cleanup(m.Close)
+	return (*servertools.Set)(nil).WithMCP(m)
+}
+
+// TestToolsMCPOnly: MCP servers without --tools turn the routes on.
+func TestToolsMCPOnly(t *testing.T) {
+	ts := newTestServerWith(t, &fakeEngine{}, func(c *Config) { c.Tools = mcpOnly(t) }, tokenizer.NewByte())
+	if code, body := do(t, ts, "GET", "/tools", "", nil); code != 200 || strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /tools: %d %s", code, body)
+	}
+	if code, body := do(t, ts, "POST", "/tools", `{"tool":"bad_x","params":{}}`, nil); code != 404 || !strings.Contains(body, "unknown tool") {
+		t.Errorf("POST /tools: %d %s", code, body)
+	}
+}
+
+// TestToolsCORS: with tools on (built-in or MCP servers') and no
+// origins set, only loopback pages may call; origins set explicitly
+// stay as set.
 func TestToolsCORS(t *testing.T) {
 	set, _ := servertools.New([]string{"read_file"}, "")
+	mcp := mcpOnly(t)
 	tests := []struct {
 		name    string
 		tools   *servertools.Set
@@ -127,6 +148,9 @@ func TestToolsCORS(t *testing.T) {
 		{"tools: elsewhere refused", set, nil, "http://evil.com", ""},
 		{"tools, origins set", set, []string{"*"}, "http://evil.com", "http://evil.com"},
 		{"no tools: every origin", nil, nil, "http://evil.com", "http://evil.com"},
+		{"MCP servers: localhost", mcp, nil, "http://127.0.0.1:3000", "http://127.0.0.1:3000"},
+		{"MCP servers: elsewhere refused", mcp, nil, "http://evil.com", ""},
+		{"MCP servers, origins set", mcp, []string{"*"}, "http://evil.com", "http://evil.com"},
 	}
 	for _, tc := range tests {
 		ts := newTestServerWith(t, &fakeEngine{}, func(c *Config) { c.Tools, c.CORS.Origins = tc.tools, tc.origins }, tokenizer.NewByte())

@@ -65,6 +65,10 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--tools", self.server_tools]
     if getattr(self, "server_tools_runtime", None):
         args += ["--tools-runtime", self.server_tools_runtime]
+    if getattr(self, "mcp_servers_config", None):
+        args += ["--mcp-servers-config", self.mcp_servers_config]
+    if getattr(self, "mcp_servers_json", None):
+        args += ["--mcp-servers-json", self.mcp_servers_json]
     if self.enable_ctx_shift:
         args += ["--context-shift"]
     if getattr(self, "sleep_idle_seconds", None) is not None and self.sleep_idle_seconds > 0:
