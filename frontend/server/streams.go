@@ -320,6 +320,9 @@ func (s *Server) stopStream(c echo.Context) error {
 		return writeError(c, openai.BadRequest("conv_id", "Missing conversation id in path"))
 	}
 	s.streams.remove(id, nil, time.Now(), true)
+	// No body, but a content type, as llama-server's: clients and schema
+	// checkers read one from every answer.
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	return c.NoContent(http.StatusNoContent)
 }
 
