@@ -23,6 +23,7 @@ type serveFlags struct {
 	apiServers int    // frontends to start
 	runDir     string // IPC socket directory
 	insecure   bool   // --insecure-engine-socket, for a non-loopback KV-events endpoint
+	router     routerFlags
 }
 
 // serveCommand is serve's command line.
@@ -42,6 +43,7 @@ func serveCommand(f *serveFlags) *cli.Command {
 	fs.IntVar(&f.apiServers, "api-server-count", 1, "frontend processes to start (`M`), sharing the port with SO_REUSEPORT")
 	fs.StringVar(&f.runDir, "run-dir", "", "`directory` for the engines' IPC sockets (default: a new temporary directory)")
 	fs.BoolVar(&f.insecure, "insecure-engine-socket", false, "let the engines bind a non-loopback --kv-events-config endpoint without CURVE: anyone who reaches it reads the KV events")
+	f.router.register(fs)
 	return c
 }
 
@@ -78,6 +80,11 @@ func runServe(ctx context.Context, args []string) error {
 	} else if ok {
 		ff.port = port // Vertex AI's AIP_HTTP_PORT, which the frontends listen on
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if sf.router.on(set) {
+		return runRouter(ctx, &sf, fs, log)
+	}
 	if err := checkPort(ff.host, ff.port); err != nil {
 		return err
 	}
@@ -92,8 +99,6 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: locating the tandem binary: %w", err)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	devices, err := serveDevices(set, ef.device, *dp, log) // one engine per GPU, else CPU engines
 	if err != nil {
 		return err

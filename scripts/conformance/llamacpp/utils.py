@@ -9,14 +9,56 @@ under the preset's alias. Tandem serves llama-server's routes
 (/completion, /props, /slots, the OpenAI routes without /v1) itself.
 """
 
+import functools
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.environ["TANDEM_CONFORMANCE_DIR"])
 
 import llama_utils  # noqa: E402
 from llama_utils import *  # noqa: E402,F401,F403
+import tandem  # noqa: E402
 from tandem import Server  # noqa: E402
+
+# llama.cpp's load_all() makes the directory tests write files into (presets).
+os.makedirs(llama_utils.TMP_DIR, exist_ok=True)
+
+# The models the router tests name, as llama.cpp's cache would hold them
+# after load_all(): Hugging Face hub cache entries (repo, file), each a
+# link to Tandem's one local model, so nothing is downloaded.
+ROUTER_CACHE = [
+    ("ggml-org/tinygemma3-GGUF", "tinygemma3-Q8_0.gguf"),
+    ("ggml-org/test-model-stories260K", "stories260K-F32.gguf"),
+    ("ggml-org/test-model-stories260K-infill", "stories260K-infill-F32.gguf"),
+]
+
+
+@functools.cache
+def _router_cache() -> str:
+    """A hub cache directory (models--OWNER--REPO/snapshots/REV/FILE) for --models-cache."""
+    root = tempfile.mkdtemp(prefix="tandem-router-cache-")
+    for repo, file in ROUTER_CACHE:
+        snap = os.path.join(root, "models--" + repo.replace("/", "--"), "snapshots", "tandem")
+        os.makedirs(snap, exist_ok=True)
+        os.symlink(os.path.abspath(tandem.MODEL), os.path.join(snap, file))
+    return root
+
+
+def _router_args(self) -> list[str] | None:
+    """llama-server's router mode (no model given): serve's router flags, else None."""
+    if self.model_file or self.model_hf_repo or self.model_url:
+        return None
+    args = ["--models-cache", _router_cache(), "--models-debug-delay", "2s"]  # LLAMA_SERVER_DEBUG_FAKE_TIMING
+    if self.models_dir:
+        args += ["--models-dir", self.models_dir]
+    if self.models_preset:
+        args += ["--models-preset", self.models_preset]
+    if self.models_max is not None:
+        args += ["--models-max", str(self.models_max)]
+    if self.no_models_autoload:
+        args += ["--no-models-autoload"]
+    return args
 
 
 def _template_file(name: str | None) -> str | None:
@@ -41,10 +83,15 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--max-num-batched-tokens", str(max(self.n_batch, 32))]
     if self.api_key:
         args += ["--api-key", self.api_key]
-    # llama-server answers whatever model a request names, under its
-    # aliases (the first in sorted order is the id); --reasoning sets the
-    # template's enable_thinking.
-    args += ["--accept-any-model", "--prefill-assistant", "--alias", self.model_alias or "tinyllama-2"]
+    router = _router_args(self)
+    if router is None:
+        # llama-server answers whatever model a request names, under its
+        # aliases (the first in sorted order is the id); --reasoning sets the
+        # template's enable_thinking.
+        args += ["--accept-any-model", "--alias", self.model_alias or "tinyllama-2"]
+    else:
+        args += router[2:]  # the children get the rest of the flags
+    args += ["--prefill-assistant"]
     if self.model_tags:
         args += ["--tags", self.model_tags]
     if self.debug:
@@ -82,14 +129,20 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         print(f"[tandem] llama.cpp chat template {self.chat_template_file!r} not found; model's own used")
     ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "model_draft",
                                              "n_predict", "temperature", "reasoning_format",
-                                             "slot_save_path", "pooling", "mmproj_url", "models_dir")
+                                             "slot_save_path", "pooling", "mmproj_url")
                if getattr(self, k, None)}
     if ignored:
         print(f"[tandem] llama-server options with no Tandem flag, ignored: {ignored}")
     env = None
     if getattr(self, "gcp_compat", False):  # Vertex AI's custom-container variables, as llama.cpp's utils sets them
         env = {"AIP_MODE": "PREDICTION", "AIP_HTTP_PORT": str(self.server_port)}
-    self._tandem = Server("", args, port=self.server_port, host=self.server_host, env=env)
+    model = tandem.MODEL
+    if router is not None:  # no model: the router's first source flag stands in its place
+        tandem.MODEL = "--models-cache=" + router[1]
+    try:
+        self._tandem = Server("", args, port=self.server_port, host=self.server_host, env=env)
+    finally:
+        tandem.MODEL = model
     self.process = self._tandem.proc
     llama_utils.server_instances.add(self)
     self._tandem.wait_healthy(timeout=max(timeout_seconds, 120),

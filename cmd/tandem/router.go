@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tandem-llm/tandem/frontend/fleet"
+)
+
+// routerFlags are serve's router mode (llama-server's, several models):
+// with --models-dir, --models-preset or --models-cache and no model, serve
+// starts no engine but one child `tandem serve` per model on demand.
+type routerFlags struct {
+	dir, preset, cache string
+	max                int
+	noAutoload         bool
+	delay              time.Duration
+}
+
+func (f *routerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.dir, "models-dir", "", "router mode: a `directory` of models, NAME.gguf or NAME/ holding one (served without --model, one child server per model)")
+	fs.StringVar(&f.preset, "models-preset", "", "router mode: llama.cpp's INI preset `file`: [NAME] sections of options (model = PATH, hf-repo, ctx-size…; [*] applies to all); re-read on GET /models?reload=1")
+	fs.StringVar(&f.cache, "models-cache", "", "router mode: a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf); each GGUF is the model OWNER/REPO:TAG")
+	fs.IntVar(&f.max, "models-max", 4, "router mode: models loaded at once (`N`, 0 = no limit); a load past it unloads the least recently used idle one, requests queue while none is idle")
+	fs.BoolVar(&f.noAutoload, "no-models-autoload", false, "router mode: do not load a model a request names (POST /models/load does; ?autoload=1 overrides)")
+	fs.DurationVar(&f.delay, "models-debug-delay", 0, "router mode test hook: wait this `long` before each load and each proxied request (llama-server's LLAMA_SERVER_DEBUG_FAKE_TIMING)")
+}
+
+// on reports whether serve runs as a router.
+func (f *routerFlags) on(set map[string]bool) bool {
+	return !set["model"] && (f.dir != "" || f.preset != "" || f.cache != "")
+}
+
+// routerOwnFlags are serve's flags a child does not get from the router.
+var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "models-debug-delay",
+	"model", "host", "port", "config", "run-dir", "alias", "served-model-name", "reuse-port"}
+
+// runRouter serves llama-server's router API on --host:--port until ctx
+// ends, then stops every child.
+func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.Logger) error {
+	rf, ff := &sf.router, &sf.frontend
+	keys, err := readAPIKeys(ff.apiKeyFile)
+	if err != nil {
+		return fmt.Errorf("router: --api-key-file: %w", err)
+	}
+	if ff.apiKey != "" {
+		keys = append(keys, strings.Split(ff.apiKey, ",")...)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("router: locating the tandem binary: %w", err)
+	}
+	var pass []string // the router's own command line, minus its own flags
+	fs.Visit(func(f *flag.Flag) {
+		if !slices.Contains(routerOwnFlags, f.Name) {
+			pass = append(pass, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	known := func(name string) bool { return fs.Lookup(name) != nil && !slices.Contains(routerOwnFlags, name) }
+	command := func(s fleet.Spec, port int) ([]string, error) {
+		path := s.Path
+		if path != "dummy" && !filepath.IsAbs(path) && rf.preset != "" {
+			path = filepath.Join(filepath.Dir(rf.preset), path)
+		}
+		argv := []string{exe, "serve", "--model", path, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--alias", s.Name}
+		opts, ignored := s.Args(known)
+		if len(ignored) > 0 {
+			log.Warn("preset options serve does not have, ignored", "model", s.Name, "options", ignored)
+		}
+		return append(append(argv, pass...), opts...), nil
+	}
+	autoload := !rf.noAutoload
+	r, err := fleet.NewRouter(fleet.Config{
+		Sources: fleet.Sources{Dir: rf.dir, Cache: rf.cache, Preset: rf.preset},
+		Max:     rf.max, Autoload: autoload, Command: command, APIKeys: keys, Delay: rf.delay,
+		BuildInfo: "b-tandem-" + version, Log: log,
+	})
+	if err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	defer r.Close()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ff.host, strconv.Itoa(ff.port)))
+	if err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	hs := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("router serving", "url", "http://"+ln.Addr().String(), "models_max", rf.max, "autoload", autoload)
+	go r.Startup(ctx)
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	log.Info("router stopping")
+	return err
+}

@@ -1,0 +1,321 @@
+package fleet
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Spec is one model the router can serve.
+type Spec struct {
+	Name    string
+	Source  string   // "preset", "models_dir" or "cache", as llama-server says
+	Path    string   // the GGUF file ("dummy" for Tandem's random model); "" = unresolved
+	Aliases []string // other names that resolve to it
+	Options []Option // the preset's options, in file order (global ones first)
+	Hidden  bool     // a cache entry a preset deduplicates: usable, not listed
+	Startup bool     // load-on-startup
+}
+
+// Option is one key = value line of a preset.
+type Option struct{ Key, Value string }
+
+// Option returns the value of key (the last one set), and whether it is set.
+func (s Spec) Option(key string) (string, bool) {
+	for i := len(s.Options) - 1; i >= 0; i-- {
+		if s.Options[i].Key == key {
+			return s.Options[i].Value, true
+		}
+	}
+	return "", false
+}
+
+// Section is one [name] of an INI file, its options in file order.
+type Section struct {
+	Name    string
+	Options []Option
+}
+
+// ParseINI reads llama.cpp's preset format: [section] headers, key = value
+// lines, ; and # comments (also after a value), blank lines. Keys before
+// the first header belong to the section "".
+func ParseINI(r io.Reader) ([]Section, error) {
+	out := []Section{{}}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || line[0] == ';' || line[0] == '#':
+		case line[0] == '[':
+			end := strings.IndexByte(line, ']')
+			if end < 0 || strings.TrimSpace(stripComment(line[end+1:])) != "" {
+				return nil, fmt.Errorf("line %d: bad section header %q", n, line)
+			}
+			out = append(out, Section{Name: strings.TrimSpace(line[1:end])})
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			k = strings.TrimSpace(k)
+			if !ok || !iniKey.MatchString(k) {
+				return nil, fmt.Errorf("line %d: want key = value, got %q", n, line)
+			}
+			s := &out[len(out)-1]
+			s.Options = append(s.Options, Option{k, strings.TrimSpace(stripComment(v))})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out[0].Options) == 0 {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+var iniKey = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]*$`)
+
+// stripComment drops a ; or # comment that follows whitespace.
+func stripComment(v string) string {
+	for i := 0; i < len(v); i++ {
+		if (v[i] == ';' || v[i] == '#') && (i == 0 || v[i-1] == ' ' || v[i-1] == '\t') {
+			return v[:i]
+		}
+	}
+	return v
+}
+
+// Sources are where the catalog comes from; any may be "".
+type Sources struct {
+	Dir    string // --models-dir: NAME.gguf files, or NAME/ directories holding one
+	Cache  string // a Hugging Face hub cache: models--OWNER--REPO/snapshots/REV/*.gguf
+	Preset string // --models-preset: llama.cpp's INI presets
+}
+
+// Load reads the catalog. A model in several sources is one model: the
+// models dir overrides the cache, a preset's options merge into either.
+// The preset's [*] section applies to every model.
+func (s Sources) Load() ([]Spec, error) {
+	byName := map[string]*Spec{}
+	var order []string
+	add := func(sp Spec) {
+		if old, ok := byName[sp.Name]; ok {
+			*old = sp
+			return
+		}
+		byName[sp.Name] = &sp
+		order = append(order, sp.Name)
+	}
+	var cache []cached
+	if s.Cache != "" {
+		var err error
+		if cache, err = scanCache(s.Cache); err != nil {
+			return nil, err
+		}
+		for _, c := range cache {
+			add(Spec{Name: c.id(), Source: "cache", Path: c.path})
+		}
+	}
+	if s.Dir != "" {
+		dir, err := scanDir(s.Dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, sp := range dir {
+			add(sp)
+		}
+	}
+	var global []Option
+	dedup := map[string]bool{} // cache files a preset takes over
+	if s.Preset != "" {
+		f, err := os.Open(s.Preset)
+		if err != nil {
+			return nil, fmt.Errorf("models preset: %w", err)
+		}
+		secs, err := ParseINI(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("models preset %s: %w", s.Preset, err)
+		}
+		for _, sec := range secs {
+			if sec.Name == "*" {
+				global = sec.Options
+			}
+		}
+		for _, sec := range secs {
+			if sec.Name == "*" || sec.Name == "" {
+				continue
+			}
+			sp := Spec{Name: sec.Name, Source: "preset"}
+			if old, ok := byName[sec.Name]; ok {
+				sp = *old
+				sp.Source = "preset"
+			}
+			sp.Options = append(slices.Clone(global), sec.Options...)
+			add(sp)
+			if v, ok := byName[sec.Name].Option("dedup-cache-models"); ok && truthy(v) {
+				if repo, ok := byName[sec.Name].Option("hf-repo"); ok {
+					if p := resolveRepo(cache, repo); p != "" {
+						dedup[p] = true
+					}
+				}
+			}
+		}
+	}
+	out := make([]Spec, 0, len(order))
+	for _, name := range order {
+		sp := *byName[name]
+		if sp.Source != "preset" && len(global) > 0 {
+			sp.Options = append(slices.Clone(global), sp.Options...)
+		}
+		sp.resolve(cache)
+		if sp.Source == "cache" && dedup[sp.Path] {
+			sp.Hidden = true
+		}
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+// resolve sets Path, Aliases and Startup from the options.
+func (s *Spec) resolve(cache []cached) {
+	if p, ok := s.Option("model"); ok {
+		s.Path = p
+	} else if repo, ok := s.Option("hf-repo"); ok && s.Path == "" {
+		s.Path = resolveRepo(cache, repo)
+	}
+	if a, ok := s.Option("alias"); ok {
+		for _, n := range strings.Split(a, ",") {
+			if n = strings.TrimSpace(n); n != "" && n != s.Name {
+				s.Aliases = append(s.Aliases, n)
+			}
+		}
+	}
+	if v, ok := s.Option("load-on-startup"); ok {
+		s.Startup = truthy(v)
+	}
+}
+
+func truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "on", "yes", "enabled":
+		return true
+	}
+	return false
+}
+
+// cached is one GGUF of a Hugging Face hub cache.
+type cached struct{ repo, tag, path string }
+
+func (c cached) id() string { return c.repo + ":" + c.tag }
+
+var (
+	ggufTag   = regexp.MustCompile(`(?i)[-.]([A-Z0-9_]+)$`)
+	ggufSplit = regexp.MustCompile(`(?i)^(.+)-([0-9]{5})-of-([0-9]{5})$`)
+)
+
+// companion reports GGUF files that are not models of their own.
+func companion(name string) bool {
+	if strings.Contains(name, "mmproj") {
+		return true
+	}
+	for _, p := range []string{"mtp-", "dspark-", "dflash-", "eagle3-"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanCache lists the models of a hub cache as llama.cpp does: one per
+// repository and quantization tag (the file name's last -TAG or .TAG).
+func scanCache(dir string) ([]cached, error) {
+	repos, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("models cache: %w", err)
+	}
+	var out []cached
+	seen := map[string]bool{}
+	for _, r := range repos {
+		name, ok := strings.CutPrefix(r.Name(), "models--")
+		if !ok || !r.IsDir() {
+			continue
+		}
+		repo := strings.Replace(name, "--", "/", 1)
+		files, _ := filepath.Glob(filepath.Join(dir, r.Name(), "snapshots", "*", "*.gguf"))
+		slices.Sort(files)
+		for _, p := range files {
+			base := strings.TrimSuffix(filepath.Base(p), ".gguf")
+			if m := ggufSplit.FindStringSubmatch(base); m != nil {
+				if m[2] != "00001" {
+					continue
+				}
+				base = m[1]
+			}
+			m := ggufTag.FindStringSubmatch(base)
+			if m == nil || companion(filepath.Base(p)) {
+				continue
+			}
+			c := cached{repo, strings.ToUpper(m[1]), p}
+			if !seen[c.id()] {
+				seen[c.id()] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// resolveRepo finds the cached file of "OWNER/REPO[:TAG]" ("" if none):
+// the tag's, or without a tag the repository's first.
+func resolveRepo(cache []cached, repoTag string) string {
+	repo, tag, _ := strings.Cut(repoTag, ":")
+	for _, c := range cache {
+		if c.repo == repo && (tag == "" || strings.EqualFold(c.tag, tag)) {
+			return c.path
+		}
+	}
+	return ""
+}
+
+// scanDir lists --models-dir as llama.cpp does: NAME.gguf is the model
+// NAME; a directory NAME holding GGUFs is the model NAME (its first shard,
+// or its one non-companion file).
+func scanDir(dir string) ([]Spec, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("models dir: %w", err)
+	}
+	var out []Spec
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			files, _ := filepath.Glob(filepath.Join(p, "*.gguf"))
+			slices.Sort(files)
+			model := ""
+			for _, f := range files {
+				b := filepath.Base(f)
+				if companion(b) {
+					continue
+				}
+				if strings.Contains(b, "-00001-of-") || model == "" {
+					model = f
+				}
+			}
+			if model != "" {
+				out = append(out, Spec{Name: e.Name(), Source: "models_dir", Path: model})
+			}
+			continue
+		}
+		if strings.HasSuffix(e.Name(), ".gguf") && !companion(e.Name()) {
+			out = append(out, Spec{Name: strings.TrimSuffix(e.Name(), ".gguf"), Source: "models_dir", Path: p})
+		}
+	}
+	return out, nil
+}

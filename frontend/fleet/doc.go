@@ -1,0 +1,16 @@
+// Package fleet is llama-server's router mode (several models): a server
+// with no model of its own that starts one child `tandem serve` per model
+// on demand and forwards each request to the child of the model it names.
+//
+// The pure core (Fleet) holds every model's state (unloaded, loading,
+// loaded), the least-recently-used choice of a model to give up when
+// --models-max are running, and the FIFO queue of requests that wait for
+// a slot; requests for one model share one queue entry. Catalog reads the
+// models: GGUF files of --models-dir, a Hugging Face hub cache directory
+// (models--OWNER--REPO/snapshots/REV/FILE.gguf, ids OWNER/REPO:TAG) and
+// llama.cpp's INI presets (--models-preset). Router is the shell: it
+// starts and stops the children (each in its own process group), polls
+// their /health and proxies HTTP, event streams included, with
+// llama-server's routes (/models, /models/load, /models/unload, /props,
+// /v1/stream) on top.
+package fleet
