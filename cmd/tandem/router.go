@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/fleet"
+	"github.com/tandem-llm/tandem/frontend/server"
+	"github.com/tandem-llm/tandem/frontend/servertools"
 )
 
 // routerFlags are serve's router mode (llama-server's, several models):
@@ -44,7 +46,9 @@ func (f *routerFlags) on(set map[string]bool) bool {
 
 // routerOwnFlags are serve's flags a child does not get from the router.
 var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "models-debug-delay",
-	"model", "host", "port", "config", "run-dir", "alias", "served-model-name", "reuse-port"}
+	"model", "host", "port", "config", "run-dir", "alias", "served-model-name", "reuse-port",
+	// the router answers these itself (server.Edge), as llama-server's router
+	"tools", "tools-runtime", "mcp-servers-json", "mcp-servers-config", "webui-mcp-proxy", "ui-mcp-proxy"}
 
 // runRouter serves llama-server's router API on --host:--port until ctx
 // ends, then stops every child.
@@ -80,8 +84,21 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 		}
 		return append(append(argv, pass...), opts...), nil
 	}
+	// The router's own routes: CORS, the tools (MCP servers listed before
+	// it serves) and the CORS proxy, as llama-server's router keeps them.
+	var edge server.Config
+	fs.Visit(func(fl *flag.Flag) {
+		ff.api.originsSet = ff.api.originsSet || fl.Name == "allowed-origins" || fl.Name == "cors-origins"
+	})
+	ff.api.apply(&edge)
+	edge.Logger, edge.Version = log, version
+	mcp := servertools.NewMCP(ff.api.mcpServers, log)
+	defer mcp.Close()
+	mcp.Warm(ctx)
+	edge.Tools = edge.Tools.WithMCP(mcp)
 	autoload := !rf.noAutoload
 	r, err := fleet.NewRouter(fleet.Config{
+		Edge:    func(next http.Handler) http.Handler { return server.Edge(edge, next) },
 		Sources: fleet.Sources{Dir: rf.dir, Cache: rf.cache, Preset: rf.preset},
 		Max:     rf.max, Autoload: autoload, Command: command, APIKeys: keys, Delay: rf.delay,
 		BuildInfo: "b-tandem-" + version, Log: log,
@@ -102,6 +119,7 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
+		mcp.Close() // tool calls in flight end at once, not after the drain
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = hs.Shutdown(sctx)
 		cancel()

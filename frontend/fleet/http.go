@@ -41,6 +41,9 @@ func (r *Router) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/streams/lookup", r.streamsLookup)
 	mux.HandleFunc("GET /", r.proxyGet)
 	mux.HandleFunc("POST /", r.proxyPost)
+	if r.cfg.Edge != nil {
+		return r.auth(r.cfg.Edge(mux))
+	}
 	return r.auth(mux)
 }
 

@@ -30,6 +30,10 @@ type Config struct {
 	Log       *slog.Logger
 	Output    io.Writer     // the children's stdout and stderr (default os.Stderr)
 	StopWait  time.Duration // how long a stopped child has before SIGKILL (default 10s)
+	// Edge wraps the router's routes with what it answers itself besides
+	// them (server.Edge: the CORS policy, /tools, /cors-proxy), inside
+	// the API key check; nil: nothing.
+	Edge func(next http.Handler) http.Handler
 }
 
 // Router runs the fleet: it starts and stops children and proxies to them.
