@@ -69,19 +69,12 @@ func (c *Client) ReleaseKVCacheMemory(ctx context.Context) error {
 	return err
 }
 
-// Touch tells every sleeping engine of activity without a request (a
-// tokenization): an engine that fell asleep idle wakes. Engines awake
-// are not called.
+// Touch tells every ready engine of activity without a request (a
+// tokenization): its idle timer restarts, and one that fell asleep idle
+// wakes.
 func (c *Client) Touch(ctx context.Context) error {
-	var errs []error
-	for _, e := range c.Engines() {
-		if e.Ready && e.Stats.Sleeping {
-			if _, err := c.Call(ctx, e.Index, "touch"); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
+	_, err := c.onEach(ctx, "touch")
+	return err
 }
 
 // bools calls a method answering a bool on every ready engine.

@@ -172,6 +172,9 @@ type Server struct {
 	// numWaiting counts this frontend's engine requests submitted and not
 	// yet given their first token (requests).
 	numWaiting atomic.Int64
+	// sleepSeen: an engine was seen asleep, so routes that count as
+	// activity tell the engines (touch, sleep.go).
+	sleepSeen atomic.Bool
 }
 
 // New builds the server and its routes.

@@ -127,36 +127,49 @@ func (s *Server) releaseKV(c echo.Context) error {
 // sleeping reports whether an engine sleeps, asking them (a second at
 // most) and else going by their last reports.
 func (s *Server) sleeping(ctx context.Context) bool {
+	asleep := false
 	if sl, ok := s.eng.(sleeper); ok {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		if asleep, err := sl.IsSleeping(ctx); err == nil {
-			return asleep
+		var err error
+		if asleep, err = sl.IsSleeping(ctx); err != nil {
+			asleep = false
+			for _, e := range s.eng.Engines() {
+				asleep = asleep || e.Ready && e.Stats.Sleeping
+			}
 		}
 	}
-	for _, e := range s.eng.Engines() {
-		if e.Ready && e.Stats.Sleeping {
-			return true
-		}
+	if asleep {
+		s.sleepSeen.Store(true)
 	}
-	return false
+	return asleep
 }
 
-// touch tells sleeping engines that this frontend is at work without a
-// request for them: one asleep idle wakes, as llama-server wakes for any
-// task. Errors are only logged: the work itself does not need an engine.
+// touch tells the engines that this frontend is at work without a
+// request for them: their idle timers restart, and one asleep idle
+// wakes, as llama-server wakes for any task. Only once an engine was
+// seen asleep (in a report or an answer: sleep mode is in use), so that
+// deployments without it pay no round trip; errors are only logged,
+// since the work itself does not need an engine.
 func (s *Server) touch(ctx context.Context) {
 	sl, ok := s.eng.(sleeper)
 	if !ok {
 		return
 	}
-	for _, e := range s.eng.Engines() {
-		if e.Ready && e.Stats.Sleeping {
-			if err := sl.Touch(ctx); err != nil {
-				s.log.Warn("waking the engines", "err", err)
+	if !s.sleepSeen.Load() {
+		for _, e := range s.eng.Engines() {
+			if e.Ready && e.Stats.Sleeping {
+				s.sleepSeen.Store(true)
 			}
-			return
 		}
+	}
+	if !s.sleepSeen.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := sl.Touch(ctx); err != nil {
+		s.log.Warn("telling the engines of activity", "err", err)
 	}
 }
 
