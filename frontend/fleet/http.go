@@ -153,15 +153,25 @@ func bodyModel(req *http.Request) ([]byte, string, *openai.Error) {
 	return body, v.Model, nil
 }
 
-func (r *Router) loadModel(w http.ResponseWriter, req *http.Request) {
+// bodyTarget reads the model a load or unload body names (an error has
+// been answered when read is false) and looks it up (found).
+func (r *Router) bodyTarget(w http.ResponseWriter, req *http.Request) (m Model, found, read bool) {
 	_, name, e := bodyModel(req)
 	if e != nil {
 		writeErr(w, e)
-		return
+		return Model{}, false, false
 	}
 	r.mu.Lock()
-	m, ok := r.fleet.Get(name)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	m, found = r.fleet.Get(name)
+	return m, found, true
+}
+
+func (r *Router) loadModel(w http.ResponseWriter, req *http.Request) {
+	m, ok, read := r.bodyTarget(w, req)
+	if !read {
+		return
+	}
 	switch {
 	case !ok:
 		writeErr(w, openai.NotFound("model", "model is not found"))
@@ -177,14 +187,10 @@ func (r *Router) loadModel(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Router) unloadModel(w http.ResponseWriter, req *http.Request) {
-	_, name, e := bodyModel(req)
-	if e != nil {
-		writeErr(w, e)
+	m, ok, read := r.bodyTarget(w, req)
+	if !read {
 		return
 	}
-	r.mu.Lock()
-	m, ok := r.fleet.Get(name)
-	r.mu.Unlock()
 	switch {
 	case !ok:
 		writeErr(w, openai.BadRequest("model", "model is not found"))
