@@ -286,7 +286,7 @@ func (e *Engine) Load() wire.SchedulerStats {
 
 		NumSkippedWaitingReqs: e.NumCompiling(),
 		Sleeping:              e.slp.sleeping(),
-		SleepLevel:            e.slp.level,
+		SleepLevel:            e.slp.level(),
 	}
 }
 

@@ -39,7 +39,6 @@ type memoryReleaser interface {
 // sleepState is the engine's sleep: what is paused and released.
 type sleepState struct {
 	paused     bool // scheduling paused
-	level      int  // the level of the sleep, while asleep
 	kv         bool // KV cache memory released
 	weights    bool // weights' resident pages released
 	idle       bool // fell asleep idle: the next request wakes it
@@ -47,10 +46,10 @@ type sleepState struct {
 
 	// A sleep with mode wait waiting for the requests in flight: its
 	// level, the callers to answer, and the requests that came meanwhile.
-	draining bool
-	level0   int
-	waiters  []sleepWaiter
-	parked   []parkedReq
+	draining   bool
+	drainLevel int
+	waiters    []sleepWaiter
+	parked     []parkedReq
 }
 
 // parkedReq is a request that came while a sleep waited for the requests
@@ -67,6 +66,18 @@ type sleepWaiter struct {
 
 // Sleeping reports whether the engine sleeps at any level.
 func (s *sleepState) sleeping() bool { return s.paused || s.kv || s.weights }
+
+// level is the sleep's level by what is released: 2 the weights, 1 the
+// KV cache, else 0 (a pause, or awake).
+func (s *sleepState) level() int {
+	switch {
+	case s.weights:
+		return 2
+	case s.kv:
+		return 1
+	}
+	return 0
+}
 
 // pauseModes are vLLM's PauseMode values.
 var pauseModes = []string{"abort", "wait", "keep"}
@@ -99,7 +110,7 @@ func (e *Engine) sleepCall(client string, u *wire.Utility) []Out {
 		mode = m
 	}
 	if e.slp.draining { // a second wait joins the first; the deeper level wins
-		e.slp.level0 = max(e.slp.level0, level)
+		e.slp.drainLevel = max(e.slp.drainLevel, level)
 		e.slp.waiters = append(e.slp.waiters, sleepWaiter{client, u.CallID})
 		if mode == "abort" {
 			return e.finishDrain(e.abortAll())
@@ -112,7 +123,7 @@ func (e *Engine) sleepCall(client string, u *wire.Utility) []Out {
 		outs = e.abortAll()
 	case "wait":
 		if e.inFlight() && !e.slp.paused {
-			e.slp.draining, e.slp.level0 = true, level
+			e.slp.draining, e.slp.drainLevel = true, level
 			e.slp.waiters = []sleepWaiter{{client, u.CallID}}
 			e.log.Info("sleep: waiting for the requests in flight", "level", level)
 			return nil
@@ -161,7 +172,6 @@ func (e *Engine) abortAll() []Out {
 func (e *Engine) sleep(level int, idle bool) error {
 	s := &e.slp
 	s.paused, s.idle = true, idle && !s.paused
-	s.level = max(s.level, level)
 	if level >= 1 && !s.kv {
 		if n := e.sched.PreemptAll(); n > 0 {
 			e.log.Info("sleep: preempted the running requests; they recompute after the wake", "requests", n)
@@ -180,7 +190,7 @@ func (e *Engine) sleep(level int, idle bool) error {
 		}
 		s.weights = true
 	}
-	e.log.Info("engine sleeping", "level", s.level, "idle", s.idle)
+	e.log.Info("engine sleeping", "level", s.level(), "idle", s.idle)
 	return nil
 }
 
@@ -210,7 +220,7 @@ func (e *Engine) wakeUp(tags []string) (bool, error) {
 	if s.paused {
 		e.log.Info("engine awake", "was_idle", s.idle)
 	}
-	s.paused, s.idle, s.level = false, false, 0
+	s.paused, s.idle = false, false
 	s.lastActive = e.clock
 	return true, nil
 }
@@ -267,7 +277,7 @@ func (e *Engine) finishDrain(outs []Out) []Out {
 		return outs
 	}
 	s.draining = false
-	err := e.sleep(s.level0, false)
+	err := e.sleep(s.drainLevel, false)
 	for _, w := range s.waiters {
 		res := &wire.UtilityResult{CallID: w.callID}
 		if err != nil {
