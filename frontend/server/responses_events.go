@@ -126,26 +126,38 @@ func (e *eventLogs) remove(id string) {
 func replay(c echo.Context, l *eventLog, after int) error {
 	out := &sse{c: c}
 	out.start()
-	ctx := c.Request().Context()
-	for i := after + 1; ; {
+	i := after + 1
+	follow(c.Request().Context(), func() (bool, bool, <-chan struct{}) {
 		evs, done, grew := l.from(i)
 		for _, ev := range evs {
 			if err := out.writeRawEvent(ev.name, ev.data); err != nil {
-				return nil
+				return false, true, nil
 			}
 			i++
 		}
 		out.flush()
-		if done && len(evs) == 0 {
-			return nil
-		}
-		if len(evs) > 0 {
+		return len(evs) > 0, done, grew
+	})
+	return nil
+}
+
+// follow tails a growing log for a reader: it calls next until next
+// reports the end (done, with nothing new) or ctx ends, waiting for grew
+// after a call that wrote nothing (progressed false). Streamed background
+// responses and resumable streams read their logs so.
+func follow(ctx context.Context, next func() (progressed, done bool, grew <-chan struct{})) {
+	for {
+		progressed, done, grew := next()
+		switch {
+		case progressed:
 			continue
+		case done:
+			return
 		}
 		select {
 		case <-grew:
 		case <-ctx.Done():
-			return nil
+			return
 		}
 	}
 }

@@ -289,29 +289,21 @@ func (s *Server) getStream(c echo.Context) error {
 	}
 	out := &sse{c: c}
 	out.start()
-	ctx := c.Request().Context()
-	for {
+	follow(c.Request().Context(), func() (bool, bool, <-chan struct{}) {
 		b, lost, done, grew := sess.from(offset)
-		if lost {
-			return nil // the cap dropped what this reader had not read: it restarts
+		if lost { // the cap dropped what this reader had not read: it restarts
+			return false, true, nil
 		}
 		if len(b) > 0 {
 			if _, err := c.Response().Write(b); err != nil {
-				return nil
+				return false, true, nil
 			}
 			out.flush()
 			offset += len(b)
-			continue
 		}
-		if done {
-			return nil
-		}
-		select {
-		case <-grew:
-		case <-ctx.Done():
-			return nil
-		}
-	}
+		return len(b) > 0, done, grew
+	})
+	return nil
 }
 
 func (s *Server) stopStream(c echo.Context) error {
