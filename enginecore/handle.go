@@ -231,6 +231,8 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 		v, err = e.releaseKVCall()
 	case "touch":
 		v = e.touch()
+	case "kv_export", "kv_import", "kv_evict":
+		v, err = e.kvCall(u.Method, u.Args)
 	case "list_requests": // the caller's own: no other frontend's ids or identity
 		reqs := []any{}
 		e.requests(func(r *sched.Request) {

@@ -132,6 +132,16 @@ func New(cfg Config) (*Manager, error) {
 // id. For an id that already holds blocks it does nothing and returns 0;
 // an id registered without blocks is registered afresh.
 func (m *Manager) Lookup(id string, tokens []int32, salt, session string) (numCachedTokens int) {
+	maxBlocks := 0
+	if len(tokens) > 0 {
+		maxBlocks = (len(tokens) - 1) / m.blockSize
+	}
+	return m.lookup(id, tokens, salt, session, maxBlocks, true)
+}
+
+// lookup is Lookup over at most maxBlocks blocks; count says whether the
+// lookup counts as a prefix-cache query in Stats.
+func (m *Manager) lookup(id string, tokens []int32, salt, session string, maxBlocks int, count bool) (numCachedTokens int) {
 	if r, ok := m.requests[id]; ok {
 		if len(r.table) > 0 {
 			return 0
@@ -140,10 +150,6 @@ func (m *Manager) Lookup(id string, tokens []int32, salt, session string) (numCa
 	}
 	r := m.register(id, salt, session)
 	if m.prefixCaching {
-		maxBlocks := 0
-		if len(tokens) > 0 {
-			maxBlocks = (len(tokens) - 1) / m.blockSize
-		}
 		for i := range maxBlocks {
 			b, ok := m.index[m.blockHash(r, tokens, i)]
 			if !ok {
@@ -155,8 +161,10 @@ func (m *Manager) Lookup(id string, tokens []int32, salt, session string) (numCa
 		numCachedTokens = len(r.table) * m.blockSize
 		r.numCommittedBlocks = len(r.table)
 		r.numComputedTokens = numCachedTokens
-		m.numQueries += int64(len(tokens))
-		m.numHits += int64(numCachedTokens)
+		if count {
+			m.numQueries += int64(len(tokens))
+			m.numHits += int64(numCachedTokens)
+		}
 	}
 	if r.session != nil {
 		m.touch(r.session)

@@ -72,3 +72,15 @@ type ModelInfo struct {
 	NumKVHeads    int     // Hkv
 	HeadDim       int     // D
 }
+
+// KVLayout describes a backend's KV block bytes (KV transfer: slot save
+// and restore). Blocks move only between caches with equal layouts.
+type KVLayout struct {
+	Device        string // the backend kind, e.g. "cpu"
+	Dtype         string // element type, e.g. "float32", "float16"
+	NumLayers     int    // L
+	NumKVHeads    int    // Hkv
+	HeadDim       int    // D
+	BlockSize     int    // B, tokens per block
+	BytesPerBlock int    // bytes of one block, all layers, K and V
+}
