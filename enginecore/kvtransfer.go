@@ -28,11 +28,27 @@ import (
 // evicted meanwhile ends the export short and an import that lost its
 // start answers chain_evicted.
 
-// kvCopier is a Backend that can copy whole KV blocks (cpu.Backend).
+// kvCopier is a Backend that can copy whole KV blocks (cpu.Backend),
+// itself or a backend it wraps (asKVCopier).
 type kvCopier interface {
 	KVLayout() runner.KVLayout
 	ReadKVBlocks(ids []int32, dst []byte) error
 	WriteKVBlocks(ids []int32, src []byte) error
+}
+
+// asKVCopier finds the kvCopier in be or in the backends it wraps
+// (Unwrap() runner.Backend).
+func asKVCopier(be runner.Backend) (kvCopier, bool) {
+	for {
+		if c, ok := be.(kvCopier); ok {
+			return c, true
+		}
+		u, ok := be.(interface{ Unwrap() runner.Backend })
+		if !ok {
+			return nil, false
+		}
+		be = u.Unwrap()
+	}
 }
 
 // kvLayout is the layout map of kv_export and kv_import: the backend's
@@ -57,7 +73,7 @@ func kvResult(code wire.KVTransferCode, format string, args ...any) map[string]a
 
 // kvReady says why the engine cannot move KV blocks now (nil: it can).
 func (e *Engine) kvReady() (kvCopier, map[string]any) {
-	c, ok := e.be.(kvCopier)
+	c, ok := asKVCopier(e.be)
 	switch {
 	case !ok:
 		return nil, kvResult(wire.KVTransferUnsupported, "this engine's device cannot copy KV blocks")

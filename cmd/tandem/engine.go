@@ -357,6 +357,10 @@ func (c closer) ReleaseWeights() {
 	}
 }
 
+// Unwrap is the backend closer wraps, for the optional interfaces
+// enginecore looks for (KV block copies).
+func (c closer) Unwrap() runner.Backend { return c.Backend }
+
 func (c closer) Close() error {
 	err := c.Backend.Close()
 	if rerr := c.release(); err == nil {

@@ -86,6 +86,7 @@ type apiFlags struct {
 	// usage.prompt_tokens_details (as OpenAI does), whatever its value.
 	promptTokensDetails bool
 	noSlots             bool // llama.cpp's --no-slots
+	slotSavePath        string
 	seed                int64
 	alias, tags         string // llama-server's --alias and --tags: comma-separated
 	acceptAnyModel      bool
@@ -124,6 +125,7 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.promptTokensDetails, "enable-prompt-tokens-details", true, "vLLM's flag, accepted: usage.prompt_tokens_details.cached_tokens is always reported, as OpenAI does")
 	fs.Int64Var(&a.seed, "seed", -1, "sampling seed of requests that set none (as llama-server's --seed: each samples as if it sent this seed; vLLM's seeds its engines' generator instead); -1 = random")
 	fs.BoolVar(&a.noSlots, "no-slots", false, "llama.cpp's flag: GET /slots answers 501 instead of the engines' sequence slots")
+	fs.StringVar(&a.slotSavePath, "slot-save-path", "", "llama-server's: the directory of POST /slots/{id}?action=save|restore files (a slot's tokens and KV blocks); action=erase evicts a slot's blocks. Unset, those answer 501 (docs/api.md#slot-save-and-restore)")
 	fs.StringVar(&a.alias, "alias", "", "llama-server's flag: comma-separated `names` the model also answers to; without --served-model-name the first in sorted order is the served name")
 	fs.StringVar(&a.tags, "tags", "", "llama-server's flag: comma-separated `labels` listed on the model's /v1/models card")
 	fs.BoolVar(&a.acceptAnyModel, "accept-any-model", false, "answer requests whatever model they name, as llama-server does (default: 404 model_not_found for a name that is neither served nor an alias, as vLLM)")
@@ -145,6 +147,11 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 
 // check validates the settings that can be wrong.
 func (a *apiFlags) check() error {
+	if a.slotSavePath != "" {
+		if st, err := os.Stat(a.slotSavePath); err != nil || !st.IsDir() {
+			return fmt.Errorf("--slot-save-path: not a directory: %s", a.slotSavePath)
+		}
+	}
 	switch a.reasoning {
 	case "on", "off", "auto":
 	default:
@@ -230,7 +237,7 @@ func (a *apiFlags) apply(cfg *server.Config) {
 	cfg.ForceIncludeUsage, cfg.ReturnTokensAsTokenIDs = a.forceIncludeUsage, a.tokensAsIDs
 	cfg.EnableTokenizerInfo, cfg.EnablePerRequestMetrics, cfg.RootPath = a.tokenizerInfo, a.perRequestMetrics, a.rootPath
 	cfg.EnableSleepMode, cfg.ContextShift, cfg.CORSProxy = a.sleepMode, a.contextShift, a.corsProxy
-	cfg.DisableSlots = a.noSlots
+	cfg.DisableSlots, cfg.SlotSavePath = a.noSlots, a.slotSavePath
 	cfg.ModelAliases, cfg.ModelTags, cfg.AcceptAnyModel, cfg.Reasoning = names(a.alias), names(a.tags), a.acceptAnyModel, a.reasoning
 	origins := a.allowedOrigins
 	if a.corsOrigins != "" {

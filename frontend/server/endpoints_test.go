@@ -31,7 +31,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			}
 		}
 	}
-	s := New(Config{ServedModelName: "dummy", MaxModelLen: 64, EnableTokenizerInfo: true, RootPath: "/api"}, &fakeEngine{}, tokenizer.NewByte())
+	s := New(Config{ServedModelName: "dummy", MaxModelLen: 64, EnableTokenizerInfo: true, RootPath: "/api", SlotSavePath: t.TempDir()}, &fakeEngine{}, tokenizer.NewByte())
 	doc := s.openAPIDocument()
 	paths := doc["paths"].(map[string]any)
 	for _, r := range s.e.Routes() {
@@ -55,7 +55,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 // openAPIPath is an echo route's path in OpenAPI's form.
 func openAPIPath(path string) string {
 	return strings.NewReplacer("/v1/models/*", "/v1/models/{model}", "/v1/responses/:id", "/v1/responses/{response_id}",
-		"/v1/sessions/:id", "/v1/sessions/{session_id}", "/webui/*", "/webui/{asset}").Replace(path)
+		"/v1/sessions/:id", "/v1/sessions/{session_id}", "/slots/:id_slot", "/slots/{id_slot}", "/webui/*", "/webui/{asset}").Replace(path)
 }
 
 func TestInvocationsRoutesByShape(t *testing.T) {

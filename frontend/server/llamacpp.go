@@ -64,6 +64,10 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 	if e != nil {
 		return writeError(c, e)
 	}
+	slot, e := s.pinSlot(set.IDSlot, salt, &cm.rank)
+	if e != nil {
+		return writeError(c, e)
+	}
 	var logprobs *int
 	if set.NProbs > 0 {
 		n := set.NProbs
@@ -71,7 +75,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 	}
 	id := "cmpl-" + cm.baseID
 	nat := &nativeRun{set: set, fields: req.ResponseFields, model: s.cfg.ServedModelName, gen: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, entries),
-		prompts: prompts, start: time.Now()}
+		prompts: prompts, start: time.Now(), slot: slot}
 	var gens []*genRequest
 	for i, p := range prompts {
 		if len(p) == 0 {
@@ -224,6 +228,7 @@ type nativeRun struct {
 	prompts [][]int32
 	results []*nativeChoice
 	start   time.Time
+	slot    *slotPin // id_slot's, nil for none: choice 0's tokens are recorded there
 }
 
 // nativeChoice is one choice's output so far.
@@ -269,6 +274,9 @@ func (n *nativeRun) observe(ev *choiceEvent, s *Server) bool {
 	}
 	r.finish, r.stopReason = ev.finish, ev.stopReason
 	r.timing = ev.timing
+	if ev.index == 0 && (r.finish == "stop" || r.finish == "length") {
+		s.recordSlot(n.slot, n.prompt(0), r.tokens)
+	}
 	return true
 }
 

@@ -22,6 +22,7 @@ func (s *Server) mountLlamaCpp(e *echo.Echo) {
 	e.GET("/cors-proxy", s.corsProxy)
 	e.POST("/cors-proxy", s.corsProxy)
 	e.GET("/slots", s.slots)
+	e.POST("/slots/:id_slot", s.slotAction)
 	e.GET("/v1/health", s.health)
 	e.GET("/models", s.models)
 	e.POST("/chat/completions", s.chat)

@@ -54,6 +54,7 @@ var apiOperations = []apiOperation{
 	{"post", "/apply-template", "Chat messages rendered by the chat template (llama.cpp)", "ChatCompletionRequest", "Object", false},
 	{"get", "/props", "Server properties and default generation settings (llama.cpp)", "", "Object", false},
 	{"get", "/slots", "The engines' sequence slots (llama.cpp)", "", "Object", false},
+	{"post", "/slots/{id_slot}", "Save, restore or erase a slot's KV cache: ?action=save|restore|erase, {\"filename\"} (llama.cpp, with --slot-save-path)", "Object", "Object", false},
 	{"get", "/cors-proxy", "Forward a GET to the url parameter (llama.cpp's MCP proxy, with --webui-mcp-proxy)", "", "", false},
 	{"post", "/cors-proxy", "Forward a POST to the url parameter (with --webui-mcp-proxy)", "", "", false},
 	{"get", "/v1/stream", "Replay a stream sent with X-Conversation-Id from byte offset 'from', then follow it (llama.cpp)", "", "", true},
@@ -148,7 +149,8 @@ func (s *Server) openAPIDocument() map[string]any {
 		ops = append(slices.Clip(ops), webUIOperations...)
 	}
 	for _, o := range ops {
-		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo || sleepPaths[o.path] && !s.cfg.EnableSleepMode {
+		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo || sleepPaths[o.path] && !s.cfg.EnableSleepMode ||
+			o.path == "/slots/{id_slot}" && s.cfg.SlotSavePath == "" {
 			continue
 		}
 		op := map[string]any{"summary": o.summary, "operationId": operationID(o)}

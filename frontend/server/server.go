@@ -81,6 +81,9 @@ type Config struct {
 	// CORSProxy serves GET and POST /cors-proxy?url= (llama-server's
 	// --webui-mcp-proxy); off, the route answers 403.
 	CORSProxy bool
+	// SlotSavePath is llama-server's --slot-save-path: the directory of
+	// POST /slots/{id}?action=save|restore files; "" answers those 501.
+	SlotSavePath string
 	// ContextShift lets generation go on past max_model_len: the engine
 	// drops half of a request's tokens after its first n_keep and
 	// recomputes the rest, as llama-server's --context-shift.
@@ -175,6 +178,9 @@ type Server struct {
 	// sleepSeen: an engine was seen asleep, so routes that count as
 	// activity tell the engines (touch, sleep.go).
 	sleepSeen atomic.Bool
+	// slotTab is each llama-server slot's tokens, for slot save and
+	// restore (slotsave.go).
+	slotTab slotTable
 }
 
 // New builds the server and its routes.

@@ -118,6 +118,8 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--mcp-servers-json", self.mcp_servers_json]
     if self.enable_ctx_shift:
         args += ["--context-shift"]
+    if getattr(self, "slot_save_path", None):
+        args += ["--slot-save-path", self.slot_save_path]
     if getattr(self, "sleep_idle_seconds", None) is not None and self.sleep_idle_seconds > 0:
         args += ["--sleep-idle-seconds", str(self.sleep_idle_seconds)]
     template = _template_file(self.chat_template_file) or _template_file(self.chat_template)
@@ -129,7 +131,7 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         print(f"[tandem] llama.cpp chat template {self.chat_template_file!r} not found; model's own used")
     ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "model_draft",
                                              "n_predict", "temperature", "reasoning_format",
-                                             "slot_save_path", "pooling", "mmproj_url")
+                                             "pooling", "mmproj_url")
                if getattr(self, k, None)}
     if ignored:
         print(f"[tandem] llama-server options with no Tandem flag, ignored: {ignored}")
