@@ -23,7 +23,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 				routes[strings.ToLower(r.Method)+" "+openAPIPath(r.Path)] = true
 			}
 		}
-		for p, item := range s.openAPIDocument()["paths"].(map[string]any) {
+		paths := s.openAPIDocument()["paths"].(map[string]any)
+		if paths["/infill"] != nil || paths["/slots/{id_slot}"] != nil {
+			t.Error("/openapi.json lists /infill for a model without FIM tokens, or slot actions without --slot-save-path: both answer 501")
+		}
+		for p, item := range paths {
 			for method := range item.(map[string]any) {
 				if !routes[method+" "+p] {
 					t.Errorf("web UI disabled %v: /openapi.json has %s %s, which the server does not route", disableUI, method, p)
@@ -31,7 +35,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			}
 		}
 	}
-	s := New(Config{ServedModelName: "dummy", MaxModelLen: 64, EnableTokenizerInfo: true, RootPath: "/api", SlotSavePath: t.TempDir()}, &fakeEngine{}, tokenizer.NewByte())
+	s := New(Config{ServedModelName: "dummy", MaxModelLen: 64, EnableTokenizerInfo: true, RootPath: "/api", SlotSavePath: t.TempDir()}, &fakeEngine{}, fimTokenizer{tokenizer.NewByte()})
 	doc := s.openAPIDocument()
 	paths := doc["paths"].(map[string]any)
 	for _, r := range s.e.Routes() {

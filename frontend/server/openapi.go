@@ -53,13 +53,13 @@ var apiOperations = []apiOperation{
 	{"post", "/infill", "Code infill between a prefix and a suffix with the model's FIM tokens (llama.cpp)", "Object", "Object", true},
 	{"post", "/apply-template", "Chat messages rendered by the chat template (llama.cpp)", "ChatCompletionRequest", "Object", false},
 	{"get", "/props", "Server properties and default generation settings (llama.cpp)", "", "Object", false},
-	{"get", "/slots", "The engines' sequence slots (llama.cpp)", "", "Object", false},
+	{"get", "/slots", "The engines' sequence slots (llama.cpp)", "", "Array", false},
 	{"post", "/slots/{id_slot}", "Save, restore or erase a slot's KV cache: ?action=save|restore|erase, {\"filename\"} (llama.cpp, with --slot-save-path)", "Object", "Object", false},
 	{"get", "/cors-proxy", "Forward a GET to the url parameter (llama.cpp's MCP proxy, with --webui-mcp-proxy)", "", "", false},
 	{"post", "/cors-proxy", "Forward a POST to the url parameter (with --webui-mcp-proxy)", "", "", false},
 	{"get", "/v1/stream", "Replay a stream sent with X-Conversation-Id from byte offset 'from', then follow it (llama.cpp)", "", "", true},
 	{"delete", "/v1/stream", "Stop a stream sent with X-Conversation-Id and forget it (llama.cpp)", "", "", false},
-	{"post", "/v1/streams/lookup", "The kept streams of the given conversation ids (llama.cpp)", "Object", "Object", false},
+	{"post", "/v1/streams/lookup", "The kept streams of the given conversation ids (llama.cpp)", "Object", "Array", false},
 	{"get", "/tools", "The built-in agent tools --tools enables, a JSON array (llama.cpp)", "", "", false},
 	{"post", "/tools", "Run a built-in agent tool: {\"tool\", \"params\"}; exec_shell_command streams with \"stream\": true (llama.cpp, with --tools)", "Object", "Object", true},
 	{"get", "/v1/health", "As /health (llama.cpp)", "", "", false},
@@ -86,6 +86,7 @@ var webUIOperations = []apiOperation{
 // each body (docs/api.md has every parameter), open to more.
 var apiSchemas = map[string]any{
 	"Object":  map[string]any{"type": "object"},
+	"Array":   map[string]any{"type": "array"},
 	"Version": object(nil, map[string]any{"version": str()}),
 	"Model": object([]string{"id", "object"}, map[string]any{"id": str(), "object": str(), "created": integer(), "owned_by": str(),
 		"root": nullable(str()), "parent": nullable(str()), "max_model_len": integer(), "permission": array(map[string]any{"type": "object"})}),
@@ -150,7 +151,8 @@ func (s *Server) openAPIDocument() map[string]any {
 	}
 	for _, o := range ops {
 		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo || sleepPaths[o.path] && !s.cfg.EnableSleepMode ||
-			o.path == "/slots/{id_slot}" && s.cfg.SlotSavePath == "" {
+			o.path == "/slots/{id_slot}" && s.cfg.SlotSavePath == "" ||
+			o.path == "/infill" && s.fimTokens().Missing() != "" { // a model without FIM tokens answers /infill 501
 			continue
 		}
 		op := map[string]any{"summary": o.summary, "operationId": operationID(o)}

@@ -44,6 +44,7 @@ run_file() { # suite rundir relpath (out_of_scope.txt patterns are relative to $
     return
   fi
   (cd "$dir" && TANDEM_CONFORMANCE_SUITE=$suite TANDEM_CONFORMANCE_ROOT=$oos_root \
+    TANDEM_CONFORMANCE_FILE="$(realpath --relative-to="$oos_root" "$dir/$rel")" \
     PYTHONPATH=$root/scripts/conformance:${EXTRA_PYTHONPATH:-} \
     timeout -k 30 "$file_timeout" "${suite_py:-$py}" -m pytest -p plugin -p no:cacheprovider -rA --timeout "$test_timeout" \
       --junitxml="$out.xml" -o junit_family=xunit1 "$rel" >"$out.log" 2>&1)

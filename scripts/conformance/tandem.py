@@ -54,6 +54,23 @@ def context_length() -> int | None:
         return None
 
 
+def file_serve_args() -> list[str]:
+    """The flags serve_args.txt adds for the test file run.sh runs now
+    (TANDEM_CONFORMANCE_SUITE and TANDEM_CONFORMANCE_FILE)."""
+    import fnmatch
+
+    suite, rel = os.environ.get("TANDEM_CONFORMANCE_SUITE"), os.environ.get("TANDEM_CONFORMANCE_FILE")
+    if not suite or not rel:
+        return []
+    out: list[str] = []
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_args.txt")) as f:
+        for line in f:
+            line = line.split("#", 1)[0].split()
+            if len(line) >= 3 and line[0] == suite and fnmatch.fnmatchcase(rel, line[1].replace("[", "[[]")):
+                out += line[2:]
+    return out
+
+
 def translate(args: list[str]) -> tuple[list[str], list[str]]:
     """Keeps the peer's serve flags that Tandem has (same name), drops the rest.
 
@@ -104,7 +121,10 @@ class Server:
         threads = os.environ.get("TANDEM_CONFORMANCE_THREADS")
         if threads and "--threads" not in kept:
             kept += ["--threads", threads]
-        self.cmd = [BIN, "serve", MODEL, "--host", host, "--port", str(self.port), *kept]
+        extra = file_serve_args()
+        if extra:
+            print(f"[tandem] serve_args.txt adds for this file: {' '.join(extra)}")
+        self.cmd = [BIN, "serve", MODEL, "--host", host, "--port", str(self.port), *kept, *extra]
         if dropped:
             print(f"[tandem] peer flags with no Tandem flag of that name, dropped: {' '.join(dropped)}")
         print(f"[tandem] starting: {' '.join(self.cmd)}")
