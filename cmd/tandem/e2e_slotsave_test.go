@@ -80,6 +80,18 @@ func TestSlotSaveRestore(t *testing.T) {
 		t.Errorf("after restore into slot 0: %d cached (want %d), content %q (want %q)", cacheN, wantCached, got, want)
 	}
 
+	// A chat on a slot: the chat template's prompt and the answer.
+	chat := map[string]any{"messages": []map[string]any{{"role": "user", "content": "Tell me a short story about a fox who wants to cross a wide river."}},
+		"max_tokens": 16, "temperature": 0, "id_slot": 1, "timings_per_token": true}
+	code, answer := postJSON(t, base+"/v1/chat/completions", chat, nil)
+	if code != http.StatusOK {
+		t.Fatalf("chat on slot 1: %d %v", code, answer)
+	}
+	chatSaved := action(base, 1, "save", map[string]any{"filename": "chat.bin"})
+	if num(chatSaved, "n_kv_blocks") < 2 {
+		t.Errorf("save of a chat slot: %v, want its blocks", chatSaved)
+	}
+
 	// Across a restart.
 	first.signal(syscall.SIGTERM)
 	select {
@@ -91,6 +103,18 @@ func TestSlotSaveRestore(t *testing.T) {
 	action(base, 1, "restore", map[string]any{"filename": "slot1.bin"})
 	if got, _, cacheN := complete(base, 1); cacheN != wantCached || got != want {
 		t.Errorf("restored after a restart: %d cached (want %d), content %q (want %q)", cacheN, wantCached, got, want)
+	}
+	action(base, 0, "restore", map[string]any{"filename": "chat.bin"})
+	chat["id_slot"] = 0
+	code, again := postJSON(t, base+"/v1/chat/completions", chat, nil)
+	if code != http.StatusOK {
+		t.Fatalf("chat after restoring its slot: %d %v", code, again)
+	}
+	if tm, _ := again["timings"].(map[string]any); tm == nil || tm["cache_n"].(float64) < 16 {
+		t.Errorf("chat after restoring its slot: timings %v, want its prompt from the restored cache", again["timings"])
+	}
+	if again["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"] != answer["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"] {
+		t.Errorf("chat after restoring its slot answers %v, before %v", again["choices"], answer["choices"])
 	}
 
 	// A file of tokens only, as older llama-servers wrote it (a plain

@@ -50,6 +50,9 @@ type Params struct {
 	// TimingsPerToken is llama.cpp's: its timings object on the answer
 	// (a stream's usage chunk).
 	TimingsPerToken bool `json:"timings_per_token,omitempty"`
+	// IDSlot is llama.cpp's id_slot: run on that slot's engine and
+	// remember the tokens there, for slot save (nil or -1: any).
+	IDSlot *int `json:"id_slot,omitempty"`
 	// ReturnProgress is llama.cpp's: a stream reports prompt_progress
 	// while the prompt is computed (the Responses API's stream).
 	ReturnProgress bool `json:"return_progress,omitempty"`

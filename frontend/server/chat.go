@@ -74,6 +74,7 @@ func (s *Server) chat(c echo.Context) error {
 		cacheSalt:   req.CacheSalt,
 		priority:    req.Priority,
 		rank:        cm.rank,
+		slot:        cm.slot,
 		stops:       req.Stop,
 		includeStop: req.IncludeStopStr,
 		skipSpecial: skipSpecial,

@@ -76,6 +76,7 @@ func (s *Server) completions(c echo.Context) error {
 			cacheSalt:   req.CacheSalt,
 			priority:    req.Priority,
 			rank:        cm.rank,
+			slot:        cm.slot,
 			stops:       req.Stop,
 			includeStop: req.IncludeStopStr,
 			skipSpecial: req.SkipSpecial(),

@@ -32,6 +32,7 @@ type genRequest struct {
 	stops       []string
 	includeStop bool
 	skipSpecial bool
+	slot        *slotPin // id_slot's: the first choice's tokens are recorded there (slotsave.go)
 }
 
 // choiceEvent is one child's news, already detokenized and stop-checked.
@@ -124,8 +125,9 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 		}
 	}
 	start := time.Now()
-	var last time.Time // when the previous token arrived
-	numCached := 0     // prompt tokens the engine's prefix cache served
+	var last time.Time    // when the previous token arrived
+	numCached := 0        // prompt tokens the engine's prefix cache served
+	var generated []int32 // with a slot, the first choice's tokens
 	for {
 		out, err := st.Next(ctx)
 		if err != nil {
@@ -168,9 +170,15 @@ func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream
 			ev.finish, ev.stopReason = out.FinishReason.String(), out.StopReason
 		}
 		ev.text = emit
+		if g.slot != nil && index == 0 {
+			generated = append(generated, out.NewTokenIDs...)
+		}
 		if ev.finish != "" {
 			ev.timing = timingOf(st)
 			s.observeFinish(g, st, ps, start, seq.NumTokens(), numCached, ev.finish)
+			if g.slot != nil && index == 0 && (ev.finish == "stop" || ev.finish == "length") {
+				s.recordSlot(g.slot, g.prompt, generated)
+			}
 		}
 		if !send(ev) || ev.finish != "" {
 			return

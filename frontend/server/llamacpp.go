@@ -64,7 +64,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 	if e != nil {
 		return writeError(c, e)
 	}
-	slot, e := s.pinSlot(set.IDSlot, salt, &cm.rank)
+	slot, e := s.pinSlot(set.IDSlot, params.CacheSalt, &cm.rank)
 	if e != nil {
 		return writeError(c, e)
 	}
@@ -75,7 +75,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 	}
 	id := "cmpl-" + cm.baseID
 	nat := &nativeRun{set: set, fields: req.ResponseFields, model: s.cfg.ServedModelName, gen: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, entries),
-		prompts: prompts, start: time.Now(), slot: slot}
+		prompts: prompts, start: time.Now()}
 	var gens []*genRequest
 	for i, p := range prompts {
 		if len(p) == 0 {
@@ -104,7 +104,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 		gens = append(gens, &genRequest{
 			internalID: fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)), externalID: fmt.Sprintf("%s-%d", id, i),
 			prompt: p, params: sp, n: set.NCmpl, firstIndex: i * set.NCmpl, sessionID: cm.sessionID, source: cm.source,
-			cacheSalt: params.CacheSalt, rank: cm.rank, stops: set.Stop, skipSpecial: params.SkipSpecial(),
+			cacheSalt: params.CacheSalt, rank: cm.rank, stops: set.Stop, skipSpecial: params.SkipSpecial(), slot: slot,
 		})
 	}
 	nat.gens = gens
@@ -228,7 +228,6 @@ type nativeRun struct {
 	prompts [][]int32
 	results []*nativeChoice
 	start   time.Time
-	slot    *slotPin // id_slot's, nil for none: choice 0's tokens are recorded there
 }
 
 // nativeChoice is one choice's output so far.
@@ -274,9 +273,6 @@ func (n *nativeRun) observe(ev *choiceEvent, s *Server) bool {
 	}
 	r.finish, r.stopReason = ev.finish, ev.stopReason
 	r.timing = ev.timing
-	if ev.index == 0 && (r.finish == "stop" || r.finish == "length") {
-		s.recordSlot(n.slot, n.prompt(0), r.tokens)
-	}
 	return true
 }
 

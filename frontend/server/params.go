@@ -21,7 +21,8 @@ type common struct {
 	baseID    string // X-Request-Id header, else body request_id, else random
 	sessionID string
 	source    session.Source // where sessionID came from
-	rank      *int           // X-data-parallel-rank
+	rank      *int           // X-data-parallel-rank, or id_slot's engine
+	slot      *slotPin       // id_slot's (llama.cpp): the slot the tokens are recorded in
 }
 
 // readBody decodes the JSON body into v, as a 400 when malformed.
@@ -155,6 +156,13 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 			return cm, openai.BadRequest("X-data-parallel-rank", "header X-data-parallel-rank must be a non-negative integer, got %q", r)
 		}
 		cm.rank = &v
+	}
+	if p.IDSlot != nil {
+		slot, e := s.pinSlot(*p.IDSlot, p.CacheSalt, &cm.rank)
+		if e != nil {
+			return cm, e
+		}
+		cm.slot = slot
 	}
 	return cm, nil
 }

@@ -167,7 +167,7 @@ func (s *Server) slotAction(c echo.Context) error {
 	if action == "save" {
 		return s.slotSave(c, mover, id, path, body.Filename)
 	}
-	return s.slotRestore(c, mover, id, e, path, body.Filename, body.CacheSalt)
+	return s.slotRestore(c, mover, id, e, path, body.Filename, scopeSalt(tenantOf(c), body.CacheSalt))
 }
 
 // slotSave writes slot id's tokens and cached KV blocks to path.

@@ -39,20 +39,28 @@ func TestSlotActionErrors(t *testing.T) {
 		{"/slots/0?action=restore", `{"filename": 3}`, 400, "filename"},
 		{"/slots/0?action=save", `{"filename": "a.bin"}`, 501, "cannot move KV blocks"}, // the fake engine has no KV transfer
 		{"/completion", `{"prompt": "x", "id_slot": 4}`, 400, "Invalid slot ID"},
+		{"/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "id_slot": 7}`, 400, "Invalid slot ID"},
+		{"/v1/completions", `{"prompt": "x", "id_slot": 4}`, 400, "Invalid slot ID"},
 	} {
 		if code, body := do(t, ts, "POST", tc.path, tc.body, nil); code != tc.code || !strings.Contains(body, tc.want) {
 			t.Errorf("POST %s %s: %d %s, want %d %q", tc.path, tc.body, code, body, tc.code, tc.want)
 		}
 	}
 	for slot, rank := range []int{0, 0, 1, 1} {
-		before := len(f.requests())
-		body := `{"prompt": "x", "n_predict": 1, "id_slot": ` + string(rune('0'+slot)) + `}`
-		if code, resp := do(t, ts, "POST", "/completion", body, nil); code != 200 {
-			t.Fatalf("/completion on slot %d: %d %s", slot, code, resp)
-		}
-		req := f.requests()[before]
-		if req.DataParallelRank == nil || *req.DataParallelRank != rank {
-			t.Errorf("id_slot %d: data_parallel_rank %v, want engine %d", slot, req.DataParallelRank, rank)
+		n := string(rune('0' + slot))
+		for path, body := range map[string]string{
+			"/completion":          `{"prompt": "x", "n_predict": 1, "id_slot": ` + n + `}`,
+			"/v1/completions":      `{"prompt": "x", "max_tokens": 1, "id_slot": ` + n + `}`,
+			"/v1/chat/completions": `{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1, "id_slot": ` + n + `}`,
+		} {
+			before := len(f.requests())
+			if code, resp := do(t, ts, "POST", path, body, nil); code != 200 {
+				t.Fatalf("%s on slot %d: %d %s", path, slot, code, resp)
+			}
+			req := f.requests()[before]
+			if req.DataParallelRank == nil || *req.DataParallelRank != rank {
+				t.Errorf("%s, id_slot %d: data_parallel_rank %v, want engine %d", path, slot, req.DataParallelRank, rank)
+			}
 		}
 	}
 }
