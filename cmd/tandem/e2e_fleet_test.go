@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,13 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // TestRouterMode runs serve as llama-server's router over two dummy
 // models with --models-max 1: a chat loads its model, the next model's
-// chat evicts it, an unload frees the slot.
+// chat evicts it, an unload frees the slot; GET /models/sse reports
+// every status change.
 func TestRouterMode(t *testing.T) {
 	dir := t.TempDir()
 	preset := filepath.Join(dir, "models.ini")
@@ -74,6 +77,7 @@ func TestRouterMode(t *testing.T) {
 	if s := status(); s["a"] != "unloaded" || s["b"] != "unloaded" {
 		t.Fatalf("at start: %v", s)
 	}
+	changes := watchStatus(t, base)
 	chat := `{"model":"%s","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
 	if code, body := post("/v1/chat/completions", fmt.Sprintf(chat, "a")); code != 200 {
 		t.Fatalf("chat with a: %d %s", code, body)
@@ -94,4 +98,62 @@ func TestRouterMode(t *testing.T) {
 		t.Fatalf("unload: %d %s", code, body)
 	}
 	waitStatus("b", "unloaded")
+	want := map[string][]string{"a": {"loading", "loaded", "unloaded 0"}, "b": {"loading", "loaded", "unloaded 0"}}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := changes()
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/models/sse status changes %v, want %v", got, want)
+		}
+	}
+}
+
+// watchStatus subscribes to base's /models/sse and returns what it has
+// seen so far: each model's status_change events, "STATUS [EXIT_CODE]".
+func watchStatus(t *testing.T, base string) func() map[string][]string {
+	t.Helper()
+	resp, err := http.Get(base + "/models/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("/models/sse: %s %q", resp.Status, ct)
+	}
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var e struct {
+				Model, Event string
+				Data         struct {
+					Status   string
+					ExitCode *int `json:"exit_code"`
+				}
+			}
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok || json.Unmarshal([]byte(data), &e) != nil || e.Event != "status_change" {
+				continue
+			}
+			s := e.Data.Status
+			if e.Data.ExitCode != nil {
+				s += fmt.Sprint(" ", *e.Data.ExitCode)
+			}
+			mu.Lock()
+			seen[e.Model] = append(seen[e.Model], s)
+			mu.Unlock()
+		}
+	}()
+	return func() map[string][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string][]string{}
+		for k, v := range seen {
+			out[k] = append([]string(nil), v...)
+		}
+		return out
+	}
 }

@@ -112,6 +112,7 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 		return fmt.Errorf("router: %w", err)
 	}
 	hs := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs.RegisterOnShutdown(r.EndStreams) // /models/sse streams would hold the drain
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("router serving", "url", "http://"+ln.Addr().String(), "models_max", rf.max, "autoload", autoload)

@@ -12,5 +12,7 @@
 // starts and stops the children (each in its own process group), polls
 // their /health and proxies HTTP, event streams included, with
 // llama-server's routes (/models, /models/load, /models/unload, /props,
-// /v1/stream) on top.
+// /v1/stream) on top. The core records each change of a model as an
+// Event; the router drains them after every change and streams them to
+// GET /models/sse's subscribers, each through a bounded buffer.
 package fleet

@@ -60,6 +60,7 @@ type Fleet struct {
 	models map[string]*Model
 	queue  []entry
 	clock  int64
+	events []Event // recorded changes, until Events drains them
 }
 
 // ErrLimit is a load with every slot taken.
@@ -70,7 +71,9 @@ func New(max int) *Fleet { return &Fleet{Max: max, models: map[string]*Model{}} 
 
 // Sync replaces the catalog with specs. Models that stay keep their state;
 // it returns the names of running models no longer in the catalog (the
-// caller stops them; they stay listed until they exit).
+// caller stops them; they stay listed until they exit). It records
+// ModelsReload; the models it drops get no event of their own, as in
+// llama-server's reload.
 func (f *Fleet) Sync(specs []Spec) (gone []string) {
 	keep := map[string]bool{}
 	for _, s := range specs {
@@ -92,6 +95,7 @@ func (f *Fleet) Sync(specs []Spec) (gone []string) {
 		}
 	}
 	slices.Sort(gone)
+	f.record(Event{Kind: ModelsReload, Model: "*"})
 	return gone
 }
 
@@ -172,6 +176,8 @@ func (f *Fleet) Start(name string, port int) (bool, error) {
 	}
 	f.clock++
 	m.Status, m.Port, m.LastUsed, m.ExitCode, m.Stopping = Loading, port, f.clock, 0, false
+	f.record(Event{Kind: ModelStatus, Model: m.Name, Status: Loading})
+	f.record(Event{Kind: StatusChange, Model: m.Name, Status: Loading})
 	return true, nil
 }
 
@@ -179,6 +185,7 @@ func (f *Fleet) Start(name string, port int) (bool, error) {
 func (f *Fleet) Ready(name string) {
 	if m := f.find(name); m != nil && m.Status == Loading && !m.Stopping {
 		m.Status = Loaded
+		f.record(Event{Kind: StatusChange, Model: m.Name, Status: Loaded})
 	}
 }
 
@@ -193,7 +200,8 @@ func (f *Fleet) Stop(name string) bool {
 }
 
 // Exited records that a model's child ended with code: a stop asked for
-// counts as 0. A model gone from the catalog is forgotten.
+// counts as 0. A model gone from the catalog is forgotten (ModelRemove:
+// the reload that dropped it kept it listed while it ran).
 func (f *Fleet) Exited(name string, code int, inCatalog bool) {
 	m := f.find(name)
 	if m == nil {
@@ -202,9 +210,14 @@ func (f *Fleet) Exited(name string, code int, inCatalog bool) {
 	if m.Stopping {
 		code = 0
 	}
+	was := m.Status
 	m.Status, m.Port, m.ExitCode, m.Stopping = Unloaded, 0, code, false
+	if was != Unloaded {
+		f.record(Event{Kind: StatusChange, Model: m.Name, Status: Unloaded, ExitCode: code})
+	}
 	if !inCatalog {
 		delete(f.models, m.Name)
+		f.record(Event{Kind: ModelRemove, Model: m.Name})
 	}
 }
 

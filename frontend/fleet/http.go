@@ -29,6 +29,7 @@ func (r *Router) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", r.listModels)
 	mux.HandleFunc("POST /models/load", r.loadModel)
 	mux.HandleFunc("POST /models/unload", r.unloadModel)
+	mux.HandleFunc("GET /models/sse", r.modelEvents)
 	mux.HandleFunc("POST /models", func(w http.ResponseWriter, _ *http.Request) {
 		writeErr(w, openai.BadRequest("model", "downloading models from the Hugging Face hub is not supported: put the GGUF in --models-dir or the models cache"))
 	})

@@ -30,6 +30,7 @@ type Config struct {
 	Log       *slog.Logger
 	Output    io.Writer     // the children's stdout and stderr (default os.Stderr)
 	StopWait  time.Duration // how long a stopped child has before SIGKILL (default 10s)
+	Keepalive time.Duration // how long a quiet /models/sse stream waits to send a comment (default 15s)
 	// Edge wraps the router's routes with what it answers itself besides
 	// them (server.Edge: the CORS policy, /tools, /cors-proxy), inside
 	// the API key check; nil: nothing.
@@ -45,6 +46,7 @@ type Router struct {
 	procs   map[string]*os.Process
 	names   map[string]bool // the catalog's names, for Exited
 	changed chan struct{}   // closed (and replaced) at every change
+	sse     hub             // GET /models/sse's subscribers
 	wg      sync.WaitGroup  // the children's monitors
 	client  *http.Client
 }
@@ -59,6 +61,9 @@ func NewRouter(cfg Config) (*Router, error) {
 	}
 	if cfg.StopWait <= 0 {
 		cfg.StopWait = 10 * time.Second
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = defaultKeepalive
 	}
 	r := &Router{cfg: cfg, fleet: New(cfg.Max), procs: map[string]*os.Process{}, changed: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, DisableCompression: true}}}
@@ -88,8 +93,12 @@ func (r *Router) Reload() error {
 	return nil
 }
 
-// broadcast wakes every waiter; the caller holds mu.
+// broadcast sends the core's events to /models/sse and wakes every
+// waiter; the caller holds mu and calls it after every change.
 func (r *Router) broadcast() {
+	for _, e := range r.fleet.Events() {
+		r.sse.publish(sseEvent(e))
+	}
 	close(r.changed)
 	r.changed = make(chan struct{})
 }
@@ -264,8 +273,9 @@ func (r *Router) Unload(name string) bool {
 	return true
 }
 
-// Close stops every child and waits for them.
+// Close stops every child, waits for them and ends every event stream.
 func (r *Router) Close() {
+	defer r.EndStreams()
 	r.mu.Lock()
 	var names []string
 	for n := range r.procs {
