@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -170,16 +169,16 @@ func (s *Server) slotAction(c echo.Context) error {
 	return s.slotRestore(c, mover, id, e, path, body.Filename, scopeSalt(tenantOf(c), body.CacheSalt))
 }
 
-// slotSave writes slot id's tokens and cached KV blocks to path.
+// slotSave writes slot id's tokens and cached KV blocks to path,
+// streaming the blocks from the engine a chunk at a time.
 func (s *Server) slotSave(c echo.Context, mover kvMover, id int, path, name string) error {
 	ctx, start := c.Request().Context(), time.Now()
 	rec := s.slotTab.get(id)
 	var kv *slotfile.KV
-	var data []byte
+	var chain *chainReader
 	if len(rec.tokens) > 0 {
 		var err error
-		kv, data, err = s.exportChain(ctx, mover, rec)
-		if err != nil {
+		if kv, chain, err = s.exportChain(ctx, mover, rec); err != nil {
 			return writeError(c, engineError(err))
 		}
 	}
@@ -191,7 +190,11 @@ func (s *Server) slotSave(c echo.Context, mover kvMover, id int, path, name stri
 		return writeError(c, openai.Internal("Unable to save slot: %v", err))
 	}
 	defer os.Remove(tmp.Name())
-	n, err := slotfile.Write(tmp, rec.tokens, kv, bytes.NewReader(data))
+	var data io.Reader
+	if chain != nil {
+		data = chain
+	}
+	n, err := slotfile.Write(tmp, rec.tokens, kv, data)
 	if err == nil {
 		err = tmp.Close()
 	} else {
@@ -201,6 +204,9 @@ func (s *Server) slotSave(c echo.Context, mover kvMover, id int, path, name stri
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
+		if chain != nil && chain.err != nil { // the engine's failure, not the disk's
+			return writeError(c, engineError(chain.err))
+		}
 		return writeError(c, openai.Internal("Unable to save slot: %v", err))
 	}
 	blocks := 0
@@ -212,38 +218,68 @@ func (s *Server) slotSave(c echo.Context, mover kvMover, id int, path, name stri
 		"n_kv_blocks": blocks, "timings": map[string]float64{"save_ms": ms(time.Since(start))}})
 }
 
-// exportChain reads rec's cached blocks from its engine in chunks; kv is
-// nil when the engine keeps none it can copy (the file then holds the
-// tokens only).
-func (s *Server) exportChain(ctx context.Context, mover kvMover, rec slotRecord) (*slotfile.KV, []byte, error) {
-	var kv *slotfile.KV
-	var data []byte
-	limit := 1
-	for first := 0; ; {
-		r, err := mover.KVExport(ctx, rec.engine, rec.tokens, rec.salt, first, limit)
-		if err != nil {
-			return nil, nil, err
+// exportChain asks rec's engine for the first chunk of its cached blocks:
+// the layout, and a reader of every block, fetched a chunk at a time as
+// it is read. kv is nil when the engine keeps none it can copy (the file
+// then holds the tokens only).
+func (s *Server) exportChain(ctx context.Context, mover kvMover, rec slotRecord) (*slotfile.KV, *chainReader, error) {
+	r, err := mover.KVExport(ctx, rec.engine, rec.tokens, rec.salt, 0, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Code != wire.KVTransferOK {
+		s.log.Info("slot save: the engine gives no KV blocks, the file holds the tokens only", "code", r.Code, "reason", r.Message)
+		return nil, nil, nil
+	}
+	kv := &slotfile.KV{Layout: r.Layout, CacheSalt: rec.salt}
+	per := kv.BytesPerBlock()
+	if per <= 0 || len(r.Data)%per != 0 {
+		return nil, nil, fmt.Errorf("kv_export: %d bytes of blocks of %d", len(r.Data), per)
+	}
+	ch := &chainReader{ctx: ctx, mover: mover, rec: rec, per: per, limit: max(1, kvChunkBytes/per), buf: r.Data,
+		next: len(r.Data) / per, total: r.NumBlocks}
+	return kv, ch, nil
+}
+
+// chainReader reads a slot's cached blocks from its engine, kv_export by
+// kv_export, ending where the chain ends (or where it got shorter since:
+// blocks evicted meanwhile are not saved). One chunk is held at a time.
+type chainReader struct {
+	ctx    context.Context
+	mover  kvMover
+	rec    slotRecord
+	per    int // bytes per block
+	limit  int // blocks per kv_export
+	buf    []byte
+	next   int // the chain's next block to ask for
+	total  int // the chain's length, by the latest answer
+	err    error
+	failed bool
+}
+
+func (c *chainReader) Read(p []byte) (int, error) {
+	for len(c.buf) == 0 {
+		if c.failed {
+			return 0, c.err
 		}
-		if r.Code != wire.KVTransferOK {
-			s.log.Info("slot save: the engine gives no KV blocks, the file holds the tokens only", "code", r.Code, "reason", r.Message)
-			return nil, nil, nil
+		if c.next >= c.total {
+			return 0, io.EOF
 		}
-		if kv == nil {
-			kv = &slotfile.KV{Layout: r.Layout, CacheSalt: rec.salt}
-			limit = max(1, kvChunkBytes/max(kv.BytesPerBlock(), 1))
-		}
-		per := kv.BytesPerBlock()
-		if per <= 0 || len(r.Data)%per != 0 {
-			return nil, nil, fmt.Errorf("kv_export: %d bytes of blocks of %d", len(r.Data), per)
-		}
-		data = append(data, r.Data...)
-		first += len(r.Data) / per
-		if len(r.Data) == 0 || first >= r.NumBlocks { // the chain's end (or it shrank meanwhile)
-			break
+		r, err := c.mover.KVExport(c.ctx, c.rec.engine, c.rec.tokens, c.rec.salt, c.next, c.limit)
+		switch {
+		case err != nil:
+			c.err, c.failed = err, true
+		case r.Code != wire.KVTransferOK || len(r.Data)%c.per != 0:
+			c.err, c.failed = fmt.Errorf("kv_export: %s: %s", r.Code, r.Message), true
+		case len(r.Data) == 0: // the chain got shorter
+			return 0, io.EOF
+		default:
+			c.buf, c.next, c.total = r.Data, c.next+len(r.Data)/c.per, r.NumBlocks
 		}
 	}
-	kv.NumBlocks = len(data) / kv.BytesPerBlock()
-	return kv, data, nil
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
 }
 
 // slotRestore reads path into slot id's engine: its KV blocks when they

@@ -19,13 +19,13 @@
 //	version  u32      1
 //	meta_len u32      length of meta
 //	meta     msgpack map: layout (the engine's kv_export layout map),
-//	         cache_salt (str), num_blocks (int)
-//	data     num_blocks × layout.bytes_per_block bytes: the first
-//	         num_blocks full blocks of the token list, as kv_export
-//	         gave them (docs/wire.md)
+//	         cache_salt (str)
+//	data     to the end of the file, whole blocks of
+//	         layout.bytes_per_block bytes: the first full blocks of the
+//	         token list, as kv_export gave them (docs/wire.md)
 //
 // A file without that section (llama-server's, or one saved by an engine
 // that cannot copy KV blocks) restores its tokens only; the frontend then
-// recomputes their KV. Read streams the data (Reader) so a restore holds
-// one chunk at a time, not the file.
+// recomputes their KV. Write and Read stream the data, so a save or a
+// restore holds one chunk at a time, not the file.
 package slotfile

@@ -34,6 +34,8 @@ var (
 type KV struct {
 	Layout    map[string]any // the engine's kv_export layout
 	CacheSalt string
+	// NumBlocks is the blocks of the data: what Read found, or what Write
+	// wrote.
 	NumBlocks int
 }
 
@@ -49,8 +51,9 @@ func (k *KV) BytesPerBlock() int {
 }
 
 // Write writes a file of tokens; with kv non-nil, the KV section follows,
-// its data read from data (kv.NumBlocks × kv.BytesPerBlock() bytes). It
-// returns the bytes written.
+// its data copied from data to its end (whole blocks of
+// kv.BytesPerBlock(), read as they come: data may produce them lazily),
+// and kv.NumBlocks set to how many. It returns the bytes written.
 func Write(w io.Writer, tokens []int32, kv *KV, data io.Reader) (int64, error) {
 	cw := &countWriter{w: w}
 	bw := bufio.NewWriter(cw)
@@ -63,7 +66,11 @@ func Write(w io.Writer, tokens []int32, kv *KV, data io.Reader) (int64, error) {
 		return cw.n, err
 	}
 	if kv != nil {
-		meta, err := wire.Marshal(map[string]any{"layout": kv.Layout, "cache_salt": kv.CacheSalt, "num_blocks": int64(kv.NumBlocks)})
+		per := int64(kv.BytesPerBlock())
+		if per <= 0 {
+			return cw.n, fmt.Errorf("slotfile: the KV layout has no bytes_per_block")
+		}
+		meta, err := wire.Marshal(map[string]any{"layout": kv.Layout, "cache_salt": kv.CacheSalt})
 		if err != nil {
 			return cw.n, err
 		}
@@ -73,14 +80,14 @@ func Write(w io.Writer, tokens []int32, kv *KV, data io.Reader) (int64, error) {
 		if _, err := bw.Write(meta); err != nil {
 			return cw.n, err
 		}
-		want := int64(kv.NumBlocks) * int64(kv.BytesPerBlock())
-		n, err := io.Copy(bw, io.LimitReader(data, want))
-		if err == nil && n != want {
-			err = fmt.Errorf("slotfile: KV data is %d bytes, want %d", n, want)
+		n, err := io.Copy(bw, data)
+		if err == nil && n%per != 0 {
+			err = fmt.Errorf("slotfile: KV data of %d bytes is not whole blocks of %d", n, per)
 		}
 		if err != nil {
 			return cw.n, err
 		}
+		kv.NumBlocks = int(n / per)
 	}
 	err := bw.Flush()
 	return cw.n, err
@@ -151,13 +158,12 @@ func Read(r io.Reader, size int64, maxTokens int) (*File, error) {
 	kv := &KV{}
 	kv.Layout, _ = m["layout"].(map[string]any)
 	kv.CacheSalt, _ = m["cache_salt"].(string)
-	nb, _ := m["num_blocks"].(int64)
-	kv.NumBlocks = int(nb)
 	per := int64(kv.BytesPerBlock())
 	rest := size - (12 + 4*n + 12 + int64(len(meta)))
-	if kv.Layout == nil || per <= 0 || nb < 0 || nb*per != rest {
-		return nil, fmt.Errorf("%w: KV section of %d blocks of %d bytes, %d bytes left in the file", ErrFormat, nb, per, rest)
+	if kv.Layout == nil || per <= 0 || rest < 0 || rest%per != 0 {
+		return nil, fmt.Errorf("%w: KV data of %d bytes is not whole blocks of %d", ErrFormat, rest, per)
 	}
+	kv.NumBlocks = int(rest / per)
 	f.KV, f.Data = kv, io.LimitReader(br, rest)
 	return f, nil
 }

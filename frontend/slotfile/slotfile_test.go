@@ -36,7 +36,7 @@ func read(b []byte) (*File, []byte, error) {
 func TestRoundTrip(t *testing.T) {
 	tokens := []int32{1, 2, 3, 40000, 5}
 	data := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 3)
-	b := write(t, tokens, &KV{Layout: layout, CacheSalt: "s", NumBlocks: 3}, data)
+	b := write(t, tokens, &KV{Layout: layout, CacheSalt: "s"}, data)
 	// llama.cpp's header, as its test_slot_save reads it.
 	u32 := func(off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
 	if u32(0) != 0x67677371 || u32(4) != 3 || u32(8) != uint32(len(tokens)+4) || int32(u32(12)) != -1 || u32(20) != uint32(len(tokens)) || u32(24) != 1 {
@@ -72,7 +72,7 @@ func TestLegacyAndForeign(t *testing.T) {
 }
 
 func TestReadErrors(t *testing.T) {
-	good := write(t, []int32{1, 2}, &KV{Layout: layout, NumBlocks: 1}, make([]byte, 8))
+	good := write(t, []int32{1, 2}, &KV{Layout: layout}, make([]byte, 8))
 	media := write(t, []int32{1, 2}, nil, nil)
 	binary.LittleEndian.PutUint32(media[len(media)-4:], 1)
 	tests := map[string]struct {
@@ -90,6 +90,9 @@ func TestReadErrors(t *testing.T) {
 		if _, _, err := read(tt.b); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", name, err, tt.want)
 		}
+	}
+	if _, err := Write(io.Discard, nil, &KV{Layout: layout}, bytes.NewReader(make([]byte, 12))); err == nil {
+		t.Error("Write of 12 bytes of 8-byte blocks succeeded")
 	}
 	long := write(t, make([]int32, 20), nil, nil)
 	if _, err := Read(bytes.NewReader(long), int64(len(long)), 10); !errors.Is(err, ErrFormat) {
@@ -111,7 +114,7 @@ func TestValidFilename(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	f.Add(write(&testing.T{}, []int32{1, 2, 3}, &KV{Layout: layout, NumBlocks: 1}, make([]byte, 8)))
+	f.Add(write(&testing.T{}, []int32{1, 2, 3}, &KV{Layout: layout}, make([]byte, 8)))
 	f.Add(write(&testing.T{}, nil, nil, nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		f, data, err := read(b)
