@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -91,7 +93,7 @@ func stripComment(v string) string {
 // Sources are where the catalog comes from; any may be "".
 type Sources struct {
 	Dir    string // --models-dir: NAME.gguf files, or NAME/ directories holding one
-	Cache  string // a Hugging Face hub cache: models--OWNER--REPO/snapshots/REV/*.gguf
+	Cache  string // a Hugging Face hub cache: models--OWNER--REPO/snapshots/REV/[DIR/]FILE.gguf
 	Preset string // --models-preset: llama.cpp's INI presets
 }
 
@@ -231,7 +233,12 @@ func companion(name string) bool {
 }
 
 // scanCache lists the models of a hub cache as llama.cpp does: one per
-// repository and quantization tag (the file name's last -TAG or .TAG).
+// repository and quantization tag, the tag being the last -TAG or .TAG of
+// the file's path in the snapshot, subfolders included
+// (Q4_K_M/m-Q4_K_M-00001-of-00002.gguf is TAG Q4_K_M); a split model by
+// its first part; projectors and speculative heads are no models. Where
+// llama.cpp reads only the snapshot refs/ names, every snapshot is read,
+// that one first (hfhub's Remove removes a tag from all of them).
 func scanCache(dir string) ([]cached, error) {
 	repos, err := os.ReadDir(dir)
 	if err != nil {
@@ -244,32 +251,110 @@ func scanCache(dir string) ([]cached, error) {
 	seen := map[string]bool{}
 	for _, r := range repos {
 		name, ok := strings.CutPrefix(r.Name(), "models--")
-		if !ok || !r.IsDir() {
+		repo := strings.ReplaceAll(name, "--", "/")
+		if !ok || !r.IsDir() || strings.Count(repo, "/") != 1 || strings.HasPrefix(repo, "/") || strings.HasSuffix(repo, "/") {
 			continue
 		}
-		repo := strings.Replace(name, "--", "/", 1)
-		files, _ := filepath.Glob(filepath.Join(dir, r.Name(), "snapshots", "*", "*.gguf"))
-		slices.Sort(files)
-		for _, p := range files {
-			base := strings.TrimSuffix(filepath.Base(p), ".gguf")
-			if m := ggufSplit.FindStringSubmatch(base); m != nil {
-				if m[2] != "00001" {
+		for _, snap := range snapshots(filepath.Join(dir, r.Name())) {
+			for _, rel := range snapshotFiles(snap) {
+				tag, ok := cacheTag(rel)
+				if !ok {
 					continue
 				}
-				base = m[1]
-			}
-			m := ggufTag.FindStringSubmatch(base)
-			if m == nil || companion(filepath.Base(p)) {
-				continue
-			}
-			c := cached{repo, strings.ToUpper(m[1]), p}
-			if !seen[c.id()] {
-				seen[c.id()] = true
-				out = append(out, c)
+				c := cached{repo, tag, filepath.Join(snap, filepath.FromSlash(rel))}
+				if !seen[c.id()] {
+					seen[c.id()] = true
+					out = append(out, c)
+				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// cacheTag is the tag of a model GGUF at path rel of a snapshot
+// (llama.cpp's common_list_cached_models); ok is false for other files,
+// split parts after the first and companions.
+func cacheTag(rel string) (string, bool) {
+	prefix, ok := strings.CutSuffix(rel, ".gguf")
+	if !ok {
+		return "", false
+	}
+	if m := ggufSplit.FindStringSubmatch(prefix); m != nil {
+		if n, _ := strconv.Atoi(m[2]); n != 1 {
+			return "", false
+		}
+		prefix = m[1]
+	}
+	for _, c := range []string{"mmproj", "mtp-", "eagle3-", "dflash-", "dspark-"} {
+		if strings.Contains(prefix, c) {
+			return "", false
+		}
+	}
+	m := ggufTag.FindStringSubmatch(prefix)
+	if m == nil {
+		return "", false
+	}
+	return strings.ToUpper(m[1]), true
+}
+
+// snapshots are a cached repository's snapshot folders: the commit refs/
+// names first (main's, else the first valid), then the others by name.
+func snapshots(repoDir string) []string {
+	root := filepath.Join(repoDir, "snapshots")
+	ents, _ := os.ReadDir(root)
+	first := cachedRef(repoDir)
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if e.Name() == first {
+			out = append([]string{filepath.Join(root, e.Name())}, out...)
+		} else {
+			out = append(out, filepath.Join(root, e.Name()))
+		}
+	}
+	return out
+}
+
+// cachedRef is the commit refs/ records, as llama.cpp's get_cached_ref
+// reads it; "" if none.
+func cachedRef(repoDir string) string {
+	ents, _ := os.ReadDir(filepath.Join(repoDir, "refs"))
+	fallback := ""
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(repoDir, "refs", e.Name()))
+		commit, _, _ := strings.Cut(string(b), "\n")
+		if err != nil || !e.Type().IsRegular() || !commitID.MatchString(commit) {
+			continue
+		}
+		if e.Name() == "main" {
+			return commit
+		}
+		if fallback == "" {
+			fallback = commit
+		}
+	}
+	return fallback
+}
+
+var commitID = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
+
+// snapshotFiles lists the files (and links) under a snapshot, as
+// '/'-separated paths relative to it, in lexical order.
+func snapshotFiles(snap string) []string {
+	var out []string
+	_ = filepath.WalkDir(snap, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if rel, err := filepath.Rel(snap, p); err == nil {
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
 }
 
 // resolveRepo finds the cached file of "OWNER/REPO[:TAG]" ("" if none):
