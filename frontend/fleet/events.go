@@ -4,13 +4,15 @@ package fleet
 // GET /models/sse names it.
 type EventKind int
 
-// The kinds of Event (llama-server's notify_sse calls that Tandem has; it
-// downloads nothing, so there are no download_* events).
+// The kinds of Event (llama-server's notify_sse calls).
 const (
-	StatusChange EventKind = iota // a model's status changed (update_status)
-	ModelStatus                   // a model's entry was (re)created: a load begins (load)
-	ModelRemove                   // a model was forgotten (remove)
-	ModelsReload                  // the catalog was re-read; Model is "*" (load_models)
+	StatusChange     EventKind = iota // a model's status changed (update_status)
+	ModelStatus                       // a model's entry was (re)created: a load or download begins (load)
+	ModelRemove                       // a model was forgotten (remove, and an exit after a reload dropped it)
+	ModelsReload                      // the catalog was re-read; Model is "*" (load_models)
+	DownloadProgress                  // a download's files progressed (update_download_progress)
+	DownloadFinished                  // a download ended well
+	DownloadFailed                    // a download failed or was cancelled
 )
 
 func (k EventKind) String() string {
@@ -21,6 +23,12 @@ func (k EventKind) String() string {
 		return "model_remove"
 	case ModelsReload:
 		return "models_reload"
+	case DownloadProgress:
+		return "download_progress"
+	case DownloadFinished:
+		return "download_finished"
+	case DownloadFailed:
+		return "download_failed"
 	}
 	return "status_change"
 }
@@ -33,6 +41,9 @@ type Event struct {
 	Model    string // the model's name (never an alias); "*" for ModelsReload
 	Status   Status // StatusChange, ModelStatus: the status now
 	ExitCode int    // StatusChange to Unloaded: as /models's exit_code (0 when stopped on purpose)
+	// DownloadProgress: every file of the download so far, by URL (the
+	// model's Progress, which is never changed in place)
+	Progress map[string]Transfer
 }
 
 // Events returns the events recorded since the last call, oldest first,

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -9,11 +10,15 @@ import (
 // Status is a model's state, as llama-server names it in /models.
 type Status int
 
-// The states of a model.
+// The states of a model. A download (POST /models) is a model of its
+// own, llama-server's: downloading, then downloaded until the reload
+// that follows it replaces the entry with the cache's model.
 const (
-	Unloaded Status = iota // no child (never started, stopped or failed)
-	Loading                // child started, not yet healthy
-	Loaded                 // child healthy, taking requests
+	Unloaded    Status = iota // no child (never started, stopped or failed)
+	Loading                   // child started, not yet healthy
+	Loaded                    // child healthy, taking requests
+	Downloading               // its files are being fetched into the cache
+	Downloaded                // its download ended (either way); the next Sync drops it
 )
 
 func (s Status) String() string {
@@ -22,6 +27,10 @@ func (s Status) String() string {
 		return "loading"
 	case Loaded:
 		return "loaded"
+	case Downloading:
+		return "downloading"
+	case Downloaded:
+		return "downloaded"
 	}
 	return "unloaded"
 }
@@ -35,10 +44,20 @@ type Model struct {
 	Busy     int   // requests being proxied to it
 	ExitCode int   // the last child's exit status (0 when stopped on purpose)
 	Stopping bool  // asked to stop, not yet exited
+	// Progress is a download's files by URL, as llama-server's
+	// loaded_info.progress; it is replaced at each change, never changed
+	// in place, so copies of the Model may keep it.
+	Progress map[string]Transfer
+}
+
+// Transfer is how far the download of one file is, in bytes.
+type Transfer struct {
+	Done  int64 `json:"done"`
+	Total int64 `json:"total"` // 0 if unknown
 }
 
 // Running reports whether the model holds a slot (loading or loaded).
-func (m *Model) Running() bool { return m.Status != Unloaded }
+func (m *Model) Running() bool { return m.Status == Loading || m.Status == Loaded }
 
 // Failed reports whether the last child ended by itself with an error.
 func (m *Model) Failed() bool { return m.Status == Unloaded && m.ExitCode != 0 }
@@ -71,10 +90,16 @@ func New(max int) *Fleet { return &Fleet{Max: max, models: map[string]*Model{}} 
 
 // Sync replaces the catalog with specs. Models that stay keep their state;
 // it returns the names of running models no longer in the catalog (the
-// caller stops them; they stay listed until they exit). It records
-// ModelsReload; the models it drops get no event of their own, as in
-// llama-server's reload.
+// caller stops them; they stay listed until they exit). Downloads in
+// progress stay; ended ones are dropped (what they fetched is in specs
+// now). It records ModelsReload; the models it drops get no event of
+// their own, as in llama-server's reload.
 func (f *Fleet) Sync(specs []Spec) (gone []string) {
+	for name, m := range f.models {
+		if m.Status == Downloaded {
+			delete(f.models, name)
+		}
+	}
 	keep := map[string]bool{}
 	for _, s := range specs {
 		keep[s.Name] = true
@@ -85,7 +110,7 @@ func (f *Fleet) Sync(specs []Spec) (gone []string) {
 		}
 	}
 	for name, m := range f.models {
-		if keep[name] {
+		if keep[name] || m.Status == Downloading {
 			continue
 		}
 		if m.Running() {
@@ -161,14 +186,14 @@ func (f *Fleet) Victim(exclude string) string {
 }
 
 // Start marks an unloaded model loading on port. It returns false (and no
-// error) when the model is already running, and ErrLimit when every slot
-// is taken.
+// error) when the model is already running or downloading, and ErrLimit
+// when every slot is taken.
 func (f *Fleet) Start(name string, port int) (bool, error) {
 	m := f.find(name)
 	if m == nil {
 		return false, errors.New("model " + name + " is not found")
 	}
-	if m.Running() {
+	if m.Status != Unloaded {
 		return false, nil
 	}
 	if !f.HasCapacity() {
@@ -281,4 +306,86 @@ func (f *Fleet) idle(m *Model) string {
 	}
 	m.Stopping = true
 	return m.Name
+}
+
+// ErrExists is a download of a name the fleet already has.
+var ErrExists = errors.New("model already exists")
+
+// Download adds name as a model being downloaded into the cache
+// (llama-server's load in download mode): listed as "downloading" from
+// the cache, holding no slot. ErrExists if a model or alias is called
+// name.
+func (f *Fleet) Download(name string) error {
+	if f.find(name) != nil {
+		return ErrExists
+	}
+	f.models[name] = &Model{Spec: Spec{Name: name, Source: "cache"}, Status: Downloading}
+	f.record(Event{Kind: ModelStatus, Model: name, Status: Downloading})
+	return nil
+}
+
+// Progress records that name's download has done of total bytes of the
+// file at url.
+func (f *Fleet) Progress(name, url string, done, total int64) {
+	m := f.models[name]
+	if m == nil || m.Status != Downloading {
+		return
+	}
+	p := maps.Clone(m.Progress)
+	if p == nil {
+		p = map[string]Transfer{}
+	}
+	p[url] = Transfer{Done: done, Total: total}
+	m.Progress = p
+	f.record(Event{Kind: DownloadProgress, Model: name, Progress: p})
+}
+
+// Downloaded ends name's download, ok or not: the model is "downloaded"
+// until the next Sync drops it for what the cache then holds.
+func (f *Fleet) Downloaded(name string, ok bool) {
+	m := f.models[name]
+	if m == nil || m.Status != Downloading {
+		return
+	}
+	m.Status = Downloaded
+	kind := DownloadFinished
+	if !ok {
+		kind = DownloadFailed
+	}
+	f.record(Event{Kind: kind, Model: name})
+}
+
+// The refusals of Removable, as llama-server words them.
+var (
+	ErrNotFound     = errors.New("is not found")
+	ErrNotRemovable = errors.New("is not removable (not from cache)")
+)
+
+// Removable checks that DELETE /models may remove name (its exact name,
+// not an alias): a model of the cache. Before Forget, the caller cancels
+// its download or stops its child.
+func (f *Fleet) Removable(name string) (Model, error) {
+	m, ok := f.models[name]
+	switch {
+	case !ok:
+		return Model{}, ErrNotFound
+	case m.Source != "cache":
+		return Model{}, ErrNotRemovable
+	}
+	return *m, nil
+}
+
+// Forget drops name once it neither runs nor downloads and records
+// ModelRemove; false while it still must wait. A name already gone (a
+// reload dropped the ended download) is forgotten at once, as
+// llama-server's remove does.
+func (f *Fleet) Forget(name string) bool {
+	if m, ok := f.models[name]; ok {
+		if m.Status != Unloaded && m.Status != Downloaded {
+			return false
+		}
+		delete(f.models, name)
+	}
+	f.record(Event{Kind: ModelRemove, Model: name})
+	return true
 }

@@ -212,3 +212,76 @@ func TestArgs(t *testing.T) {
 		t.Errorf("ignored = %v, want %v", ignored, want)
 	}
 }
+
+// TestDownloadStatus: a download is a model of the cache that holds no
+// slot, is never loaded, lets a waiting request through, survives reloads
+// while it runs and gives way to the catalog's model once it ended.
+func TestDownloadStatus(t *testing.T) {
+	cached := Spec{Name: "o/r:F16", Source: "cache", Path: "/c/m-F16.gguf"}
+	tests := []struct {
+		name    string
+		do      func(f *Fleet)
+		status  Status // of o/r:F16 at the end
+		present bool
+		path    string
+	}{
+		{"downloading", func(f *Fleet) {}, Downloading, true, ""},
+		{"kept by a reload", func(f *Fleet) { f.Sync(nil) }, Downloading, true, ""},
+		{"a reload that lists it keeps it downloading", func(f *Fleet) { f.Sync([]Spec{cached}) }, Downloading, true, cached.Path},
+		{"never started", func(f *Fleet) { f.Start("o/r:F16", 1); f.Ready("o/r:F16") }, Downloading, true, ""},
+		{"ended", func(f *Fleet) { f.Downloaded("o/r:F16", true) }, Downloaded, true, ""},
+		{"ended, the reload lists the cache's", func(f *Fleet) { f.Downloaded("o/r:F16", true); f.Sync([]Spec{cached}) }, Unloaded, true, cached.Path},
+		{"failed, the reload drops it", func(f *Fleet) { f.Downloaded("o/r:F16", false); f.Sync(nil) }, Unloaded, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := loaded(1, []string{"a"})
+			if err := f.Download("o/r:F16"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Download("o/r:F16"); err != ErrExists {
+				t.Fatalf("second Download = %v, want ErrExists", err)
+			}
+			tt.do(f)
+			m, ok := f.Get("o/r:F16")
+			if ok != tt.present || ok && (m.Status != tt.status || m.Path != tt.path || m.Source != "cache") {
+				t.Fatalf("o/r:F16 = %+v (present %v), want %v at %q (present %v)", m, ok, tt.status, tt.path, tt.present)
+			}
+			if ok && m.Running() {
+				t.Error("a download counts as running")
+			}
+			if f.running() != 1 {
+				t.Errorf("running = %d, want a's slot only", f.running())
+			}
+			if ok && m.Status == Downloading {
+				if p := f.Want("o/r:F16"); p != (Plan{}) {
+					t.Errorf("Want = %+v, want nothing to do", p)
+				}
+				if v := f.Step("o/r:F16", &Waiter{}, false); v != Proceed {
+					t.Errorf("Step = %v, want Proceed (the proxy says it is not running)", v)
+				}
+			}
+		})
+	}
+}
+
+func TestRemovable(t *testing.T) {
+	f := New(0)
+	f.Sync([]Spec{{Name: "o/r:Q8_0", Source: "cache"}, {Name: "p", Source: "preset", Aliases: []string{"o/r:al"}}})
+	f.Download("o/d")
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"o/r:Q8_0", nil},
+		{"o/d", nil},
+		{"p", ErrNotRemovable},
+		{"o/r:al", ErrNotFound}, // an alias is no name here, as in llama-server
+		{"nope", ErrNotFound},
+	}
+	for _, tt := range tests {
+		if m, err := f.Removable(tt.name); err != tt.err || err == nil && m.Name != tt.name {
+			t.Errorf("Removable(%s) = %s, %v; want %v", tt.name, m.Name, err, tt.err)
+		}
+	}
+}

@@ -18,7 +18,7 @@ func (f *Fleet) Want(name string) Plan {
 		return Plan{Ready: true}
 	}
 	if m.Status != Unloaded {
-		return Plan{} // loading: wait for it
+		return Plan{} // loading: wait for it (downloading: Step proceeds)
 	}
 	if f.HasCapacity() && len(f.queue) == 0 {
 		return Plan{Load: true}
@@ -65,8 +65,8 @@ func (f *Fleet) Step(name string, w *Waiter, stopped bool) Verdict {
 		return Proceed // removed from the catalog
 	}
 	switch m.Status {
-	case Loaded:
-		return Proceed
+	case Loaded, Downloading, Downloaded:
+		return Proceed // a download is no load to wait for: the proxy says it is not running
 	case Loading:
 		w.SawLoading = true
 	case Unloaded:

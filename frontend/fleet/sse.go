@@ -102,6 +102,8 @@ func sseEvent(e Event) []byte {
 		if e.Kind == StatusChange && e.Status == Unloaded {
 			v.Data["exit_code"] = e.ExitCode
 		}
+	case DownloadProgress: // the model's loaded_info: {"progress": {URL: {done, total}}}
+		v.Data = map[string]any{"progress": e.Progress}
 	}
 	b, _ := json.Marshal(v)
 	return append(append([]byte("data: "), b...), "\n\n"...)
