@@ -30,12 +30,8 @@ func (r *Router) Handler() http.Handler {
 	mux.HandleFunc("POST /models/load", r.loadModel)
 	mux.HandleFunc("POST /models/unload", r.unloadModel)
 	mux.HandleFunc("GET /models/sse", r.modelEvents)
-	mux.HandleFunc("POST /models", func(w http.ResponseWriter, _ *http.Request) {
-		writeErr(w, openai.BadRequest("model", "downloading models from the Hugging Face hub is not supported: put the GGUF in --models-dir or the models cache"))
-	})
-	mux.HandleFunc("DELETE /models", func(w http.ResponseWriter, _ *http.Request) {
-		writeErr(w, openai.BadRequest("model", "removing cached models is not supported"))
-	})
+	mux.HandleFunc("POST /models", r.postModels)
+	mux.HandleFunc("DELETE /models", r.deleteModels)
 	mux.HandleFunc("GET /props", r.props)
 	mux.HandleFunc("GET /v1/stream", r.streamGet)
 	mux.HandleFunc("DELETE /v1/stream", r.streamDelete)
@@ -48,12 +44,14 @@ func (r *Router) Handler() http.Handler {
 	return r.auth(mux)
 }
 
-// public are the routes that need no API key, as llama-server's.
+// public are the routes that need no API key to GET (or HEAD), as
+// llama-server's; POST and DELETE /models, which download and remove,
+// need one.
 var public = map[string]bool{"/health": true, "/v1/health": true, "/models": true, "/v1/models": true}
 
 func (r *Router) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if len(r.cfg.APIKeys) == 0 || public[req.URL.Path] || req.Method == http.MethodOptions {
+		if len(r.cfg.APIKeys) == 0 || public[req.URL.Path] && (req.Method == http.MethodGet || req.Method == http.MethodHead) || req.Method == http.MethodOptions {
 			next.ServeHTTP(w, req)
 			return
 		}
@@ -195,6 +193,12 @@ func (r *Router) unloadModel(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case !ok:
 		writeErr(w, openai.BadRequest("model", "model is not found"))
+	case m.Status == Downloading: // unloading a download cancels it
+		if err := r.cancelDownload(req.Context(), m.Name); err != nil {
+			writeErr(w, loadError(err))
+			return
+		}
+		writeJSON(w, 200, map[string]bool{"success": true})
 	case !m.Running():
 		writeErr(w, openai.BadRequest("model", "model is not running"))
 	default:

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tandem-llm/tandem/frontend/hfhub"
 )
 
 // Config is a router's configuration.
@@ -35,6 +37,13 @@ type Config struct {
 	// them (server.Edge: the CORS policy, /tools, /cors-proxy), inside
 	// the API key check; nil: nothing.
 	Edge func(next http.Handler) http.Handler
+	// Hub downloads POST /models's models into Sources.Cache (its cache
+	// directory must be that one) and removes DELETE /models's; nil: both
+	// are refused.
+	Hub *hfhub.Client
+	// Offline refuses downloads (llama-server's --offline): POST /models
+	// takes only a model the cache already holds.
+	Offline bool
 }
 
 // Router runs the fleet: it starts and stops children and proxies to them.
@@ -47,8 +56,12 @@ type Router struct {
 	names   map[string]bool // the catalog's names, for Exited
 	changed chan struct{}   // closed (and replaced) at every change
 	sse     hub             // GET /models/sse's subscribers
-	wg      sync.WaitGroup  // the children's monitors
+	wg      sync.WaitGroup  // the children's monitors and the downloads
 	client  *http.Client
+
+	ctx       context.Context               // cancelled by Close: ends the downloads
+	stop      context.CancelFunc            // cancels ctx
+	downloads map[string]context.CancelFunc // running downloads by model, under mu
 }
 
 // NewRouter reads the catalog and returns a router; Handler serves it.
@@ -66,7 +79,9 @@ func NewRouter(cfg Config) (*Router, error) {
 		cfg.Keepalive = defaultKeepalive
 	}
 	r := &Router{cfg: cfg, fleet: New(cfg.Max), procs: map[string]*os.Process{}, changed: make(chan struct{}),
-		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, DisableCompression: true}}}
+		client:    &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, DisableCompression: true}},
+		downloads: map[string]context.CancelFunc{}}
+	r.ctx, r.stop = context.WithCancel(context.Background())
 	if err := r.Reload(); err != nil {
 		return nil, err
 	}
@@ -74,12 +89,26 @@ func NewRouter(cfg Config) (*Router, error) {
 }
 
 // Reload re-reads the catalog; running models no longer in it are stopped.
-func (r *Router) Reload() error {
+func (r *Router) Reload() error { return r.reload(nil) }
+
+// reload is Reload; change, if not nil, runs under the same lock just
+// before the catalog is replaced, so that its events (a download's end)
+// and the reload's go out together.
+func (r *Router) reload(change func()) error {
 	specs, err := r.cfg.Sources.Load()
 	if err != nil {
+		if change != nil {
+			r.mu.Lock()
+			change()
+			r.broadcast()
+			r.mu.Unlock()
+		}
 		return err
 	}
 	r.mu.Lock()
+	if change != nil {
+		change()
+	}
 	r.names = map[string]bool{}
 	for _, s := range specs {
 		r.names[s.Name] = true
@@ -181,7 +210,7 @@ func (r *Router) Load(ctx context.Context, name string) error {
 
 func (r *Router) command(s Spec, port int) ([]string, error) {
 	if s.Path == "" {
-		return nil, fmt.Errorf("model %s has no local file (downloads from the Hugging Face hub are not supported)", s.Name)
+		return nil, fmt.Errorf("model %s has no local file (not in the models cache: POST /models downloads one)", s.Name)
 	}
 	argv, err := r.cfg.Command(s, port)
 	if err == nil && len(argv) == 0 {
@@ -273,9 +302,11 @@ func (r *Router) Unload(name string) bool {
 	return true
 }
 
-// Close stops every child, waits for them and ends every event stream.
+// Close cancels the downloads, stops every child, waits for them and
+// ends every event stream.
 func (r *Router) Close() {
 	defer r.EndStreams()
+	r.stop()
 	r.mu.Lock()
 	var names []string
 	for n := range r.procs {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/tandem-llm/tandem/frontend/fleet"
 )
 
 // multiRepo: several quants, two projectors, a README that is never fetched.
@@ -114,8 +112,7 @@ func TestPull(t *testing.T) {
 	}
 }
 
-// TestPullLayout: the hub cache's layout, read back by Tandem's own
-// --models-cache scanner; a second Pull fetches nothing.
+// TestPullLayout: the hub cache's layout; a second Pull fetches nothing.
 func TestPullLayout(t *testing.T) {
 	hub := newFakeHub(t)
 	files := multiRepo()
@@ -150,11 +147,8 @@ func TestPullLayout(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(repo, "blobs")); len(ents) != 2 {
 		t.Errorf("blobs: %v, want the model and the projector", ents)
 	}
-
-	specs, err := fleet.Sources{Cache: cache}.Load()
-	if err != nil || len(specs) != 1 || specs[0].Name != m.Name || specs[0].Path != m.Path {
-		t.Errorf("fleet's cache scan = %+v, %v; want one model %s at %s", specs, err, m.Name, m.Path)
-	}
+	// fleet's TestRouterDownload checks that the --models-cache scanner
+	// lists m.Name at m.Path (fleet imports this package: not here)
 
 	byFile := map[string][]Progress{}
 	for _, p := range reports {
