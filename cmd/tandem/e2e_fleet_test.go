@@ -19,6 +19,7 @@ import (
 // chat evicts it, an unload frees the slot; GET /models/sse reports
 // every status change.
 func TestRouterMode(t *testing.T) {
+	t.Setenv("LLAMA_CACHE", t.TempDir()) // the router lists llama.cpp's cache too: an empty one
 	dir := t.TempDir()
 	preset := filepath.Join(dir, "models.ini")
 	ini := "[*]\nmax-model-len = 256\nkv-cache-memory = 64Mi\n\n[a]\nmodel = dummy\n\n[b]\nmodel = dummy\n"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/fleet"
+	"github.com/tandem-llm/tandem/frontend/hfhub"
 	"github.com/tandem-llm/tandem/frontend/server"
 	"github.com/tandem-llm/tandem/frontend/servertools"
 )
@@ -33,7 +34,7 @@ type routerFlags struct {
 func (f *routerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "models-dir", "", "router mode: a `directory` of models, NAME.gguf or NAME/ holding one (served without --model, one child server per model)")
 	fs.StringVar(&f.preset, "models-preset", "", "router mode: llama.cpp's INI preset `file`: [NAME] sections of options (model = PATH, hf-repo, ctx-size…; [*] applies to all); re-read on GET /models?reload=1")
-	fs.StringVar(&f.cache, "models-cache", "", "router mode: a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf); each GGUF is the model OWNER/REPO:TAG")
+	fs.StringVar(&f.cache, "models-cache", "", "router mode: a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf); each GGUF is the model OWNER/REPO:TAG, and POST /models downloads into it (default: llama.cpp's, $LLAMA_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, else ~/.cache/huggingface/hub, listed as llama-server lists it)")
 	fs.IntVar(&f.max, "models-max", 4, "router mode: models loaded at once (`N`, 0 = no limit); a load past it unloads the least recently used idle one, requests queue while none is idle")
 	fs.BoolVar(&f.noAutoload, "no-models-autoload", false, "router mode: do not load a model a request names (POST /models/load does; ?autoload=1 overrides)")
 	fs.DurationVar(&f.delay, "models-debug-delay", 0, "router mode test hook: wait this `long` before each load and each proxied request (llama-server's LLAMA_SERVER_DEBUG_FAKE_TIMING)")
@@ -97,11 +98,13 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 	mcp.Warm(ctx)
 	edge.Tools = edge.Tools.WithMCP(mcp)
 	autoload := !rf.noAutoload
+	hub, cache := routerHub(rf.cache, log)
 	r, err := fleet.NewRouter(fleet.Config{
 		Edge:    func(next http.Handler) http.Handler { return server.Edge(edge, next) },
-		Sources: fleet.Sources{Dir: rf.dir, Cache: rf.cache, Preset: rf.preset},
+		Sources: fleet.Sources{Dir: rf.dir, Cache: cache, Preset: rf.preset},
 		Max:     rf.max, Autoload: autoload, Command: command, APIKeys: keys, Delay: rf.delay,
 		BuildInfo: "b-tandem-" + version, Log: log,
+		Hub: hub, Offline: envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE"),
 	})
 	if err != nil {
 		return fmt.Errorf("router: %w", err)
@@ -130,4 +133,38 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 	}
 	log.Info("router stopping")
 	return err
+}
+
+// routerHub is where the router lists and downloads cached models:
+// --models-cache, else the hub cache llama.cpp uses, since llama-server's
+// router always lists that one and POST /models downloads into it. The
+// hub is $MODEL_ENDPOINT, $HF_ENDPOINT or huggingface.co, with $HF_TOKEN;
+// nil (downloads refused) when there is no cache or the endpoint is bad.
+func routerHub(flagCache string, log *slog.Logger) (*hfhub.Client, string) {
+	cache := flagCache
+	if cache == "" {
+		d, err := hfhub.DefaultCacheDir()
+		if err != nil {
+			log.Warn("router: no models cache, POST /models is refused", "err", err)
+			return nil, ""
+		}
+		cache = d
+	}
+	hub, err := hfhub.New(hfhub.Options{CacheDir: cache})
+	if err != nil {
+		log.Warn("router: POST /models is refused", "err", err)
+		return nil, cache
+	}
+	log.Info("router models cache", "dir", cache)
+	return hub, cache
+}
+
+// envTruthy reads a switch of the environment as llama.cpp and
+// huggingface_hub do: 1, true, on, yes or enabled.
+func envTruthy(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(name))) {
+	case "1", "true", "on", "yes", "enabled":
+		return true
+	}
+	return false
 }
