@@ -10,9 +10,13 @@ under the preset's alias. Tandem serves llama-server's routes
 """
 
 import functools
+import hashlib
+import http.server
+import json
 import os
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.environ["TANDEM_CONFORMANCE_DIR"])
 
@@ -26,7 +30,8 @@ os.makedirs(llama_utils.TMP_DIR, exist_ok=True)
 
 # The models the router tests name, as llama.cpp's cache would hold them
 # after load_all(): Hugging Face hub cache entries (repo, file), each a
-# link to Tandem's one local model, so nothing is downloaded.
+# link to Tandem's one local model, so nothing is downloaded from the
+# internet (POST /models fetches from the local fake hub below).
 ROUTER_CACHE = [
     ("ggml-org/tinygemma3-GGUF", "tinygemma3-Q8_0.gguf"),
     ("ggml-org/test-model-stories260K", "stories260K-F32.gguf"),
@@ -43,6 +48,88 @@ def _router_cache() -> str:
         os.makedirs(snap, exist_ok=True)
         os.symlink(os.path.abspath(tandem.MODEL), os.path.join(snap, file))
     return root
+
+
+# The repositories the router's download tests fetch (POST /models), as a
+# local fake of the Hugging Face hub serves them: (repo, file), each file
+# Tandem's local model under that name.
+HUB_REPOS = [
+    ("ggml-org/test-model-router-download", "test-model-router-download-F16.gguf"),
+]
+HUB_COMMIT = "7a" * 20
+
+
+class _HubHandler(http.server.BaseHTTPRequestHandler):
+    """The hub endpoints Tandem's downloads call (frontend/hfhub), in the hub's JSON shapes:
+    GET /api/models/REPO/refs, GET /api/models/REPO/tree/COMMIT?recursive=true and
+    GET /REPO/resolve/COMMIT/PATH (a Range from an offset honoured)."""
+
+    files: dict[str, tuple[str, str, int]] = {}  # repo -> (path in the repo, local file, size)
+    sha256: dict[str, str] = {}  # local file -> its sha256, the LFS oid
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _json(self, status: int, v) -> None:
+        body = json.dumps(v).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        path = self.path.split("?")[0]
+        for repo, (name, local, size) in self.files.items():
+            if path == f"/api/models/{repo}/refs":
+                return self._json(200, {"branches": [{"name": "main", "ref": "refs/heads/main",
+                                                      "targetCommit": HUB_COMMIT}], "converts": [], "tags": []})
+            if path == f"/api/models/{repo}/tree/{HUB_COMMIT}":
+                oid = self.sha256.setdefault(local, _sha256(local))
+                return self._json(200, [{"type": "file", "oid": hashlib.sha1(oid.encode()).hexdigest(), "size": size,
+                                         "path": name, "lfs": {"oid": oid, "size": size, "pointerSize": 134}}])
+            if path == f"/{repo}/resolve/{HUB_COMMIT}/{name}":
+                return self._file(local, size)
+        self._json(404, {"error": "Repository not found"})
+
+    def _file(self, local: str, size: int) -> None:
+        start = 0
+        rng = self.headers.get("Range", "")
+        if rng.startswith("bytes=") and rng.endswith("-"):
+            start = int(rng[6:-1])
+        if start >= size > 0:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.end_headers()
+            return
+        self.send_response(206 if start else 200)
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+        self.send_header("Content-Length", str(size - start))
+        self.end_headers()
+        with open(local, "rb") as f:
+            f.seek(start)
+            while chunk := f.read(1 << 20):
+                self.wfile.write(chunk)
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@functools.cache
+def _fake_hub() -> str:
+    """Starts the fake hub (once per pytest) and returns its URL, for MODEL_ENDPOINT."""
+    model = os.path.abspath(tandem.MODEL)
+    _HubHandler.files = {repo: (name, model, os.path.getsize(model)) for repo, name in HUB_REPOS}
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HubHandler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{srv.server_address[1]}/"
 
 
 def _router_args(self) -> list[str] | None:
@@ -140,6 +227,9 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         env = {"AIP_MODE": "PREDICTION", "AIP_HTTP_PORT": str(self.server_port)}
     model = tandem.MODEL
     if router is not None:  # no model: the router's first source flag stands in its place
+        # POST /models downloads from the local fake hub (run.sh's HF_HUB_OFFLINE is for the
+        # tests' own downloads: nothing here leaves the machine)
+        env = {**(env or {}), "MODEL_ENDPOINT": _fake_hub(), "HF_HUB_OFFLINE": "", "LLAMA_ARG_OFFLINE": ""}
         tandem.MODEL = "--models-cache=" + router[1]
     try:
         self._tandem = Server("", args, port=self.server_port, host=self.server_host, env=env)
