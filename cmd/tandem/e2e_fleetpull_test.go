@@ -113,6 +113,21 @@ func TestRouterModePull(t *testing.T) {
 	if len(files)+len(blobs) != 0 {
 		t.Errorf("files left after DELETE: %v %v", files, blobs)
 	}
+
+	// --offline: the hub is there, the model is not cached, so no download.
+	offPort := freePort(t)
+	off := startProc(t, "serve", "--models-dir", t.TempDir(), "--port", fmt.Sprint(offPort), "--offline")
+	offBase := fmt.Sprintf("http://127.0.0.1:%d", offPort)
+	waitHealthy(t, offBase, off)
+	resp, err := http.Post(offBase+"/models", "application/json", strings.NewReader(`{"model":"`+name+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(b), "offline") {
+		t.Errorf("POST /models with --offline: %d %s, want 501 naming offline mode", resp.StatusCode, b)
+	}
 }
 
 func hasEvent(events []string, prefix string) bool {

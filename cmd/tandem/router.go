@@ -28,6 +28,7 @@ type routerFlags struct {
 	dir, preset, cache string
 	max                int
 	noAutoload         bool
+	offline            bool
 	delay              time.Duration
 }
 
@@ -37,6 +38,7 @@ func (f *routerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cache, "models-cache", "", "router mode: a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf); each GGUF is the model OWNER/REPO:TAG, and POST /models downloads into it (default: llama.cpp's, $LLAMA_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, else ~/.cache/huggingface/hub, listed as llama-server lists it)")
 	fs.IntVar(&f.max, "models-max", 4, "router mode: models loaded at once (`N`, 0 = no limit); a load past it unloads the least recently used idle one, requests queue while none is idle")
 	fs.BoolVar(&f.noAutoload, "no-models-autoload", false, "router mode: do not load a model a request names (POST /models/load does; ?autoload=1 overrides)")
+	fs.BoolVar(&f.offline, "offline", false, "router mode, llama-server's: download nothing; POST /models takes only a model already in the models cache (also env LLAMA_ARG_OFFLINE or HF_HUB_OFFLINE)")
 	fs.DurationVar(&f.delay, "models-debug-delay", 0, "router mode test hook: wait this `long` before each load and each proxied request (llama-server's LLAMA_SERVER_DEBUG_FAKE_TIMING)")
 }
 
@@ -46,7 +48,7 @@ func (f *routerFlags) on(set map[string]bool) bool {
 }
 
 // routerOwnFlags are serve's flags a child does not get from the router.
-var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "models-debug-delay",
+var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "offline", "models-debug-delay",
 	"model", "host", "port", "config", "run-dir", "alias", "served-model-name", "reuse-port",
 	// the router answers these itself (server.Edge), as llama-server's router
 	"tools", "tools-runtime", "mcp-servers-json", "mcp-servers-config", "webui-mcp-proxy", "ui-mcp-proxy"}
@@ -104,7 +106,7 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 		Sources: fleet.Sources{Dir: rf.dir, Cache: cache, Preset: rf.preset},
 		Max:     rf.max, Autoload: autoload, Command: command, APIKeys: keys, Delay: rf.delay,
 		BuildInfo: "b-tandem-" + version, Log: log,
-		Hub: hub, Offline: envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE"),
+		Hub: hub, Offline: rf.offline || envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE"),
 	})
 	if err != nil {
 		return fmt.Errorf("router: %w", err)
