@@ -13,7 +13,7 @@ var llamaFlags = map[string]string{
 
 // routerKeys are preset keys the router itself reads.
 var routerKeys = map[string]bool{
-	"m": true, "model": true, "hf": true, "hf-repo": true, "hf-file": true, "alias": true,
+	"m": true, "model": true, "hf": true, "hfr": true, "hf-repo": true, "hff": true, "hf-file": true, "alias": true,
 	"load-on-startup": true, "stop-timeout": true, "dedup-cache-models": true, "host": true, "port": true,
 }
 

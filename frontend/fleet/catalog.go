@@ -28,13 +28,35 @@ type Spec struct {
 type Option struct{ Key, Value string }
 
 // Option returns the value of key (the last one set), and whether it is set.
-func (s Spec) Option(key string) (string, bool) {
+func (s Spec) Option(key string) (string, bool) { return s.option(key) }
+
+// option is Option for a key spelled several ways (llama.cpp reads a
+// preset key as any of its flag's names or its env variable): the value
+// of the last one set.
+func (s Spec) option(keys ...string) (string, bool) {
 	for i := len(s.Options) - 1; i >= 0; i-- {
-		if s.Options[i].Key == key {
+		if slices.Contains(keys, s.Options[i].Key) {
 			return s.Options[i].Value, true
 		}
 	}
 	return "", false
+}
+
+// The spellings of the preset keys the catalog resolves a model from.
+var (
+	modelKeys  = []string{"model", "m", "LLAMA_ARG_MODEL"}
+	hfRepoKeys = []string{"hf-repo", "hf", "hfr", "LLAMA_ARG_HF_REPO"}
+)
+
+// Remote is the hub model ("owner/repo[:TAG]") that a load of s fetches
+// first: the preset's hf-repo when no file resolved from it (the cache
+// lacks it); "" otherwise.
+func (s Spec) Remote() string {
+	if s.Path != "" {
+		return ""
+	}
+	repo, _ := s.option(hfRepoKeys...)
+	return repo
 }
 
 // Section is one [name] of an INI file, its options in file order.
@@ -159,7 +181,7 @@ func (s Sources) Load() ([]Spec, error) {
 			sp.Options = append(slices.Clone(global), sec.Options...)
 			add(sp)
 			if v, ok := byName[sec.Name].Option("dedup-cache-models"); ok && truthy(v) {
-				if repo, ok := byName[sec.Name].Option("hf-repo"); ok {
+				if repo, ok := byName[sec.Name].option(hfRepoKeys...); ok {
 					if p := resolveRepo(cache, repo); p != "" {
 						dedup[p] = true
 					}
@@ -184,9 +206,9 @@ func (s Sources) Load() ([]Spec, error) {
 
 // resolve sets Path, Aliases and Startup from the options.
 func (s *Spec) resolve(cache []cached) {
-	if p, ok := s.Option("model"); ok {
+	if p, ok := s.option(modelKeys...); ok {
 		s.Path = p
-	} else if repo, ok := s.Option("hf-repo"); ok && s.Path == "" {
+	} else if repo, ok := s.option(hfRepoKeys...); ok && s.Path == "" {
 		s.Path = resolveRepo(cache, repo)
 	}
 	if a, ok := s.Option("alias"); ok {

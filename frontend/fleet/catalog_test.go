@@ -29,7 +29,7 @@ func TestSourcesLoad(t *testing.T) {
 	write(t, filepath.Join(dir, "split", "m-00001-of-00002.gguf"), "")
 	write(t, filepath.Join(dir, "split", "m-00002-of-00002.gguf"), "")
 	preset := filepath.Join(d, "p.ini")
-	write(t, preset, "[*]\nctx-size = 256\n\n[mine]\nhf-repo = o/st\ndedup-cache-models = 1\nload-on-startup = true\nalias = m1\n\n[local]\nthreads = 1\n")
+	write(t, preset, "[*]\nctx-size = 256\n\n[mine]\nhf = o/st\ndedup-cache-models = 1\nload-on-startup = true\nalias = m1\n\n[local]\nthreads = 1\n")
 	specs, err := Sources{Dir: dir, Cache: cache, Preset: preset}.Load()
 	if err != nil {
 		t.Fatal(err)
