@@ -25,4 +25,11 @@
 // cache's model (OWNER/REPO:TAG) replaces the download's entry. DELETE
 // /models cancels a download or stops a child, removes the files and
 // forgets the model.
+//
+// A preset model whose hf-repo the cache lacks is fetched when it loads:
+// the core lists it as downloading (holding a slot, as a loading child
+// does), the router downloads it as above and the child starts once the
+// file is in; a failed download fails the load. RemotePreset fetches the
+// preset.ini of a preset repository (llama-server's -hf with no model),
+// which the router then reads as its --models-preset.
 package fleet

@@ -12,7 +12,9 @@ type Status int
 
 // The states of a model. A download (POST /models) is a model of its
 // own, llama-server's: downloading, then downloaded until the reload
-// that follows it replaces the entry with the cache's model.
+// that follows it replaces the entry with the cache's model. A load
+// that must first fetch the model's hf-repo is downloading too, with
+// Model.Fetching set (fetch.go).
 const (
 	Unloaded    Status = iota // no child (never started, stopped or failed)
 	Loading                   // child started, not yet healthy
@@ -48,6 +50,10 @@ type Model struct {
 	// loaded_info.progress; it is replaced at each change, never changed
 	// in place, so copies of the Model may keep it.
 	Progress map[string]Transfer
+	// Fetching marks a load's download (Downloading): the catalog model's
+	// hf-repo is coming into the cache, then its child starts. It holds a
+	// slot as a loading model does.
+	Fetching bool
 }
 
 // Transfer is how far the download of one file is, in bytes.
@@ -56,8 +62,12 @@ type Transfer struct {
 	Total int64 `json:"total"` // 0 if unknown
 }
 
-// Running reports whether the model holds a slot (loading or loaded).
+// Running reports whether the model has a child (loading or loaded).
 func (m *Model) Running() bool { return m.Status == Loading || m.Status == Loaded }
+
+// HoldsSlot reports whether the model counts against --models-max:
+// running, or fetching its files for a load.
+func (m *Model) HoldsSlot() bool { return m.Running() || m.Fetching }
 
 // Failed reports whether the last child ended by itself with an error.
 func (m *Model) Failed() bool { return m.Status == Unloaded && m.ExitCode != 0 }
@@ -90,9 +100,9 @@ func New(max int) *Fleet { return &Fleet{Max: max, models: map[string]*Model{}} 
 
 // Sync replaces the catalog with specs. Models that stay keep their state;
 // it returns the names of running models no longer in the catalog (the
-// caller stops them; they stay listed until they exit). Downloads in
-// progress stay; ended ones are dropped (what they fetched is in specs
-// now). It records ModelsReload; the models it drops get no event of
+// caller stops them; they stay listed until they exit; a load's
+// download among them is cancelled). Downloads in progress stay; ended
+// ones are dropped (what they fetched is in specs now). It records ModelsReload; the models it drops get no event of
 // their own, as in llama-server's reload.
 func (f *Fleet) Sync(specs []Spec) (gone []string) {
 	for name, m := range f.models {
@@ -110,10 +120,10 @@ func (f *Fleet) Sync(specs []Spec) (gone []string) {
 		}
 	}
 	for name, m := range f.models {
-		if keep[name] || m.Status == Downloading {
+		if keep[name] || m.Status == Downloading && !m.Fetching {
 			continue
 		}
-		if m.Running() {
+		if m.HoldsSlot() {
 			gone = append(gone, name)
 		} else {
 			delete(f.models, name)
@@ -157,7 +167,7 @@ func (f *Fleet) List() []Model {
 func (f *Fleet) running() int {
 	n := 0
 	for _, m := range f.models {
-		if m.Running() {
+		if m.HoldsSlot() {
 			n++
 		}
 	}
@@ -214,10 +224,11 @@ func (f *Fleet) Ready(name string) {
 	}
 }
 
-// Stop marks a running model stopping; false if it is not running.
+// Stop marks a running (or fetching) model stopping; false if it is
+// neither.
 func (f *Fleet) Stop(name string) bool {
 	m := f.find(name)
-	if m == nil || !m.Running() {
+	if m == nil || !m.HoldsSlot() {
 		return false
 	}
 	m.Stopping = true
@@ -341,10 +352,11 @@ func (f *Fleet) Progress(name, url string, done, total int64) {
 }
 
 // Downloaded ends name's download, ok or not: the model is "downloaded"
-// until the next Sync drops it for what the cache then holds.
+// until the next Sync drops it for what the cache then holds. A load's
+// download ends with Fetched instead.
 func (f *Fleet) Downloaded(name string, ok bool) {
 	m := f.models[name]
-	if m == nil || m.Status != Downloading {
+	if m == nil || m.Status != Downloading || m.Fetching {
 		return
 	}
 	m.Status = Downloaded

@@ -174,7 +174,7 @@ func (r *Router) loadModel(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case !ok:
 		writeErr(w, openai.NotFound("model", "model is not found"))
-	case m.Running():
+	case m.HoldsSlot():
 		writeErr(w, openai.BadRequest("model", "model is already running"))
 	default:
 		if err := r.Load(req.Context(), m.Name); err != nil {
@@ -193,13 +193,13 @@ func (r *Router) unloadModel(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case !ok:
 		writeErr(w, openai.BadRequest("model", "model is not found"))
-	case m.Status == Downloading: // unloading a download cancels it
+	case m.Status == Downloading && !m.Fetching: // unloading a download cancels it
 		if err := r.cancelDownload(req.Context(), m.Name); err != nil {
 			writeErr(w, loadError(err))
 			return
 		}
 		writeJSON(w, 200, map[string]bool{"success": true})
-	case !m.Running():
+	case !m.HoldsSlot():
 		writeErr(w, openai.BadRequest("model", "model is not running"))
 	default:
 		r.Unload(m.Name)
@@ -239,7 +239,7 @@ func (r *Router) validate(name string, autoload bool) (string, *openai.Error) {
 	if !ok {
 		return "", openai.BadRequest("model", "model '%s' not found", name)
 	}
-	if !autoload && !m.Running() {
+	if !autoload && !m.HoldsSlot() {
 		return "", openai.BadRequest("model", "model is not loaded")
 	}
 	return m.Name, nil

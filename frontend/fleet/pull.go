@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -119,19 +120,7 @@ func (r *Router) fetch(ctx context.Context, name string, plan *hfhub.Plan) {
 	defer r.wg.Done()
 	var err error
 	if plan != nil {
-		var last time.Time
-		seen := map[string]bool{}
-		_, err = r.cfg.Hub.Download(ctx, *plan, func(p hfhub.Progress) { // never called concurrently
-			now := time.Now()
-			if seen[p.URL] && !p.Done && now.Sub(last) < progressEvery {
-				return
-			}
-			seen[p.URL], last = true, now
-			r.mu.Lock()
-			r.fleet.Progress(name, p.URL, p.Bytes, p.Total)
-			r.broadcast()
-			r.mu.Unlock()
-		})
+		_, err = r.cfg.Hub.Download(ctx, *plan, r.progress(name))
 	}
 	if err != nil {
 		r.cfg.Log.Warn("download failed", "model", name, "err", err)
@@ -151,6 +140,64 @@ func (r *Router) fetch(ctx context.Context, name string, plan *hfhub.Plan) {
 	}
 	if rerr := r.reload(end); rerr != nil {
 		r.cfg.Log.Error("reloading the models after a download", "model", name, "err", rerr)
+	}
+}
+
+// progress feeds a download's reports for the model name to the core,
+// throttled to one per progressEvery (a file's first and last always go).
+func (r *Router) progress(name string) func(hfhub.Progress) {
+	var last time.Time
+	seen := map[string]bool{}
+	return func(p hfhub.Progress) { // hfhub never calls it concurrently
+		now := time.Now()
+		if seen[p.URL] && !p.Done && now.Sub(last) < progressEvery {
+			return
+		}
+		seen[p.URL], last = true, now
+		r.mu.Lock()
+		r.fleet.Progress(name, p.URL, p.Bytes, p.Total)
+		r.broadcast()
+		r.mu.Unlock()
+	}
+}
+
+// startFetch begins the download of repo that the load of name needs
+// (the core marked it fetching); the caller holds mu.
+func (r *Router) startFetch(name, repo string) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.downloads[name] = cancel
+	r.wg.Add(1)
+	r.cfg.Log.Info("downloading the model of a load", "model", name, "hf_repo", repo)
+	go r.fetchLoad(ctx, name, repo)
+}
+
+// fetchLoad downloads repo into the cache (the hub's copy, else the
+// cache's own when the hub fails, as Pull does), then starts name's
+// child; a failed download fails the load.
+func (r *Router) fetchLoad(ctx context.Context, name, repo string) {
+	defer r.wg.Done()
+	m, err := r.cfg.Hub.Pull(ctx, repo, r.progress(name))
+	if err == nil && m.Path == "" {
+		err = fmt.Errorf("hf-repo %s is a preset repository, not a model", repo)
+	}
+	port := 0
+	if err == nil {
+		port, err = freePort()
+	}
+	if err != nil {
+		r.cfg.Log.Warn("the model of a load failed to download", "model", name, "hf_repo", repo, "err", err)
+		m.Path = ""
+	} else {
+		r.cfg.Log.Info("model downloaded, loading it", "model", name, "path", m.Path)
+	}
+	r.mu.Lock()
+	delete(r.downloads, name)
+	start := r.fleet.Fetched(name, m.Path, port, r.names[name])
+	cur, _ := r.fleet.Get(name)
+	r.broadcast()
+	r.mu.Unlock()
+	if start {
+		r.spawn(cur.Spec, port)
 	}
 }
 
@@ -183,7 +230,7 @@ func (r *Router) deleteModels(w http.ResponseWriter, req *http.Request) {
 		case m.Status == Downloading && cancel != nil:
 			r.cfg.Log.Info("cancelling download", "model", name)
 			cancel()
-		case m.Running() && !m.Stopping:
+		case m.HoldsSlot() && !m.Stopping:
 			r.Unload(name)
 		}
 		select {
@@ -224,4 +271,41 @@ func (r *Router) cancelDownload(ctx context.Context, name string) error {
 		cancel()
 	}
 	return r.waitFor(ctx, name, func(m Model) bool { return m.Status != Downloading })
+}
+
+// ErrNotPreset is a -hf repository without a preset.ini at its root.
+var ErrNotPreset = errors.New("not a preset repository (no preset.ini at its root)")
+
+// RemotePreset makes the preset.ini of the hub's preset repository name
+// ("owner/repo[:TAG]", llama-server's -hf in router mode) available in
+// hub's cache and returns its path: resolved on the hub and downloaded,
+// or, offline or when the hub fails, the copy the cache holds. A
+// repository without one is ErrNotPreset, found before anything is
+// fetched.
+func RemotePreset(ctx context.Context, hub *hfhub.Client, name string, offline bool) (string, error) {
+	local := func() (string, error) {
+		m, err := hub.Local(name)
+		if err == nil && m.Preset == "" {
+			err = fmt.Errorf("%s: %w", name, ErrNotPreset)
+		}
+		return m.Preset, err
+	}
+	if offline {
+		return local()
+	}
+	plan, err := hub.Resolve(ctx, name)
+	if err != nil {
+		if errors.Is(err, hfhub.ErrInvalidName) || ctx.Err() != nil {
+			return "", err
+		}
+		if p, lerr := local(); lerr == nil {
+			return p, nil
+		}
+		return "", err
+	}
+	if plan.Preset == nil {
+		return "", fmt.Errorf("%s: %w", name, ErrNotPreset)
+	}
+	m, err := hub.Download(ctx, plan, nil)
+	return m.Preset, err
 }

@@ -18,7 +18,7 @@ func (f *Fleet) Want(name string) Plan {
 		return Plan{Ready: true}
 	}
 	if m.Status != Unloaded {
-		return Plan{} // loading: wait for it (downloading: Step proceeds)
+		return Plan{} // loading or fetching: wait for it (a POST /models download: Step proceeds)
 	}
 	if f.HasCapacity() && len(f.queue) == 0 {
 		return Plan{Load: true}
@@ -64,12 +64,12 @@ func (f *Fleet) Step(name string, w *Waiter, stopped bool) Verdict {
 	if m == nil {
 		return Proceed // removed from the catalog
 	}
-	switch m.Status {
-	case Loaded, Downloading, Downloaded:
+	switch {
+	case m.Status == Loaded || m.Status == Downloaded || m.Status == Downloading && !m.Fetching:
 		return Proceed // a download is no load to wait for: the proxy says it is not running
-	case Loading:
+	case m.Status == Loading || m.Fetching:
 		w.SawLoading = true
-	case Unloaded:
+	case m.Status == Unloaded:
 		if w.DidLoad || w.SawLoading {
 			if m.Failed() {
 				return Failed

@@ -151,7 +151,9 @@ func (r *Router) Startup(ctx context.Context) {
 
 // Load starts name's child (llama-server's load): first, with every slot
 // taken, it stops the least recently used idle model and waits for it to
-// exit. It returns once the child is started, not loaded.
+// exit. It returns once the child is started, not loaded. A preset model
+// whose hf-repo the cache lacks is fetched first, in the background
+// (fetch.go): Load returns once the download has begun.
 func (r *Router) Load(ctx context.Context, name string) error {
 	if err := sleep(ctx, r.cfg.Delay); err != nil {
 		return err
@@ -175,6 +177,15 @@ func (r *Router) Load(ctx context.Context, name string) error {
 	}
 	r.mu.Lock()
 	m, _ := r.fleet.Get(name)
+	if repo := m.Remote(); repo != "" && r.cfg.Hub != nil && !r.cfg.Offline {
+		started, err := r.fleet.Fetch(name)
+		if started {
+			r.startFetch(m.Name, repo)
+		}
+		r.broadcast()
+		r.mu.Unlock()
+		return err
+	}
 	started, err := r.fleet.Start(name, port)
 	if err != nil || !started {
 		r.mu.Unlock()
@@ -182,7 +193,15 @@ func (r *Router) Load(ctx context.Context, name string) error {
 	}
 	r.broadcast()
 	r.mu.Unlock()
-	argv, err := r.command(m.Spec, port)
+	r.spawn(m.Spec, port)
+	return nil
+}
+
+// spawn starts the child of s, a model just marked loading on port, and
+// its monitor; a child that cannot start is shown as failed, as one that
+// dies is.
+func (r *Router) spawn(s Spec, port int) {
+	argv, err := r.command(s, port)
 	var cmd *exec.Cmd
 	if err == nil {
 		cmd = exec.Command(argv[0], argv[1:]...)
@@ -191,25 +210,31 @@ func (r *Router) Load(ctx context.Context, name string) error {
 		err = cmd.Start()
 	}
 	if err != nil {
-		r.cfg.Log.Error("model failed to start", "model", m.Name, "err", err)
-		r.exited(m.Name, 1)
-		return nil // shown as failed, as a child that dies is
+		r.cfg.Log.Error("model failed to start", "model", s.Name, "err", err)
+		r.exited(s.Name, 1)
+		return
 	}
-	r.cfg.Log.Info("loading model", "model", m.Name, "port", port, "pid", cmd.Process.Pid)
+	r.cfg.Log.Info("loading model", "model", s.Name, "port", port, "pid", cmd.Process.Pid)
 	r.mu.Lock()
-	r.procs[m.Name] = cmd.Process
-	cur, _ := r.fleet.Get(m.Name)
+	r.procs[s.Name] = cmd.Process
+	cur, _ := r.fleet.Get(s.Name)
+	closing := r.ctx.Err() != nil // Close began after this child's load: its list of children lacks it
 	r.mu.Unlock()
 	r.wg.Add(1)
-	go r.monitor(m.Name, port, cmd)
-	if cur.Stopping { // unloaded before it had a process to signal
-		r.Unload(m.Name)
+	go r.monitor(s.Name, port, cmd)
+	if cur.Stopping || closing { // unloaded before it had a process to signal
+		r.Unload(s.Name)
 	}
-	return nil
 }
 
 func (r *Router) command(s Spec, port int) ([]string, error) {
 	if s.Path == "" {
+		switch repo := s.Remote(); {
+		case repo != "" && r.cfg.Offline:
+			return nil, fmt.Errorf("model %s: its hf-repo %s is not in the models cache, and offline mode downloads nothing", s.Name, repo)
+		case repo != "":
+			return nil, fmt.Errorf("model %s: its hf-repo %s is not in the models cache, and there is no models cache to download it into", s.Name, repo)
+		}
 		return nil, fmt.Errorf("model %s has no local file (not in the models cache: POST /models downloads one)", s.Name)
 	}
 	argv, err := r.cfg.Command(s, port)
@@ -269,16 +294,24 @@ func (r *Router) exited(name string, code int) {
 }
 
 // Unload stops name's child: SIGTERM to its process group, SIGKILL after
-// StopWait. It returns at once; the status turns unloaded at the exit.
+// StopWait; or cancels the download its load began. It returns at once;
+// the status turns unloaded at the exit (or the download's end).
 func (r *Router) Unload(name string) bool {
 	r.mu.Lock()
 	ok := r.fleet.Stop(name)
-	p := r.procs[name]
+	m, _ := r.fleet.Get(name)
+	p, cancel := r.procs[m.Name], r.downloads[m.Name]
 	r.broadcast()
 	r.mu.Unlock()
+	if ok && m.Fetching && cancel != nil {
+		r.cfg.Log.Info("cancelling the download of a load", "model", m.Name)
+		cancel()
+		return true
+	}
 	if !ok || p == nil {
 		return ok
 	}
+	name = m.Name
 	r.cfg.Log.Info("unloading model", "model", name)
 	_ = syscall.Kill(-p.Pid, syscall.SIGTERM)
 	go func() {
