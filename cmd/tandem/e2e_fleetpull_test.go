@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -141,31 +142,50 @@ func hasEvent(events []string, prefix string) bool {
 
 // newModelHub fakes the Hugging Face hub's endpoints that the router's
 // downloads call, with one repository whose main branch holds file (the
-// content of path, an LFS file as the hub lists GGUFs).
+// content of path) and a README.md.
 func newModelHub(t *testing.T, repo, file, path string) *httptest.Server {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(data)
+	return newHub(t, map[string]hubRepo{repo: {"README.md": []byte("# a model of the tests\n"), file: data}})
+}
+
+// hubRepo is a repository of the fake hub: its files by path.
+type hubRepo map[string][]byte
+
+// newHub fakes the Hugging Face hub's endpoints that the router's
+// downloads call, for repos (by OWNER/REPO), each at one commit of its
+// main branch: a GGUF is an LFS file, as the hub lists GGUFs, the others
+// plain git files.
+func newHub(t *testing.T, repos map[string]hubRepo) *httptest.Server {
+	t.Helper()
 	commit := strings.Repeat("7e", 20)
-	api := "/api/models/" + repo
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+api+"/refs", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"branches": []map[string]string{
-			{"name": "main", "ref": "refs/heads/main", "targetCommit": commit}}, "converts": []any{}, "tags": []any{}})
-	})
-	mux.HandleFunc("GET "+api+"/tree/"+commit, func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode([]map[string]any{
-			{"type": "file", "oid": strings.Repeat("1", 40), "size": 20, "path": "README.md"},
-			{"type": "file", "oid": strings.Repeat("2", 40), "size": len(data), "path": file,
-				"lfs": map[string]any{"oid": hex.EncodeToString(sum[:]), "size": len(data), "pointerSize": 134}},
+	for repo, files := range repos {
+		var tree []map[string]any
+		for path, data := range files {
+			e := map[string]any{"type": "file", "size": len(data), "path": path,
+				"oid": fmt.Sprintf("%x", sha1.Sum(fmt.Appendf(nil, "blob %d\x00%s", len(data), data)))}
+			if strings.HasSuffix(path, ".gguf") {
+				sum := sha256.Sum256(data)
+				e["lfs"] = map[string]any{"oid": hex.EncodeToString(sum[:]), "size": len(data), "pointerSize": 134}
+			}
+			tree = append(tree, e)
+			mux.HandleFunc("GET /"+repo+"/resolve/"+commit+"/"+path, func(w http.ResponseWriter, r *http.Request) {
+				http.ServeContent(w, r, path, time.Time{}, bytes.NewReader(data))
+			})
+		}
+		api := "/api/models/" + repo
+		mux.HandleFunc("GET "+api+"/refs", func(w http.ResponseWriter, _ *http.Request) {
+			_ = json.NewEncoder(w).Encode(map[string]any{"branches": []map[string]string{
+				{"name": "main", "ref": "refs/heads/main", "targetCommit": commit}}, "converts": []any{}, "tags": []any{}})
 		})
-	})
-	mux.HandleFunc("GET /"+repo+"/resolve/"+commit+"/"+file, func(w http.ResponseWriter, r *http.Request) {
-		http.ServeContent(w, r, file, time.Time{}, bytes.NewReader(data))
-	})
+		mux.HandleFunc("GET "+api+"/tree/"+commit, func(w http.ResponseWriter, _ *http.Request) {
+			_ = json.NewEncoder(w).Encode(tree)
+		})
+	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv

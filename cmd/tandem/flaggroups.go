@@ -16,7 +16,7 @@ var servingGroups = []cli.Group{
 		"alias", "tags", "accept-any-model", "default-chat-template-kwargs", "reasoning",
 		"allowed-origins", "cors-origins", "allow-credentials", "allowed-methods", "allowed-headers", "verbose", "prefill-assistant",
 		"tools", "tools-runtime", "mcp-servers-config", "mcp-servers-json"}},
-	{Title: "Router mode (several models)", Flags: []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "offline", "models-debug-delay"}},
+	{Title: "Router mode (several models)", Flags: []string{"models-dir", "models-preset", "hf", "hf-repo", "models-cache", "models-max", "no-models-autoload", "offline", "models-debug-delay"}},
 	{Title: "Routing", Flags: []string{"engines", "engine-protocol", "routing"}},
 	{Title: "Heartbeats", Flags: []string{"heartbeat-interval", "heartbeat-timeout"}},
 	{Title: "Batch", Flags: []string{"i", "input-file", "o", "output-file", "max-concurrency"}},

@@ -22,10 +22,11 @@ import (
 )
 
 // routerFlags are serve's router mode (llama-server's, several models):
-// with --models-dir, --models-preset or --models-cache and no model, serve
-// starts no engine but one child `tandem serve` per model on demand.
+// with --models-dir, --models-preset, --models-cache or -hf and no model,
+// serve starts no engine but one child `tandem serve` per model on demand.
 type routerFlags struct {
 	dir, preset, cache string
+	hfRepo             string // -hf: a preset repository of the hub, read as --models-preset
 	max                int
 	noAutoload         bool
 	offline            bool
@@ -34,7 +35,10 @@ type routerFlags struct {
 
 func (f *routerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "models-dir", "", "router mode: a `directory` of models, NAME.gguf or NAME/ holding one (served without --model, one child server per model)")
-	fs.StringVar(&f.preset, "models-preset", "", "router mode: llama.cpp's INI preset `file`: [NAME] sections of options (model = PATH, hf-repo, ctx-size…; [*] applies to all); re-read on GET /models?reload=1")
+	fs.StringVar(&f.preset, "models-preset", "", "router mode: llama.cpp's INI preset `file`: [NAME] sections of options (model = PATH, hf-repo = OWNER/REPO[:TAG], downloaded when it loads if the models cache lacks it, ctx-size…; [*] applies to all); re-read on GET /models?reload=1")
+	hf := "router mode, llama-server's -hf: the Hugging Face preset `repo` OWNER/REPO[:TAG] (one with a preset.ini at its root), whose preset.ini is downloaded into the models cache and read as --models-preset (also env LLAMA_ARG_HF_REPO); a model repository is refused (POST /models downloads one)"
+	fs.StringVar(&f.hfRepo, "hf-repo", "", hf)
+	fs.StringVar(&f.hfRepo, "hf", "", hf)
 	fs.StringVar(&f.cache, "models-cache", "", "router mode: a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf); each GGUF is the model OWNER/REPO:TAG, and POST /models downloads into it (default: llama.cpp's, $LLAMA_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, else ~/.cache/huggingface/hub, listed as llama-server lists it)")
 	fs.IntVar(&f.max, "models-max", 4, "router mode: models loaded at once (`N`, 0 = no limit); a load past it unloads the least recently used idle one, requests queue while none is idle")
 	fs.BoolVar(&f.noAutoload, "no-models-autoload", false, "router mode: do not load a model a request names (POST /models/load does; ?autoload=1 overrides)")
@@ -42,13 +46,26 @@ func (f *routerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.delay, "models-debug-delay", 0, "router mode test hook: wait this `long` before each load and each proxied request (llama-server's LLAMA_SERVER_DEBUG_FAKE_TIMING)")
 }
 
-// on reports whether serve runs as a router.
+// on reports whether serve runs as a router: a source of models and no
+// model, or -hf on the command line (runRouter refuses it with a model).
+// Without a model, $LLAMA_ARG_HF_REPO stands for -hf.
 func (f *routerFlags) on(set map[string]bool) bool {
-	return !set["model"] && (f.dir != "" || f.preset != "" || f.cache != "")
+	if set["model"] {
+		return set["hf"] || set["hf-repo"]
+	}
+	return f.dir != "" || f.preset != "" || f.cache != "" || f.hf() != ""
+}
+
+// hf is -hf, else $LLAMA_ARG_HF_REPO.
+func (f *routerFlags) hf() string {
+	if f.hfRepo != "" {
+		return f.hfRepo
+	}
+	return os.Getenv("LLAMA_ARG_HF_REPO")
 }
 
 // routerOwnFlags are serve's flags a child does not get from the router.
-var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "offline", "models-debug-delay",
+var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "offline", "models-debug-delay", "hf", "hf-repo",
 	"model", "host", "port", "config", "run-dir", "alias", "served-model-name", "reuse-port",
 	// the router answers these itself (server.Edge), as llama-server's router
 	"tools", "tools-runtime", "mcp-servers-json", "mcp-servers-config", "webui-mcp-proxy", "ui-mcp-proxy"}
@@ -57,6 +74,15 @@ var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "mo
 // ends, then stops every child.
 func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.Logger) error {
 	rf, ff := &sf.router, &sf.frontend
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "model" && rf.hfRepo != "" {
+			err = errors.New("router: -hf and --model: give one (-hf takes a preset repository, served in router mode)")
+		}
+	})
+	if err != nil {
+		return err
+	}
 	keys, err := readAPIKeys(ff.apiKeyFile)
 	if err != nil {
 		return fmt.Errorf("router: --api-key-file: %w", err)
@@ -75,10 +101,16 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 		}
 	})
 	known := func(name string) bool { return fs.Lookup(name) != nil && !slices.Contains(routerOwnFlags, name) }
+	offline := rf.offline || envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE")
+	hub, cache := routerHub(rf.cache, log)
+	preset, err := routerPreset(ctx, rf, hub, offline, log)
+	if err != nil {
+		return err
+	}
 	command := func(s fleet.Spec, port int) ([]string, error) {
 		path := s.Path
-		if path != "dummy" && !filepath.IsAbs(path) && rf.preset != "" {
-			path = filepath.Join(filepath.Dir(rf.preset), path)
+		if path != "dummy" && !filepath.IsAbs(path) && preset != "" {
+			path = filepath.Join(filepath.Dir(preset), path)
 		}
 		argv := []string{exe, "serve", "--model", path, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--alias", s.Name}
 		opts, ignored := s.Args(known)
@@ -100,13 +132,12 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 	mcp.Warm(ctx)
 	edge.Tools = edge.Tools.WithMCP(mcp)
 	autoload := !rf.noAutoload
-	hub, cache := routerHub(rf.cache, log)
 	r, err := fleet.NewRouter(fleet.Config{
 		Edge:    func(next http.Handler) http.Handler { return server.Edge(edge, next) },
-		Sources: fleet.Sources{Dir: rf.dir, Cache: cache, Preset: rf.preset},
+		Sources: fleet.Sources{Dir: rf.dir, Cache: cache, Preset: preset},
 		Max:     rf.max, Autoload: autoload, Command: command, APIKeys: keys, Delay: rf.delay,
 		BuildInfo: "b-tandem-" + version, Log: log,
-		Hub: hub, Offline: rf.offline || envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE"),
+		Hub: hub, Offline: offline,
 	})
 	if err != nil {
 		return fmt.Errorf("router: %w", err)
@@ -135,6 +166,30 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 	}
 	log.Info("router stopping")
 	return err
+}
+
+// routerPreset is the router's --models-preset: with -hf (or
+// $LLAMA_ARG_HF_REPO), the preset.ini of that preset repository,
+// downloaded into the models cache (or the cached copy, offline or when
+// the hub fails), which takes --models-preset's place as in
+// llama-server; it is re-read from there on reload, not downloaded again.
+func routerPreset(ctx context.Context, rf *routerFlags, hub *hfhub.Client, offline bool, log *slog.Logger) (string, error) {
+	repo := rf.hf()
+	if repo == "" {
+		return rf.preset, nil
+	}
+	if hub == nil {
+		return "", fmt.Errorf("router: -hf %s: no models cache to download the preset into: set --models-cache, or HOME for the default one", repo)
+	}
+	path, err := fleet.RemotePreset(ctx, hub, repo, offline)
+	if err != nil {
+		return "", fmt.Errorf("router: -hf: %w", err)
+	}
+	if rf.preset != "" {
+		log.Warn("-hf's preset replaces --models-preset", "hf_repo", repo, "models_preset", rf.preset)
+	}
+	log.Warn("using preset.ini from a Hugging Face repository: its options run as your models' command lines, so use only a preset you trust", "hf_repo", repo, "path", path)
+	return path, nil
 }
 
 // routerHub is where the router lists and downloads cached models:
