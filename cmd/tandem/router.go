@@ -36,7 +36,7 @@ type routerFlags struct {
 func (f *routerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "models-dir", "", "router mode: a `directory` of models, NAME.gguf or NAME/ holding one (served without --model, one child server per model)")
 	fs.StringVar(&f.preset, "models-preset", "", "router mode: llama.cpp's INI preset `file`: [NAME] sections of options (model = PATH, hf-repo = OWNER/REPO[:TAG], downloaded when it loads if the models cache lacks it, ctx-size…; [*] applies to all); re-read on GET /models?reload=1")
-	hf := "router mode, llama-server's -hf: the Hugging Face preset `repo` OWNER/REPO[:TAG] (one with a preset.ini at its root), whose preset.ini is downloaded into the models cache and read as --models-preset (also env LLAMA_ARG_HF_REPO); a model repository is refused (POST /models downloads one)"
+	hf := "router mode, llama-server's -hf: the Hugging Face preset `repo` OWNER/REPO[:TAG] (one with a preset.ini at its root), whose preset.ini is downloaded into the models cache and read as the models preset (also env LLAMA_ARG_HF_REPO); a model repository is refused (POST /models downloads one)"
 	fs.StringVar(&f.hfRepo, "hf-repo", "", hf)
 	fs.StringVar(&f.hfRepo, "hf", "", hf)
 	fs.StringVar(&f.cache, "models-cache", "", "router mode: a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf); each GGUF is the model OWNER/REPO:TAG, and POST /models downloads into it (default: llama.cpp's, $LLAMA_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, else ~/.cache/huggingface/hub, listed as llama-server lists it)")
