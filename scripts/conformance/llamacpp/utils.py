@@ -50,12 +50,31 @@ def _router_cache() -> str:
     return root
 
 
-# The repositories the router's download tests fetch (POST /models), as a
-# local fake of the Hugging Face hub serves them: (repo, file), each file
-# Tandem's local model under that name.
+# The repositories the router's download tests fetch (POST /models, and a
+# preset model's load when the cache lacks it), as a local fake of the
+# Hugging Face hub serves them: (repo, file), each file Tandem's local
+# model under that name.
 HUB_REPOS = [
     ("ggml-org/test-model-router-download", "test-model-router-download-F16.gguf"),
+    ("ggml-org/tinygemma3-GGUF", "tinygemma3-Q8_0.gguf"),
+    ("ggml-org/test-model-stories260K", "stories260K-F32.gguf"),
 ]
+# The preset repositories (a preset.ini at the root) the router tests
+# start from with -hf. The real ggml-org/test-preset-ci is on the hub,
+# which this machine cannot reach: this preset.ini is Tandem's, written to
+# what test_router_remote_preset asserts (the two section names), each
+# model a repository the router tests name (cached as ROUTER_CACHE, and
+# served by the fake hub).
+HUB_PRESETS = {
+    "ggml-org/test-preset-ci": (
+        "; Tandem's stand-in for ggml-org/test-preset-ci's preset.ini (the hub is not reachable here)\n"
+        "[tinygemma3-preset]\n"
+        "hf = ggml-org/tinygemma3-GGUF:Q8_0\n"
+        "\n"
+        "[stories260K-test]\n"
+        "hf-repo = ggml-org/test-model-stories260K\n"
+    ),
+}
 HUB_COMMIT = "7a" * 20
 
 
@@ -64,7 +83,8 @@ class _HubHandler(http.server.BaseHTTPRequestHandler):
     GET /api/models/REPO/refs, GET /api/models/REPO/tree/COMMIT?recursive=true and
     GET /REPO/resolve/COMMIT/PATH (a Range from an offset honoured)."""
 
-    files: dict[str, tuple[str, str, int]] = {}  # repo -> (path in the repo, local file, size)
+    # repo -> {path in the repo: a local file (a GGUF, listed as an LFS file) or the bytes of a git file}
+    files: dict[str, dict[str, str | bytes]] = {}
     sha256: dict[str, str] = {}  # local file -> its sha256, the LFS oid
 
     def log_message(self, *args) -> None:
@@ -78,21 +98,30 @@ class _HubHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _entry(self, name: str, src: str | bytes) -> dict:
+        if isinstance(src, bytes):
+            oid = hashlib.sha1(b"blob %d\x00" % len(src) + src).hexdigest()  # git's blob id
+            return {"type": "file", "oid": oid, "size": len(src), "path": name}
+        size = os.path.getsize(src)
+        oid = self.sha256.setdefault(src, _sha256(src))
+        return {"type": "file", "oid": hashlib.sha1(oid.encode()).hexdigest(), "size": size,
+                "path": name, "lfs": {"oid": oid, "size": size, "pointerSize": 134}}
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         path = self.path.split("?")[0]
-        for repo, (name, local, size) in self.files.items():
+        for repo, files in self.files.items():
             if path == f"/api/models/{repo}/refs":
                 return self._json(200, {"branches": [{"name": "main", "ref": "refs/heads/main",
                                                       "targetCommit": HUB_COMMIT}], "converts": [], "tags": []})
             if path == f"/api/models/{repo}/tree/{HUB_COMMIT}":
-                oid = self.sha256.setdefault(local, _sha256(local))
-                return self._json(200, [{"type": "file", "oid": hashlib.sha1(oid.encode()).hexdigest(), "size": size,
-                                         "path": name, "lfs": {"oid": oid, "size": size, "pointerSize": 134}}])
-            if path == f"/{repo}/resolve/{HUB_COMMIT}/{name}":
-                return self._file(local, size)
+                return self._json(200, [self._entry(name, src) for name, src in files.items()])
+            for name, src in files.items():
+                if path == f"/{repo}/resolve/{HUB_COMMIT}/{name}":
+                    return self._file(src)
         self._json(404, {"error": "Repository not found"})
 
-    def _file(self, local: str, size: int) -> None:
+    def _file(self, src: str | bytes) -> None:
+        size = len(src) if isinstance(src, bytes) else os.path.getsize(src)
         start = 0
         rng = self.headers.get("Range", "")
         if rng.startswith("bytes=") and rng.endswith("-"):
@@ -107,7 +136,10 @@ class _HubHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
         self.send_header("Content-Length", str(size - start))
         self.end_headers()
-        with open(local, "rb") as f:
+        if isinstance(src, bytes):
+            self.wfile.write(src[start:])
+            return
+        with open(src, "rb") as f:
             f.seek(start)
             while chunk := f.read(1 << 20):
                 self.wfile.write(chunk)
@@ -125,7 +157,10 @@ def _sha256(path: str) -> str:
 def _fake_hub() -> str:
     """Starts the fake hub (once per pytest) and returns its URL, for MODEL_ENDPOINT."""
     model = os.path.abspath(tandem.MODEL)
-    _HubHandler.files = {repo: (name, model, os.path.getsize(model)) for repo, name in HUB_REPOS}
+    files: dict[str, dict[str, str | bytes]] = {repo: {name: model} for repo, name in HUB_REPOS}
+    for repo, ini in HUB_PRESETS.items():
+        files[repo] = {"preset.ini": ini.encode(), "README.md": b"# a preset repository\n"}
+    _HubHandler.files = files
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HubHandler)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -133,10 +168,14 @@ def _fake_hub() -> str:
 
 
 def _router_args(self) -> list[str] | None:
-    """llama-server's router mode (no model given): serve's router flags, else None."""
-    if self.model_file or self.model_hf_repo or self.model_url:
+    """llama-server's router mode (no model given, or -hf of a preset repository): serve's
+    router flags, else None. Another model_hf_repo is a single model (Tandem serves its own)."""
+    preset_repo = self.model_hf_repo in HUB_PRESETS
+    if self.model_file or self.model_url or (self.model_hf_repo and not preset_repo):
         return None
     args = ["--models-cache", _router_cache(), "--models-debug-delay", "2s"]  # LLAMA_SERVER_DEBUG_FAKE_TIMING
+    if preset_repo:
+        args += ["--hf-repo", self.model_hf_repo]  # its preset.ini comes from the fake hub
     if self.models_dir:
         args += ["--models-dir", self.models_dir]
     if self.models_preset:
