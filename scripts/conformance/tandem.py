@@ -33,7 +33,7 @@ def serve_flags() -> dict[str, bool]:
     out = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True).stdout
     flags: dict[str, bool] = {}
     for line in out.splitlines():
-        m = re.match(r"\s+(--[a-z0-9-]+)(?:, (--[a-z0-9-]+))?( [A-Z_]+)?", line)
+        m = re.match(r" {1,4}(--[a-z0-9-]+)(?:, (--[a-z0-9-]+))?( [A-Z_]+)?", line)  # a flag line, not a wrapped help line
         if m:  # a second name is the --no- form, or an alias
             flags[m.group(1)] = bool(m.group(3))
             if m.group(2):
