@@ -113,6 +113,10 @@ func TestBackgroundErrors(t *testing.T) {
 		t.Fatalf("a stored response: %d %s", code, body)
 	}
 	id := decodeResponse(t, body).ID
+	// vLLM's test_cancel_completed: a synchronous response cannot be cancelled.
+	if code, body := do(t, ts, http.MethodPost, "/v1/responses/"+id+"/cancel", "", nil); code != http.StatusBadRequest || !strings.Contains(body, "Cannot cancel a synchronous response.") {
+		t.Errorf("cancel a synchronous response: %d %s", code, body)
+	}
 	for _, tc := range []struct{ query, param string }{
 		{"?stream=true", "response_id"}, // stored, but not a streamed background response
 		{"?stream=maybe", "stream"},
