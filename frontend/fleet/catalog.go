@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tandem-llm/tandem/frontend/hfhub"
 )
 
 // Spec is one model the router can serve.
@@ -325,7 +327,7 @@ func cacheTag(rel string) (string, bool) {
 func snapshots(repoDir string) []string {
 	root := filepath.Join(repoDir, "snapshots")
 	ents, _ := os.ReadDir(root)
-	first := cachedRef(repoDir)
+	first := hfhub.CachedCommit(repoDir)
 	var out []string
 	for _, e := range ents {
 		if !e.IsDir() {
@@ -339,29 +341,6 @@ func snapshots(repoDir string) []string {
 	}
 	return out
 }
-
-// cachedRef is the commit refs/ records, as llama.cpp's get_cached_ref
-// reads it; "" if none.
-func cachedRef(repoDir string) string {
-	ents, _ := os.ReadDir(filepath.Join(repoDir, "refs"))
-	fallback := ""
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(repoDir, "refs", e.Name()))
-		commit, _, _ := strings.Cut(string(b), "\n")
-		if err != nil || !e.Type().IsRegular() || !commitID.MatchString(commit) {
-			continue
-		}
-		if e.Name() == "main" {
-			return commit
-		}
-		if fallback == "" {
-			fallback = commit
-		}
-	}
-	return fallback
-}
-
-var commitID = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
 
 // snapshotFiles lists the files (and links) under a snapshot, as
 // '/'-separated paths relative to it, in lexical order.

@@ -71,15 +71,20 @@ func (c *Client) writeRef(repo, branch, commit string) error {
 	return err
 }
 
-// cachedCommit is the commit refs/ records: main's, else the first valid.
-func (c *Client) cachedCommit(repo string) string {
-	ents, _ := os.ReadDir(filepath.Join(c.repoDir(repo), "refs"))
+// cachedCommit is the commit refs/ records for repo (CachedCommit).
+func (c *Client) cachedCommit(repo string) string { return CachedCommit(c.repoDir(repo)) }
+
+// CachedCommit is the commit a cached repository's refs/ records, as
+// llama.cpp's get_cached_ref reads it: main's, else the first valid one;
+// "" if none. repoDir is the repository's models--OWNER--REPO folder.
+func CachedCommit(repoDir string) string {
+	ents, _ := os.ReadDir(filepath.Join(repoDir, "refs"))
 	fallback := ""
 	for _, e := range ents {
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(c.repoDir(repo), "refs", e.Name()))
+		b, err := os.ReadFile(filepath.Join(repoDir, "refs", e.Name()))
 		commit, _, _ := strings.Cut(string(b), "\n")
 		if err != nil || !validCommit(commit) {
 			continue
