@@ -1,7 +1,5 @@
 package fleet
 
-import "errors"
-
 // A load of a preset model whose hf-repo the cache lacks fetches it
 // first. llama-server's child downloads it while the model is listed as
 // loading; Tandem's router downloads it (hfhub, as POST /models does), so
@@ -14,19 +12,11 @@ import "errors"
 // Like Start, it returns false (and no error) when the model is not
 // unloaded, and ErrLimit when every slot is taken.
 func (f *Fleet) Fetch(name string) (bool, error) {
-	m := f.find(name)
+	m, err := f.takeSlot(name)
 	if m == nil {
-		return false, errors.New("model " + name + " is not found")
+		return false, err
 	}
-	if m.Status != Unloaded {
-		return false, nil
-	}
-	if !f.HasCapacity() {
-		return false, ErrLimit
-	}
-	f.clock++
 	m.Status, m.Fetching, m.Progress = Downloading, true, nil
-	m.LastUsed, m.ExitCode, m.Stopping = f.clock, 0, false
 	f.record(Event{Kind: ModelStatus, Model: m.Name, Status: Downloading})
 	return true, nil
 }

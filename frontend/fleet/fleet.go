@@ -199,21 +199,33 @@ func (f *Fleet) Victim(exclude string) string {
 // error) when the model is already running or downloading, and ErrLimit
 // when every slot is taken.
 func (f *Fleet) Start(name string, port int) (bool, error) {
-	m := f.find(name)
+	m, err := f.takeSlot(name)
 	if m == nil {
-		return false, errors.New("model " + name + " is not found")
+		return false, err
 	}
-	if m.Status != Unloaded {
-		return false, nil
-	}
-	if !f.HasCapacity() {
-		return false, ErrLimit
-	}
-	f.clock++
-	m.Status, m.Port, m.LastUsed, m.ExitCode, m.Stopping = Loading, port, f.clock, 0, false
+	m.Status, m.Port = Loading, port
 	f.record(Event{Kind: ModelStatus, Model: m.Name, Status: Loading})
 	f.record(Event{Kind: StatusChange, Model: m.Name, Status: Loading})
 	return true, nil
+}
+
+// takeSlot takes a slot for the unloaded model name, as the most recently
+// used, with no exit code: nil (and no error) when it is not unloaded,
+// ErrLimit when every slot is taken.
+func (f *Fleet) takeSlot(name string) (*Model, error) {
+	m := f.find(name)
+	if m == nil {
+		return nil, errors.New("model " + name + " is not found")
+	}
+	if m.Status != Unloaded {
+		return nil, nil
+	}
+	if !f.HasCapacity() {
+		return nil, ErrLimit
+	}
+	f.clock++
+	m.LastUsed, m.ExitCode, m.Stopping = f.clock, 0, false
+	return m, nil
 }
 
 // Ready marks a loading model loaded (its child answers /health).
