@@ -245,21 +245,20 @@ func (s *Server) exportChain(ctx context.Context, mover kvMover, rec slotRecord)
 // kv_export, ending where the chain ends (or where it got shorter since:
 // blocks evicted meanwhile are not saved). One chunk is held at a time.
 type chainReader struct {
-	ctx    context.Context
-	mover  kvMover
-	rec    slotRecord
-	per    int // bytes per block
-	limit  int // blocks per kv_export
-	buf    []byte
-	next   int // the chain's next block to ask for
-	total  int // the chain's length, by the latest answer
-	err    error
-	failed bool
+	ctx   context.Context
+	mover kvMover
+	rec   slotRecord
+	per   int // bytes per block
+	limit int // blocks per kv_export
+	buf   []byte
+	next  int   // the chain's next block to ask for
+	total int   // the chain's length, by the latest answer
+	err   error // the export's failure, once it failed
 }
 
 func (c *chainReader) Read(p []byte) (int, error) {
 	for len(c.buf) == 0 {
-		if c.failed {
+		if c.err != nil {
 			return 0, c.err
 		}
 		if c.next >= c.total {
@@ -268,9 +267,9 @@ func (c *chainReader) Read(p []byte) (int, error) {
 		r, err := c.mover.KVExport(c.ctx, c.rec.engine, c.rec.tokens, c.rec.salt, c.next, c.limit)
 		switch {
 		case err != nil:
-			c.err, c.failed = err, true
+			c.err = err
 		case r.Code != wire.KVTransferOK || len(r.Data)%c.per != 0:
-			c.err, c.failed = fmt.Errorf("kv_export: %s: %s", r.Code, r.Message), true
+			c.err = fmt.Errorf("kv_export: %s: %s", r.Code, r.Message)
 		case len(r.Data) == 0: // the chain got shorter
 			return 0, io.EOF
 		default:

@@ -53,55 +53,48 @@ func (k *KV) BytesPerBlock() int {
 // Write writes a file of tokens; with kv non-nil, the KV section follows,
 // its data copied from data to its end (whole blocks of
 // kv.BytesPerBlock(), read as they come: data may produce them lazily),
-// and kv.NumBlocks set to how many. It returns the bytes written.
+// and kv.NumBlocks set to how many. It returns the bytes written (0 with
+// an error).
 func Write(w io.Writer, tokens []int32, kv *KV, data io.Reader) (int64, error) {
-	cw := &countWriter{w: w}
-	bw := bufio.NewWriter(cw)
+	bw := bufio.NewWriter(w)
 	words := []uint32{seqMagic, seqVersion, uint32(3 + len(tokens) + 1), uint32(0xFFFFFFFF), tokensFormat, uint32(len(tokens))}
 	for _, t := range tokens {
 		words = append(words, uint32(t))
 	}
 	words = append(words, 0) // no media chunks
 	if err := binary.Write(bw, binary.LittleEndian, words); err != nil {
-		return cw.n, err
+		return 0, err
 	}
+	size := 4 * int64(len(words))
 	if kv != nil {
 		per := int64(kv.BytesPerBlock())
 		if per <= 0 {
-			return cw.n, fmt.Errorf("slotfile: the KV layout has no bytes_per_block")
+			return 0, fmt.Errorf("slotfile: the KV layout has no bytes_per_block")
 		}
 		meta, err := wire.Marshal(map[string]any{"layout": kv.Layout, "cache_salt": kv.CacheSalt})
 		if err != nil {
-			return cw.n, err
+			return 0, err
 		}
 		if err := binary.Write(bw, binary.LittleEndian, []uint32{kvMagic, kvVersion, uint32(len(meta))}); err != nil {
-			return cw.n, err
+			return 0, err
 		}
 		if _, err := bw.Write(meta); err != nil {
-			return cw.n, err
+			return 0, err
 		}
 		n, err := io.Copy(bw, data)
 		if err == nil && n%per != 0 {
 			err = fmt.Errorf("slotfile: KV data of %d bytes is not whole blocks of %d", n, per)
 		}
 		if err != nil {
-			return cw.n, err
+			return 0, err
 		}
 		kv.NumBlocks = int(n / per)
+		size += 12 + int64(len(meta)) + n
 	}
-	err := bw.Flush()
-	return cw.n, err
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	return size, nil
 }
 
 // File is a file read up to its KV data.
