@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,40 +37,11 @@ func TestRouterModeRemotePreset(t *testing.T) {
 
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return routerDo(t, base, method, path, body)
 	}
 	status := func(id string) string {
 		t.Helper()
-		_, body := do("GET", "/models", "")
-		var l struct {
-			Data []struct {
-				ID, Source string
-				Status     struct {
-					Value  string
-					Failed bool
-				}
-			}
-		}
-		if err := json.Unmarshal([]byte(body), &l); err != nil {
-			t.Fatalf("GET /models: %v: %s", err, body)
-		}
-		for _, m := range l.Data {
-			if m.ID == id {
-				s := m.Status.Value + " " + m.Source
-				if m.Status.Failed {
-					s += " failed"
-				}
-				return s
-			}
-		}
-		return "absent"
+		return routerStatus(t, base, id)
 	}
 	waitStatus := func(id, want string) {
 		t.Helper()

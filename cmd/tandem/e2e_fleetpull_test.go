@@ -41,33 +41,11 @@ func TestRouterModePull(t *testing.T) {
 
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return routerDo(t, base, method, path, body)
 	}
 	status := func() string {
 		t.Helper()
-		_, body := do("GET", "/models", "")
-		var l struct {
-			Data []struct {
-				ID, Source string
-				Status     struct{ Value string }
-			}
-		}
-		if err := json.Unmarshal([]byte(body), &l); err != nil {
-			t.Fatalf("GET /models: %v: %s", err, body)
-		}
-		for _, m := range l.Data {
-			if m.ID == name {
-				return m.Status.Value + " " + m.Source
-			}
-		}
-		return "absent"
+		return routerStatus(t, base, name)
 	}
 	waitEvent := func(want string) {
 		t.Helper()
@@ -129,6 +107,49 @@ func TestRouterModePull(t *testing.T) {
 	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(b), "offline") {
 		t.Errorf("POST /models with --offline: %d %s, want 501 naming offline mode", resp.StatusCode, b)
 	}
+}
+
+// routerDo sends method path with body to the router at base and returns
+// the status and the body.
+func routerDo(t *testing.T, base, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// routerStatus is model id as the router's GET /models lists it:
+// "STATUS SOURCE", " failed" after a failed load; "absent" when unlisted.
+func routerStatus(t *testing.T, base, id string) string {
+	t.Helper()
+	_, body := routerDo(t, base, "GET", "/models", "")
+	var l struct {
+		Data []struct {
+			ID, Source string
+			Status     struct {
+				Value  string
+				Failed bool
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &l); err != nil {
+		t.Fatalf("GET /models: %v: %s", err, body)
+	}
+	for _, m := range l.Data {
+		if m.ID == id {
+			s := m.Status.Value + " " + m.Source
+			if m.Status.Failed {
+				s += " failed"
+			}
+			return s
+		}
+	}
+	return "absent"
 }
 
 func hasEvent(events []string, prefix string) bool {
