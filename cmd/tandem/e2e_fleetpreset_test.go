@@ -22,7 +22,7 @@ func TestRouterModeRemotePreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	ini := "[*]\nctx-size = 512\n\n[smol]\nhf = tandem-test/smollm2:Q4_1\n\n[missing]\nhf-repo = tandem-test/missing\n"
-	hub := newHub(t, map[string]hubRepo{
+	hub := newHub(t, map[string]map[string][]byte{
 		"tandem-test/presets": {"preset.ini": []byte(ini), "README.md": []byte("# presets\n")},
 		"tandem-test/smollm2": {"smollm2-Q4_1.gguf": data},
 	})

@@ -2,21 +2,18 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tandem-llm/tandem/frontend/hfhub/hubtest"
 )
 
 // TestRouterModePull runs serve as llama-server's router with no
@@ -161,55 +158,26 @@ func hasEvent(events []string, prefix string) bool {
 	return false
 }
 
-// newModelHub fakes the Hugging Face hub's endpoints that the router's
-// downloads call, with one repository whose main branch holds file (the
-// content of path) and a README.md.
-func newModelHub(t *testing.T, repo, file, path string) *httptest.Server {
+// newModelHub is a fake Hugging Face hub (hfhub/hubtest) with one
+// repository holding file (the content of path) and a README.md.
+func newModelHub(t *testing.T, repo, file, path string) *hubtest.Hub {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newHub(t, map[string]hubRepo{repo: {"README.md": []byte("# a model of the tests\n"), file: data}})
+	return newHub(t, map[string]map[string][]byte{repo: {"README.md": []byte("# a model of the tests\n"), file: data}})
 }
 
-// hubRepo is a repository of the fake hub: its files by path.
-type hubRepo map[string][]byte
-
-// newHub fakes the Hugging Face hub's endpoints that the router's
-// downloads call, for repos (by OWNER/REPO), each at one commit of its
-// main branch: a GGUF is an LFS file, as the hub lists GGUFs, the others
-// plain git files.
-func newHub(t *testing.T, repos map[string]hubRepo) *httptest.Server {
+// newHub is a fake Hugging Face hub holding repos (by OWNER/REPO), each
+// its files by path.
+func newHub(t *testing.T, repos map[string]map[string][]byte) *hubtest.Hub {
 	t.Helper()
-	commit := strings.Repeat("7e", 20)
-	mux := http.NewServeMux()
+	hub := hubtest.New(t)
 	for repo, files := range repos {
-		var tree []map[string]any
-		for path, data := range files {
-			e := map[string]any{"type": "file", "size": len(data), "path": path,
-				"oid": fmt.Sprintf("%x", sha1.Sum(fmt.Appendf(nil, "blob %d\x00%s", len(data), data)))}
-			if strings.HasSuffix(path, ".gguf") {
-				sum := sha256.Sum256(data)
-				e["lfs"] = map[string]any{"oid": hex.EncodeToString(sum[:]), "size": len(data), "pointerSize": 134}
-			}
-			tree = append(tree, e)
-			mux.HandleFunc("GET /"+repo+"/resolve/"+commit+"/"+path, func(w http.ResponseWriter, r *http.Request) {
-				http.ServeContent(w, r, path, time.Time{}, bytes.NewReader(data))
-			})
-		}
-		api := "/api/models/" + repo
-		mux.HandleFunc("GET "+api+"/refs", func(w http.ResponseWriter, _ *http.Request) {
-			_ = json.NewEncoder(w).Encode(map[string]any{"branches": []map[string]string{
-				{"name": "main", "ref": "refs/heads/main", "targetCommit": commit}}, "converts": []any{}, "tags": []any{}})
-		})
-		mux.HandleFunc("GET "+api+"/tree/"+commit, func(w http.ResponseWriter, _ *http.Request) {
-			_ = json.NewEncoder(w).Encode(tree)
-		})
+		hub.Add(repo, files)
 	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
+	return hub
 }
 
 // watchEvents subscribes to base's /models/sse and returns what it has

@@ -16,16 +16,17 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/frontend/hfhub"
+	"github.com/tandem-llm/tandem/frontend/hfhub/hubtest"
 )
 
 // hubRouter runs a router over an empty cache and a models dir holding
 // "local", downloading from hub, with the API key "k"; fake children.
-func hubRouter(t *testing.T, hub *fakeHub, offline bool) (*Router, *httptest.Server, string) {
+func hubRouter(t *testing.T, hub *hubtest.Hub, offline bool) (*Router, *httptest.Server, string) {
 	t.Helper()
 	d := t.TempDir()
 	cache, dir := filepath.Join(d, "cache"), filepath.Join(d, "dir")
 	write(t, filepath.Join(dir, "local.gguf"), "")
-	c, err := hfhub.New(hfhub.Options{Endpoint: hub.srv.URL, CacheDir: cache, HTTP: hub.srv.Client()})
+	c, err := hfhub.New(hfhub.Options{Endpoint: hub.URL, CacheDir: cache, HTTP: hub.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +154,9 @@ func expect(t *testing.T, ch <-chan sseMsg, want ...string) []sseMsg {
 // cache, whose scanner then lists the model as hfhub placed it; it loads
 // like any cache model and DELETE stops it and removes its files.
 func TestRouterDownload(t *testing.T) {
-	hub := newFakeHub(t)
-	model := hubFile{"m-F16.gguf", bytes.Repeat([]byte("gguf"), 3000)}
-	hub.add("o/r", hubFile{"README.md", []byte("# r\n")}, model, hubFile{"m-Q8_0.gguf", []byte("q8")})
+	hub := hubtest.New(t)
+	model := bytes.Repeat([]byte("gguf"), 3000)
+	hub.Add("o/r", map[string][]byte{"README.md": []byte("# r\n"), "m-F16.gguf": model, "m-Q8_0.gguf": []byte("q8")})
 	r, ts, _ := hubRouter(t, hub, false)
 	ev := subscribe(t, ts)
 
@@ -163,7 +164,7 @@ func TestRouterDownload(t *testing.T) {
 		t.Fatalf("POST /models: %d %v %s", code, v, msg)
 	}
 	got := expect(t, ev, "o/r:F16 model_status downloading", "o/r:F16 download_finished", "* models_reload")
-	url := hub.srv.URL + "/o/r/resolve/" + hubCommit + "/m-F16.gguf"
+	url := hub.URL + "/o/r/resolve/" + hubtest.Commit + "/m-F16.gguf"
 	var last map[string]Transfer
 	for _, e := range got {
 		if e.Event == "download_progress" {
@@ -174,7 +175,7 @@ func TestRouterDownload(t *testing.T) {
 			last = d.Progress
 		}
 	}
-	if n := int64(len(model.data)); len(last) != 1 || last[url] != (Transfer{n, n}) {
+	if n := int64(len(model)); len(last) != 1 || last[url] != (Transfer{n, n}) {
 		t.Errorf("last download_progress %v, want %s done %d of %d", last, url, n, n)
 	}
 	m := listed(t, ts, "o/r:F16")
@@ -211,13 +212,13 @@ func TestRouterDownload(t *testing.T) {
 // TestRouterDownloadErrors: llama-server's statuses for names it refuses
 // and the hub's refusals, before anything is listed.
 func TestRouterDownloadErrors(t *testing.T) {
-	hub := newFakeHub(t)
-	hub.add("o/private", hubFile{"p-Q8_0.gguf", []byte("p")})
-	hub.private["o/private"] = true
-	hub.add("o/docs", hubFile{"README.md", []byte("no model")})
-	hub.add("o/have", hubFile{"m-Q8_0.gguf", []byte("q8")})
+	hub := hubtest.New(t)
+	hub.Add("o/private", map[string][]byte{"p-Q8_0.gguf": []byte("p")})
+	hub.Private("o/private", true)
+	hub.Add("o/docs", map[string][]byte{"README.md": []byte("no model")})
+	hub.Add("o/have", map[string][]byte{"m-Q8_0.gguf": []byte("q8")})
 	_, ts, cache := hubRouter(t, hub, false)
-	write(t, filepath.Join(cache, "models--o--have", "snapshots", hubCommit, "m-Q8_0.gguf"), "q8")
+	write(t, filepath.Join(cache, "models--o--have", "snapshots", hubtest.Commit, "m-Q8_0.gguf"), "q8")
 	call(t, ts, "GET", "/models?reload=1", "", false)
 	tests := []struct {
 		method, path, body string
@@ -253,16 +254,16 @@ func TestRouterDownloadErrors(t *testing.T) {
 // TestRouterOffline: offline, POST /models takes what the cache holds
 // and refuses the rest, asking the hub nothing.
 func TestRouterOffline(t *testing.T) {
-	hub := newFakeHub(t)
-	hub.add("o/r", hubFile{"m-Q8_0.gguf", []byte("q8")})
+	hub := hubtest.New(t)
+	hub.Add("o/r", map[string][]byte{"m-Q8_0.gguf": []byte("q8")})
 	_, ts, cache := hubRouter(t, hub, true)
 	ev := subscribe(t, ts)
 	if code, _, msg := call(t, ts, "POST", "/models", `{"model":"o/r"}`, false); code != 501 || !strings.HasPrefix(msg, "not_supported_error: offline mode") {
 		t.Errorf("offline POST of a model not cached: %d %q, want 501", code, msg)
 	}
-	snap := filepath.Join(cache, "models--o--r", "snapshots", hubCommit)
+	snap := filepath.Join(cache, "models--o--r", "snapshots", hubtest.Commit)
 	write(t, filepath.Join(snap, "m-Q8_0.gguf"), "q8")
-	write(t, filepath.Join(cache, "models--o--r", "refs", "main"), hubCommit)
+	write(t, filepath.Join(cache, "models--o--r", "refs", "main"), hubtest.Commit)
 	if code, _, msg := call(t, ts, "POST", "/models", `{"model":"o/r"}`, false); code != 200 {
 		t.Fatalf("offline POST of a cached model: %d %s", code, msg)
 	}
@@ -276,9 +277,9 @@ func TestRouterOffline(t *testing.T) {
 // downloading; DELETE cancels it and forgets it, as do an unload (which
 // keeps nothing either) and the router's Close.
 func TestRouterCancelDownload(t *testing.T) {
-	hub := newFakeHub(t)
-	hub.add("o/slow", hubFile{"s-Q8_0.gguf", bytes.Repeat([]byte("s"), 4096)})
-	hub.stall["s-Q8_0.gguf"] = true
+	hub := hubtest.New(t)
+	hub.Add("o/slow", map[string][]byte{"s-Q8_0.gguf": bytes.Repeat([]byte("s"), 4096)})
+	hub.Stall("s-Q8_0.gguf")
 	r, ts, _ := hubRouter(t, hub, false)
 	ev := subscribe(t, ts)
 	start := func() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tandem-llm/tandem/frontend/hfhub"
+	"github.com/tandem-llm/tandem/frontend/hfhub/hubtest"
 )
 
 // presetINI is the preset repository o/presets: p fetches o/r when it
@@ -29,18 +30,18 @@ hf-repo = o/slow
 hf-repo = o/missing
 `
 
-func presetHub(t *testing.T) *fakeHub {
-	hub := newFakeHub(t)
-	hub.add("o/presets", hubFile{"preset.ini", []byte(presetINI)}, hubFile{"README.md", []byte("# presets\n")})
-	hub.add("o/r", hubFile{"r-Q8_0.gguf", bytes.Repeat([]byte("q8"), 2000)})
-	hub.add("o/slow", hubFile{"s-Q8_0.gguf", bytes.Repeat([]byte("s"), 4096)})
-	hub.stall["s-Q8_0.gguf"] = true
+func presetHub(t *testing.T) *hubtest.Hub {
+	hub := hubtest.New(t)
+	hub.Add("o/presets", map[string][]byte{"preset.ini": []byte(presetINI), "README.md": []byte("# presets\n")})
+	hub.Add("o/r", map[string][]byte{"r-Q8_0.gguf": bytes.Repeat([]byte("q8"), 2000)})
+	hub.Add("o/slow", map[string][]byte{"s-Q8_0.gguf": bytes.Repeat([]byte("s"), 4096)})
+	hub.Stall("s-Q8_0.gguf")
 	return hub
 }
 
-func hubClient(t *testing.T, hub *fakeHub, cache string) *hfhub.Client {
+func hubClient(t *testing.T, hub *hubtest.Hub, cache string) *hfhub.Client {
 	t.Helper()
-	c, err := hfhub.New(hfhub.Options{Endpoint: hub.srv.URL, CacheDir: cache, HTTP: hub.srv.Client()})
+	c, err := hfhub.New(hfhub.Options{Endpoint: hub.URL, CacheDir: cache, HTTP: hub.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestRemotePreset(t *testing.T) {
 	cache := t.TempDir()
 	c := hubClient(t, hub, cache)
 	ctx := context.Background()
-	want := filepath.Join(cache, "models--o--presets", "snapshots", hubCommit, "preset.ini")
+	want := filepath.Join(cache, "models--o--presets", "snapshots", hubtest.Commit, "preset.ini")
 
 	if _, err := RemotePreset(ctx, c, "o/presets", true); !errors.Is(err, hfhub.ErrNotFound) {
 		t.Errorf("offline, not cached: %v, want ErrNotFound", err)
@@ -73,7 +74,7 @@ func TestRemotePreset(t *testing.T) {
 	if p, err := RemotePreset(ctx, c, "o/presets", true); err != nil || p != want {
 		t.Errorf("offline, cached: %q, %v", p, err)
 	}
-	hub.private["o/presets"] = true
+	hub.Private("o/presets", true)
 	if p, err := RemotePreset(ctx, c, "o/presets", false); err != nil || p != want {
 		t.Errorf("the hub refuses, cached: %q, %v", p, err)
 	}
@@ -93,7 +94,7 @@ func TestRemotePreset(t *testing.T) {
 
 // presetRouter runs a router over o/presets's preset.ini and an empty
 // cache, downloading from hub; fake children.
-func presetRouter(t *testing.T, hub *fakeHub, offline bool) (*Router, *httptest.Server, *hfhub.Client) {
+func presetRouter(t *testing.T, hub *hubtest.Hub, offline bool) (*Router, *httptest.Server, *hfhub.Client) {
 	t.Helper()
 	c := hubClient(t, hub, t.TempDir())
 	preset, err := RemotePreset(context.Background(), c, "o/presets", false)
