@@ -14,7 +14,7 @@ import (
 // preset.ini lands in the models cache and names the models; loading one
 // downloads its hf-repo (the default model) with progress events, then
 // it loads and chats; a model whose repository the hub lacks fails to
-// load; -hf of a model repository is refused at start.
+// load. (-hf of a model repository serves that model: e2e_hfmodel_test.go.)
 func TestRouterModeRemotePreset(t *testing.T) {
 	model := defaultModel(t)
 	data, err := os.ReadFile(model)
@@ -94,16 +94,5 @@ func TestRouterModeRemotePreset(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("events %v: want missing download_failed", events())
 		}
-	}
-
-	// a model repository is no preset: serve refuses it before it listens
-	bad := startProc(t, "serve", "-hf", "tandem-test/smollm2", "--port", fmt.Sprint(freePort(t)))
-	select {
-	case <-bad.done:
-	case <-time.After(time.Minute):
-		t.Fatal("serve -hf of a model repository is still running")
-	}
-	if out := bad.out.String(); bad.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(out, "not a preset repository") {
-		t.Errorf("serve -hf of a model repository: exit %d\n%s", bad.cmd.ProcessState.ExitCode(), out)
 	}
 }

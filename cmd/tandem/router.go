@@ -26,7 +26,9 @@ import (
 // serve starts no engine but one child `tandem serve` per model on demand.
 type routerFlags struct {
 	dir, preset, cache string
-	hfRepo             string // -hf: a preset repository of the hub, read as --models-preset
+	hfRepo             string // -hf: a model repository (hfmodel.go), or a preset one read as --models-preset
+	hfFile             string // -hff: the model file of -hf's repository
+	hfToken            string // -hft: the hub's token ("" = $HF_TOKEN)
 	max                int
 	noAutoload         bool
 	offline            bool
@@ -36,24 +38,28 @@ type routerFlags struct {
 func (f *routerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "models-dir", "", "router mode: a `directory` of models, NAME.gguf or NAME/ holding one (served without --model, one child server per model)")
 	fs.StringVar(&f.preset, "models-preset", "", "router mode: llama.cpp's INI preset `file`: [NAME] sections of options (model = PATH, hf-repo = OWNER/REPO[:TAG], downloaded when it loads if the models cache lacks it, ctx-size…; [*] applies to all); re-read on GET /models?reload=1")
-	hf := "router mode, llama-server's -hf: the Hugging Face preset `repo` OWNER/REPO[:TAG] (one with a preset.ini at its root), whose preset.ini is downloaded into the models cache and read as the models preset (also env LLAMA_ARG_HF_REPO); a model repository is refused (POST /models downloads one)"
+	hf := "llama-server's -hf: the Hugging Face `repo` OWNER/REPO[:TAG] to serve: its GGUF for the tag (default Q4_K_M, else Q8_0, else the first; every part of a split model) is downloaded into the models cache and served as --model, named OWNER/REPO[:TAG] as given; a preset repository (preset.ini at its root) runs serve as a router over its preset (also env LLAMA_ARG_HF_REPO)"
 	fs.StringVar(&f.hfRepo, "hf-repo", "", hf)
+	fs.StringVar(&f.hfRepo, "hfr", "", hf)
 	fs.StringVar(&f.hfRepo, "hf", "", hf)
-	fs.StringVar(&f.cache, "models-cache", "", "router mode: a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf); each GGUF is the model OWNER/REPO:TAG, and POST /models downloads into it (default: llama.cpp's, $LLAMA_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, else ~/.cache/huggingface/hub, listed as llama-server lists it)")
+	hff := "llama-server's -hff: the model `file` of -hf's repository, its path there, overriding the tag (also env LLAMA_ARG_HF_FILE)"
+	fs.StringVar(&f.hfFile, "hf-file", "", hff)
+	fs.StringVar(&f.hfFile, "hff", "", hff)
+	hft := "the Hugging Face access `token` for -hf, --model OWNER/REPO and router downloads (default: $HF_TOKEN)"
+	fs.StringVar(&f.hfToken, "hf-token", "", hft)
+	fs.StringVar(&f.hfToken, "hft", "", hft)
+	fs.StringVar(&f.cache, "models-cache", "", "a Hugging Face hub cache `directory` (models--OWNER--REPO/snapshots/REV/FILE.gguf): in router mode each GGUF is the model OWNER/REPO:TAG, and POST /models downloads into it; -hf and --model OWNER/REPO download into it too (default: llama.cpp's, $LLAMA_CACHE, $HF_HUB_CACHE, $HF_HOME/hub, else ~/.cache/huggingface/hub, listed as llama-server lists it)")
 	fs.IntVar(&f.max, "models-max", 4, "router mode: models loaded at once (`N`, 0 = no limit); a load past it unloads the least recently used idle one, requests queue while none is idle")
 	fs.BoolVar(&f.noAutoload, "no-models-autoload", false, "router mode: do not load a model a request names (POST /models/load does; ?autoload=1 overrides)")
-	fs.BoolVar(&f.offline, "offline", false, "router mode, llama-server's: download nothing; POST /models takes only a model already in the models cache (also env LLAMA_ARG_OFFLINE or HF_HUB_OFFLINE)")
+	fs.BoolVar(&f.offline, "offline", false, "llama-server's: download nothing; -hf, --model OWNER/REPO and POST /models take only a model already in the models cache (also env LLAMA_ARG_OFFLINE or HF_HUB_OFFLINE)")
 	fs.DurationVar(&f.delay, "models-debug-delay", 0, "router mode test hook: wait this `long` before each load and each proxied request (llama-server's LLAMA_SERVER_DEBUG_FAKE_TIMING)")
 }
 
 // on reports whether serve runs as a router: a source of models and no
-// model, or -hf on the command line (runRouter refuses it with a model).
-// Without a model, $LLAMA_ARG_HF_REPO stands for -hf.
+// model. serveFromHub has run: -hf (or $LLAMA_ARG_HF_REPO) is still
+// there without a model only when it is a preset repository.
 func (f *routerFlags) on(set map[string]bool) bool {
-	if set["model"] {
-		return set["hf"] || set["hf-repo"]
-	}
-	return f.dir != "" || f.preset != "" || f.cache != "" || f.hf() != ""
+	return !set["model"] && (f.dir != "" || f.preset != "" || f.cache != "" || f.hf() != "")
 }
 
 // hf is -hf, else $LLAMA_ARG_HF_REPO.
@@ -65,7 +71,8 @@ func (f *routerFlags) hf() string {
 }
 
 // routerOwnFlags are serve's flags a child does not get from the router.
-var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "offline", "models-debug-delay", "hf", "hf-repo",
+var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "models-max", "no-models-autoload", "offline", "models-debug-delay",
+	"hf", "hfr", "hf-repo", "hff", "hf-file", "hft", "hf-token",
 	"model", "host", "port", "config", "run-dir", "alias", "served-model-name", "reuse-port",
 	// the router answers these itself (server.Edge), as llama-server's router
 	"tools", "tools-runtime", "mcp-servers-json", "mcp-servers-config", "webui-mcp-proxy", "ui-mcp-proxy"}
@@ -74,15 +81,6 @@ var routerOwnFlags = []string{"models-dir", "models-preset", "models-cache", "mo
 // ends, then stops every child.
 func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.Logger) error {
 	rf, ff := &sf.router, &sf.frontend
-	var err error
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "model" && rf.hfRepo != "" {
-			err = errors.New("router: -hf and --model: give one (-hf takes a preset repository, served in router mode)")
-		}
-	})
-	if err != nil {
-		return err
-	}
 	keys, err := readAPIKeys(ff.apiKeyFile)
 	if err != nil {
 		return fmt.Errorf("router: --api-key-file: %w", err)
@@ -102,7 +100,7 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 	})
 	known := func(name string) bool { return fs.Lookup(name) != nil && !slices.Contains(routerOwnFlags, name) }
 	offline := rf.offline || envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE")
-	hub, cache := routerHub(rf.cache, log)
+	hub, cache := routerHub(rf.cache, rf.hfToken, log)
 	preset, err := routerPreset(ctx, rf, hub, offline, log)
 	if err != nil {
 		return err
@@ -195,9 +193,10 @@ func routerPreset(ctx context.Context, rf *routerFlags, hub *hfhub.Client, offli
 // routerHub is where the router lists and downloads cached models:
 // --models-cache, else the hub cache llama.cpp uses, since llama-server's
 // router always lists that one and POST /models downloads into it. The
-// hub is $MODEL_ENDPOINT, $HF_ENDPOINT or huggingface.co, with $HF_TOKEN;
-// nil (downloads refused) when there is no cache or the endpoint is bad.
-func routerHub(flagCache string, log *slog.Logger) (*hfhub.Client, string) {
+// hub is $MODEL_ENDPOINT, $HF_ENDPOINT or huggingface.co, with token
+// (-hft, else $HF_TOKEN); nil (downloads refused) when there is no cache
+// or the endpoint is bad.
+func routerHub(flagCache, token string, log *slog.Logger) (*hfhub.Client, string) {
 	cache := flagCache
 	if cache == "" {
 		d, err := hfhub.DefaultCacheDir()
@@ -207,7 +206,7 @@ func routerHub(flagCache string, log *slog.Logger) (*hfhub.Client, string) {
 		}
 		cache = d
 	}
-	hub, err := hfhub.New(hfhub.Options{CacheDir: cache})
+	hub, err := hfhub.New(hfhub.Options{CacheDir: cache, Token: token})
 	if err != nil {
 		log.Warn("router: POST /models is refused", "err", err)
 		return nil, cache

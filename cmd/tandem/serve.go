@@ -35,6 +35,7 @@ func serveCommand(f *serveFlags) *cli.Command {
 	c.EnableConfig()
 	fs := c.Flags
 	f.engine.register(fs)
+	fs.Lookup("model").Usage = `a GGUF file, a Hugging Face directory, "dummy" (random weights, byte tokenizer), or a Hugging Face repository OWNER/REPO[:TAG] when no such path exists (as vllm serve takes it): its safetensors checkpoint, else its GGUF as -hf picks it, is downloaded into the models cache`
 	f.frontend.registerHTTP(fs)
 	fs.StringVar(&f.frontend.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
 	fs.StringVar(&f.frontend.chatTemplate, "chat-template", "", "the chat template replacing the model's: a Jinja `file`, a built-in name (llama.cpp's: chatml, llama3, command-r, gemma, phi3, phi4, mistral-v7, deepseek3, zephyr, falcon3, vicuna) or the template itself")
@@ -82,6 +83,9 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := serveFromHub(ctx, &sf, fs, set, log); err != nil { // -hf, --model OWNER/REPO
+		return err
+	}
 	if sf.router.on(set) {
 		return runRouter(ctx, &sf, fs, log)
 	}

@@ -127,7 +127,11 @@ func (c *Client) cachedFiles(repo string) (commit string, files []File) {
 // does offline: the commit refs/ records, the tag's model among its
 // snapshot's files. ErrNotFound if the repository is not cached, ErrNoGGUF
 // if the tag is not.
-func (c *Client) Local(name string) (Model, error) {
+func (c *Client) Local(name string) (Model, error) { return c.LocalFile(name, "") }
+
+// LocalFile is Local with the model's file named, as ResolveFile takes
+// it; ErrNotFound if the cached snapshot lacks it.
+func (c *Client) LocalFile(name, file string) (Model, error) {
 	ref, err := ParseRef(name)
 	if err != nil {
 		return Model{}, err
@@ -136,7 +140,7 @@ func (c *Client) Local(name string) (Model, error) {
 	if len(files) == 0 {
 		return Model{}, &Error{Ref: ref, Err: ErrNotFound, Msg: "not in the cache " + c.dir}
 	}
-	p, err := planFor(ref, files, c.noMMProj)
+	p, err := planFor(ref, files, file, c.noMMProj)
 	if err != nil {
 		return Model{}, err
 	}

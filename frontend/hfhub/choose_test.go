@@ -54,7 +54,7 @@ func TestPlanFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := planFor(Ref{Repo: "o/r", Tag: tt.tag}, tt.files, false)
+			p, err := planFor(Ref{Repo: "o/r", Tag: tt.tag}, tt.files, "", false)
 			if !errors.Is(err, tt.err) {
 				t.Fatalf("err = %v, want %v", err, tt.err)
 			}
@@ -72,13 +72,46 @@ func TestPlanFor(t *testing.T) {
 	}
 }
 
+// TestPlanForFile: a named file (-hff) overrides the tag, takes its split
+// parts and projector, and must be in the commit; a preset still wins.
+func TestPlanForFile(t *testing.T) {
+	fs := files("README.md", "m-Q4_K_M.gguf", "m-Q8_0.gguf", "mmproj-m-F16.gguf",
+		"big/big-F16-00001-of-00002.gguf", "big/big-F16-00002-of-00002.gguf")
+	tests := []struct {
+		name, tag, file string
+		files           []File
+		model           []string
+		err             error
+	}{
+		{"overrides the tag", "Q4_K_M", "m-Q8_0.gguf", fs, []string{"m-Q8_0.gguf"}, nil},
+		{"any model file", "", "m-Q8_0.gguf", fs, []string{"m-Q8_0.gguf"}, nil},
+		{"a split part brings the others", "", "big/big-F16-00002-of-00002.gguf", fs,
+			[]string{"big/big-F16-00001-of-00002.gguf", "big/big-F16-00002-of-00002.gguf"}, nil},
+		{"matched exactly", "", "M-Q8_0.gguf", fs, nil, ErrNotFound},
+		{"not there", "", "m-F16.gguf", fs, nil, ErrNotFound},
+		{"not a GGUF", "", "README.md", fs, nil, ErrNoGGUF},
+		{"a preset repository is its preset", "", "m-Q8_0.gguf", append(files("preset.ini"), fs...), nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := planFor(Ref{Repo: "o/r", Tag: tt.tag}, tt.files, tt.file, true)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if !slices.Equal(paths(p.Model), tt.model) {
+				t.Errorf("model %v, want %v", paths(p.Model), tt.model)
+			}
+		})
+	}
+}
+
 func TestPlanForPresetAndNoMMProj(t *testing.T) {
 	fs := files("preset.ini", "m-Q4_K_M.gguf", "mmproj-F16.gguf")
-	p, err := planFor(Ref{Repo: "o/r", Tag: "Q4_K_M"}, fs, false)
+	p, err := planFor(Ref{Repo: "o/r", Tag: "Q4_K_M"}, fs, "", false)
 	if err != nil || p.Preset == nil || len(p.files()) != 1 || p.files()[0].Path != "preset.ini" {
 		t.Errorf("preset repository: %+v, %v; want preset.ini alone", p, err)
 	}
-	p, err = planFor(Ref{Repo: "o/r"}, fs[1:], true)
+	p, err = planFor(Ref{Repo: "o/r"}, fs[1:], "", true)
 	if err != nil || p.MMProj != nil || len(p.files()) != 1 {
 		t.Errorf("NoMMProj: %+v, %v; want the model alone", p, err)
 	}

@@ -14,9 +14,17 @@
 // the model (an "mmproj" GGUF in the model's directory or above, the
 // closest in quantization bits), which router downloads fetch too unless
 // Options.NoMMProj. Projectors, importance matrices and speculative heads
-// (mtp-, eagle3-, dflash-, dspark-) are never the model. A repository
-// with a preset.ini at its root is a preset repository: that file alone
-// is fetched.
+// (mtp-, eagle3-, dflash-, dspark-) are never the model. ResolveFile,
+// PullFile and LocalFile take the model's file by its exact path instead
+// (llama-server's -hff), overriding the tag. A repository with a
+// preset.ini at its root is a preset repository: that file alone is
+// fetched.
+//
+// PullCheckpoint and LocalCheckpoint take a Transformers repository as
+// `vllm serve OWNER/REPO` does (checkpoint.go): the root's config.json,
+// other JSON and Jinja files, then the safetensors weights the loader
+// opens (the index's shards, else model.safetensors, else all), and name
+// the snapshot directory; ErrNoCheckpoint for a repository without them.
 //
 // The shell is Client. Resolve asks the hub two things:
 //
@@ -41,8 +49,9 @@
 //
 // Errors are *Error, naming the repository and tag and wrapping a kind a
 // caller maps to an HTTP status: ErrInvalidName, ErrNotFound (404),
-// ErrUnauthorized (401, 403: private or gated), ErrNoGGUF, ErrCorrupt,
-// ErrHub; or the cause, ctx's error included.
+// ErrUnauthorized (401, 403: private or gated), ErrNoGGUF,
+// ErrNoCheckpoint, ErrCorrupt, ErrHub; or the cause, ctx's error
+// included.
 //
 // Where it parts from llama.cpp: a cancelled download keeps its partial
 // file for the next Pull (llama.cpp deletes it); there are no retries

@@ -9,12 +9,13 @@ import (
 // package about a model is an *Error wrapping one of them (or, for
 // network failures and cancellation, the cause itself).
 var (
-	ErrInvalidName  = errors.New("invalid model name")  // 400
-	ErrNotFound     = errors.New("not found")           // 404: no such repository, file or cached model
-	ErrUnauthorized = errors.New("unauthorized")        // 401/403: private or gated; a token is missing or lacks access
-	ErrNoGGUF       = errors.New("no GGUF file")        // 404: the repository has no model for the tag
-	ErrCorrupt      = errors.New("download is corrupt") // 502: size or sha256 differs from the hub's
-	ErrHub          = errors.New("hub request failed")  // 502: any other status, or an answer we cannot read
+	ErrInvalidName  = errors.New("invalid model name")        // 400
+	ErrNotFound     = errors.New("not found")                 // 404: no such repository, file or cached model
+	ErrUnauthorized = errors.New("unauthorized")              // 401/403: private or gated; a token is missing or lacks access
+	ErrNoGGUF       = errors.New("no GGUF file")              // 404: the repository has no model for the tag
+	ErrNoCheckpoint = errors.New("no safetensors checkpoint") // 404: no config.json and *.safetensors at the root (PullCheckpoint)
+	ErrCorrupt      = errors.New("download is corrupt")       // 502: size or sha256 differs from the hub's
+	ErrHub          = errors.New("hub request failed")        // 502: any other status, or an answer we cannot read
 )
 
 // Error is a failure about one model; its message names the repository

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -136,6 +137,14 @@ func (p Plan) files() []File {
 // the main branch (else the first valid one), its file tree, then the
 // GGUF for the tag, all parts of a split model and the projector.
 func (c *Client) Resolve(ctx context.Context, name string) (Plan, error) {
+	return c.ResolveFile(ctx, name, "")
+}
+
+// ResolveFile is Resolve with the model's file named (llama-server's
+// -hff), which overrides the tag: the file at exactly that path, its
+// split parts and projector; ErrNotFound if the commit has none. A preset
+// repository is still its preset.ini. file "" is Resolve.
+func (c *Client) ResolveFile(ctx context.Context, name, file string) (Plan, error) {
 	ref, err := ParseRef(name)
 	if err != nil {
 		return Plan{}, err
@@ -148,15 +157,16 @@ func (c *Client) Resolve(ctx context.Context, name string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	p, err := planFor(ref, files, c.noMMProj)
+	p, err := planFor(ref, files, file, c.noMMProj)
 	p.Branch, p.Commit = branch, commit
 	return p, err
 }
 
 // planFor chooses among a commit's files (llama.cpp's
 // common_download_get_hf_plan): a preset.ini at the root alone, else the
-// model for the tag with its parts and projector.
-func planFor(ref Ref, files []File, noMMProj bool) (Plan, error) {
+// model file named (file, matched exactly) or the model for the tag, with
+// its parts and projector.
+func planFor(ref Ref, files []File, file string, noMMProj bool) (Plan, error) {
 	p := Plan{Ref: ref}
 	for _, f := range files {
 		if f.Path == "preset.ini" {
@@ -165,6 +175,16 @@ func planFor(ref Ref, files []File, noMMProj bool) (Plan, error) {
 		}
 	}
 	primary, ok := chooseModel(files, ref.Tag)
+	if file != "" {
+		i := slices.IndexFunc(files, func(f File) bool { return f.Path == file })
+		switch {
+		case i < 0:
+			return p, &Error{Ref: ref, Err: ErrNotFound, Msg: "no file " + file + " in the repository; " + ggufs(files)}
+		case !strings.HasSuffix(file, ".gguf"):
+			return p, &Error{Ref: ref, Err: ErrNoGGUF, Msg: file + " is not a GGUF file"}
+		}
+		primary, ok = files[i], true
+	}
 	if !ok {
 		msg := "no model for the default tags (Q4_K_M, Q8_0)"
 		if ref.Tag != "" {

@@ -60,12 +60,17 @@ type Progress struct {
 // progress may be nil. Cancelling ctx stops the downloads and keeps their
 // partial files, which the next Pull resumes.
 func (c *Client) Pull(ctx context.Context, name string, progress func(Progress)) (Model, error) {
-	plan, err := c.Resolve(ctx, name)
+	return c.PullFile(ctx, name, "", progress)
+}
+
+// PullFile is Pull with the model's file named, as ResolveFile takes it.
+func (c *Client) PullFile(ctx context.Context, name, file string, progress func(Progress)) (Model, error) {
+	plan, err := c.ResolveFile(ctx, name, file)
 	if err != nil {
 		if errors.Is(err, ErrInvalidName) || ctx.Err() != nil {
 			return Model{}, err
 		}
-		if m, lerr := c.Local(name); lerr == nil {
+		if m, lerr := c.LocalFile(name, file); lerr == nil {
 			return m, nil
 		}
 		return Model{}, err
