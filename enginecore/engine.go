@@ -17,6 +17,7 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/kvcache"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/enginecore/sched"
+	"github.com/tandem-llm/tandem/enginecore/spec"
 	"github.com/tandem-llm/tandem/enginecore/structured"
 	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/gguf"
@@ -54,9 +55,12 @@ type Config struct {
 	MaxLogprobs *int
 	// Vocab is what each token id stands for, for structured outputs
 	// (enginecore/structured); nil: requests with a constraint are refused.
-	Vocab   *gguf.Vocab
-	Version string
-	Logger  *slog.Logger
+	Vocab *gguf.Vocab
+	// Speculative turns on speculative decoding (vLLM's
+	// --speculative-config); nil = off.
+	Speculative *spec.Config
+	Version     string
+	Logger      *slog.Logger
 }
 
 // Engine is the engine core's logic as a state machine (etcd-raft's
@@ -86,6 +90,8 @@ type Engine struct {
 	clock    time.Time // the time of the call being handled: the KV manager's clock
 
 	lastStepTokens int // tokens the last Step computed, for StepTook
+
+	propose spec.Proposer // nil: no speculative decoding
 
 	slp sleepState // sleep mode (sleep.go)
 
@@ -182,6 +188,13 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		return nil, fmt.Errorf("enginecore: %w", err)
 	}
 	e.kv = kv
+	numSpec := 0
+	if sc := cfg.Speculative; sc != nil {
+		if err := sc.Validate(); err != nil {
+			return nil, fmt.Errorf("enginecore: %w", err)
+		}
+		numSpec, e.propose = sc.NumSpeculativeTokens, sc.Proposer()
+	}
 	e.sched = sched.New(sched.Config{
 		MaxNumSeqs:          cfg.MaxNumSeqs,
 		MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
@@ -191,6 +204,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		LongPrefillTokenThreshold: cfg.LongPrefillTokenThreshold,
 		StepTarget:                cfg.StepTarget,
 		PromptLogprobsChunk:       promptLogprobsChunk(be.Model().VocabSize),
+		NumSpeculativeTokens:      numSpec,
 	}, kv)
 	return e, nil
 }
@@ -225,7 +239,23 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	res := e.run.Sample(b)
 	e.advance(b, res)
 	outs := append(e.outputs(now, e.sched.Update(b, res)), e.failConstrained(now)...)
+	e.draft()
 	return e.finishDrain(outs), nil
+}
+
+// draft proposes the next step's speculative tokens: for every decoding
+// request but those under a structured-output constraint (whose mask
+// holds for one position at a time).
+func (e *Engine) draft() {
+	if e.propose == nil {
+		return
+	}
+	e.sched.Draft(func(r *sched.Request, k int) []int32 {
+		if e.constraints[r.ID] != nil {
+			return nil
+		}
+		return e.propose.Propose(r.Tokens(), k)
+	})
 }
 
 // StepTook tells the scheduler's pace how long the last Step took.
@@ -287,7 +317,21 @@ func (e *Engine) Load() wire.SchedulerStats {
 		NumSkippedWaitingReqs: e.NumCompiling(),
 		Sleeping:              e.slp.sleeping(),
 		SleepLevel:            e.slp.level(),
+		SpecDecoding:          e.specStats(),
 	}
+}
+
+// specStats is Load's speculative decoding figures, nil when off.
+func (e *Engine) specStats() *wire.SpecDecodingStats {
+	if e.propose == nil {
+		return nil
+	}
+	st := e.sched.SpecStats()
+	k := e.cfg.Speculative.NumSpeculativeTokens
+	per := make([]int64, k)
+	copy(per, st.AcceptedPerPos)
+	return &wire.SpecDecodingStats{NumSpecTokens: k, NumDrafts: st.NumDrafts, NumDraftTokens: st.NumDraftTokens,
+		NumAcceptedTokens: st.NumAcceptedTokens, NumAcceptedTokensPerPos: per}
 }
 
 // outputs turns a step's results into one OUTPUTS per frontend, and keeps
@@ -310,6 +354,9 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			NumCachedTokens:   r.NumCachedTokens(),
 			Events:            e.life.take(r.ID),
 			PromptProgress:    o.PromptProgress,
+		}
+		if o.Drafted > 0 {
+			eo.SpecDecode = &wire.SpecDecodeStep{NumSpecTokens: e.cfg.Speculative.NumSpeculativeTokens, NumDraftTokens: o.Drafted, NumAcceptedTokens: o.Accepted}
 		}
 		if r.SessionID != "" {
 			e.sessions.generated(r.SessionID, len(o.NewTokens), t)

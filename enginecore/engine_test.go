@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/enginecore/spec"
 	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/gguf"
 )
@@ -73,6 +74,7 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 // that moves only when the script says:
 //
 //	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [max-sessions=N] [caching=false] [publish] [vocab]
+//	     [spec=ngram|ngram-simple spec-k=4 spec-min=1 spec-max=3]   speculative decoding
 //	hello fe1 [version=N]              HELLO from frontend fe1 (its ZMQ identity)
 //	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0] [regex=R]
 //	compile-start                      Engine.NextCompile: hand the next compile to a (pretend) worker
@@ -146,11 +148,15 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		if slices.Contains(pos, "vocab") {
 			vocab = countingVocab(h.be.vocab)
 		}
+		var sc *spec.Config
+		if m, ok := args["spec"]; ok {
+			sc = &spec.Config{Method: m, NumSpeculativeTokens: num("spec-k", 4), PromptLookupMin: num("spec-min", 1), PromptLookupMax: num("spec-max", 3)}
+		}
 		e, err := NewEngine(Config{ServedModelName: "counting", MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4),
 			NumBlocks: num("blocks", 8), MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16),
 			EnablePrefixCaching: args["caching"] != "false", MaxSessionRecords: num("max-sessions", 0), Vocab: vocab,
-			SleepIdle: time.Duration(num("sleep-idle", 0)) * time.Second,
-			Logger:    slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
+			SleepIdle: time.Duration(num("sleep-idle", 0)) * time.Second, Speculative: sc,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
 		if err != nil {
 			return "error: " + err.Error()
 		}
@@ -332,6 +338,9 @@ func (h *engineHarness) outs(outs []Out) string {
 				if eo.NumCachedTokens > 0 {
 					fmt.Fprintf(&b, " cached=%d", eo.NumCachedTokens)
 				}
+				if sd := eo.SpecDecode; sd != nil {
+					fmt.Fprintf(&b, " draft=%d/%d", sd.NumAcceptedTokens, sd.NumDraftTokens)
+				}
 				if h.events && len(eo.Events) > 0 {
 					b.WriteString(" events=")
 					for i, ev := range eo.Events {
@@ -395,6 +404,10 @@ func (h *engineHarness) state() string {
 	if st.Sleeping || h.be.kvReleases > 0 || h.be.weightReleases > 0 {
 		out += fmt.Sprintf("\nsleeping %v level %d idle %v; releases: kv %d weights %d; KV allocations %d",
 			st.Sleeping, st.SleepLevel, h.e.slp.idle, h.be.kvReleases, h.be.weightReleases, h.be.allocs)
+	}
+	if sd := st.SpecDecoding; sd != nil {
+		out += fmt.Sprintf("\nspec k=%d drafts %d tokens %d accepted %d per position %v",
+			sd.NumSpecTokens, sd.NumDrafts, sd.NumDraftTokens, sd.NumAcceptedTokens, sd.NumAcceptedTokensPerPos)
 	}
 	return out
 }

@@ -88,17 +88,19 @@ func (d *dec) float64Rows() ([][]float64, error) {
 
 var outputFields = []string{
 	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens", "error_code", "events",
-	"new_prompt_logprobs_tensors", "prompt_progress",
+	"new_prompt_logprobs_tensors", "prompt_progress", "spec_decode",
 }
 
 func (o *EngineCoreOutput) encode(e *enc) {
 	switch {
-	case o.PromptProgress > 0:
+	case o.SpecDecode != nil:
 		e.arrayLen(len(outputFields))
-	case o.NewPromptLogprobs != nil:
+	case o.PromptProgress > 0:
 		e.arrayLen(len(outputFields) - 1)
+	case o.NewPromptLogprobs != nil:
+		e.arrayLen(len(outputFields) - 2)
 	default:
-		e.arrayLen(len(outputFields) - 2) // the common output stays 8 fields
+		e.arrayLen(len(outputFields) - 3) // the common output stays 8 fields
 	}
 	e.str(o.RequestID)
 	e.int32s(o.NewTokenIDs)
@@ -122,11 +124,17 @@ func (o *EngineCoreOutput) encode(e *enc) {
 	switch {
 	case o.NewPromptLogprobs != nil:
 		o.NewPromptLogprobs.encode(e)
-	case o.PromptProgress > 0:
+	case o.PromptProgress > 0 || o.SpecDecode != nil:
 		e.null()
 	}
-	if o.PromptProgress > 0 {
+	if o.PromptProgress > 0 || o.SpecDecode != nil {
 		e.int(int64(o.PromptProgress))
+	}
+	if sd := o.SpecDecode; sd != nil {
+		e.arrayLen(3)
+		e.int(int64(sd.NumSpecTokens))
+		e.int(int64(sd.NumDraftTokens))
+		e.int(int64(sd.NumAcceptedTokens))
 	}
 }
 
@@ -169,6 +177,8 @@ func (o *EngineCoreOutput) decode(d *dec) error {
 			}
 		case 9:
 			o.PromptProgress, err = d.int()
+		case 10:
+			o.SpecDecode, err = d.specDecodeStep()
 		default:
 			err = d.skip()
 		}
@@ -226,6 +236,9 @@ func (s *SchedulerStats) encode(e *enc) {
 	if s.Sleeping {
 		n += 2
 	}
+	if s.SpecDecoding != nil {
+		n++
+	}
 	e.mapLen(n)
 	e.str(k[0])
 	e.int(int64(s.NumRunningReqs))
@@ -256,6 +269,10 @@ func (s *SchedulerStats) encode(e *enc) {
 		e.bool(true)
 		e.str("sleep_level")
 		e.int(int64(s.SleepLevel))
+	}
+	if sd := s.SpecDecoding; sd != nil {
+		e.str("spec_decoding_stats")
+		sd.encode(e)
 	}
 }
 
@@ -289,6 +306,12 @@ func (s *SchedulerStats) decode(d *dec) error {
 			s.Sleeping, err = d.bool()
 		case "sleep_level":
 			s.SleepLevel, err = d.int()
+		case "spec_decoding_stats":
+			if isNil, e := d.takeNil(); e != nil || isNil {
+				return true, e
+			}
+			s.SpecDecoding = new(SpecDecodingStats)
+			err = s.SpecDecoding.decode(d)
 		default:
 			return false, nil
 		}

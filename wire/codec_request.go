@@ -164,6 +164,22 @@ var spFields = []spField{
 			p.ContextShift = &n
 			return err
 		}},
+	{"_tandem_spec_n_max",
+		func(p *SamplingParams) bool { return p.SpecMaxDraft == nil },
+		func(e *enc, p *SamplingParams) { e.int(int64(*p.SpecMaxDraft)) },
+		func(d *dec, p *SamplingParams) error {
+			n, err := d.int()
+			p.SpecMaxDraft = &n
+			return err
+		}},
+	{"_tandem_spec_n_min",
+		func(p *SamplingParams) bool { return p.SpecMinDraft == nil },
+		func(e *enc, p *SamplingParams) { e.int(int64(*p.SpecMinDraft)) },
+		func(d *dec, p *SamplingParams) error {
+			n, err := d.int()
+			p.SpecMinDraft = &n
+			return err
+		}},
 	{"structured_outputs",
 		func(p *SamplingParams) bool { return p.StructuredOutputs == nil },
 		func(e *enc, p *SamplingParams) { p.StructuredOutputs.encode(e) },

@@ -87,7 +87,13 @@ type SamplingParams struct {
 	// *ContextShift (n_keep) and recomputes the rest, instead of finishing
 	// with length; nil finishes.
 	ContextShift *int
-	ExtraArgs    map[string]any // "extra_args", default nil (from vllm_xargs)
+	// SpecMaxDraft and SpecMinDraft ("_tandem_spec_n_max",
+	// "_tandem_spec_n_min", default nil): llama.cpp's per-request
+	// speculative.n_max and speculative.n_min. A draft has at most
+	// *SpecMaxDraft tokens (0: the request is not speculated) and is
+	// dropped when shorter than *SpecMinDraft.
+	SpecMaxDraft, SpecMinDraft *int
+	ExtraArgs                  map[string]any // "extra_args", default nil (from vllm_xargs)
 }
 
 // StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and
@@ -145,6 +151,16 @@ type Logprobs struct {
 	Ranks    []int32     // [P], rank of the sampled token (1 = best)
 }
 
+// Head is l's first n rows (all of them when it has fewer), sharing l's
+// storage.
+func (l *Logprobs) Head(n int) *Logprobs {
+	h := *l
+	h.TokenIDs = h.TokenIDs[:min(n, len(h.TokenIDs))]
+	h.Logprobs = h.Logprobs[:min(n, len(h.Logprobs))]
+	h.Ranks = h.Ranks[:min(n, len(h.Ranks))]
+	return &h
+}
+
 // EngineCoreOutput is one request's new tokens from one step. Array:
 //
 //	0 request_id        str
@@ -175,6 +191,30 @@ type EngineCoreOutput struct {
 	// computed so far, the cached ones included: 0 < PromptProgress <
 	// prompt length. 0 otherwise.
 	PromptProgress int
+	// SpecDecode, on an output of a step that verified a draft of the
+	// request (speculative decoding), is that draft's figures; nil
+	// otherwise. The frontend sums them into the request's (llama-server's
+	// draft_n and draft_n_accepted, vLLM's per-request speculative_decoding).
+	SpecDecode *SpecDecodeStep
+}
+
+// SpecDecodeStep is one verified draft of one request ("spec_decode",
+// an array [num_spec_tokens, num_draft_tokens, num_accepted_tokens]).
+type SpecDecodeStep struct {
+	NumSpecTokens     int // the engine's k, the most a draft may have
+	NumDraftTokens    int // this draft's tokens
+	NumAcceptedTokens int // of those, the tokens kept (0..NumDraftTokens)
+}
+
+// SpecDecodingStats ("spec_decoding_stats", a map with vLLM's
+// SpecDecodingStats keys) are an engine's speculative decoding figures,
+// cumulative since it started, as Tandem's other counters.
+type SpecDecodingStats struct {
+	NumSpecTokens           int     // "num_spec_tokens": k
+	NumDrafts               int64   // "num_drafts"
+	NumDraftTokens          int64   // "num_draft_tokens"
+	NumAcceptedTokens       int64   // "num_accepted_tokens"
+	NumAcceptedTokensPerPos []int64 // "num_accepted_tokens_per_pos": [k]
 }
 
 // EngineCoreEventType is what happened to a request in the engine, with
@@ -229,6 +269,9 @@ type SchedulerStats struct {
 	// while it sleeps.
 	Sleeping   bool
 	SleepLevel int
+	// SpecDecoding is the engine's speculative decoding figures, nil when
+	// it does not speculate (then not written).
+	SpecDecoding *SpecDecodingStats
 }
 
 // SleepStates are the values of vllm:engine_sleep_state for its

@@ -95,6 +95,24 @@ func TestRoundTrip(t *testing.T) {
 			}},
 		},
 		{
+			name: "outputs with spec decode (index 10), with and without the fields before it", typ: wire.MsgOutputs,
+			payload: &wire.EngineCoreOutputs{Outputs: []wire.EngineCoreOutput{
+				{RequestID: "a", NewTokenIDs: []int32{3, 4, 5}, SpecDecode: &wire.SpecDecodeStep{NumSpecTokens: 4, NumDraftTokens: 4, NumAcceptedTokens: 2}},
+				{RequestID: "b", NewTokenIDs: []int32{9}, PromptProgress: 3, SpecDecode: &wire.SpecDecodeStep{NumSpecTokens: 4, NumDraftTokens: 1}},
+				{RequestID: "c", NewTokenIDs: []int32{1}},
+			}, SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 2, SpecDecoding: &wire.SpecDecodingStats{
+				NumSpecTokens: 4, NumDrafts: 7, NumDraftTokens: 25, NumAcceptedTokens: 11, NumAcceptedTokensPerPos: []int64{6, 3, 2, 0},
+			}}},
+		},
+		{
+			name: "add with per-request speculative limits", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
+				p := wire.DefaultSamplingParams()
+				p.SpecMaxDraft, p.SpecMinDraft = ptr(0), ptr(2)
+				return p
+			}()},
+		},
+		{
 			name: "add with return progress", typ: wire.MsgAdd,
 			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
 				p := wire.DefaultSamplingParams()

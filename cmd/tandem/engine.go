@@ -51,6 +51,7 @@ type engineFlags struct {
 	kvPodID             string // --kv-events-pod-id, for {pod} in the topic
 	metricsAddress      string // --metrics-address: the engine's own /metrics
 	showHidden          string // --show-hidden-metrics-for-version, for the engine's /metrics
+	spec                specFlags
 	log                 logFlags
 }
 
@@ -74,6 +75,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.weightsCacheDir, "weights-cache-dir", "auto", "`directory` where the CPU backend keeps each model's repacked matrices as a file it maps (read-only, shared by engines, so the weights are resident once; the next start skips packing): auto = $XDG_CACHE_HOME/tandem/packed (~/.cache/tandem/packed), off = pack into memory at every start; docs/architecture.md#pack-cache")
 	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; null:fail-after=N (or null:STEP,fail-after=N) fails every forward pass after N, warm-up's included, so the engine dies as on a device error: fault injection; for benchmarking the frontend and the wire)")
 	f.gpu.register(fs)
+	f.spec.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
 	fs.StringVar(&f.kvEventsConfig, "kv-events-config", "", "vLLM's KV-events `JSON`: enable_kv_cache_events, publisher (zmq|null), endpoint (default tcp://*:5557), replay_endpoint, topic ({pod}, {model}, {rank} expand), buffer_steps, hwm, max_queue_size; and layout (map, the default, as vLLM 0.33; array, as vLLM ≤ 0.23). docs/wire.md §10")
@@ -178,6 +180,10 @@ func runEngine(ctx context.Context, args []string) error {
 	if f.maxLogprobs < -1 {
 		return fmt.Errorf("engine: --max-logprobs %d: want -1 (no cap) or ≥ 0", f.maxLogprobs)
 	}
+	specCfg, err := f.spec.resolve()
+	if err != nil {
+		return err
+	}
 	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype, weightsCacheDir(f.weightsCacheDir)}, log)
 	if err != nil {
 		return err
@@ -210,6 +216,7 @@ func runEngine(ctx context.Context, args []string) error {
 		SleepIdle:           time.Duration(max(f.sleepIdleSeconds, 0)) * time.Second,
 		KVEvents:            kvc.engineKVEvents(f.kvPodID, name, f.rank),
 		Vocab:               vocab,
+		Speculative:         specCfg,
 		MaxNumBatchedTokens: f.maxNumBatchedTokens,
 		EnablePrefixCaching: f.enablePrefixCaching,
 

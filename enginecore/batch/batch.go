@@ -30,6 +30,12 @@ type Item struct {
 	// Allowed, when set, is a structured-output constraint's mask: the
 	// runner samples only tokens t with bit t%32 of Allowed[t/32] set.
 	Allowed []uint32
+	// Draft (speculative decoding) is how many of Tokens' last are draft
+	// tokens, not yet the request's: the step computes them with the
+	// request's last token (Sample is set, Start+Len == len(Tokens)) and
+	// samples at each of the last Draft+1 positions, keeping drafts while
+	// they equal what is sampled. Never set with MaskStop or Allowed.
+	Draft int
 }
 
 // Result is the runner's answer, one entry per Item (valid where Sample).
@@ -39,4 +45,21 @@ type Result struct {
 	// PromptLogprobs ([len(Items)], nil unless some item has them) holds
 	// an item's prompt logprobs on its first sample: [P-1] rows.
 	PromptLogprobs []*wire.Logprobs
+	// Tokens ([len(Items)], nil unless some item has a Draft) holds a
+	// drafted item's new tokens: the drafts it kept, then the token
+	// sampled after them (Sampled[i] is the last); nil for other items.
+	// Logprobs[i] then has a row per new token.
+	Tokens [][]int32
+}
+
+// NewTokens are item i's new tokens: Tokens[i] for a drafted item, else
+// the one sampled (none when it did not sample).
+func (r *Result) NewTokens(b *Batch, i int) []int32 {
+	if r.Tokens != nil && r.Tokens[i] != nil {
+		return r.Tokens[i]
+	}
+	if !b.Items[i].Sample {
+		return nil
+	}
+	return r.Sampled[i : i+1 : i+1]
 }

@@ -25,6 +25,10 @@ type Seq struct {
 	// AllLogits asks for logits at every token of the span, in order, not
 	// only at the last (prompt logprobs); it implies Logits.
 	AllLogits bool
+	// LastRows, with Logits, asks for rows at the span's last LastRows
+	// tokens rather than only the last (0 or 1: the last): a speculative
+	// step verifying LastRows-1 draft tokens.
+	LastRows  int
 	PromptLen int // positions below this are the request's prompt (0: unknown; the CPU backend computes prompt tokens more precisely, see cpu.Precision)
 }
 
@@ -35,7 +39,8 @@ func (s *Seq) LogitRows() (first, n int) {
 	case s.AllLogits:
 		return s.Start, s.Len
 	case s.Logits:
-		return s.Start + s.Len - 1, 1
+		n := min(max(s.LastRows, 1), s.Len)
+		return s.Start + s.Len - n, n
 	}
 	return 0, 0
 }

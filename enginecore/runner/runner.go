@@ -91,6 +91,7 @@ func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 			BlockTable: it.BlockTable,
 			Logits:     it.Sample,
 			AllLogits:  r.wantsPromptRows(it),
+			LastRows:   it.Draft + 1,
 			PromptLen:  it.NumPrompt,
 		})
 		_, n := st.Seqs[len(st.Seqs)-1].LogitRows()
@@ -123,6 +124,10 @@ func (r *Runner) Sample(b *batch.Batch) *batch.Result {
 		if !it.Sample {
 			continue
 		}
+		if it.Draft > 0 {
+			r.verify(res, b, i, logits[row*r.vocab:])
+			continue
+		}
 		if it.Params.PromptLogprobs != nil {
 			if pl := r.takePrompt(it.RequestID); pl != nil {
 				if res.PromptLogprobs == nil {
@@ -142,7 +147,7 @@ func (r *Runner) Sample(b *batch.Batch) *batch.Result {
 			}
 			r.raw = append(r.raw[:0], lg...)
 		}
-		res.Sampled[i] = r.sample(it, lg)
+		res.Sampled[i] = r.sample(it, lg, it.Tokens[it.NumPrompt:])
 		if lp != nil {
 			if res.Logprobs == nil {
 				res.Logprobs = make([]*wire.Logprobs, len(b.Items))
@@ -176,7 +181,8 @@ func (r *Runner) logprobs(p *wire.SamplingParams, tok int32, k int) *wire.Logpro
 	return logprobs(r.raw, tok, k)
 }
 
-func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
+// sample draws it's next token from lg, given its outputs so far.
+func (r *Runner) sample(it *batch.Item, lg []float32, outputs []int32) int32 {
 	s, ok := r.samplers[it.RequestID]
 	if !ok {
 		s = sample.NewSampler(it.Params.Seed)
@@ -206,7 +212,7 @@ func (r *Runner) sample(it *batch.Item, lg []float32) int32 {
 		RepetitionPenalty: p.RepetitionPenalty,
 		LogitBias:         p.LogitBias,
 	}
-	return s.Sample(lg, &sp, it.Tokens[:it.NumPrompt], it.Tokens[it.NumPrompt:])
+	return s.Sample(lg, &sp, it.Tokens[:it.NumPrompt], outputs)
 }
 
 // keepOnly sets every logit but those of ids to -Inf (allowed_token_ids),

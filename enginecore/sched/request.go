@@ -43,6 +43,14 @@ type Request struct {
 	NumShifts         int // context shifts (Params.ContextShift)
 	admitted          bool
 	NumPreemptions    int
+
+	// draft is the speculative tokens proposed to follow tokens (set by
+	// Scheduler.Draft, used by the next Schedule); NumDraftTokens and
+	// NumAcceptedTokens count the request's verified drafts and how many
+	// of their tokens it kept (llama-server's draft_n, draft_n_accepted).
+	draft             []int32
+	NumDraftTokens    int
+	NumAcceptedTokens int
 }
 
 // NewRequest builds a request from an ADD message. eos are the model's

@@ -31,12 +31,15 @@ type Config struct {
 	// prompt_logprobs, whose every token gets a logits row ([V] floats);
 	// 0 = no cap of its own.
 	PromptLogprobsChunk int
+	// NumSpeculativeTokens caps a draft's tokens (speculative decoding,
+	// see Draft); 0 = no speculation.
+	NumSpeculativeTokens int
 }
 
 // Output is one request's news from one step.
 type Output struct {
 	Req       *Request
-	NewTokens []int32 // [k] tokens sampled this step (k ≤ 1 for now)
+	NewTokens []int32 // [k] tokens this step added: one sampled, or kept drafts and one sampled
 	Logprobs  *wire.Logprobs
 	// PromptLogprobs are the request's prompt logprobs, on its first output.
 	PromptLogprobs *wire.Logprobs
@@ -45,6 +48,9 @@ type Output struct {
 	// ReturnProgress whose step computed part of its prompt and sampled
 	// nothing), is the prompt tokens computed so far.
 	PromptProgress int
+	// Drafted and Accepted are, on the output of a step that verified a
+	// draft, its tokens and how many of them the runner kept.
+	Drafted, Accepted int
 }
 
 // Scheduler decides every step's batch. Not safe for concurrent use.
@@ -62,6 +68,7 @@ type Scheduler struct {
 
 	numSteps       int64 // steps scheduled, cumulative
 	numPreemptions int64 // cumulative
+	spec           SpecStats
 }
 
 // New returns a scheduler allocating blocks from kv.
@@ -193,6 +200,9 @@ func (s *Scheduler) Schedule() *batch.Batch {
 		if r.Status != StatusRunning { // preempted earlier in this pass
 			continue
 		}
+		if d := s.draftLen(r); d > 0 && !s.kv.Allocate(r.ID, r.numComputedTokens+p.n) {
+			p.n = max(p.n-d, 1) // a draft never preempts: try without it
+		}
 		scheduled := true
 		for !s.kv.Allocate(r.ID, r.numComputedTokens+p.n) {
 			victim := s.pickVictim(st)
@@ -262,17 +272,24 @@ func (s *Scheduler) Schedule() *batch.Batch {
 	b.Items = make([]batch.Item, len(st.items))
 	for i, it := range st.items {
 		r, n := it.r, it.n
+		tokens, draft := r.tokens, 0
+		if d := min(s.draftLen(r), n-1); d > 0 {
+			draft = d
+			tokens = append(r.tokens[:len(r.tokens):len(r.tokens)], r.draft[:d]...)
+		}
+		r.draft = nil // proposed for this step only
 		b.Items[i] = batch.Item{
 			RequestID:    r.ID,
-			Tokens:       r.tokens,
+			Tokens:       tokens,
 			NumPrompt:    r.numPrompt,
 			Start:        r.numComputedTokens,
 			Len:          n,
 			BlockTable:   blockTable(s.kv.BlockTable(r.ID)),
-			Sample:       r.numComputedTokens+n == len(r.tokens),
+			Sample:       r.numComputedTokens+n == len(tokens),
 			Params:       &r.Params,
 			MaskStop:     r.numOutput() < r.Params.MinTokens,
 			StopTokenIDs: r.StopTokenIDs,
+			Draft:        draft,
 		}
 		s.flows[r.Flow].lastServed = s.numSteps
 		b.NumTokens += n
@@ -291,7 +308,7 @@ func blockTable(ids []kvcache.BlockID) []int32 {
 // numNew is how many of r's uncomputed tokens it may compute in one step:
 // all of them, or long_prefill_token_threshold when that is set.
 func (s *Scheduler) numNew(r *Request) int {
-	n := len(r.tokens) - r.numComputedTokens
+	n := len(r.tokens) - r.numComputedTokens + s.draftLen(r)
 	if t := s.cfg.LongPrefillTokenThreshold; t > 0 {
 		n = min(n, t)
 	}
@@ -340,26 +357,45 @@ func (s *Scheduler) Update(b *batch.Batch, res *batch.Result) []Output {
 		if !ok || r.Status != StatusRunning {
 			continue
 		}
-		r.numComputedTokens = it.Start + it.Len
-		s.kv.Commit(r.ID, r.tokens, r.numComputedTokens)
 		if !it.Sample {
+			r.numComputedTokens = it.Start + it.Len
+			s.kv.Commit(r.ID, r.tokens, r.numComputedTokens)
 			if r.Params.ReturnProgress && r.NumShifts == 0 && r.numComputedTokens < r.numPrompt {
 				outs = append(outs, Output{Req: r, PromptProgress: r.numComputedTokens})
 			}
 			continue
 		}
-		tok := res.Sampled[i]
-		r.tokens = append(r.tokens, tok)
-		out := Output{Req: r, NewTokens: []int32{tok}}
+		toks := res.NewTokens(b, i)
+		if it.Draft > 0 {
+			s.spec.observe(it.Draft, len(toks)-1)
+			r.NumDraftTokens += it.Draft
+			r.NumAcceptedTokens += len(toks) - 1
+		}
+		out := Output{Req: r, Drafted: it.Draft, Accepted: len(toks) - 1}
 		if res.Logprobs != nil {
 			out.Logprobs = res.Logprobs[i]
 		}
 		if res.PromptLogprobs != nil {
 			out.PromptLogprobs = res.PromptLogprobs[i]
 		}
-		if r.checkStop(s.cfg.MaxModelLen) {
+		// The K/V computed this step are valid up to the last kept token's
+		// input: the item's last real token and the kept drafts.
+		r.numComputedTokens = it.Start + it.Len - it.Draft + len(toks) - 1
+		for k, tok := range toks {
+			r.tokens = append(r.tokens, tok)
+			if r.checkStop(s.cfg.MaxModelLen) {
+				out.Finished = true
+				toks = toks[:k+1]
+				if out.Logprobs != nil && len(toks) < len(out.Logprobs.Ranks) {
+					out.Logprobs = out.Logprobs.Head(len(toks))
+				}
+				break
+			}
+		}
+		out.NewTokens = toks
+		s.kv.Commit(r.ID, r.tokens, r.numComputedTokens)
+		if out.Finished {
 			s.finish(r)
-			out.Finished = true
 		} else if r.shiftContext(s.cfg.MaxModelLen) {
 			s.requeue(r)
 		}

@@ -14,6 +14,37 @@ type Timing struct {
 	LastToken      float64 // the OUTPUTS that brought its latest token
 	NumPreemptions int     // PREEMPTED events
 	NumGenerated   int     // tokens received
+	Spec           SpecDecode
+}
+
+// SpecDecode sums a request's verified drafts (speculative decoding),
+// from its outputs' spec_decode.
+type SpecDecode struct {
+	NumSpecTokens  int   // the engine's k
+	NumDraftTokens int   // tokens drafted (llama-server's draft_n)
+	NumAccepted    int   // of those, kept (draft_n_accepted)
+	Histogram      []int // [k+1]: drafts by how many of their tokens were kept
+}
+
+// NumSteps is how many drafts the request verified.
+func (s SpecDecode) NumSteps() int {
+	n := 0
+	for _, c := range s.Histogram {
+		n += c
+	}
+	return n
+}
+
+func (s *SpecDecode) observe(sd *wire.SpecDecodeStep) {
+	s.NumSpecTokens = max(s.NumSpecTokens, sd.NumSpecTokens, sd.NumDraftTokens)
+	s.NumDraftTokens += sd.NumDraftTokens
+	s.NumAccepted += sd.NumAcceptedTokens
+	for len(s.Histogram) <= s.NumSpecTokens {
+		s.Histogram = append(s.Histogram, 0)
+	}
+	if a := sd.NumAcceptedTokens; a >= 0 && a < len(s.Histogram) {
+		s.Histogram[a]++
+	}
 }
 
 // observe folds in one output of an OUTPUTS stamped ts.
@@ -29,6 +60,9 @@ func (t *Timing) observe(o *wire.EngineCoreOutput, ts float64) {
 		case wire.EventPreempted:
 			t.NumPreemptions++
 		}
+	}
+	if o.SpecDecode != nil {
+		t.Spec.observe(o.SpecDecode)
 	}
 	if len(o.NewTokenIDs) > 0 {
 		if t.NumGenerated == 0 {

@@ -62,6 +62,14 @@ type CompletionRequest struct {
 	MirostatEta      *float64 `json:"mirostat_eta"`      // only with mirostat
 	DynatempExponent *float64 `json:"dynatemp_exponent"` // only with dynatemp_range
 
+	// Speculative decoding, per request (the server's --speculative-config
+	// or --spec-type turns it on): at most n_max draft tokens (0 = none),
+	// drafts shorter than n_min dropped. p_min (a draft model's minimum
+	// probability) is accepted; n-gram drafts have no probability.
+	SpecNMax *int     `json:"speculative.n_max"`
+	SpecNMin *int     `json:"speculative.n_min"`
+	SpecPMin *float64 `json:"speculative.p_min"`
+
 	Grammar    string          `json:"grammar"`     // GBNF
 	JSONSchema json.RawMessage `json:"json_schema"` // a JSON Schema, compiled to a grammar
 

@@ -26,6 +26,11 @@ type Timings struct {
 	PredictedMS         float64 `json:"predicted_ms"`
 	PredictedPerTokenMS float64 `json:"predicted_per_token_ms"`
 	PredictedPerSecond  float64 `json:"predicted_per_second"`
+	// DraftN and DraftNAccepted are the tokens speculative decoding
+	// drafted for the request and how many it kept; absent without any,
+	// as llama-server.
+	DraftN         int `json:"draft_n,omitempty"`
+	DraftNAccepted int `json:"draft_n_accepted,omitempty"`
 }
 
 // NewTimings derives the rates from counts and durations (ms); a rate
@@ -37,6 +42,15 @@ func NewTimings(cached, prompt int, promptMS float64, predicted int, predictedMS
 	t := Timings{CacheN: cached, PromptN: prompt, PromptMS: promptMS, PredictedN: predicted, PredictedMS: predictedMS}
 	t.PromptPerTokenMS, t.PromptPerSecond = rates(prompt, promptMS)
 	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(max(predicted-1, 0), predictedMS)
+	return t
+}
+
+// WithDraft is t with the speculative decoding counts drafted and
+// accepted (llama-server writes them only when something was drafted).
+func (t Timings) WithDraft(drafted, accepted int) Timings {
+	if drafted > 0 {
+		t.DraftN, t.DraftNAccepted = drafted, accepted
+	}
 	return t
 }
 

@@ -34,6 +34,9 @@ type Settings struct {
 	JSONSchema        []byte
 	IDSlot            int
 	NKeep             int // context shift: prompt tokens kept (after BOS); -1 = all
+	// SpecNMax and SpecNMin are speculative.n_max and n_min (nil: the
+	// server's).
+	SpecNMax, SpecNMin *int
 }
 
 // DefaultSamplers is llama.cpp's sampler chain, reported in
@@ -54,7 +57,8 @@ func (r *CompletionRequest) Resolve() (Settings, *openai.Error) {
 		FrequencyPenalty: r.FrequencyPenalty, Stop: r.Stop, IgnoreEOS: r.IgnoreEOS, NProbs: r.NProbs,
 		PostSamplingProbs: r.PostSamplingProbs, MinKeep: r.MinKeep, Samplers: r.Samplers, Stream: r.Stream, NCmpl: 1,
 		CachePrompt: true, TimingsPerToken: r.TimingsPerToken, ReturnTokens: r.ReturnTokens,
-		ReturnProgress: r.ReturnProgress, Grammar: r.Grammar, IDSlot: -1, NKeep: r.NKeep}
+		ReturnProgress: r.ReturnProgress, Grammar: r.Grammar, IDSlot: -1, NKeep: r.NKeep,
+		SpecNMax: r.SpecNMax, SpecNMin: r.SpecNMin}
 	for _, n := range []*int{r.MaxCompletionTokens, r.MaxTokens, r.NPredict} { // n_predict wins over its aliases
 		if n != nil {
 			s.NPredict = *n

@@ -33,6 +33,11 @@ var (
 	descCache   = prometheus.NewDesc("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
 		[]string{"model_name", "engine", "block_size", "num_gpu_blocks", "kv_cache_size_tokens", "cache_dtype"}, nil)
 
+	descSpecDrafts   = prometheus.NewDesc("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", engineLabels, nil)
+	descSpecDraftTok = prometheus.NewDesc("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", engineLabels, nil)
+	descSpecAccepted = prometheus.NewDesc("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", engineLabels, nil)
+	descSpecPerPos   = prometheus.NewDesc("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.", append(engineLabels, "position"), nil)
+
 	descFree = prometheus.NewDesc("tandem:kv_cache_free_blocks", "Free KV blocks.", engineLabels, nil)
 	descUp   = prometheus.NewDesc("tandem:engine_up", "1 when the engine core is ready and its heartbeats flow.", engineLabels, nil)
 	descSess = prometheus.NewDesc("tandem:sessions_resident", "Sessions with KV blocks or requests on the engine.", engineLabels, nil)
@@ -47,7 +52,7 @@ var cacheSources = []string{"device", "host", "p2p", "disk", "external_unspecifi
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descByReason, descSleep, descKVUsage, descQueries, descHits,
-		descBySource, descPreempt, descCache, descFree, descUp, descSess} {
+		descBySource, descPreempt, descCache, descFree, descUp, descSess, descSpecDrafts, descSpecDraftTok, descSpecAccepted, descSpecPerPos} {
 		ch <- d
 	}
 	if c.m.hidden.gpu {
@@ -97,6 +102,14 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descBySource, v, model, engine, s)
 		}
 		counter(descPreempt, float64(st.NumPreemptions), model, engine)
+		if sd := st.SpecDecoding; sd != nil { // as vLLM: only from an engine that speculates
+			counter(descSpecDrafts, float64(sd.NumDrafts), model, engine)
+			counter(descSpecDraftTok, float64(sd.NumDraftTokens), model, engine)
+			counter(descSpecAccepted, float64(sd.NumAcceptedTokens), model, engine)
+			for pos, v := range sd.NumAcceptedTokensPerPos {
+				counter(descSpecPerPos, float64(v), model, engine, strconv.Itoa(pos))
+			}
+		}
 		if in := e.Info; in.BlockSize > 0 {
 			gauge(descCache, 1, model, engine, strconv.Itoa(in.BlockSize), strconv.Itoa(in.NumBlocks),
 				strconv.Itoa(in.BlockSize*in.NumBlocks), "auto")

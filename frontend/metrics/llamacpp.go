@@ -11,7 +11,7 @@ import (
 // dashboards and alerts written for llama-server read Tandem too. They
 // are derived from what this frontend observes: finished requests' token
 // counts and engine times, and the engine steps that carried its
-// requests. Speculative decoding's counters stay 0 (Tandem drafts none).
+// requests, and the drafts speculative decoding verified for them.
 
 // llamaStats are the running sums behind the llamacpp: series.
 type llamaStats struct {
@@ -23,6 +23,8 @@ type llamaStats struct {
 	// engine steps that carried this frontend's requests, the most
 	// tokens one computed, and the tokens they computed in all
 	decodes, maxTokens, stepTokens float64
+	// speculative decoding: drafts verified, their tokens, those kept
+	specDrafts, specDraftTokens, specAccepted float64
 	// The throughput gauges' bucket, as llama-server's: the same sums
 	// since the last scrape, which reports and empties it.
 	bucketPrompt, bucketPromptSeconds, bucketPredicted, bucketPredictedSeconds float64
@@ -38,6 +40,10 @@ func (s *llamaStats) finish(f Finished) {
 	s.predictedTokens += float64(f.NumGenerated)
 	s.bucketPrompt += float64(f.NumPrompt) - cached
 	s.bucketPredicted += float64(f.NumGenerated)
+	sd := f.Timing.Spec
+	s.specDrafts += float64(sd.NumSteps())
+	s.specDraftTokens += float64(sd.NumDraftTokens)
+	s.specAccepted += float64(sd.NumAccepted)
 	if t := f.Timing; t.Known() {
 		s.promptSeconds += max(t.FirstToken-t.Scheduled, 0)
 		s.predictedSeconds += max(t.LastToken-t.FirstToken, 0)
@@ -76,9 +82,9 @@ var llamaDescs = []llamaDesc{
 	{"llamacpp:tokens_predicted_seconds_total", "Predict process time.", prometheus.CounterValue},
 	{"llamacpp:n_decode_total", "Total number of engine steps that carried this server's requests.", prometheus.CounterValue},
 	{"llamacpp:n_tokens_max", "Largest number of tokens one engine step computed.", prometheus.CounterValue},
-	{"llamacpp:spec_decode_num_draft_tokens_total", "Speculative decoding draft tokens (none: Tandem does not draft).", prometheus.CounterValue},
-	{"llamacpp:spec_decode_num_accepted_tokens_total", "Speculative decoding accepted tokens (none).", prometheus.CounterValue},
-	{"llamacpp:spec_decode_num_drafts_total", "Speculative decoding drafts (none).", prometheus.CounterValue},
+	{"llamacpp:spec_decode_num_draft_tokens_total", "Number of speculative decoding draft tokens.", prometheus.CounterValue},
+	{"llamacpp:spec_decode_num_accepted_tokens_total", "Number of speculative decoding draft tokens accepted.", prometheus.CounterValue},
+	{"llamacpp:spec_decode_num_drafts_total", "Number of speculative decoding drafts verified.", prometheus.CounterValue},
 	{"llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.", prometheus.GaugeValue},
 	{"llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.", prometheus.GaugeValue},
 	{"llamacpp:requests_processing", "Number of requests processing.", prometheus.GaugeValue},
@@ -112,7 +118,7 @@ func (c *llamaCollector) Collect(ch chan<- prometheus.Metric) {
 		return n / sec
 	}
 	values := []float64{s.promptTokens, s.cachedTokens, s.promptSeconds, s.predictedTokens, s.predictedSeconds,
-		s.decodes, s.maxTokens, 0, 0, 0,
+		s.decodes, s.maxTokens, s.specDraftTokens, s.specAccepted, s.specDrafts,
 		rate(s.bucketPrompt, s.bucketPromptSeconds), rate(s.bucketPredicted, s.bucketPredictedSeconds), 0, 0, rate(s.stepTokens, s.decodes)}
 	if !c.shared { // the scrape that reports the bucket empties it
 		s.bucketPrompt, s.bucketPromptSeconds, s.bucketPredicted, s.bucketPredictedSeconds = 0, 0, 0, 0

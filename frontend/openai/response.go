@@ -187,6 +187,21 @@ type PerRequestMetrics struct {
 	QueueTimeMs        *float64 `json:"queue_time_ms"`          // queued → scheduled
 	MeanITLMs          *float64 `json:"mean_itl_ms,omitempty"`  // mean gap between tokens; absent for one token, as vLLM
 	TokensPerSecond    *float64 `json:"tokens_per_second"`      // tokens / (scheduled → last token)
+	// SpeculativeDecoding is the request's draft acceptance, with
+	// speculative decoding on (vLLM's, experimental there too).
+	SpeculativeDecoding *SpeculativeDecodingMetrics `json:"speculative_decoding,omitempty"`
+}
+
+// SpeculativeDecodingMetrics are vLLM's per-request speculative decoding
+// figures.
+type SpeculativeDecodingMetrics struct {
+	MeanAcceptanceLength   float64 `json:"mean_acceptance_length"` // 1 + accepted drafts per step (the bonus token included)
+	DraftAcceptanceRate    float64 `json:"draft_acceptance_rate"`  // accepted ÷ drafted
+	AcceptanceHistogram    []int   `json:"acceptance_histogram"`   // [k+1]: steps by drafts kept
+	NumSpecSteps           int     `json:"num_spec_steps"`
+	NumAcceptedDraftTokens int     `json:"num_accepted_draft_tokens"`
+	NumDraftTokens         int     `json:"num_draft_tokens"`
+	NumSpecTokens          int     `json:"num_spec_tokens"`
 }
 
 // AssistantMessage is the generated message of a ChatChoice.

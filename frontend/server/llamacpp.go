@@ -101,6 +101,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 		}
 		sp.ReturnProgress = set.ReturnProgress && set.Stream // the engine reports each prefill step
 		sp.ContextShift = s.contextShift(p, set.NKeep)
+		sp.SpecMaxDraft, sp.SpecMinDraft = set.SpecNMax, set.SpecNMin
 		gens = append(gens, &genRequest{
 			internalID: fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)), externalID: fmt.Sprintf("%s-%d", id, i),
 			prompt: p, params: sp, n: set.NCmpl, firstIndex: i * set.NCmpl, sessionID: cm.sessionID, source: cm.source,
@@ -341,7 +342,7 @@ func (n *nativeRun) timings(i int) llamacpp.Timings {
 	if !ok && !r.first.IsZero() {
 		promptMS, predMS = ms(r.first.Sub(n.start)), ms(r.last.Sub(r.first))
 	}
-	return llamacpp.NewTimings(cached, numPrompt-cached, promptMS, r.numTokens, predMS)
+	return llamacpp.NewTimings(cached, numPrompt-cached, promptMS, r.numTokens, predMS).WithDraft(r.timing.Spec.NumDraftTokens, r.timing.Spec.NumAccepted)
 }
 
 // engineMS are a finished sequence's prompt time (scheduled → first
@@ -399,7 +400,7 @@ func requestTimings(gens []*genRequest, res []*choiceResult) *llamacpp.Timings {
 	r, numPrompt := res[0], len(gens[0].prompt)
 	cached := min(r.numCached, numPrompt)
 	promptMS, predMS, _ := engineMS(r.timing)
-	t := llamacpp.NewTimings(cached, numPrompt-cached, promptMS, r.numTokens, predMS)
+	t := llamacpp.NewTimings(cached, numPrompt-cached, promptMS, r.numTokens, predMS).WithDraft(r.timing.Spec.NumDraftTokens, r.timing.Spec.NumAccepted)
 	return &t
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -142,6 +143,28 @@ func perRequestMetrics(t engineclient.Timing, numTokens int) *openai.PerRequestM
 			tps := float64(numTokens) / inference
 			m.TokensPerSecond = &tps
 		}
+	}
+	m.SpeculativeDecoding = specMetrics(t.Spec)
+	return m
+}
+
+// specMetrics is vLLM's build_spec_decoding_metrics: nil when the request
+// verified no draft.
+func specMetrics(s engineclient.SpecDecode) *openai.SpeculativeDecodingMetrics {
+	steps := s.NumSteps()
+	if steps == 0 {
+		return nil
+	}
+	m := &openai.SpeculativeDecodingMetrics{
+		MeanAcceptanceLength:   1 + float64(s.NumAccepted)/float64(steps),
+		AcceptanceHistogram:    slices.Clone(s.Histogram),
+		NumSpecSteps:           steps,
+		NumAcceptedDraftTokens: s.NumAccepted,
+		NumDraftTokens:         s.NumDraftTokens,
+		NumSpecTokens:          s.NumSpecTokens,
+	}
+	if s.NumDraftTokens > 0 {
+		m.DraftAcceptanceRate = float64(s.NumAccepted) / float64(s.NumDraftTokens)
 	}
 	return m
 }
