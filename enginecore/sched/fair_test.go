@@ -14,14 +14,23 @@ import (
 // TestFairnessProperties runs random mixes of flows, priorities, prompt
 // lengths and pool sizes to the end and checks, every step, the limits
 // (budget, slots, each request at most once) and, at the end, that every
-// request finished: fair preemption never livelocks.
+// request finished: fair preemption never livelocks. Half the runs
+// speculate: random drafts, a random prefix of each kept; a drafted item
+// is in decode (one real token, then the draft), its draft within the
+// budget, max_tokens and max_model_len, and its output never past them.
 func TestFairnessProperties(t *testing.T) {
+	drafted := 0
+	defer func() {
+		if drafted == 0 && !t.Failed() {
+			t.Error("no step carried a draft")
+		}
+	}()
 	for seed := range uint64(200) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			blocks := 8 + rng.IntN(56)
 			cfg := Config{MaxNumSeqs: 1 + rng.IntN(6), MaxNumBatchedTokens: 4 + rng.IntN(60), MaxModelLen: 64, BlockSize: 4,
-				LongPrefillTokenThreshold: rng.IntN(3) * 8}
+				LongPrefillTokenThreshold: rng.IntN(3) * 8, NumSpeculativeTokens: rng.IntN(2) * (1 + rng.IntN(6))}
 			kv, err := kvcache.New(kvcache.Config{NumBlocks: blocks, BlockSize: 4, EnablePrefixCaching: rng.IntN(2) == 0})
 			if err != nil {
 				t.Fatal(err)
@@ -43,6 +52,7 @@ func TestFairnessProperties(t *testing.T) {
 				}
 			}
 			finished := 0
+			outputs := map[string]int{}
 			for steps := 0; s.HasWork(); steps++ {
 				if steps > 5000 {
 					t.Fatalf("not done after %d steps: %d running, %d waiting", steps, s.NumRunning(), s.NumWaiting())
@@ -64,15 +74,39 @@ func TestFairnessProperties(t *testing.T) {
 						t.Fatalf("step %d: %s computes %d > threshold %d", steps, it.RequestID, it.Len, t0)
 					}
 				}
-				res := &batch.Result{Sampled: make([]int32, len(b.Items))}
-				for i := range res.Sampled {
+				res := &batch.Result{Sampled: make([]int32, len(b.Items)), Tokens: make([][]int32, len(b.Items))}
+				for i, it := range b.Items {
 					res.Sampled[i] = 7
+					if it.Draft == 0 {
+						continue
+					}
+					r := s.Get(it.RequestID)
+					if it.Draft > cfg.NumSpeculativeTokens || it.Len != it.Draft+1 || it.Start != len(r.tokens)-1 || !it.Sample ||
+						len(it.Tokens) != len(r.tokens)+it.Draft || len(it.Tokens) >= cfg.MaxModelLen ||
+						r.numOutput()+it.Draft+1 > r.Params.MaxTokens {
+						t.Fatalf("step %d: %s: draft %d, len %d, start %d of %d tokens, %d outputs of %d", steps, it.RequestID,
+							it.Draft, it.Len, it.Start, len(r.tokens), r.numOutput(), r.Params.MaxTokens)
+					}
+					drafted++
+					keep := rng.IntN(it.Draft + 1)
+					res.Tokens[i] = append(append([]int32(nil), it.Tokens[len(it.Tokens)-it.Draft:][:keep]...), 7)
 				}
 				for _, o := range s.Update(b, res) {
+					outputs[o.Req.ID] += len(o.NewTokens)
+					if outputs[o.Req.ID] > o.Req.Params.MaxTokens {
+						t.Fatalf("step %d: %s has %d outputs, max_tokens %d", steps, o.Req.ID, outputs[o.Req.ID], o.Req.Params.MaxTokens)
+					}
 					if o.Finished {
 						finished++
 					}
 				}
+				s.Draft(func(r *Request, k int) []int32 {
+					d := make([]int32, rng.IntN(k+2)) // sometimes longer than asked: Draft must cut it
+					for j := range d {
+						d[j] = int32(10 + rng.IntN(5))
+					}
+					return d
+				})
 			}
 			if finished != added {
 				t.Fatalf("%d of %d requests finished", finished, added)
