@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tandem-llm/tandem/enginecore/drafter"
 	"github.com/tandem-llm/tandem/enginecore/kvcache"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/enginecore/sched"
@@ -57,10 +58,13 @@ type Config struct {
 	// (enginecore/structured); nil: requests with a constraint are refused.
 	Vocab *gguf.Vocab
 	// Speculative turns on speculative decoding (vLLM's
-	// --speculative-config); nil = off.
-	Speculative *spec.Config
-	Version     string
-	Logger      *slog.Logger
+	// --speculative-config); nil = off. Its draft_model method drafts
+	// with DraftBackend, the draft model loaded (its KV cache is the
+	// engine's to allocate).
+	Speculative  *spec.Config
+	DraftBackend runner.Backend
+	Version      string
+	Logger       *slog.Logger
 }
 
 // Engine is the engine core's logic as a state machine (etcd-raft's
@@ -91,7 +95,8 @@ type Engine struct {
 
 	lastStepTokens int // tokens the last Step computed, for StepTook
 
-	propose spec.Proposer // nil: no speculative decoding
+	propose spec.Proposer    // an n-gram method's; nil: none
+	drafter *drafter.Drafter // a draft model's; nil: none
 
 	slp sleepState // sleep mode (sleep.go)
 
@@ -194,6 +199,15 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 			return nil, fmt.Errorf("enginecore: %w", err)
 		}
 		numSpec, e.propose = sc.NumSpeculativeTokens, sc.Proposer()
+		if len(sc.SynthRates) > 0 {
+			e.run.SetSynthRates(sc.SynthRates)
+			e.log.Warn("synthetic speculative acceptance is on, for benchmarking: the output is not the model's", "rates", sc.SynthRates)
+		}
+		if sc.Method == spec.MethodDraftModel {
+			if e.drafter, err = newDrafter(cfg, be); err != nil {
+				return nil, fmt.Errorf("enginecore: %w", err)
+			}
+		}
 	}
 	e.sched = sched.New(sched.Config{
 		MaxNumSeqs:          cfg.MaxNumSeqs,
@@ -205,6 +219,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		StepTarget:                cfg.StepTarget,
 		PromptLogprobsChunk:       promptLogprobsChunk(be.Model().VocabSize),
 		NumSpeculativeTokens:      numSpec,
+		MinDraft:                  minDraft(cfg.Speculative),
 	}, kv)
 	return e, nil
 }
@@ -239,23 +254,8 @@ func (e *Engine) Step(ctx context.Context, now time.Time) ([]Out, error) {
 	res := e.run.Sample(b)
 	e.advance(b, res)
 	outs := append(e.outputs(now, e.sched.Update(b, res)), e.failConstrained(now)...)
-	e.draft()
+	e.draft(ctx)
 	return e.finishDrain(outs), nil
-}
-
-// draft proposes the next step's speculative tokens: for every decoding
-// request but those under a structured-output constraint (whose mask
-// holds for one position at a time).
-func (e *Engine) draft() {
-	if e.propose == nil {
-		return
-	}
-	e.sched.Draft(func(r *sched.Request, k int) []int32 {
-		if e.constraints[r.ID] != nil {
-			return nil
-		}
-		return e.propose.Propose(r.Tokens(), k)
-	})
 }
 
 // StepTook tells the scheduler's pace how long the last Step took.
@@ -323,7 +323,7 @@ func (e *Engine) Load() wire.SchedulerStats {
 
 // specStats is Load's speculative decoding figures, nil when off.
 func (e *Engine) specStats() *wire.SpecDecodingStats {
-	if e.propose == nil {
+	if e.cfg.Speculative == nil {
 		return nil
 	}
 	st := e.sched.SpecStats()
@@ -365,9 +365,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			eo.FinishReason = r.FinishReason
 			eo.StopReason = r.StopReason
 			finished[r.Client] = append(finished[r.Client], r.WireID)
-			e.run.Forget(r.ID)
-			e.life.forget(r.ID)
-			e.dropConstraint(r.ID)
+			e.forget(r.ID)
 			e.sessionFinished(r.SessionID, t)
 		}
 		if _, ok := byClient[r.Client]; !ok {
@@ -400,12 +398,20 @@ func (e *Engine) abort(now time.Time, ids []string) {
 		e.holding.release(id) // not in the scheduler yet: nothing else to free
 	}
 	for _, r := range e.sched.Abort(ids...) {
-		e.run.Forget(r.ID)
-		e.life.forget(r.ID)
-		e.dropConstraint(r.ID)
+		e.forget(r.ID)
 		e.sessionFinished(r.SessionID, unixSeconds(now))
 	}
 	e.tidySessions()
+}
+
+// forget drops a finished request's state outside the scheduler.
+func (e *Engine) forget(id string) {
+	e.run.Forget(id)
+	e.life.forget(id)
+	e.dropConstraint(id)
+	if e.drafter != nil {
+		e.drafter.Forget(id)
+	}
 }
 
 // requests calls f with every request the engine holds: the scheduler's

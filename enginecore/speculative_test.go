@@ -6,27 +6,39 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/model"
+	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/enginecore/spec"
 	"github.com/tandem-llm/tandem/wire"
 )
 
 // specEngine is the dummy model on the CPU backend, with sc's
-// speculative decoding (nil: none).
+// speculative decoding (nil: none); a draft model method drafts with the
+// dummy model too (a second backend), whose greedy drafts the model
+// itself agrees with.
 func specEngine(t *testing.T, sc *spec.Config) *Engine {
 	t.Helper()
-	cfg, w := model.Dummy(256)
-	be, err := cpu.New(cfg, w, 1)
-	if err != nil {
-		t.Fatal(err)
+	dummy := func() runner.Backend {
+		cfg, w := model.Dummy(256)
+		be, err := cpu.New(cfg, w, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { be.Close() })
+		return be
 	}
-	t.Cleanup(func() { be.Close() })
+	be := dummy()
+	var draft runner.Backend
+	if sc != nil && sc.Method == spec.MethodDraftModel {
+		draft = dummy()
+	}
 	e, err := NewEngine(Config{MaxModelLen: 256, BlockSize: 4, NumBlocks: 512, MaxNumSeqs: 8, MaxNumBatchedTokens: 512,
-		EnablePrefixCaching: true, Speculative: sc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, be)
+		EnablePrefixCaching: true, Speculative: sc, DraftBackend: draft, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +123,7 @@ func TestSpeculativeIsDecoding(t *testing.T) {
 	for _, sc := range []spec.Config{
 		{Method: spec.MethodNgram, NumSpeculativeTokens: 5, PromptLookupMin: 1, PromptLookupMax: 4},
 		{Method: spec.MethodNgramSimple, NumSpeculativeTokens: 8, PromptLookupMin: 2, PromptLookupMax: 2},
+		{Method: spec.MethodDraftModel, NumSpeculativeTokens: 4, Model: "dummy"},
 	} {
 		e := specEngine(t, &sc)
 		toks, lps := runAll(t, e, reqs())
@@ -127,6 +140,23 @@ func TestSpeculativeIsDecoding(t *testing.T) {
 			t.Errorf("%s: speculative stats %+v: want drafts, some tokens kept", sc.Method, st)
 		}
 		t.Logf("%s: %+v", sc.Method, *st)
+		if sc.Method == spec.MethodDraftModel {
+			if n := e.drafter.NumFreeBlocks(); n != 512+8 {
+				t.Errorf("draft cache: %d free blocks after every request finished, want all 520", n)
+			}
+			// The draft is the model: greedy requests keep nearly every
+			// draft token (a near-tie may round apart between the draft's
+			// one-token steps and the verification's several).
+			g := specEngine(t, &sc)
+			greedy := reqs()
+			for _, r := range greedy {
+				r.SamplingParams.Temperature = 0
+			}
+			runAll(t, g, greedy)
+			if st := g.Load().SpecDecoding; st.NumAcceptedTokens*10 < st.NumDraftTokens*9 {
+				t.Errorf("draft model = target, greedy: %d of %d draft tokens kept", st.NumAcceptedTokens, st.NumDraftTokens)
+			}
+		}
 	}
 }
 
@@ -147,4 +177,32 @@ func closeLogprobs(a, b *wire.Logprobs) bool {
 		}
 	}
 	return true
+}
+
+// TestDraftModelVocabulary: a draft model of another vocabulary (beyond
+// llama.cpp's 128-token slack) or BOS is refused when the engine starts.
+func TestDraftModelVocabulary(t *testing.T) {
+	sc := &spec.Config{Method: spec.MethodDraftModel, NumSpeculativeTokens: 3, Model: "d"}
+	for _, tc := range []struct {
+		draft *countingBackend
+		want  string
+	}{
+		{&countingBackend{vocab: 64 + 129}, "the draft model's vocabulary (193 tokens) is not the model's (64)"},
+		{nil, "without a draft model loaded"},
+	} {
+		cfg := Config{MaxModelLen: 64, BlockSize: 4, NumBlocks: 8, MaxNumSeqs: 2, MaxNumBatchedTokens: 16, Speculative: sc,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if tc.draft != nil {
+			cfg.DraftBackend = tc.draft
+		}
+		_, err := NewEngine(cfg, &countingBackend{vocab: 64})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one saying %q", err, tc.want)
+		}
+	}
+	cfg := Config{MaxModelLen: 64, BlockSize: 4, NumBlocks: 8, MaxNumSeqs: 2, MaxNumBatchedTokens: 16, Speculative: sc,
+		DraftBackend: &countingBackend{vocab: 64 + 100}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if _, err := NewEngine(cfg, &countingBackend{vocab: 64}); err != nil {
+		t.Errorf("a draft vocabulary 100 tokens larger: %v", err)
+	}
 }

@@ -89,9 +89,11 @@ func TestServeFailsFast(t *testing.T) {
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},
 		{"unknown tool call parser", []string{"--model", "dummy", "--tool-call-parser", "qwen"}, "tandem: serve: ",
 			`--tool-call-parser: toolparse: unknown tool call parser "qwen" (valid: hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic)`},
-		{"speculative config without a draft model", []string{"--model", "dummy", "--speculative-config", `{"method": "eagle", "model": "x", "num_speculative_tokens": 3}`}, engineFailed,
-			`--speculative-config: method "eagle" needs a draft model in the engine`},
-		{"speculative type not built", []string{"--model", "dummy", "--spec-type", "draft-simple"}, engineFailed, `--spec-type "draft-simple": Tandem runs none or ngram-simple`},
+		{"speculative method not built", []string{"--model", "dummy", "--speculative-config", `{"method": "eagle", "model": "x", "num_speculative_tokens": 3}`}, engineFailed,
+			`--speculative-config: method "eagle" is not built`},
+		{"speculative type not built", []string{"--model", "dummy", "--spec-type", "draft-mtp"}, engineFailed, `--spec-type "draft-mtp": Tandem runs none, ngram-simple and draft-simple`},
+		{"draft-simple without a draft model", []string{"--model", "dummy", "--spec-type", "draft-simple"}, engineFailed, `--spec-type draft-simple needs the draft model, -md`},
+		{"missing draft model", []string{"--model", "dummy", "-md", "/no/such/draft.gguf"}, engineFailed, "engine: the draft model: engine: loader: stat /no/such/draft.gguf"},
 	}
 	if os.Geteuid() != 0 { // root reads any file
 		unreadable := filepath.Join(dir, "unreadable.gguf")

@@ -24,7 +24,26 @@ func TestSpeculativeModel(t *testing.T) {
 		"--enable-per-request-metrics", "--speculative-config", `{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4}`)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
+	checkSpeculative(t, base, 5)
+}
 
+// TestSpeculativeDraftModel is TestSpeculativeModel with llama-server's
+// draft model (-md): the default model drafts for itself, so greedy
+// drafts are nearly all kept (and nothing is faster: the point is the
+// plumbing, the equal output and the figures).
+func TestSpeculativeDraftModel(t *testing.T) {
+	path := defaultModel(t)
+	port := freePort(t)
+	p := startProc(t, "serve", path, "--port", strconv.Itoa(port), "--max-model-len", "2048", "--kv-cache-memory", "256Mi",
+		"--enable-per-request-metrics", "-md", path, "--spec-draft-n-max", "4")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, p)
+	checkSpeculative(t, base, 4)
+}
+
+// checkSpeculative runs the checks of TestSpeculativeModel on a server
+// speculating k tokens a step.
+func checkSpeculative(t *testing.T, base string, k int) {
 	text := strings.Repeat("Every turn of a conversation lands on the engine core that already holds its cache. ", 3)
 	prompt := "Repeat this text exactly:\n" + text + "\nRepeat this text exactly:\n"
 	complete := func(t *testing.T, body map[string]any) ([]int32, map[string]any) {
@@ -80,7 +99,7 @@ func TestSpeculativeModel(t *testing.T) {
 			t.Fatalf("metrics %v: no speculative_decoding", out["metrics"])
 		}
 		hist := sd["acceptance_histogram"].([]any)
-		if len(hist) != 6 || sd["num_spec_tokens"].(float64) != 5 || sd["num_spec_steps"].(float64) == 0 ||
+		if len(hist) != k+1 || int(sd["num_spec_tokens"].(float64)) != k || sd["num_spec_steps"].(float64) == 0 ||
 			sd["mean_acceptance_length"].(float64) < 1 || sd["draft_acceptance_rate"].(float64) > 1 {
 			t.Errorf("speculative_decoding %v", sd)
 		}
@@ -95,7 +114,7 @@ func TestSpeculativeModel(t *testing.T) {
 		resp.Body.Close()
 		m := string(b)
 		for _, name := range []string{"vllm:spec_decode_num_drafts_total{", "vllm:spec_decode_num_draft_tokens_total{", "vllm:spec_decode_num_accepted_tokens_total{",
-			`vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="SmolLM2-135M-Instruct.Q4_1",position="4"}`,
+			fmt.Sprintf(`vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="SmolLM2-135M-Instruct.Q4_1",position="%d"}`, k-1),
 			"llamacpp:spec_decode_num_drafts_total ", "llamacpp:spec_decode_num_accepted_tokens_total "} {
 			i := strings.Index(m, name)
 			if i < 0 {
@@ -105,7 +124,7 @@ func TestSpeculativeModel(t *testing.T) {
 			line := m[i:]
 			line = line[:strings.IndexByte(line, '\n')]
 			if strings.HasPrefix(name, "vllm:spec_decode_num_accepted_tokens_per_pos") {
-				continue // position 4 may well be 0
+				continue // the last position may well be 0
 			}
 			if v := line[strings.LastIndexByte(line, ' ')+1:]; v == "0" {
 				t.Errorf("%s is 0", line)

@@ -16,6 +16,7 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/loader"
 	enginemetrics "github.com/tandem-llm/tandem/enginecore/metrics"
 	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/enginecore/spec"
 	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/wire/gguf"
 	"github.com/tandem-llm/tandem/wire/zmq"
@@ -189,6 +190,15 @@ func runEngine(ctx context.Context, args []string) error {
 		return err
 	}
 	defer be.Close()
+	var draftBE runner.Backend
+	if specCfg != nil && specCfg.Method == spec.MethodDraftModel {
+		log.Info("loading the draft model", "path", specCfg.Model)
+		draftBE, _, _, err = loadBackend(specCfg.Model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype, weightsCacheDir(f.weightsCacheDir)}, log)
+		if err != nil {
+			return fmt.Errorf("engine: the draft model: %w", err)
+		}
+		defer draftBE.Close()
+	}
 	if !set["max-model-len"] {
 		f.maxModelLen = min(f.maxModelLen, info.MaxContextLen)
 	} else if f.maxModelLen > info.MaxContextLen {
@@ -217,6 +227,7 @@ func runEngine(ctx context.Context, args []string) error {
 		KVEvents:            kvc.engineKVEvents(f.kvPodID, name, f.rank),
 		Vocab:               vocab,
 		Speculative:         specCfg,
+		DraftBackend:        draftBE,
 		MaxNumBatchedTokens: f.maxNumBatchedTokens,
 		EnablePrefixCaching: f.enablePrefixCaching,
 

@@ -193,7 +193,8 @@ var (
 	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-logprobs", "max-num-seqs", "max-num-batched-tokens", "max-session-records", "sleep-idle-seconds",
 		"long-prefill-token-threshold", "target-step-time", "block-size", "kv-cache-memory", "kv-cache-dtype", "cpu-precision", "weights-cache-dir", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"kv-events-pod-id", "insecure-engine-socket", "log-level", "log-format",
-		"speculative-config", "spec-type", "spec-ngram-simple-size-n", "spec-ngram-simple-size-m"}
+		"speculative-config", "spec-type", "spec-ngram-simple-size-n", "spec-ngram-simple-size-m",
+		"md", "model-draft", "spec-draft-model", "spec-draft-n-max", "spec-draft-n-min", "spec-draft-p-min", "spec-synth-rates"}
 	frontendFlagNames = []string{"host", "port", "api-key", "api-key-file", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "routing", "max-waiting-requests", "max-connections", "max-request-output-tokens",
 		"show-hidden-metrics-for-version", "enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "slot-save-path", "seed",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 
 	"github.com/tandem-llm/tandem/enginecore/batch"
 	"github.com/tandem-llm/tandem/enginecore/sample"
@@ -28,6 +29,11 @@ type Runner struct {
 	// so far (one per prompt position 1..P-1, in order) until they are
 	// sent with its first token; then only that they were.
 	prompts map[string]*promptLogprobs
+	// synth (benchmarking only, llama-server's --spec-synth-rates) is the
+	// probability of keeping draft token j given the ones before it were
+	// kept, whatever the model says; synthRNG draws it, per request.
+	synth    []float64
+	synthRNG map[string]*rand.Rand
 }
 
 // promptLogprobs is one request's prompt logprobs in the making.
@@ -47,6 +53,7 @@ func New(be Backend, blockSize int) *Runner {
 func (r *Runner) Forget(id string) {
 	delete(r.samplers, id)
 	delete(r.prompts, id)
+	delete(r.synthRNG, id)
 }
 
 // Execute runs one forward pass over b and samples a token for every item

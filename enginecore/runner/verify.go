@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"math/rand/v2"
+	"slices"
+
 	"github.com/tandem-llm/tandem/enginecore/batch"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -43,7 +46,18 @@ func (r *Runner) verify(res *batch.Result, b *batch.Batch, i int, rows []float32
 			rowsLP.Logprobs = append(rowsLP.Logprobs, one.Logprobs...)
 			rowsLP.Ranks = append(rowsLP.Ranks, one.Ranks...)
 		}
-		if j == it.Draft || tok != it.Tokens[first+j] {
+		if j == it.Draft {
+			break
+		}
+		if r.synth != nil { // benchmarking: keep the draft by chance, not by agreement
+			draft := it.Tokens[first+j]
+			if r.synthDraw(it) >= r.synth[min(j, len(r.synth)-1)] || slices.Contains(it.StopTokenIDs, draft) {
+				break
+			}
+			out[len(out)-1] = draft
+			continue
+		}
+		if tok != it.Tokens[first+j] {
 			break
 		}
 	}
@@ -55,4 +69,39 @@ func (r *Runner) verify(res *batch.Result, b *batch.Batch, i int, rows []float32
 		}
 		res.Logprobs[i] = rowsLP
 	}
+}
+
+// SetSynthRates makes verification keep draft token j with probability
+// rates[j] (of the whole draft up to j), whatever the model samples:
+// llama-server's --spec-synth-rates, to benchmark an acceptance rate. The
+// output is not the model's. Rates must not increase; nil switches it
+// off.
+func (r *Runner) SetSynthRates(rates []float64) {
+	r.synth = nil
+	prev := 1.0
+	for _, p := range rates { // conditional on the previous ones kept, as llama-server's
+		q := 0.0
+		if prev > 0 {
+			q = p / prev
+		}
+		r.synth, prev = append(r.synth, q), p
+	}
+	if r.synthRNG == nil {
+		r.synthRNG = map[string]*rand.Rand{}
+	}
+}
+
+// synthDraw is it's request's next synthetic acceptance draw: seeded by
+// the request's seed, so a seeded request keeps the same drafts.
+func (r *Runner) synthDraw(it *batch.Item) float64 {
+	g := r.synthRNG[it.RequestID]
+	if g == nil {
+		s := rand.Uint64()
+		if it.Params.Seed != nil {
+			s = uint64(*it.Params.Seed)
+		}
+		g = rand.New(rand.NewPCG(s, 0x5e7))
+		r.synthRNG[it.RequestID] = g
+	}
+	return g.Float64()
 }

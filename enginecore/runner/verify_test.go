@@ -127,3 +127,41 @@ func TestVerifyRows(t *testing.T) {
 		t.Errorf("logits rows (first, n) %v, want %v", rows, want)
 	}
 }
+
+// TestSynthRates: llama-server's benchmarking acceptance keeps every
+// draft at rate 1 (even ones the model disagrees with, but never a stop
+// token), none at rate 0, and a seeded request the same ones each time.
+func TestSynthRates(t *testing.T) {
+	p := wire.DefaultSamplingParams()
+	p.Temperature, p.Seed = 0, ptrTo[int64](3)
+	run := func(rates []float64, draft []int32, stop []int32) []int32 {
+		r := New(&tokenLogits{vocab: 16}, 16)
+		r.SetSynthRates(rates)
+		it := decodeItem(append([]int32{1, 2, 3}, draft...), 2, 2, len(draft), &p)
+		it.StopTokenIDs = stop
+		res, err := r.Execute(context.Background(), &batch.Batch{Items: []batch.Item{it}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.NewTokens(&batch.Batch{Items: []batch.Item{it}}, 0)
+	}
+	draft := []int32{9, 9, 9}
+	if got := run([]float64{1, 1, 1}, draft, nil); len(got) != 4 || !slices.Equal(got[:3], draft) {
+		t.Errorf("rates 1: %v, want the whole draft and one more", got)
+	}
+	if got := run([]float64{1, 1, 1}, draft, []int32{9}); len(got) != 1 || got[0] == 9 {
+		t.Errorf("rates 1, draft of stop tokens: %v, want only the model's token", got)
+	}
+	if got := run([]float64{0, 0, 0}, draft, nil); len(got) != 1 {
+		t.Errorf("rates 0: %v, want only the model's token", got)
+	}
+	half := []float64{0.5, 0.25, 0.125}
+	first := run(half, draft, nil)
+	for range 5 {
+		if got := run(half, draft, nil); !slices.Equal(got, first) {
+			t.Fatalf("seeded: %v then %v", first, got)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -40,7 +40,8 @@ func (s *Scheduler) SpecStats() SpecStats {
 // each with the most tokens its draft may have (NumSpeculativeTokens, less
 // near max_tokens or max_model_len, a draft never runs past where the
 // request must stop; at most the request's SpecMaxDraft) and returns the
-// draft (one shorter than the request's SpecMinDraft is dropped), or nil to skip the request
+// draft (one shorter than MinDraft or the request's SpecMinDraft is
+// dropped), or nil to skip the request
 // (a structured-output constraint, say). The next Schedule uses them.
 func (s *Scheduler) Draft(propose func(r *Request, k int) []int32) {
 	if s.cfg.NumSpeculativeTokens <= 0 {
@@ -61,7 +62,11 @@ func (s *Scheduler) Draft(propose func(r *Request, k int) []int32) {
 			continue
 		}
 		d := propose(r, k)
-		if m := r.Params.SpecMinDraft; m != nil && len(d) < *m {
+		minDraft := s.cfg.MinDraft
+		if m := r.Params.SpecMinDraft; m != nil {
+			minDraft = *m
+		}
+		if len(d) < minDraft {
 			continue
 		}
 		if len(d) > 0 {

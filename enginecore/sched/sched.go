@@ -34,6 +34,9 @@ type Config struct {
 	// NumSpeculativeTokens caps a draft's tokens (speculative decoding,
 	// see Draft); 0 = no speculation.
 	NumSpeculativeTokens int
+	// MinDraft drops drafts shorter than it, unless a request sets its
+	// own (SpecMinDraft).
+	MinDraft int
 }
 
 // Output is one request's news from one step.

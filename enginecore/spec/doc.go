@@ -4,9 +4,10 @@
 // costs about one decode step's weight reads on a memory-bound device)
 // and keeps while they agree with what the request samples.
 //
-// Proposers are pure: they read a request's tokens (prompt, then outputs)
-// and return a draft; they hold no state, so preemption, context shifts
-// and aborts need nothing from them. Two n-gram methods, no draft model:
+// The n-gram proposers here are pure: they read a request's tokens
+// (prompt, then outputs) and return a draft; they hold no state, so
+// preemption, context shifts and aborts need nothing from them. (The
+// third method, a draft model, runs a second model: enginecore/drafter.)
 //
 //   - [Ngram] is vLLM's "ngram" (prompt lookup decoding): the longest
 //     suffix of the tokens, of prompt_lookup_min..prompt_lookup_max

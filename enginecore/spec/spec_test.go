@@ -2,6 +2,7 @@ package spec
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -133,16 +134,18 @@ func TestParseVLLM(t *testing.T) {
 		want    Config
 		wantErr string
 	}{
-		{`{"method":"ngram","num_speculative_tokens":4}`, Config{MethodNgram, 4, 5, 5}, ""},
-		{`{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":7}`, Config{MethodNgram, 3, 7, 7}, ""},
-		{`{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":2}`, Config{MethodNgram, 3, 2, 2}, ""},
-		{`{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":2,"prompt_lookup_max":4}`, Config{MethodNgram, 3, 2, 4}, ""},
-		{`{"model":"[ngram]","num_speculative_tokens":2}`, Config{MethodNgram, 2, 5, 5}, ""},
+		{`{"method":"ngram","num_speculative_tokens":4}`, Config{Method: MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5}, ""},
+		{`{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":7}`, Config{Method: MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 7, PromptLookupMax: 7}, ""},
+		{`{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":2}`, Config{Method: MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 2}, ""},
+		{`{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":2,"prompt_lookup_max":4}`, Config{Method: MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 4}, ""},
+		{`{"model":"[ngram]","num_speculative_tokens":2}`, Config{Method: MethodNgram, NumSpeculativeTokens: 2, PromptLookupMin: 5, PromptLookupMax: 5}, ""},
 		{`{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":5,"prompt_lookup_max":4}`, Config{}, "must be <="},
 		{`{"method":"ngram"}`, Config{}, "num_speculative_tokens is required"},
 		{`{"method":"ngram","num_speculative_tokens":0}`, Config{}, "want 1..256"},
-		{`{"method":"eagle","model":"x","num_speculative_tokens":2}`, Config{}, "needs a draft model"},
-		{`{"model":"org/draft","num_speculative_tokens":2}`, Config{}, "needs a draft model"},
+		{`{"method":"eagle","model":"x","num_speculative_tokens":2}`, Config{}, `method "eagle" is not built`},
+		{`{"model":"draft.gguf","num_speculative_tokens":2}`, Config{Method: MethodDraftModel, NumSpeculativeTokens: 2, Model: "draft.gguf"}, ""},
+		{`{"method":"draft_model","model":"d.gguf","num_speculative_tokens":3}`, Config{Method: MethodDraftModel, NumSpeculativeTokens: 3, Model: "d.gguf"}, ""},
+		{`{"method":"draft_model","num_speculative_tokens":3}`, Config{}, `needs "model"`},
 		{`{}`, Config{}, "method\" is required"},
 		{`{"method":`, Config{}, "speculative-config"},
 	} {
@@ -153,7 +156,7 @@ func TestParseVLLM(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != tc.want {
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ParseVLLM(%s) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
@@ -181,4 +184,26 @@ func FuzzNgram(f *testing.F) {
 			t.Fatalf("Ngram{%d,%d}.Propose(%v) = %v, want %v", l, h, tokens, got, want)
 		}
 	})
+}
+
+func TestValidateSynthRates(t *testing.T) {
+	base := Config{Method: MethodDraftModel, NumSpeculativeTokens: 3, Model: "d"}
+	for _, tc := range []struct {
+		rates []float64
+		ok    bool
+	}{
+		{nil, true},
+		{[]float64{1, 0.5, 0.5}, true},
+		{[]float64{0, 0, 0}, true},
+		{[]float64{0.5, 0.6, 0.1}, false}, // increasing
+		{[]float64{1, 1}, false},          // one short
+		{[]float64{1.5, 1, 1}, false},     // above 1
+		{[]float64{-0.1, -0.2, -0.3}, false},
+	} {
+		c := base
+		c.SynthRates = tc.rates
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("rates %v: error %v, want ok=%v", tc.rates, err, tc.ok)
+		}
+	}
 }

@@ -29,8 +29,8 @@ type Timings struct {
 	// DraftN and DraftNAccepted are the tokens speculative decoding
 	// drafted for the request and how many it kept; absent without any,
 	// as llama-server.
-	DraftN         int `json:"draft_n,omitempty"`
-	DraftNAccepted int `json:"draft_n_accepted,omitempty"`
+	DraftN         int  `json:"draft_n,omitempty"`
+	DraftNAccepted *int `json:"draft_n_accepted,omitempty"` // set with DraftN, 0 included
 }
 
 // NewTimings derives the rates from counts and durations (ms); a rate
@@ -49,7 +49,7 @@ func NewTimings(cached, prompt int, promptMS float64, predicted int, predictedMS
 // accepted (llama-server writes them only when something was drafted).
 func (t Timings) WithDraft(drafted, accepted int) Timings {
 	if drafted > 0 {
-		t.DraftN, t.DraftNAccepted = drafted, accepted
+		t.DraftN, t.DraftNAccepted = drafted, &accepted
 	}
 	return t
 }

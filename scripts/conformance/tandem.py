@@ -33,11 +33,10 @@ def serve_flags() -> dict[str, bool]:
     out = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True).stdout
     flags: dict[str, bool] = {}
     for line in out.splitlines():
-        m = re.match(r" {1,4}(--[a-z0-9-]+)(?:, (--[a-z0-9-]+))?( [A-Z_]+)?", line)  # a flag line, not a wrapped help line
-        if m:  # a second name is the --no- form, or an alias
-            flags[m.group(1)] = bool(m.group(3))
-            if m.group(2):
-                flags[m.group(2)] = bool(m.group(3)) and not m.group(2).startswith("--no-")
+        m = re.match(r" {1,4}(--[a-z0-9-]+(?:, --[a-z0-9-]+)*)( [A-Z_]+)?", line)  # a flag line, not a wrapped help line
+        if m:  # the names after the first are aliases, or the --no- form
+            for name in m.group(1).split(", "):
+                flags[name] = bool(m.group(2)) and not name.startswith("--no-")
     return flags
 
 

@@ -246,6 +246,18 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--context-shift"]
     if getattr(self, "slot_save_path", None):
         args += ["--slot-save-path", self.slot_save_path]
+    # Speculative decoding: a draft model (test_speculative's stories15M,
+    # "downloaded" by download_file below) is Tandem's model drafting for itself.
+    if self.model_draft:
+        args += ["--model-draft", self.model_draft]
+    if self.spec_type:
+        args += ["--spec-type", self.spec_type]
+    if self.spec_draft_n_max:
+        args += ["--spec-draft-n-max", str(self.spec_draft_n_max)]
+    if self.spec_draft_n_min:
+        args += ["--spec-draft-n-min", str(self.spec_draft_n_min)]
+    if self.spec_synth_rates is not None:
+        args += ["--spec-synth-rates", ",".join(str(r) for r in self.spec_synth_rates)]
     if getattr(self, "sleep_idle_seconds", None) is not None and self.sleep_idle_seconds > 0:
         args += ["--sleep-idle-seconds", str(self.sleep_idle_seconds)]
     template = _template_file(self.chat_template_file) or _template_file(self.chat_template)
@@ -255,7 +267,7 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--chat-template", self.chat_template]  # a built-in name
     elif self.chat_template_file:
         print(f"[tandem] llama.cpp chat template {self.chat_template_file!r} not found; model's own used")
-    ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "model_draft",
+    ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "spec_synth_len",
                                              "n_predict", "temperature", "reasoning_format",
                                              "pooling", "mmproj_url")
                if getattr(self, k, None)}
@@ -287,6 +299,15 @@ def _stop(self) -> None:
         self._tandem.stop()
         self._tandem = None
     self.process = None
+
+
+def download_file(url: str, output_file_path: str | None = None) -> str:
+    """llama.cpp's download_file, without the internet: a GGUF URL (a draft
+    model) stands for Tandem's own model."""
+    if url.endswith(".gguf"):
+        print(f"[tandem] {url} not downloaded: Tandem's model stands in")
+        return os.path.abspath(tandem.MODEL)
+    return llama_utils.download_file(url, output_file_path)
 
 
 llama_utils.ServerProcess.start = _start
