@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -217,48 +215,6 @@ func requiredSchema(tools []Tool, parallel bool) (*wire.StructuredOutputs, *Erro
 	}
 	return &wire.StructuredOutputs{JSON: string(b), DisableAdditionalProperties: true}, nil
 }
-
-// PartialToolCalls reads the calls out of an answer under plan (ToolsNamed
-// or ToolsRequired) that max_tokens cut short, as vLLM answers it: the
-// call being written carries its arguments' text so far. ok is false when
-// not even a name is there yet (ToolsRequired).
-func (p ToolPlan) PartialToolCalls(text string, newID func() string) (calls []ToolCall, ok bool) {
-	switch p.Mode {
-	case ToolsNamed:
-		return []ToolCall{{ID: newID(), Type: "function", Function: FunctionCall{Name: p.Name, Arguments: text}}}, true
-	case ToolsRequired:
-		dec := json.NewDecoder(strings.NewReader(text))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-			return nil, false
-		}
-		for dec.More() {
-			at := dec.InputOffset()
-			var c struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			}
-			if err := dec.Decode(&c); err != nil {
-				m := partialCall.FindStringSubmatch(text[at:])
-				if m == nil {
-					break
-				}
-				var name string
-				if json.Unmarshal([]byte(m[1]), &name) != nil {
-					break
-				}
-				calls = append(calls, ToolCall{ID: newID(), Type: "function", Function: FunctionCall{Name: name, Arguments: m[2]}})
-				break
-			}
-			calls = append(calls, ToolCall{ID: newID(), Type: "function", Function: FunctionCall{Name: c.Name, Arguments: compactJSON(string(c.Parameters))}})
-		}
-		return calls, len(calls) > 0
-	}
-	return nil, false
-}
-
-// partialCall is the start of a cut "required" call: its name, then its
-// parameters so far (the constraint writes them in that order).
-var partialCall = regexp.MustCompile(`^\s*,?\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*(?:,\s*"parameters"\s*:\s*)?([\s\S]*)$`)
 
 // ToolCalls reads the calls out of an answer generated under plan
 // (ToolsRequired or ToolsNamed), with ids from newID; ok is false when the

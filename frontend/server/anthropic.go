@@ -82,8 +82,7 @@ type messageCall struct {
 	numPrompt int
 	plan      openai.ToolPlan
 	auto      *toolparse.Format // reads calls out of tool_choice auto answers; nil: text
-	parser    toolparse.Parser  // auto's, made at the first text
-	forced    strings.Builder   // a forced answer's text (tool_choice any or tool), read whole at its end
+	parser    toolparse.Parser  // auto's, or a forced answer's (tool_choice any or tool), made at the first text
 	newID     func() string     // tool_use ids
 }
 
@@ -176,48 +175,37 @@ type answerWriter interface {
 // last): as text; under tool_choice auto, as the text and calls the
 // server's tool-call parser reads out of it (the first call only with
 // disable_parallel_tool_use); under any or tool, as the calls the
-// constrained answer is, once it is whole (a call cut by max_tokens keeps
-// the arguments it has, {} when they are not an object yet).
+// constrained answer is, each streamed as it is written, as chat's (a
+// call cut by max_tokens keeps the arguments it has, {} when they are not
+// an object yet; a cut answer's text that is no call yet is dropped).
 func (call *messageCall) write(w answerWriter, text, finish string) {
-	switch {
-	case call.plan.Forced():
-		call.forced.WriteString(text)
-		if finish == "" {
-			return
-		}
-		answer := call.forced.String()
-		calls, ok := call.plan.ToolCalls(answer, call.newID)
-		if !ok && finish == openai.FinishLength && strings.TrimSpace(answer) != "" {
-			calls, ok = call.plan.PartialToolCalls(answer, call.newID)
-		}
-		if !ok && finish != openai.FinishLength {
-			w.Text(answer) // not a call, which the constraint does not let happen
-			return
-		}
-		for _, tc := range calls {
-			w.ToolUse(tc.ID, tc.Function.Name)
-			w.InputJSON(string(anthropic.InputObject(tc.Function.Arguments)))
-		}
-	case call.auto != nil:
-		if call.parser == nil {
+	forced := call.plan.Forced()
+	if !forced && call.auto == nil {
+		w.Text(text)
+		return
+	}
+	if call.parser == nil {
+		if forced {
+			call.parser = forcedParser(call.plan)
+		} else {
 			call.parser = call.auto.New(call.plan.Names)
 		}
-		d := call.parser.Push(text)
-		if finish != "" {
-			d.Append(call.parser.Finish())
+	}
+	d := call.parser.Push(text)
+	if finish != "" {
+		d.Append(call.parser.Finish())
+	}
+	if !forced || finish != openai.FinishLength {
+		w.Text(d.Content) // forced: only an answer that is no call, which the constraint does not let happen
+	}
+	for _, cd := range d.Calls {
+		if call.plan.OneCall && cd.Index > 0 {
+			continue
 		}
-		w.Text(d.Content)
-		for _, cd := range d.Calls {
-			if call.plan.OneCall && cd.Index > 0 {
-				continue
-			}
-			if cd.Name != "" {
-				w.ToolUse(call.newID(), cd.Name)
-			}
-			w.InputJSON(cd.Arguments)
+		if cd.Name != "" {
+			w.ToolUse(call.newID(), cd.Name)
 		}
-	default:
-		w.Text(text)
+		w.InputJSON(cd.Arguments)
 	}
 }
 

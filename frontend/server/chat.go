@@ -2,7 +2,6 @@ package server
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -90,7 +89,7 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	if req.Stream {
 		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo,
-			tools: tools, calls: map[int]*strings.Builder{}, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID}
+			tools: tools, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID}
 		if req.ReturnTokenIDs {
 			st.promptIDs = prompt
 		}
@@ -172,10 +171,10 @@ type chatStreamer struct {
 	fingerprint string
 	logprobs    bool
 	echo        string // content of the first delta of every choice
-	// tools: with a tool_choice that makes the answer calls, each choice's
-	// text is kept (calls) and sent as one tool_calls delta at its end.
+	// tools: with a tool_choice that makes the answer calls (required or
+	// named), each choice's calls are streamed as they are written, read
+	// by a forced parser per choice in parsers.
 	tools openai.ToolPlan
-	calls map[int]*strings.Builder
 	// auto reads calls out of tool_choice "auto" answers (nil: none),
 	// with a parser per choice; called: the choice has sent a call.
 	auto    *toolparse.Format

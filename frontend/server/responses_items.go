@@ -12,13 +12,14 @@ import (
 // outputItems turns a response's answer into its output items as the text
 // arrives, one item after the other as OpenAI sends them: text is a
 // message item, each call a function_call item. Calls are read by the
-// tool-call parser under tool_choice "auto" (the first only with
-// parallel_tool_calls false), and out of the constrained answer of
-// "required" and a named function once it ends (cut short, it is text).
-// When no calls are read (no tools, tool_choice "none", or "auto" without
-// a parser) the answer is one message, opened at once, empty or not;
-// otherwise an empty message is left out. Streaming (w set), it sends
-// each item's events as it goes.
+// tool-call parser under tool_choice "auto", and out of the constrained
+// answer of "required" and a named function as it is generated (the first
+// only with parallel_tool_calls false): a call's item is added once its
+// name is read, and its arguments stream as they come; a forced answer
+// cut before its first call's name is text. When no calls are read (no
+// tools, tool_choice "none", or "auto" without a parser) the answer is
+// one message, opened at once, empty or not; otherwise an empty message
+// is left out. Streaming (w set), it sends each item's events as it goes.
 //
 // Not streamed, the whole answer is one piece, so its text comes first,
 // in one message, and the calls after it; streamed, text the model writes
@@ -26,8 +27,7 @@ import (
 type outputItems struct {
 	call   *responseCall
 	w      *responseStream  // nil when not streaming
-	parser toolparse.Parser // tool_choice auto; nil otherwise
-	answer strings.Builder  // tool_choice required or named: the answer, read at its end
+	parser toolparse.Parser // tool_choice auto, required or named; nil otherwise
 
 	items       []openai.ResponseOutputItem
 	numMessages int                       // message items among them
@@ -43,7 +43,8 @@ func (call *responseCall) newOutput(w *responseStream) *outputItems {
 	switch {
 	case call.auto != nil:
 		o.parser = call.auto.New(call.plan.Names)
-	case call.plan.Constraint != nil:
+	case call.plan.Forced():
+		o.parser = forcedParser(call.plan)
 	default:
 		o.openMessage()
 	}
@@ -54,42 +55,22 @@ func (call *responseCall) newOutput(w *responseStream) *outputItems {
 // (nil unless asked for).
 func (o *outputItems) text(s string, lps []openai.ChatTokenLogprob) {
 	o.pending = append(o.pending, lps...)
-	switch {
-	case o.parser != nil:
+	if o.parser != nil {
 		o.apply(o.parser.Push(s))
-	case o.call.plan.Constraint != nil:
-		o.answer.WriteString(s)
-	default:
-		o.apply(toolparse.Delta{Content: s})
+		return
 	}
+	o.apply(toolparse.Delta{Content: s})
 }
 
 // end finishes the answer, whose finish reason is finish, and returns the
 // items: the last is completed, or incomplete when max_output_tokens cut
 // it; the others are completed.
 func (o *outputItems) end(finish string) []openai.ResponseOutputItem {
-	switch {
-	case o.parser != nil:
+	if o.parser != nil {
 		o.apply(o.parser.Finish())
-	case o.call.plan.Constraint != nil:
-		o.apply(o.constrained(finish))
 	}
 	o.close(responseStatus(finish))
 	return o.items
-}
-
-// constrained reads the calls out of a required or named answer.
-func (o *outputItems) constrained(finish string) toolparse.Delta {
-	text := o.answer.String()
-	calls, ok := o.call.plan.ToolCalls(text, func() string { return "" })
-	if !ok || finish != openai.FinishStop {
-		return toolparse.Delta{Content: text}
-	}
-	var d toolparse.Delta
-	for i, c := range calls {
-		d.Calls = append(d.Calls, toolparse.CallDelta{Index: i, Name: c.Function.Name}, toolparse.CallDelta{Index: i, Arguments: c.Function.Arguments})
-	}
-	return d
 }
 
 // apply adds a parser's delta: its text, then its calls.

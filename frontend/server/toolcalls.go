@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/rand"
 	"slices"
-	"strings"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
@@ -78,11 +77,19 @@ func withToolCalls(ch *openai.ChatChoice, f *toolparse.Format, plan openai.ToolP
 	return true
 }
 
+// forcedParser reads the calls of a forced answer (tool_choice required
+// or named) as it arrives.
+func forcedParser(plan openai.ToolPlan) toolparse.Parser {
+	if plan.Mode == openai.ToolsNamed {
+		return toolparse.Named(plan.Name)
+	}
+	return toolparse.Required(plan.Names)
+}
+
 // autoChunk streams a tool_choice "auto" answer through its choice's
-// parser: content and call deltas as the parser lets them go (the first
-// call's only with parallel_tool_calls false), each call delta in a chunk
-// of its own (the first with id, type and name), and finish_reason
-// tool_calls when the answer stopped after calls.
+// parser: content and call deltas as the parser lets them go (see
+// callChunks), and finish_reason tool_calls when the answer stopped after
+// calls.
 func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
 	p := cs.parsers[ev.index]
 	if p == nil {
@@ -93,6 +100,39 @@ func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai
 	if ev.finish != "" {
 		d.Append(p.Finish())
 	}
+	return cs.callChunks(ev, d, lps, u, true)
+}
+
+// toolChunk streams a forced answer (tool_choice required or named) call
+// by call as it is generated, as vLLM does: each call's first delta has
+// its id, type and name, the later ones its arguments (compact) as they
+// come. finish_reason is tool_calls for "required" and stays "stop" for a
+// named call (as OpenAI and vLLM report it); cut by max_tokens, it is
+// length, after the deltas of the calls so far (never the text as
+// content: a call cut before its name is not sent).
+func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
+	p := cs.parsers[ev.index]
+	if p == nil {
+		p = forcedParser(cs.tools)
+		cs.parsers[ev.index] = p
+	}
+	d := p.Push(ev.text)
+	if ev.finish != "" {
+		last := p.Finish()
+		if ev.finish == openai.FinishLength {
+			last.Content = ""
+		}
+		d.Append(last)
+	}
+	return cs.callChunks(ev, d, nil, u, cs.tools.Mode != openai.ToolsNamed)
+}
+
+// callChunks sends a parser's delta: its content, then each call delta in
+// a chunk of its own (the first of a call with a new id, type and name;
+// the first call's only with parallel_tool_calls false), the finish
+// reason on the last, tool_calls when toolCalls is set and the answer
+// stopped after calls. Logprobs go with the first chunk.
+func (cs *chatStreamer) callChunks(ev *choiceEvent, d toolparse.Delta, lps []tokenLogprob, u *openai.Usage, toolCalls bool) any {
 	if cs.tools.OneCall {
 		d.Calls = slices.DeleteFunc(d.Calls, func(c toolparse.CallDelta) bool { return c.Index > 0 }) // the first call only
 	}
@@ -118,7 +158,7 @@ func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai
 		}
 		last := &choices[len(choices)-1]
 		f := ev.finish
-		if cs.called[ev.index] && f == openai.FinishStop {
+		if toolCalls && cs.called[ev.index] && f == openai.FinishStop {
 			f = openai.FinishToolCalls
 		} else {
 			last.StopReason = stopReasonOf(ev.stopReason)
@@ -146,67 +186,19 @@ func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai
 }
 
 // cutToolAnswer is the message of a tool_choice named or "required"
-// answer that max_tokens cut (finish_reason stays length), as vLLM's: a
-// named call with its arguments so far (no call when there are none); for
-// "required", whose answer vLLM parses only whole, no calls. The content is
-// "" in place of the cut text.
+// answer that max_tokens cut (finish_reason stays length): a named call
+// with its arguments so far, as streamed (compact; no call when there are
+// none); for "required", whose answer vLLM parses only whole, no calls.
+// The content is "" in place of the cut text.
 func cutToolAnswer(ch *openai.ChatChoice, plan openai.ToolPlan, text string, newID func() string) {
 	empty := ""
 	ch.Message.Content = &empty
-	if plan.Mode != openai.ToolsNamed || strings.TrimSpace(text) == "" {
+	if plan.Mode != openai.ToolsNamed {
 		return
 	}
-	ch.Message.Content = nil
-	ch.Message.ToolCalls, _ = plan.PartialToolCalls(text, newID)
-}
-
-// toolChunk keeps a tool-call answer's text (tool_choice required or
-// named) until it ends, then sends its calls as one delta with
-// finish_reason tool_calls ("stop" for a named call, as OpenAI and vLLM),
-// or, cut by max_tokens, the calls so far with finish_reason length (vLLM
-// streams a cut call's arguments as they come; nothing when not even a
-// name is there, never the text as content).
-func (cs *chatStreamer) toolChunk(ev *choiceEvent, u *openai.Usage) any {
-	b := cs.calls[ev.index]
-	if b == nil {
-		b = &strings.Builder{}
-		cs.calls[ev.index] = b
+	_, calls, ok := toolparse.ExtractWith(forcedParser(plan), text)
+	if !ok {
+		return
 	}
-	b.WriteString(ev.text)
-	if ev.finish == "" {
-		return nil
-	}
-	ch := cs.base()
-	choice := openai.ChatChunkChoice{Index: ev.index}
-	f := ev.finish
-	if calls, ok := cs.tools.ToolCalls(b.String(), cs.newID); ok && ev.finish == openai.FinishStop {
-		for i, c := range calls {
-			choice.Delta.ToolCalls = append(choice.Delta.ToolCalls, openai.ToolCallDelta{Index: i, ID: c.ID, Type: c.Type,
-				Function: openai.FunctionCallDelta{Name: c.Function.Name, Arguments: c.Function.Arguments}})
-		}
-		if cs.tools.Mode == openai.ToolsRequired {
-			f = openai.FinishToolCalls
-		} else {
-			choice.StopReason = stopReasonOf(ev.stopReason)
-		}
-	} else if ev.finish == openai.FinishLength {
-		calls, _ := cs.tools.PartialToolCalls(b.String(), cs.newID)
-		if cs.tools.Mode == openai.ToolsNamed && strings.TrimSpace(b.String()) == "" {
-			calls = nil
-		}
-		for i, c := range calls {
-			choice.Delta.ToolCalls = append(choice.Delta.ToolCalls, openai.ToolCallDelta{Index: i, ID: c.ID, Type: c.Type,
-				Function: openai.FunctionCallDelta{Name: c.Function.Name, Arguments: c.Function.Arguments}})
-		}
-		choice.StopReason = stopReasonOf(ev.stopReason)
-	} else {
-		if t := b.String(); t != "" {
-			choice.Delta.Content = &t
-		}
-		choice.StopReason = stopReasonOf(ev.stopReason)
-	}
-	choice.FinishReason = &f
-	ch.Choices = []openai.ChatChunkChoice{choice}
-	ch.Usage = u
-	return ch
+	ch.Message.Content, ch.Message.ToolCalls = nil, apiToolCalls(calls, newID)
 }

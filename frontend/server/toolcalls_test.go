@@ -88,7 +88,7 @@ func TestAutoToolCalls(t *testing.T) {
 		{"named", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zürich"}`}, wire.FinishStop,
 			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zürich\"}"}}]},"logprobs":null,"finish_reason":"stop","stop_reason":null,"token_ids":null}`},
 		{"named, cut by max_tokens: the partial arguments", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü`}, wire.FinishLength,
-			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
+			`{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zü"}}]},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
 		{"required, cut by max_tokens: no calls, as vLLM parses only a whole list", "", `,"tool_choice":"required"`, []string{`[{"name": "get_time", "parameters": {}}, `, `{"name": "get_weather", "parameters": {"city": "Zü`}, wire.FinishLength,
 			`{"index":0,"message":{"role":"assistant","content":""},"logprobs":null,"finish_reason":"length","stop_reason":null,"token_ids":null}`},
 		{"named, cut before any argument: no call", "", `,"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, []string{` `}, wire.FinishLength,
@@ -337,43 +337,27 @@ func TestToolChoiceCutStream(t *testing.T) {
 		name, choice string
 		answer       []string
 		finish       wire.FinishReason
-		want         string // the last chunk's choice
+		calls        []call // the stream's calls, deltas joined
+		want         string // its finish reason
 	}{
-		{"named", `{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü`}, wire.FinishLength,
-			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Zü"}}]},"logprobs":null,"finish_reason":"length"}`},
-		{"required", `"required"`, []string{`[{"name": "get_weather", "parameters": {"ci`}, wire.FinishLength,
-			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"ci"}}]},"logprobs":null,"finish_reason":"length"}`},
-		{"required, cut inside the first name: no text", `"required"`, []string{`[{"name": "get_wea`}, wire.FinishLength,
-			`{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}`},
-		{"named, whole: finish_reason stop", `{"type":"function","function":{"name":"get_weather"}}`, []string{`{"city": `, `"Zü"}`}, wire.FinishStop,
-			`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"ID","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Zü\"}"}}]},"logprobs":null,"finish_reason":"stop"}`},
+		{"named", namedWeather, []string{`{"city": `, `"Zü`}, wire.FinishLength, []call{{"get_weather", `{"city":"Zü`}}, "length"},
+		{"required", requiredCall, []string{`[{"name": "get_weather", "parameters": {"ci`}, wire.FinishLength, []call{{"get_weather", `{"ci`}}, "length"},
+		{"required, cut inside the first name: no text", requiredCall, []string{`[{"name": "get_wea`}, wire.FinishLength, nil, "length"},
+		{"named, whole: finish_reason stop", namedWeather, []string{`{"city": `, `"Zü"}`}, wire.FinishStop, []call{{"get_weather", `{"city":"Zü"}`}}, "stop"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
-				var eos []int32
-				if tc.finish == wire.FinishStop {
-					eos = []int32{eosIMEnd}
-				}
-				return outputs(tc.finish, eos, tc.answer...)
+				return outputs(tc.finish, eosIf(tc.finish), tc.answer...)
 			}}
 			url := toolServer(t, f, "", tokenizer.NewByte())
 			code, body := post(t, url, `{"messages":[{"role":"user","content":"Weather?"}],`+toolsBody+`,"tool_choice":`+tc.choice+`,"stream":true,"max_tokens":5}`)
 			if code != http.StatusOK {
 				t.Fatalf("%d %s", code, body)
 			}
-			var last string
-			for _, line := range strings.Split(body, "\n") {
-				if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"finish_reason":"`) {
-					var ch struct{ Choices []json.RawMessage }
-					if err := json.Unmarshal([]byte(data), &ch); err != nil || len(ch.Choices) != 1 {
-						t.Fatalf("%v: %s", err, data)
-					}
-					last = string(ch.Choices[0])
-				}
-			}
-			if diff := cmp.Diff(tc.want, callIDs.ReplaceAllString(last, "ID")); diff != "" {
-				t.Errorf("last choice (-want +got):\n%s\n%s", diff, body)
+			got := foldChatStream(t, body)
+			if got.content != "" || got.finish != tc.want || !cmp.Equal(got.calls, tc.calls) {
+				t.Errorf("content %q, finish %q, calls %v; want %q %v\n%s", got.content, got.finish, got.calls, tc.want, tc.calls, body)
 			}
 		})
 	}

@@ -42,4 +42,9 @@
 //	d := p.Finish() // what was held back
 //
 // or, for a whole answer, content, calls, ok := f.Extract(text, tools).
+//
+// Named and Required are the Parsers of forced answers (tool_choice a
+// named function or "required"), JSON that a constraint shapes rather
+// than a model's syntax; they stream calls the same way, so forced calls
+// stream as they are generated too.
 package toolparse

@@ -87,7 +87,13 @@ func (f *Format) New(tools []string) Parser {
 // Extract reads the calls out of a whole text: its content, its calls,
 // and whether there is at least one call. With no call, content is text.
 func (f *Format) Extract(text string, tools []string) (content string, calls []Call, ok bool) {
-	p := f.New(tools)
+	return ExtractWith(f.New(tools), text)
+}
+
+// ExtractWith reads the calls out of a whole text with p, a new Parser
+// (Extract's, or Named's or Required's for a forced answer): as p streams
+// them, joined.
+func ExtractWith(p Parser, text string) (content string, calls []Call, ok bool) {
 	d := p.Push(text)
 	d.Append(p.Finish())
 	for _, c := range d.Calls {

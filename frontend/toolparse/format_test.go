@@ -173,7 +173,11 @@ func TestPythonic(t *testing.T) {
 // stream feeds text cut at cuts (increasing offsets) and returns the
 // content and calls the deltas add up to.
 func stream(f *Format, text string, cuts []int) (string, []Call) {
-	p := f.New(tools)
+	return streamWith(f.New(tools), text, cuts)
+}
+
+// streamWith is stream with a new Parser p.
+func streamWith(p Parser, text string, cuts []int) (string, []Call) {
 	var all Delta
 	prev := 0
 	for _, c := range append(cuts, len(text)) {
