@@ -19,9 +19,11 @@ import (
 // ranks), prompt logprobs LogprobsTensors (int32, float32, int64);
 // FinishError with CodeInvalidRequest carries a RequestError
 // ("validation_error", the stop reason's text). Dropped: ErrorCode
-// otherwise, SchedulerStats' cumulative prefix-cache counters,
-// NumFreeBlocks, NumTotalBlocks, NumPreemptions and NumSessions (vLLM's
-// are per step or absent).
+// otherwise, SpecDecode (vLLM's spec_decode_metrics is the request's
+// histogram so far, built in its engine), SchedulerStats' cumulative
+// prefix-cache and speculative decoding counters, NumFreeBlocks,
+// NumTotalBlocks, NumPreemptions and NumSessions (vLLM's are per step
+// or absent).
 func FromTandemOutputs(o *wire.EngineCoreOutputs, firsts map[string]int) (*EngineCoreOutputs, error) {
 	v := &EngineCoreOutputs{EngineIndex: int64(o.EngineIndex), Timestamp: o.Timestamp,
 		FinishedRequests: slices.Clone(o.FinishedRequests)}
