@@ -67,17 +67,22 @@ type options struct {
 	structuredStreams []int
 	structuredThreads int
 	structuredGen     int
-	frontend          frontendOptions // the frontend phase (frontend.go)
-	scale             scaleOptions    // the scale phase (scale.go)
+	// The speculative phase (speculative.go): stream counts, draft sizes,
+	// D; its threads are the structured phase's.
+	specStreams, specK []int
+	specGen            int
+	frontend           frontendOptions // the frontend phase (frontend.go)
+	scale              scaleOptions    // the scale phase (scale.go)
 }
 
 // Phases of a run.
 const (
 	phaseAll        = "all"
-	phaseCPU        = "cpu"        // Tandem vs llama.cpp: cpu-DATE.{json,png}
-	phaseStructured = "structured" // constrained vs unconstrained decode: structured-DATE.json
-	phaseFrontend   = "frontend"   // the HTTP frontend with a null engine: frontend-DATE.json
-	phaseScale      = "scale"      // 1B/3B models, long context, memory: scale-DATE.json
+	phaseCPU        = "cpu"         // Tandem vs llama.cpp: cpu-DATE.{json,png}
+	phaseStructured = "structured"  // constrained vs unconstrained decode: structured-DATE.json
+	phaseFrontend   = "frontend"    // the HTTP frontend with a null engine: frontend-DATE.json
+	phaseScale      = "scale"       // 1B/3B models, long context, memory: scale-DATE.json
+	phaseSpec       = "speculative" // n-gram speculative decoding's gain: speculative-DATE.json
 )
 
 // sweepEntry is one thread count of the concurrency sweep.
@@ -113,10 +118,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.retries, "retries", 2, "extra attempts for a measurement disturbed by other processes")
 	fs.DurationVar(&o.retryWait, "retry-wait", 15*time.Second, "pause before such a retry")
 	fs.StringVar(&o.replot, "replot", "", "redraw the PNG and the doc section from a saved cpu-DATE.json (with --phase structured or scale: that section from its structured-DATE.json or scale-DATE.json), measuring nothing")
-	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost), frontend (the HTTP frontend's own cost, null engine), scale (1B/3B models vs the DRAM bound, long context, peak memory; see --scale) or all")
+	fs.StringVar(&o.phase, "phase", phaseAll, "what to measure: cpu (Tandem vs llama.cpp), structured (constrained decoding's cost), speculative (n-gram speculative decoding's gain), frontend (the HTTP frontend's own cost, null engine), scale (1B/3B models vs the DRAM bound, long context, peak memory; see --scale) or all")
 	o.frontend.register(fs)
 	o.scale.register(fs)
 	structuredStreams := fs.String("structured-streams", "1,64", "structured phase: stream counts (all constrained, then all not)")
+	specStreams := fs.String("spec-streams", "1,8", "speculative phase: stream counts")
+	specK := fs.String("spec-k", "4,8", "speculative phase: draft sizes k (num_speculative_tokens)")
+	fs.IntVar(&o.specGen, "spec-gen-tokens", 96, "speculative phase: decode tokens D per stream")
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
 	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
 	fs.StringVar(&o.isa, "isa", "", "cpu phase: compare at one instruction set: avx2 runs Tandem's AVX2 kernels (set TANDEM_CPU_KERNELS=avx2) against llama.cpp's haswell prebuilt variant, avxvnni Tandem's avxvnni kernels against the alderlake variant; without the native column; files and doc section are tagged with it")
@@ -139,6 +147,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			"sweep":                 func() { *sweep = "1:1,2" },
 			"structured-streams":    func() { *structuredStreams = "1,4" },
 			"structured-gen-tokens": func() { o.structuredGen = 8 },
+			"spec-streams":          func() { *specStreams = "1" },
+			"spec-k":                func() { *specK = "4" },
+			"spec-gen-tokens":       func() { o.specGen = 8 },
 			"stream-prompt-tokens":  func() { o.streamPrompt = 8 },
 			"stream-gen-tokens":     func() { o.streamGen = 8 },
 			"reps":                  func() { o.reps = 1 },
@@ -164,6 +175,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.structuredStreams, err = parseInts(*structuredStreams); err != nil {
 		return o, fmt.Errorf("--structured-streams: %w", err)
 	}
+	if o.specStreams, err = parseInts(*specStreams); err != nil {
+		return o, fmt.Errorf("--spec-streams: %w", err)
+	}
+	if o.specK, err = parseInts(*specK); err != nil || len(o.specK) == 0 {
+		return o, fmt.Errorf("--spec-k: want draft sizes: %v", err)
+	}
 	if err := o.frontend.parse(); err != nil {
 		return o, err
 	}
@@ -174,8 +191,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.structuredThreads = slices.Max(append([]int{1}, o.threads...))
 	}
 	switch {
-	case o.phase != phaseAll && o.phase != phaseCPU && o.phase != phaseStructured && o.phase != phaseFrontend && o.phase != phaseScale:
-		return o, fmt.Errorf("--phase %q: want all, cpu, structured, frontend or scale", o.phase)
+	case o.phase != phaseAll && o.phase != phaseCPU && o.phase != phaseStructured && o.phase != phaseFrontend && o.phase != phaseScale && o.phase != phaseSpec:
+		return o, fmt.Errorf("--phase %q: want all, cpu, structured, frontend, scale or speculative", o.phase)
 	case o.prompt < 1 || o.gen < 1 || o.streamPrompt < 1 || o.streamGen < 1 || o.structuredGen < 1:
 		return o, errors.New("prompt and gen token counts must be ≥ 1")
 	case o.reps < 1:
@@ -300,6 +317,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if o.phase == phaseScale {
 		return runScale(ctx, o, stderr)
 	}
+	if o.phase == phaseSpec {
+		return runSpeculative(ctx, o, stderr)
+	}
 	if o.phase != phaseStructured {
 		if err := runCPU(ctx, o, args, stderr); err != nil {
 			return err
@@ -311,12 +331,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	if o.phase == phaseAll {
+		if err := runSpeculative(ctx, o, stderr); err != nil {
+			return err
+		}
 		if err := runFrontend(ctx, o, stderr); err != nil {
 			return err
 		}
 		return runScale(ctx, o, stderr)
 	}
 	return nil
+}
+
+// specFlags are the flags that reproduce the speculative phase.
+func (o options) specFlags() string {
+	return fmt.Sprintf("--spec-streams %s --spec-k %s --spec-gen-tokens %d --structured-threads %d --stream-prompt-tokens %d --reps %d --seed %d",
+		joinInts(o.specStreams), joinInts(o.specK), o.specGen, o.structuredThreads, o.streamPrompt, o.reps, o.seed)
 }
 
 // structuredFlags are the flags that reproduce the structured phase.

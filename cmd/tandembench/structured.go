@@ -277,18 +277,7 @@ func writeStructured(rep *StructuredReport, o options, stderr io.Writer) error {
 // spliceStructured puts section in place of the doc's structured section,
 // else before the dated CPU sections, else at the end.
 func spliceStructured(doc, section string) string {
-	if i := strings.Index(doc, structuredBegin); i >= 0 {
-		if j := strings.Index(doc[i:], structuredEnd); j >= 0 {
-			return doc[:i] + strings.TrimSuffix(section, "\n") + doc[i+j+len(structuredEnd):]
-		}
-	}
-	if i := strings.Index(doc, sectionsMarker); i >= 0 {
-		return doc[:i] + section + "\n" + doc[i:]
-	}
-	if doc != "" && !strings.HasSuffix(doc, "\n") {
-		doc += "\n"
-	}
-	return doc + "\n" + section
+	return spliceMarked(doc, structuredBegin, structuredEnd, section)
 }
 
 // renderStructured is rep as markdown, markers included.

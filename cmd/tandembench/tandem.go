@@ -14,6 +14,7 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
+	"github.com/tandem-llm/tandem/enginecore/spec"
 	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/gguf"
 )
@@ -30,6 +31,8 @@ type tandem struct {
 	numBlocks int
 	vocab     *gguf.Vocab  // the GGUF's vocabulary, for constrained runs (nil: none)
 	release   func() error // unmaps the model file
+	spec      *spec.Config // speculative decoding of the next runs (nil: none)
+	sampled   bool         // the next runs sample at temperature 1, seeded by stream, instead of greedy
 }
 
 // loadTandem loads the model at path and builds the CPU backend with
@@ -122,6 +125,7 @@ type onceResult struct {
 	tokens                      []int32       // stream 0's output
 	compile                     time.Duration // constrained: compiling the constraint (once for all streams)
 	outputs                     [][]int32     // constrained: every stream's output
+	spec                        *wire.SpecDecodingStats
 }
 
 // once serves cfg.Streams requests (prompts[s], greedy, ignore_eos,
@@ -141,6 +145,7 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 		NumBlocks:           t.numBlocks,
 		MaxNumSeqs:          cfg.Streams,
 		MaxNumBatchedTokens: max(2048, cfg.Streams*cfg.PromptTokens),
+		Speculative:         t.spec,
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if so != nil {
@@ -157,6 +162,9 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 	e.Handle(now, client, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: client})
 	params := wire.DefaultSamplingParams()
 	params.Temperature = 0 // greedy
+	if t.sampled {
+		params.Temperature = 1
+	}
 	params.IgnoreEOS = so == nil
 	params.MaxTokens = decodeSteps + 1
 	params.StructuredOutputs = so
@@ -172,7 +180,12 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 	for i := range cfg.Streams {
 		id := fmt.Sprintf("bench-%d", i)
 		promptLen[id], stream[id] = len(prompts[i]), i
-		if err := refused(e.Handle(now, client, &wire.EngineCoreRequest{RequestID: id, PromptTokenIDs: prompts[i], SamplingParams: params})); err != nil {
+		sp := params
+		if t.sampled {
+			seed := int64(i)
+			sp.Seed = &seed
+		}
+		if err := refused(e.Handle(now, client, &wire.EngineCoreRequest{RequestID: id, PromptTokenIDs: prompts[i], SamplingParams: sp})); err != nil {
 			return onceResult{}, err
 		}
 	}
@@ -210,7 +223,7 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 					started[eo.RequestID], prefill = true, true
 					res.prefillTokens += promptLen[eo.RequestID]
 				} else {
-					decoded++
+					decoded += len(eo.NewTokenIDs) // more than one with speculative decoding
 				}
 				if eo.RequestID == "bench-0" {
 					res.tokens = append(res.tokens, eo.NewTokenIDs...)
@@ -234,5 +247,6 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 	if want := cfg.Streams * decodeSteps; res.decodeTokens != want {
 		return onceResult{}, fmt.Errorf("tandem: %v: %d decode tokens, want %d", cfg, res.decodeTokens, want)
 	}
+	res.spec = e.Load().SpecDecoding
 	return res, nil
 }
