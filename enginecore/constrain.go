@@ -205,8 +205,13 @@ func ConstraintOf(so *wire.StructuredOutputs) (structured.Constraint, error) {
 const defaultWhitespace = `(?: |\n[ \t]{0,20})?`
 
 // jsonOptions adds LLGuidance's "x-guidance" options to a schema (unless it
-// has its own), and
-// additionalProperties: false to every object schema without one.
+// has its own), and additionalProperties: false to the object schemas
+// that leave it unsaid: every one with disable_additional_properties
+// (vLLM's guidance option), else those that list properties, as vLLM's
+// default backend (XGrammar's strict mode) and llama.cpp's
+// json-schema-to-grammar read them: a small model offered any extra key
+// fills the answer with them (an {"answer": …} schema got
+// "helpstring": "…" for a thousand tokens).
 func jsonOptions(schema string, so *wire.StructuredOutputs) (string, error) {
 	var v any
 	dec := json.NewDecoder(strings.NewReader(schema))
@@ -220,6 +225,8 @@ func jsonOptions(schema string, so *wire.StructuredOutputs) (string, error) {
 	}
 	if so.DisableAdditionalProperties {
 		closeObjects(root, 0)
+	} else if !composesObjects(root, 0) {
+		closeListed(root, 0)
 	}
 	boundIntegers(root, 0)
 	opts := map[string]any{}
@@ -277,6 +284,60 @@ func isIntegerSchema(t any) bool {
 	}
 	if list, ok := t.([]any); ok {
 		return len(list) == 1 && list[0] == "integer"
+	}
+	return false
+}
+
+// closeListed sets additionalProperties: false in every object schema of
+// v that lists properties and says nothing of others (no
+// additionalProperties, patternProperties or unevaluatedProperties).
+func closeListed(v any, depth int) {
+	if depth > 64 {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if _, has := x["properties"]; has {
+			_, a := x["additionalProperties"]
+			_, p := x["patternProperties"]
+			_, u := x["unevaluatedProperties"]
+			if !a && !p && !u {
+				x["additionalProperties"] = false
+			}
+		}
+		for _, child := range x {
+			closeListed(child, depth+1)
+		}
+	case []any:
+		for _, child := range x {
+			closeListed(child, depth+1)
+		}
+	}
+}
+
+// composesObjects reports whether v has an allOf of two or more schemas:
+// closing each of them would leave no object valid (each forbids the
+// others' properties), so such a schema keeps JSON Schema's open objects.
+func composesObjects(v any, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if all, ok := x["allOf"].([]any); ok && len(all) > 1 {
+			return true
+		}
+		for _, child := range x {
+			if composesObjects(child, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, child := range x {
+			if composesObjects(child, depth+1) {
+				return true
+			}
+		}
 	}
 	return false
 }
