@@ -60,7 +60,7 @@ func sessionHash(id string) string {
 type EngineView struct {
 	Index          int     `json:"index"`
 	Endpoint       string  `json:"endpoint"`
-	State          string  `json:"state"` // "ready" or "unavailable"
+	State          string  `json:"state"` // "ready", "syncing" (ready, its session list still loading: routed to only when no engine is ready) or "unavailable"
 	Error          string  `json:"error,omitempty"`
 	EngineID       string  `json:"engine_id,omitempty"`
 	PID            int     `json:"pid,omitempty"`
@@ -94,7 +94,10 @@ func engineView(e engineclient.EngineState) EngineView {
 		KVCacheUsage: e.Stats.KVCacheUsage, NumFreeBlocks: e.Stats.NumFreeBlocks, NumTotalBlocks: e.Stats.NumTotalBlocks,
 		NumSessions: e.Stats.NumSessions,
 	}
-	if e.Ready {
+	switch {
+	case e.Ready && e.Syncing:
+		v.State = "syncing"
+	case e.Ready:
 		v.State = "ready"
 	}
 	if !e.LastSeen.IsZero() {

@@ -281,6 +281,16 @@ def test_tandem_frontend_routes_sessions_over_two_vllm_ranks(tiny_model):
     base = f"http://127.0.0.1:{http}"
     try:
         wait_http(f"{base}/health", [engines, front])
+        # /health answers once one rank is ready; sessions spread only over
+        # ranks whose session lists the frontend has loaded.
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            states = [e["state"] for e in requests.get(f"{base}/v1/engines", timeout=10).json()["data"]]
+            if states == ["ready", "ready"]:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"both ranks not ready: {states}")
         ranks = {}
         for i in range(8):
             sid = f"dp2-{i}-{time.time_ns()}"
