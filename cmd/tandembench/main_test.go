@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -610,13 +608,7 @@ func TestMissingInputs(t *testing.T) {
 // only: measurements, JSON, PNG and the doc section.
 func TestQuickSmoke(t *testing.T) {
 	dir := t.TempDir()
-	model := filepath.Join(dir, "tiny.gguf")
-	err := testmodel.WriteGGUF(model, testmodel.Spec{
-		Arch: "llama", VocabSize: 512, Dim: 64, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 128, ContextLen: 256, Seed: 3,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := tinyModel(t, dir)
 	doc := filepath.Join(dir, "benchmarks.md")
 	out := filepath.Join(dir, "benchmarks")
 	args := []string{"--quick", "--no-llama", "--phase", "cpu", "--model", model, "--out", out, "--doc", doc, "--date", "2001-02-03", "--sweep", "1:1,2 2:2"}

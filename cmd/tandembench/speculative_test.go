@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
 )
 
 // TestQuickSpeculative runs the speculative phase on a tiny random model:
@@ -17,13 +14,7 @@ import (
 // drafts verified on the repeat prompts, the JSON and one doc section.
 func TestQuickSpeculative(t *testing.T) {
 	dir := t.TempDir()
-	model := filepath.Join(dir, "tiny.gguf")
-	err := testmodel.WriteGGUF(model, testmodel.Spec{
-		Arch: "llama", VocabSize: 512, Dim: 64, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 128, ContextLen: 256, Seed: 3,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := tinyModel(t, dir)
 	doc := filepath.Join(dir, "benchmarks.md")
 	if err := os.WriteFile(doc, []byte("# Benchmarks\n\n"+sectionsMarker+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -36,14 +27,7 @@ func TestQuickSpeculative(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(out, "speculative-2001-02-03.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep SpecReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport[SpecReport](t, filepath.Join(out, "speculative-2001-02-03.json"))
 	kinds := map[string]bool{}
 	for _, r := range rep.Rows {
 		kinds[r.Prompt] = true

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
 )
 
 // TestQuickStructured runs the structured phase on a tiny random model
@@ -19,13 +16,7 @@ import (
 // masks, the JSON, and a doc section that a rerun replaces.
 func TestQuickStructured(t *testing.T) {
 	dir := t.TempDir()
-	model := filepath.Join(dir, "tiny.gguf")
-	err := testmodel.WriteGGUF(model, testmodel.Spec{
-		Arch: "llama", VocabSize: 512, Dim: 64, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 128, ContextLen: 256, Seed: 3,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := tinyModel(t, dir)
 	doc := filepath.Join(dir, "benchmarks.md")
 	if err := os.WriteFile(doc, []byte("# Benchmarks\n\nintro\n\n"+sectionsMarker+"\n\nolder\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -37,14 +28,7 @@ func TestQuickStructured(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(out, "structured-2001-02-03.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep StructuredReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport[StructuredReport](t, filepath.Join(out, "structured-2001-02-03.json"))
 	var streams []int
 	for _, r := range rep.Rows {
 		streams = append(streams, r.Streams)
