@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -59,5 +60,23 @@ func TestEnginesEndpoint(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(body), &out); code != http.StatusOK || err != nil || len(out.Data) != 1 || out.Data[0].State != "ready" {
 		t.Fatalf("%d %s", code, body)
+	}
+}
+
+// TestEngineViewState: an engine is ready, syncing (ready, its session
+// list still loading: new sessions avoid it) or unavailable.
+func TestEngineViewState(t *testing.T) {
+	for _, tc := range []struct {
+		ready, syncing bool
+		want           string
+	}{
+		{true, false, "ready"},
+		{true, true, "syncing"},
+		{false, false, "unavailable"},
+		{false, true, "unavailable"},
+	} {
+		if got := engineView(engineclient.EngineState{Ready: tc.ready, Syncing: tc.syncing}).State; got != tc.want {
+			t.Errorf("ready %v syncing %v: state %q, want %q", tc.ready, tc.syncing, got, tc.want)
+		}
 	}
 }
