@@ -326,10 +326,9 @@ func (e *Engine) specStats() *wire.SpecDecodingStats {
 	if e.cfg.Speculative == nil {
 		return nil
 	}
-	st := e.sched.SpecStats()
+	st := e.sched.SpecStats() // AcceptedPerPos is a copy, as long as the longest draft so far
 	k := e.cfg.Speculative.NumSpeculativeTokens
-	per := make([]int64, k)
-	copy(per, st.AcceptedPerPos)
+	per := append(st.AcceptedPerPos, make([]int64, max(k-len(st.AcceptedPerPos), 0))...)
 	return &wire.SpecDecodingStats{NumSpecTokens: k, NumDrafts: st.NumDrafts, NumDraftTokens: st.NumDraftTokens,
 		NumAcceptedTokens: st.NumAcceptedTokens, NumAcceptedTokensPerPos: per}
 }

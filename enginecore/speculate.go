@@ -62,13 +62,14 @@ func (e *Engine) draft(ctx context.Context) {
 			return e.propose.Propose(r.Tokens(), k)
 		})
 	case e.drafter != nil:
+		var slots []sched.Slot
 		var reqs []drafter.Req
-		e.sched.Draft(func(r *sched.Request, k int) []int32 {
-			if !skip(r) {
-				reqs = append(reqs, drafter.Req{ID: r.ID, Tokens: r.Tokens(), K: k})
+		for _, sl := range e.sched.Drafting() {
+			if !skip(sl.Req) {
+				slots = append(slots, sl)
+				reqs = append(reqs, drafter.Req{ID: sl.Req.ID, Tokens: sl.Req.Tokens(), K: sl.K})
 			}
-			return nil
-		})
+		}
 		if len(reqs) == 0 {
 			return
 		}
@@ -78,10 +79,8 @@ func (e *Engine) draft(ctx context.Context) {
 			e.drafter = nil
 			return
 		}
-		byID := make(map[string][]int32, len(reqs))
-		for i, r := range reqs {
-			byID[r.ID] = drafts[i]
+		for i, sl := range slots {
+			e.sched.SetDraft(sl, drafts[i])
 		}
-		e.sched.Draft(func(r *sched.Request, _ int) []int32 { return byID[r.ID] })
 	}
 }

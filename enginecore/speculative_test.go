@@ -65,8 +65,7 @@ func runAll(t *testing.T, e *Engine, reqs []*wire.EngineCoreRequest) (map[string
 					if lps[out.RequestID] == nil {
 						lps[out.RequestID] = &wire.Logprobs{}
 					}
-					acc := lps[out.RequestID]
-					acc.TokenIDs, acc.Logprobs, acc.Ranks = append(acc.TokenIDs, l.TokenIDs...), append(acc.Logprobs, l.Logprobs...), append(acc.Ranks, l.Ranks...)
+					lps[out.RequestID].Append(l)
 				}
 				if out.Finished() {
 					done++

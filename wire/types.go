@@ -151,6 +151,13 @@ type Logprobs struct {
 	Ranks    []int32     // [P], rank of the sampled token (1 = best)
 }
 
+// Append adds o's rows after l's.
+func (l *Logprobs) Append(o *Logprobs) {
+	l.TokenIDs = append(l.TokenIDs, o.TokenIDs...)
+	l.Logprobs = append(l.Logprobs, o.Logprobs...)
+	l.Ranks = append(l.Ranks, o.Ranks...)
+}
+
 // Head is l's first n rows (all of them when it has fewer), sharing l's
 // storage.
 func (l *Logprobs) Head(n int) *Logprobs {

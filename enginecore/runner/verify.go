@@ -38,13 +38,10 @@ func (r *Runner) verify(res *batch.Result, b *batch.Batch, i int, rows []float32
 		tok := r.sample(it, lg, it.Tokens[it.NumPrompt:first+j])
 		out = append(out, tok)
 		if lp != nil {
-			one := r.logprobs(it.Params, tok, *lp)
 			if rowsLP == nil {
 				rowsLP = &wire.Logprobs{}
 			}
-			rowsLP.TokenIDs = append(rowsLP.TokenIDs, one.TokenIDs...)
-			rowsLP.Logprobs = append(rowsLP.Logprobs, one.Logprobs...)
-			rowsLP.Ranks = append(rowsLP.Ranks, one.Ranks...)
+			rowsLP.Append(r.logprobs(it.Params, tok, *lp))
 		}
 		if j == it.Draft {
 			break

@@ -85,9 +85,7 @@ func TestVerifyIsDecoding(t *testing.T) {
 				t.Fatalf("trial %d: %d logprobs rows for %d tokens", trial, len(l.Ranks), len(toks))
 			}
 			got = append(got, toks...)
-			gotLP.TokenIDs = append(gotLP.TokenIDs, res.Logprobs[0].TokenIDs...)
-			gotLP.Logprobs = append(gotLP.Logprobs, res.Logprobs[0].Logprobs...)
-			gotLP.Ranks = append(gotLP.Ranks, res.Logprobs[0].Ranks...)
+			gotLP.Append(res.Logprobs[0])
 		}
 		got = got[:len(want)] // the last step may run past numOut; compare what both have
 		if !slices.Equal(got, want) {
@@ -95,9 +93,7 @@ func TestVerifyIsDecoding(t *testing.T) {
 		}
 		var refLP wire.Logprobs
 		for _, l := range wantLP {
-			refLP.TokenIDs = append(refLP.TokenIDs, l.TokenIDs...)
-			refLP.Logprobs = append(refLP.Logprobs, l.Logprobs...)
-			refLP.Ranks = append(refLP.Ranks, l.Ranks...)
+			refLP.Append(l)
 		}
 		if diff := cmp.Diff(refLP, *gotLP.Head(numOut)); diff != "" {
 			t.Fatalf("trial %d: logprobs differ (-without +with drafts):\n%s", trial, diff)

@@ -35,18 +35,23 @@ func (s *Scheduler) SpecStats() SpecStats {
 	return st
 }
 
-// Draft proposes speculative tokens for the running requests that decode
-// (all their tokens but the last computed, past min_tokens): propose gets
-// each with the most tokens its draft may have (NumSpeculativeTokens, less
-// near max_tokens or max_model_len, a draft never runs past where the
-// request must stop; at most the request's SpecMaxDraft) and returns the
-// draft (one shorter than MinDraft or the request's SpecMinDraft is
-// dropped), or nil to skip the request
-// (a structured-output constraint, say). The next Schedule uses them.
-func (s *Scheduler) Draft(propose func(r *Request, k int) []int32) {
+// Slot is one request that may carry a draft next step, with the most
+// tokens the draft may have (K).
+type Slot struct {
+	Req *Request
+	K   int
+}
+
+// Drafting forgets the running requests' drafts and lists those that
+// decode (all their tokens but the last computed, past min_tokens) and
+// may carry one: K is NumSpeculativeTokens, less near max_tokens or
+// max_model_len (a draft never runs past where the request must stop),
+// at most the request's SpecMaxDraft. SetDraft gives them their drafts.
+func (s *Scheduler) Drafting() []Slot {
 	if s.cfg.NumSpeculativeTokens <= 0 {
-		return
+		return nil
 	}
+	var out []Slot
 	for _, r := range s.running {
 		r.draft = nil
 		if r.numComputedTokens != len(r.tokens)-1 || r.numOutput() < r.Params.MinTokens {
@@ -58,20 +63,32 @@ func (s *Scheduler) Draft(propose func(r *Request, k int) []int32) {
 		if m := r.Params.SpecMaxDraft; m != nil {
 			k = min(k, *m)
 		}
-		if k <= 0 {
-			continue
+		if k > 0 {
+			out = append(out, Slot{r, k})
 		}
-		d := propose(r, k)
-		minDraft := s.cfg.MinDraft
-		if m := r.Params.SpecMinDraft; m != nil {
-			minDraft = *m
-		}
-		if len(d) < minDraft {
-			continue
-		}
-		if len(d) > 0 {
-			r.draft = d[:min(len(d), k):min(len(d), k)]
-		}
+	}
+	return out
+}
+
+// SetDraft gives a slot its draft for the next Schedule: cut to K, and
+// dropped when shorter than MinDraft or the request's SpecMinDraft.
+func (s *Scheduler) SetDraft(sl Slot, d []int32) {
+	minDraft := s.cfg.MinDraft
+	if m := sl.Req.Params.SpecMinDraft; m != nil {
+		minDraft = *m
+	}
+	if len(d) == 0 || len(d) < minDraft {
+		return
+	}
+	n := min(len(d), sl.K)
+	sl.Req.draft = d[:n:n]
+}
+
+// Draft is Drafting then SetDraft with propose's draft for each slot (nil
+// skips the request: a structured-output constraint, say).
+func (s *Scheduler) Draft(propose func(r *Request, k int) []int32) {
+	for _, sl := range s.Drafting() {
+		s.SetDraft(sl, propose(sl.Req, sl.K))
 	}
 }
 
