@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -97,60 +96,31 @@ func runSpeculative(ctx context.Context, o options, stderr io.Writer) error {
 		return err
 	}
 	defer eng.Close()
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
-	defer func() { eng.sampled = false }()
 	for _, kind := range specPromptKinds {
-		eng.sampled = kind == "sampled"
+		sampled := kind == "sampled"
 		for _, cfg := range cfgs {
 			prompts := specPrompts(kind, o.seed, cfg.Streams, cfg.PromptTokens, eng.info.VocabSize)
 			for _, k := range o.specK {
 				sc := &spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: k, PromptLookupMin: 2, PromptLookupMax: 4}
 				row := SpecRow{Config: cfg, Prompt: kind, K: k}
 				type pair struct {
-					plain, spec Measure
-					stats       onceResult
+					ms   []Measure
+					last []onceResult
 				}
 				p, other, n, err := retry(ctx, o, stderr, fmt.Sprintf("%v %s k=%d", cfg, kind, k), func() (pair, error) {
-					var r pair
-					for i := range cfg.Reps + 1 { // 0 is the warm-up
-						steps := cfg.GenTokens
-						if i == 0 {
-							steps = min(steps, warmupDecodeSteps)
-						}
-						for _, variant := range []*spec.Config{nil, sc} {
-							eng.spec = variant
-							res, err := eng.once(ctx, cfg, prompts, steps, nil)
-							if err != nil {
-								return r, err
-							}
-							if i == 0 {
-								continue
-							}
-							m := &r.plain
-							if variant != nil {
-								m, r.stats = &r.spec, res
-							}
-							m.PrefillTokS = append(m.PrefillTokS, float64(res.prefillTokens)/res.prefill.Seconds())
-							m.DecodeTokS = append(m.DecodeTokS, float64(res.decodeTokens)/res.decode.Seconds())
-							m.Tokens = res.tokens
-						}
-					}
-					eng.spec = nil
-					r.plain.summarize()
-					r.spec.summarize()
-					return r, nil
+					ms, last, err := eng.measureEach(ctx, cfg, prompts, []variant{{sampled: sampled}, {spec: sc, sampled: sampled}})
+					return pair{ms, last}, err
 				})
-				eng.spec = nil
 				if err != nil {
 					return err
 				}
-				row.Plain, row.Spec = p.plain, p.spec
+				row.Plain, row.Spec = p.ms[0], p.ms[1]
 				for _, m := range []*Measure{&row.Plain, &row.Spec} {
 					m.OtherCPU, m.Attempts = other, n
 				}
 				row.Ratio = pairedRatio(row.Spec.DecodeTokS, row.Plain.DecodeTokS)
 				row.Same = slices.Equal(row.Plain.Tokens, row.Spec.Tokens)
-				if st := p.stats.spec; st != nil {
+				if st := p.last[1].spec; st != nil {
 					row.Drafted, row.Accepted, row.Steps = st.NumDraftTokens, st.NumAcceptedTokens, st.NumDrafts
 				}
 				fmt.Fprintf(stderr, "speculative t=%d S=%-2d %-6s k=%d  decode %7.1f → %7.1f tok/s (%s), drafts kept %d/%d, same tokens %v | others' CPU %.0f%%\n",

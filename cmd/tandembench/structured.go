@@ -136,7 +136,7 @@ func runStructured(ctx context.Context, o options, stderr io.Writer) error {
 			last []onceResult
 		}
 		p, other, n, err := retry(ctx, o, stderr, cfg.String(), func() (pair, error) {
-			ms, last, err := eng.measureEach(ctx, cfg, prompts, []*wire.StructuredOutputs{nil, so})
+			ms, last, err := eng.measureEach(ctx, cfg, prompts, []variant{{}, {so: so}})
 			return pair{ms, last}, err
 		})
 		if err != nil {

@@ -31,8 +31,15 @@ type tandem struct {
 	numBlocks int
 	vocab     *gguf.Vocab  // the GGUF's vocabulary, for constrained runs (nil: none)
 	release   func() error // unmaps the model file
-	spec      *spec.Config // speculative decoding of the next runs (nil: none)
-	sampled   bool         // the next runs sample at temperature 1, seeded by stream, instead of greedy
+}
+
+// variant is how one of a measurement's runs decodes: every stream
+// constrained by so (nil: none), speculating with spec (nil: not), and
+// sampling at temperature 1 seeded by stream when sampled (else greedy).
+type variant struct {
+	so      *wire.StructuredOutputs
+	spec    *spec.Config
+	sampled bool
 }
 
 // loadTandem loads the model at path and builds the CPU backend with
@@ -73,16 +80,15 @@ func kvTokens(cfg Config, blockSize int) int {
 // measure runs cfg: a warm-up, then cfg.Reps measured repetitions, with
 // GOMAXPROCS set to the engine's thread count meanwhile.
 func (t *tandem) measure(ctx context.Context, cfg Config, prompts [][]int32) (Measure, error) {
-	ms, _, err := t.measureEach(ctx, cfg, prompts, []*wire.StructuredOutputs{nil})
+	ms, _, err := t.measureEach(ctx, cfg, prompts, []variant{{}})
 	return ms[0], err
 }
 
-// measureEach is measure for several variants of cfg, each stream
-// constrained by sos[i] in variant i (nil: none), taking turns: every
+// measureEach is measure for several variants of cfg, taking turns: every
 // repetition runs each variant once, so that whatever else the machine
 // does meanwhile weighs on all of them alike. It also returns each
 // variant's last repetition (its compile time, every stream's output).
-func (t *tandem) measureEach(ctx context.Context, cfg Config, prompts [][]int32, sos []*wire.StructuredOutputs) ([]Measure, []onceResult, error) {
+func (t *tandem) measureEach(ctx context.Context, cfg Config, prompts [][]int32, vs []variant) ([]Measure, []onceResult, error) {
 	if cfg.Threads != t.threads {
 		return nil, nil, fmt.Errorf("tandem: config wants %d threads, engine has %d", cfg.Threads, t.threads)
 	}
@@ -90,15 +96,15 @@ func (t *tandem) measureEach(ctx context.Context, cfg Config, prompts [][]int32,
 		return nil, nil, fmt.Errorf("tandem: %v needs %d KV tokens, the pool holds %d", cfg, need, t.numBlocks*t.blockSize)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(t.threads))
-	ms := make([]Measure, len(sos))
-	last := make([]onceResult, len(sos))
+	ms := make([]Measure, len(vs))
+	last := make([]onceResult, len(vs))
 	for rep := range cfg.Reps + 1 { // rep 0 is the warm-up
 		steps := cfg.GenTokens
 		if rep == 0 {
 			steps = min(steps, warmupDecodeSteps)
 		}
-		for i, so := range sos {
-			r, err := t.once(ctx, cfg, prompts, steps, so)
+		for i, v := range vs {
+			r, err := t.once(ctx, cfg, prompts, steps, v)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -137,7 +143,8 @@ type onceResult struct {
 // stream is constrained by it (and EOS ends a stream only where so
 // allows it): the constraint is compiled once, before the first step, as
 // the engine's compile worker would.
-func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decodeSteps int, so *wire.StructuredOutputs) (onceResult, error) {
+func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decodeSteps int, v variant) (onceResult, error) {
+	so := v.so
 	const client = "tandembench"
 	ecfg := enginecore.Config{
 		MaxModelLen:         cfg.PromptTokens + decodeSteps + 2,
@@ -145,7 +152,7 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 		NumBlocks:           t.numBlocks,
 		MaxNumSeqs:          cfg.Streams,
 		MaxNumBatchedTokens: max(2048, cfg.Streams*cfg.PromptTokens),
-		Speculative:         t.spec,
+		Speculative:         v.spec,
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if so != nil {
@@ -162,7 +169,7 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 	e.Handle(now, client, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: client})
 	params := wire.DefaultSamplingParams()
 	params.Temperature = 0 // greedy
-	if t.sampled {
+	if v.sampled {
 		params.Temperature = 1
 	}
 	params.IgnoreEOS = so == nil
@@ -181,7 +188,7 @@ func (t *tandem) once(ctx context.Context, cfg Config, prompts [][]int32, decode
 		id := fmt.Sprintf("bench-%d", i)
 		promptLen[id], stream[id] = len(prompts[i]), i
 		sp := params
-		if t.sampled {
+		if v.sampled {
 			seed := int64(i)
 			sp.Seed = &seed
 		}
