@@ -79,7 +79,7 @@ func serveFromHub(ctx context.Context, sf *serveFlags, fset *flag.FlagSet, set m
 	if err != nil {
 		return fmt.Errorf("serve: %s %s: %w", req.flag, req.name, err)
 	}
-	offline := rf.offline || envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE")
+	offline := rf.isOffline()
 	log.Info("resolving a model of the Hugging Face hub", "flag", req.flag, "repo", req.name, "file", req.file, "models_cache", hub.CacheDir(), "offline", offline)
 	m, err := pullHub(ctx, hub, req, offline, downloadLog(log))
 	if err != nil {
@@ -89,7 +89,8 @@ func serveFromHub(ctx context.Context, sf *serveFlags, fset *flag.FlagSet, set m
 		if req.flag != "-hf" {
 			return fmt.Errorf("serve: --model %s is a preset repository (preset.ini at its root): serve it with -hf, as a router", req.name)
 		}
-		return nil // router mode reads the preset (routerPreset)
+		rf.hfPreset = m.Preset // router mode reads it (routerPreset)
+		return nil
 	}
 	if err := fset.Set("model", m.Path); err != nil {
 		return err
@@ -109,13 +110,9 @@ func serveFromHub(ctx context.Context, sf *serveFlags, fset *flag.FlagSet, set m
 // cache, the token of -hft (else $HF_TOKEN); no projector, which serve
 // does not load.
 func newServeHub(rf *routerFlags) (*hfhub.Client, error) {
-	cache := rf.cache
-	if cache == "" {
-		d, err := hfhub.DefaultCacheDir()
-		if err != nil {
-			return nil, err
-		}
-		cache = d
+	cache, err := modelsCache(rf.cache)
+	if err != nil {
+		return nil, err
 	}
 	return hfhub.New(hfhub.Options{CacheDir: cache, Token: rf.hfToken, NoMMProj: true})
 }

@@ -29,6 +29,7 @@ type routerFlags struct {
 	hfRepo             string // -hf: a model repository (hfmodel.go), or a preset one read as --models-preset
 	hfFile             string // -hff: the model file of -hf's repository
 	hfToken            string // -hft: the hub's token ("" = $HF_TOKEN)
+	hfPreset           string // -hf's preset.ini, as serveFromHub found it in the models cache
 	max                int
 	noAutoload         bool
 	offline            bool
@@ -99,7 +100,7 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 		}
 	})
 	known := func(name string) bool { return fs.Lookup(name) != nil && !slices.Contains(routerOwnFlags, name) }
-	offline := rf.offline || envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE")
+	offline := rf.isOffline()
 	hub, cache := routerHub(rf.cache, rf.hfToken, log)
 	preset, err := routerPreset(ctx, rf, hub, offline, log)
 	if err != nil {
@@ -171,17 +172,22 @@ func runRouter(ctx context.Context, sf *serveFlags, fs *flag.FlagSet, log *slog.
 // downloaded into the models cache (or the cached copy, offline or when
 // the hub fails), which takes --models-preset's place as in
 // llama-server; it is re-read from there on reload, not downloaded again.
+// serve resolves it first (serveFromHub, hfPreset), so the hub is asked
+// once.
 func routerPreset(ctx context.Context, rf *routerFlags, hub *hfhub.Client, offline bool, log *slog.Logger) (string, error) {
 	repo := rf.hf()
 	if repo == "" {
 		return rf.preset, nil
 	}
-	if hub == nil {
-		return "", fmt.Errorf("router: -hf %s: no models cache to download the preset into: set --models-cache, or HOME for the default one", repo)
-	}
-	path, err := fleet.RemotePreset(ctx, hub, repo, offline)
-	if err != nil {
-		return "", fmt.Errorf("router: -hf: %w", err)
+	path := rf.hfPreset // serve resolved -hf before choosing router mode
+	if path == "" {
+		if hub == nil {
+			return "", fmt.Errorf("router: -hf %s: no models cache to download the preset into: set --models-cache, or HOME for the default one", repo)
+		}
+		var err error
+		if path, err = fleet.RemotePreset(ctx, hub, repo, offline); err != nil {
+			return "", fmt.Errorf("router: -hf: %w", err)
+		}
 	}
 	if rf.preset != "" {
 		log.Warn("-hf's preset replaces --models-preset", "hf_repo", repo, "models_preset", rf.preset)
@@ -197,14 +203,10 @@ func routerPreset(ctx context.Context, rf *routerFlags, hub *hfhub.Client, offli
 // (-hft, else $HF_TOKEN); nil (downloads refused) when there is no cache
 // or the endpoint is bad.
 func routerHub(flagCache, token string, log *slog.Logger) (*hfhub.Client, string) {
-	cache := flagCache
-	if cache == "" {
-		d, err := hfhub.DefaultCacheDir()
-		if err != nil {
-			log.Warn("router: no models cache, POST /models is refused", "err", err)
-			return nil, ""
-		}
-		cache = d
+	cache, err := modelsCache(flagCache)
+	if err != nil {
+		log.Warn("router: no models cache, POST /models is refused", "err", err)
+		return nil, ""
 	}
 	hub, err := hfhub.New(hfhub.Options{CacheDir: cache, Token: token})
 	if err != nil {
@@ -213,6 +215,20 @@ func routerHub(flagCache, token string, log *slog.Logger) (*hfhub.Client, string
 	}
 	log.Info("router models cache", "dir", cache)
 	return hub, cache
+}
+
+// modelsCache is --models-cache, else the hub cache llama.cpp uses.
+func modelsCache(flagCache string) (string, error) {
+	if flagCache != "" {
+		return flagCache, nil
+	}
+	return hfhub.DefaultCacheDir()
+}
+
+// isOffline is --offline, or the environment's LLAMA_ARG_OFFLINE or
+// HF_HUB_OFFLINE.
+func (f *routerFlags) isOffline() bool {
+	return f.offline || envTruthy("LLAMA_ARG_OFFLINE") || envTruthy("HF_HUB_OFFLINE")
 }
 
 // envTruthy reads a switch of the environment as llama.cpp and
