@@ -181,8 +181,8 @@ func (d *Drafter) pass(ctx context.Context, act []active) ([]int32, error) {
 			continue
 		}
 		row := d.logits[j*d.vocab : (j+1)*d.vocab][:d.cfg.MaxToken+1]
-		tok, p := top(row)
-		if p >= d.cfg.PMin {
+		tok := argmax(row)
+		if d.cfg.PMin <= 0 || prob(row, tok) >= d.cfg.PMin { // the softmax only when p_min asks for it
 			next[j] = tok
 		}
 	}
@@ -203,21 +203,25 @@ func (d *Drafter) grow(s *seqState, n int) bool {
 	return true
 }
 
-// top is row's argmax (the lowest id of equals) and its softmax
-// probability.
-func top(row []float32) (int32, float64) {
+// argmax is row's greedy token (the lowest id of equals).
+func argmax(row []float32) int32 {
 	best := 0
 	for i, v := range row {
 		if v > row[best] {
 			best = i
 		}
 	}
-	m := float64(row[best])
+	return int32(best)
+}
+
+// prob is token tok's softmax probability in row.
+func prob(row []float32, tok int32) float64 {
+	m := float64(row[tok])
 	var sum float64
 	for _, v := range row {
 		sum += math.Exp(float64(v) - m)
 	}
-	return int32(best), 1 / sum
+	return 1 / sum
 }
 
 func commonPrefix(a, b []int32) int {
