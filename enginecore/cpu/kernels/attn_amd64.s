@@ -214,18 +214,46 @@ DATA expc<>+0x2c(SB)/4, $0x3f800000 // 1
 DATA expc<>+0x30(SB)/4, $127        // exponent bias
 GLOBL expc<>(SB), RODATA|NOPTR, $52
 
-// func softmaxRowAVX2(s, l *float32, m, limit float32) bool
-// One full block of BlockSoftmax's fast path: false, writing nothing, if
-// a lane of s[0:16] exceeds limit; else s = exp8(s − m), l += s, true.
-// The exponential is exp8's, operation for operation.
-TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-25
+// iota8x2 is the lane numbers 0–15, for softmaxRowAVX2's mask.
+DATA iota8x2<>+0x00(SB)/8, $0x0000000100000000
+DATA iota8x2<>+0x08(SB)/8, $0x0000000300000002
+DATA iota8x2<>+0x10(SB)/8, $0x0000000500000004
+DATA iota8x2<>+0x18(SB)/8, $0x0000000700000006
+DATA iota8x2<>+0x20(SB)/8, $0x0000000900000008
+DATA iota8x2<>+0x28(SB)/8, $0x0000000b0000000a
+DATA iota8x2<>+0x30(SB)/8, $0x0000000d0000000c
+DATA iota8x2<>+0x38(SB)/8, $0x0000000f0000000e
+GLOBL iota8x2<>(SB), RODATA|NOPTR, $64
+
+DATA neginf<>+0(SB)/4, $0xff800000 // −Inf
+GLOBL neginf<>(SB), RODATA|NOPTR, $4
+
+// func softmaxRowAVX2(s, l *float32, m, limit float32, cnt int) (bm float32, ok bool)
+// One row of BlockSoftmax over a block's first cnt lanes (1 ≤ cnt ≤ 16):
+// if a lane below cnt exceeds limit, ok = false, nothing is written and
+// bm is the largest of those lanes; else s = exp8(s − m) on lanes below
+// cnt and 0 above, l += s, ok = true. The exponential is exp8's,
+// operation for operation. Y14/Y15 hold the lane masks (lane < cnt).
+TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-37
 	MOVQ s+0(FP), DI
 	MOVQ l+8(FP), SI
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
+	VPBROADCASTD cnt+24(FP), Y8
+	VMOVDQU iota8x2<>+0(SB), Y14
+	VMOVDQU iota8x2<>+32(SB), Y15
+	VPCMPGTD Y14, Y8, Y14 // cnt > lane
+	VPCMPGTD Y15, Y8, Y15
+	VBROADCASTSS neginf<>(SB), Y11
+	VANDPS Y14, Y0, Y12 // s where attended, −Inf elsewhere
+	VANDNPS Y11, Y14, Y3
+	VORPS Y3, Y12, Y12
+	VANDPS Y15, Y1, Y13
+	VANDNPS Y11, Y15, Y3
+	VORPS Y3, Y13, Y13
 	VBROADCASTSS limit+20(FP), Y2
-	VCMPPS $0x1e, Y2, Y0, Y3 // GT_OQ
-	VCMPPS $0x1e, Y2, Y1, Y4
+	VCMPPS $0x1e, Y2, Y12, Y3 // GT_OQ
+	VCMPPS $0x1e, Y2, Y13, Y4
 	VORPS Y4, Y3, Y3
 	VMOVMSKPS Y3, AX
 	TESTL AX, AX
@@ -284,18 +312,28 @@ TEXT ·softmaxRowAVX2(SB), NOSPLIT, $0-25
 	VPSLLD $23, Y5, Y5
 	VMULPS Y4, Y6, Y0
 	VMULPS Y5, Y7, Y1
+	VANDPS Y14, Y0, Y0 // 0 past cnt
+	VANDPS Y15, Y1, Y1
 	VMOVUPS Y0, (DI)
 	VMOVUPS Y1, 32(DI)
 	VADDPS (SI), Y0, Y0
 	VADDPS 32(SI), Y1, Y1
 	VMOVUPS Y0, (SI)
 	VMOVUPS Y1, 32(SI)
-	MOVB $1, ret+24(FP)
+	MOVB $1, ok+36(FP)
 	VZEROUPPER
 	RET
 
 rescale:
-	MOVB $0, ret+24(FP)
+	VMAXPS Y13, Y12, Y12
+	VEXTRACTF128 $1, Y12, X3
+	VMAXPS X3, X12, X12
+	VPERMILPS $0x4e, X12, X3
+	VMAXPS X3, X12, X12
+	VPERMILPS $0xb1, X12, X3
+	VMAXPS X3, X12, X12
+	VMOVSS X12, bm+32(FP)
+	MOVB $0, ok+36(FP)
 	VZEROUPPER
 	RET
 

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "simd/archsimd"
+import (
+	"math"
+	"simd/archsimd"
+)
 
 // AVX2 versions of attn.go, used at the AVX-512 level too (the 16
 // positions of a block are two 8-lane registers). Two rows at a time keep
@@ -103,23 +106,37 @@ func blockSoftmax(s []float32, rowN []int32, pos int, m, l, acc []float32, d int
 	}
 	for r := range m {
 		sr := (*[BlockB]float32)(s[r*BlockB:])
-		if int(rowN[r])-pos < BlockB {
-			softmaxRow(sr[:], int(rowN[r])-pos, &m[r], l[r*BlockB:(r+1)*BlockB], acc[r*d:(r+1)*d])
+		cnt := int(rowN[r]) - pos
+		if cnt <= 0 {
+			clear(sr[:])
 			continue
 		}
-		if !softmaxRowAVX2(&sr[0], &l[r*BlockB], m[r], m[r]+SoftmaxSlack) {
-			// A new reference (the first block, then rarely).
-			softmaxRow(sr[:], BlockB, &m[r], l[r*BlockB:(r+1)*BlockB], acc[r*d:(r+1)*d])
+		cnt = min(cnt, BlockB)
+		lr := (*[BlockB]float32)(l[r*BlockB:])
+		bm, ok := softmaxRowAVX2(&sr[0], &lr[0], m[r], m[r]+SoftmaxSlack, cnt)
+		if ok {
+			continue
 		}
+		// A new reference: the row's first block, then rarely. softmaxRow's
+		// rescale; before the first block acc and l are still +0, so the
+		// factor (0) would change nothing there.
+		if !math.IsInf(float64(m[r]), -1) {
+			f := float32(math.Exp(float64(m[r] - bm)))
+			Scale(acc[r*d:(r+1)*d], f)
+			Scale(lr[:], f)
+		}
+		m[r] = bm
+		softmaxRowAVX2(&sr[0], &lr[0], bm, float32(math.Inf(1)), cnt)
 	}
 }
 
-// softmaxRowAVX2 is BlockSoftmax's fast path for one full block
-// (attn_amd64.s): false, writing nothing, if a lane of s[0:16] exceeds
-// limit; else s = exp8(s − m) lane by lane, l[0:16] += s, and true.
+// softmaxRowAVX2 is BlockSoftmax's row over a block's first cnt lanes
+// (attn_amd64.s): with a lane above limit, ok = false, nothing written,
+// and bm the largest of the cnt lanes; else s = exp8(s − m) below cnt
+// and 0 above, l[0:16] += s, ok = true.
 //
 //go:noescape
-func softmaxRowAVX2(s, l *float32, m, limit float32) bool
+func softmaxRowAVX2(s, l *float32, m, limit float32, cnt int) (bm float32, ok bool)
 
 func halfToFloat(dst []float32, src []uint16) {
 	n := 0
