@@ -63,6 +63,7 @@ func BlockAccum(acc []float32, d int, w []float32, n int, v []float32, stride in
 	}
 	r := len(acc) / d
 	blockAccum(acc[:r*d], d, w[:r*BlockB], n, v[:(n-1)*stride+d], stride)
+	clearUpper()
 }
 
 func blockAccumGo(acc []float32, d int, w []float32, n int, v []float32, stride int) {

@@ -12,6 +12,7 @@ func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
 	}
 	if level > levelGo {
 		m.mulGroupsSIMD(out, a, g0, g1)
+		clearUpper()
 		return
 	}
 	m.mulGroupsGo(out, a, g0, g1)

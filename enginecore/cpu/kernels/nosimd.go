@@ -44,6 +44,8 @@ func blockAccumHalf(acc []float32, d int, w []float32, n int, v []uint16, stride
 	panic("kernels: no float16 attention kernels in this build")
 }
 
+func clearUpper() {}
+
 func add16(dst, src *[GroupRows]float32) {
 	for i := range dst {
 		dst[i] += src[i]

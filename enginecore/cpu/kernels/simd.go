@@ -431,6 +431,18 @@ func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *f
 func residualRowAVX512(x *float32, q *int8, d *float32, nb int, r *float32)
 
 // add16 adds src into dst.
+// clearUpper ends a kernel's vector code (VZEROUPPER). Go does not
+// clear the upper halves of the vector registers after archsimd code,
+// and the legacy-SSE scalar float code it emits then runs with false
+// dependencies on them; built with GOAMD64=v3 that made the next Go
+// loops (rmsnorm) ~30× slower and a prompt's prefill 4.5×. Every
+// exported kernel that may run archsimd code calls it before returning.
+func clearUpper() {
+	if level > levelGo {
+		archsimd.ClearAVXUpperBits()
+	}
+}
+
 func add16(dst, src *[GroupRows]float32) {
 	if level < levelAVX512 {
 		for i := range dst {

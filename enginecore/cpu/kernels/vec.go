@@ -9,7 +9,9 @@ import "math"
 
 // Dot returns Σ a[i]·b[i]; len(b) ≥ len(a).
 func Dot(a, b []float32) float32 {
-	return dot(a, b[:len(a)])
+	s := dot(a, b[:len(a)])
+	clearUpper()
+	return s
 }
 
 func dotGo(a, b []float32) float32 {
@@ -23,6 +25,7 @@ func dotGo(a, b []float32) float32 {
 // AddScaled does y += s·x; len(x) ≥ len(y).
 func AddScaled(y []float32, s float32, x []float32) {
 	addScaled(y, s, x[:len(y)])
+	clearUpper()
 }
 
 func addScaledGo(y []float32, s float32, x []float32) {
@@ -34,7 +37,9 @@ func addScaledGo(y []float32, s float32, x []float32) {
 // ExpShift replaces x[i] by exp(x[i] - m) and returns their sum (softmax
 // numerators; m is normally max(x), so every term is ≤ 1).
 func ExpShift(x []float32, m float32) float32 {
-	return expShift(x, m)
+	s := expShift(x, m)
+	clearUpper()
+	return s
 }
 
 func expShiftGo(x []float32, m float32) float32 {
@@ -51,6 +56,7 @@ func expShiftGo(x []float32, m float32) float32 {
 // (SwiGLU); len(up) ≥ len(gate).
 func SiLUMul(gate, up []float32) {
 	siluMul(gate, up[:len(gate)])
+	clearUpper()
 }
 
 func siluMulGo(gate, up []float32) {
@@ -71,6 +77,7 @@ func DotCols(out, q, k []float32, stride int, s float32) float32 {
 	}
 	k = k[:len(q)*stride]
 	dotCols(out, q, k, stride, s)
+	clearUpper()
 	for _, v := range out {
 		m = max(m, v)
 	}
@@ -85,6 +92,7 @@ func AddRows(y, w, v []float32, stride int) {
 	}
 	v = v[:(len(w)-1)*stride+len(y)]
 	addRows(y, w, v, stride)
+	clearUpper()
 }
 
 // Scale does x *= s.

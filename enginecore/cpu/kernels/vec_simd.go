@@ -57,6 +57,7 @@ func expBlock(x []float32, m float32) {
 	if level.vec() == levelAVX512 && len(x) == 16 {
 		xx := (*[16]float32)(x)
 		exp16(archsimd.LoadFloat32x16(xx).Sub(archsimd.BroadcastFloat32x16(m))).Store(xx)
+		clearUpper()
 		return
 	}
 	expShift(x, m)
