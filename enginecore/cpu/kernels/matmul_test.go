@@ -244,12 +244,13 @@ func testQuantizeBlock(t *testing.T) {
 	}
 }
 
-// TestQuantizePathsAgree: the SIMD and pure-Go quantizers give the same
-// bits, ties, zero blocks and residual rows included.
+// TestQuantizePathsAgree: the SIMD (AVX-512 and AVX2) and pure-Go
+// quantizers give the same bits, ties, zero blocks and residual rows
+// included.
 func TestQuantizePathsAgree(t *testing.T) {
 	saved := level
-	if saved < levelAVX512 {
-		t.Skip("no AVX-512 quantizer in this build or on this CPU")
+	if saved < levelAVX2 {
+		t.Skip("no SIMD quantizer in this build or on this CPU")
 	}
 	defer func() { level = saved }()
 	x := randX(32*64, 5)
@@ -265,17 +266,23 @@ func TestQuantizePathsAgree(t *testing.T) {
 	for t := range precise {
 		precise[t] = t%3 == 1
 	}
-	run := func(simd bool) Activations {
-		level = map[bool]simdLevel{true: levelAVX512, false: levelGo}[simd]
+	run := func(l simdLevel) Activations {
+		level = l
 		var a Activations
 		a.ResetPrecise(x, 32, 64, precise)
 		a.Quantize(0, 32)
 		a.X = nil
+		a.tiled, a.dT, a.sT = false, nil, nil // AMX's transposed copies: the tile levels only
 		return a
 	}
-	want, got := run(false), run(true)
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Activations{})); diff != "" {
-		t.Errorf("SIMD quantization differs (-go +simd):\n%s", diff)
+	want := run(levelGo)
+	for _, l := range []simdLevel{levelAVX2, levelAVX512} {
+		if l > saved {
+			continue
+		}
+		if diff := cmp.Diff(want, run(l), cmp.AllowUnexported(Activations{})); diff != "" {
+			t.Errorf("%v quantization differs (-go +%v):\n%s", l, l, diff)
+		}
 	}
 }
 

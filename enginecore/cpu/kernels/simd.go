@@ -396,29 +396,36 @@ func byteGroup1(qs []byte, sc scales, nsub int, hasMin bool, xa []uint8, xm []in
 }
 
 // quantizeRowSIMD quantizes one row (x, q, qa, qm [nb·32], d, s [nb],
-// hs [nb][2])
-// in assembly at the AVX-512 level, with quantizeBlock's roundings; it
-// reports false at other levels.
+// hs [nb][2]) in assembly at the AVX2 levels and above, with
+// quantizeBlock's roundings; it reports false below.
 func quantizeRowSIMD(x []float32, q []int8, qa []uint8, qm []int8, d, s []float32, hs []int32) bool {
 	nb := len(d)
-	if level < levelAVX512 || nb == 0 {
+	if level < levelAVX2 || nb == 0 {
 		return false
 	}
 	x, q, qa, qm, s = x[:nb*32], q[:nb*32], qa[:nb*32], qm[:nb*32], s[:nb]
 	hs = hs[:2*nb]
-	quantizeRowAVX512(&x[0], nb, &q[0], &qa[0], &qm[0], &d[0], &s[0], &hs[0])
+	if level >= levelAVX512 {
+		quantizeRowAVX512(&x[0], nb, &q[0], &qa[0], &qm[0], &d[0], &s[0], &hs[0])
+	} else {
+		quantizeRowAVX2(&x[0], nb, &q[0], &qa[0], &qm[0], &d[0], &s[0], &hs[0])
+	}
 	return true
 }
 
 // residualRowSIMD sets r = x − float32(d·q) block by block (r, x, q
-// [nb·32], d [nb]) at the AVX-512 level; it reports false at others.
+// [nb·32], d [nb]) at the AVX2 levels and above; it reports false below.
 func residualRowSIMD(r, x []float32, q []int8, d []float32) bool {
 	nb := len(d)
-	if level < levelAVX512 || nb == 0 {
+	if level < levelAVX2 || nb == 0 {
 		return false
 	}
 	r, x, q = r[:nb*32], x[:nb*32], q[:nb*32]
-	residualRowAVX512(&x[0], &q[0], &d[0], nb, &r[0])
+	if level >= levelAVX512 {
+		residualRowAVX512(&x[0], &q[0], &d[0], nb, &r[0])
+	} else {
+		residualRowAVX2(&x[0], &q[0], &d[0], nb, &r[0])
+	}
 	return true
 }
 
@@ -429,6 +436,15 @@ func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *f
 
 //go:noescape
 func residualRowAVX512(x *float32, q *int8, d *float32, nb int, r *float32)
+
+// quantizeRowAVX2 and residualRowAVX2: the same at 256 bits (AVX2 and
+// AVX-VNNI levels), in quant_amd64.s.
+//
+//go:noescape
+func quantizeRowAVX2(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *float32, hs *int32)
+
+//go:noescape
+func residualRowAVX2(x *float32, q *int8, d *float32, nb int, r *float32)
 
 // add16 adds src into dst.
 // clearUpper ends a kernel's vector code (VZEROUPPER). Go does not
