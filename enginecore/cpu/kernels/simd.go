@@ -460,11 +460,16 @@ func clearUpper() {
 }
 
 func add16(dst, src *[GroupRows]float32) {
-	if level < levelAVX512 {
+	switch {
+	case level >= levelAVX512:
+		archsimd.LoadFloat32x16(dst).Add(archsimd.LoadFloat32x16(src)).Store(dst)
+	case level >= levelAVX2:
+		lo, hi := (*[8]float32)(dst[:8]), (*[8]float32)(dst[8:])
+		archsimd.LoadFloat32x8(lo).Add(archsimd.LoadFloat32x8((*[8]float32)(src[:8]))).Store(lo)
+		archsimd.LoadFloat32x8(hi).Add(archsimd.LoadFloat32x8((*[8]float32)(src[8:]))).Store(hi)
+	default:
 		for i := range dst {
 			dst[i] += src[i]
 		}
-		return
 	}
-	archsimd.LoadFloat32x16(dst).Add(archsimd.LoadFloat32x16(src)).Store(dst)
 }
