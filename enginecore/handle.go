@@ -55,6 +55,9 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 		MaxLogprobs:     *e.cfg.MaxLogprobs,
 		MaxNumSeqs:      e.cfg.MaxNumSeqs,
 	}
+	if sc := e.cfg.Speculative; sc != nil {
+		ready.Speculative = &wire.SpecInfo{NMax: sc.NumSpeculativeTokens, NMin: sc.MinDraft, PMin: sc.PMin}
+	}
 	if h.ProtocolVersion != wire.ProtocolVersion {
 		ready.Error = fmt.Sprintf("protocol version mismatch: frontend speaks %d, engine speaks %d", h.ProtocolVersion, wire.ProtocolVersion)
 		e.log.Error("refusing frontend", "frontend", h.FrontendID, "err", ready.Error)

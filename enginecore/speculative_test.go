@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +204,30 @@ func TestDraftModelVocabulary(t *testing.T) {
 		DraftBackend: &countingBackend{vocab: 64 + 100}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if _, err := NewEngine(cfg, &countingBackend{vocab: 64}); err != nil {
 		t.Errorf("a draft vocabulary 100 tokens larger: %v", err)
+	}
+}
+
+// TestReadyReportsSpeculative checks that READY carries the engine's
+// speculative decoding (the frontend's generation_settings report it),
+// and nothing when it does not draft.
+func TestReadyReportsSpeculative(t *testing.T) {
+	for _, tc := range []struct {
+		sc   *spec.Config
+		want *wire.SpecInfo
+	}{
+		{nil, nil},
+		{&spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 3, MinDraft: 1},
+			&wire.SpecInfo{NMax: 4, NMin: 1}},
+		{&spec.Config{Method: spec.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 6, PMin: 0.5}, &wire.SpecInfo{NMax: 6, PMin: 0.5}},
+	} {
+		e := specEngine(t, tc.sc)
+		outs := e.Handle(time.Unix(1000, 0), "fe2", &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "fe2"})
+		if len(outs) != 1 {
+			t.Fatalf("HELLO: %d outputs", len(outs))
+		}
+		got := outs[0].Payload.(*wire.Ready).Speculative
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("config %+v: READY speculative %+v, want %+v", tc.sc, got, tc.want)
+		}
 	}
 }

@@ -388,7 +388,7 @@ func (d *dec) outputs() ([]EngineCoreOutput, error) {
 var readyFields = []string{
 	"protocol_version", "engine_index", "error", "model", "served_model_name", "max_model_len",
 	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version", "max_logprobs",
-	"max_num_seqs",
+	"max_num_seqs", "speculative",
 }
 
 func (r *Ready) encode(e *enc) {
@@ -408,6 +408,14 @@ func (r *Ready) encode(e *enc) {
 	e.str(r.Version)
 	e.int(int64(r.MaxLogprobs))
 	e.int(int64(r.MaxNumSeqs))
+	if s := r.Speculative; s != nil {
+		e.arrayLen(3)
+		e.int(int64(s.NMax))
+		e.int(int64(s.NMin))
+		e.float(s.PMin)
+	} else {
+		e.null()
+	}
 }
 
 func (r *Ready) decode(d *dec) error {
@@ -449,6 +457,8 @@ func (r *Ready) decode(d *dec) error {
 			r.MaxLogprobs, err = d.int()
 		case 14:
 			r.MaxNumSeqs, err = d.int()
+		case 15:
+			r.Speculative, err = decodeSpecInfo(d)
 		default:
 			err = d.skip()
 		}
@@ -457,6 +467,34 @@ func (r *Ready) decode(d *dec) error {
 		}
 	}
 	return nil
+}
+
+// decodeSpecInfo reads READY's speculative: [n_max, n_min, p_min] or nil.
+func decodeSpecInfo(d *dec) (*SpecInfo, error) {
+	if isNil, err := d.takeNil(); isNil || err != nil {
+		return nil, err
+	}
+	n, err := d.arrayLen()
+	if err != nil {
+		return nil, err
+	}
+	s := &SpecInfo{}
+	for i := range n {
+		switch i {
+		case 0:
+			s.NMax, err = d.int()
+		case 1:
+			s.NMin, err = d.int()
+		case 2:
+			s.PMin, err = d.float64()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 var utilityResultFields = []string{"call_id", "failure_message", "result"}

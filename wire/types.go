@@ -342,6 +342,10 @@ type Hello struct {
 //	                    -1 = the whole vocabulary; absent = 20)
 //	14 max_num_seqs     int (--max-num-seqs: sequences it runs at once;
 //	                    absent = 0, unknown)
+//	15 speculative      [n_max int, n_min int, p_min float64] | nil: its
+//	                    speculative decoding (draft tokens per step at
+//	                    most, drafts shorter than n_min dropped, a draft
+//	                    model's minimum probability); nil or absent = off
 type Ready struct {
 	ProtocolVersion int
 	EngineIndex     int
@@ -358,6 +362,14 @@ type Ready struct {
 	Version         string
 	MaxLogprobs     int
 	MaxNumSeqs      int
+	Speculative     *SpecInfo
+}
+
+// SpecInfo is an engine's speculative decoding settings, as READY
+// reports them (llama-server's generation_settings speculative.*).
+type SpecInfo struct {
+	NMax, NMin int
+	PMin       float64
 }
 
 // DefaultMaxLogprobs is Ready.MaxLogprobs when a READY leaves it out (an

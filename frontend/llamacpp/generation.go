@@ -69,9 +69,32 @@ type BiasEntry struct {
 	Token int32    `json:"token"`
 }
 
+// SpecDefaults are the speculative.* values generation_settings reports
+// for a request that sets none: the engine's (its READY) when it drafts,
+// else llama-server's defaults, DefaultSpec.
+type SpecDefaults struct {
+	NMax, NMin int
+	PMin       float64
+}
+
+// DefaultSpec is llama-server's --spec-draft-n-max, -n-min and -p-min
+// defaults, which its generation_settings report with speculative
+// decoding off.
+var DefaultSpec = SpecDefaults{NMax: 16, NMin: 0, PMin: 0.75}
+
 // Generation is the settings' generation_settings for a server of
-// context nCtx serving model; bias is logit_bias by token.
-func (s *Settings) Generation(nCtx int, model string, bias []BiasEntry) GenerationSettings {
+// context nCtx serving model; bias is logit_bias by token, spec the
+// server's speculative decoding defaults.
+func (s *Settings) Generation(nCtx int, model string, bias []BiasEntry, spec SpecDefaults) GenerationSettings {
+	if s.SpecNMax != nil {
+		spec.NMax = *s.SpecNMax
+	}
+	if s.SpecNMin != nil {
+		spec.NMin = *s.SpecNMin
+	}
+	if s.SpecPMin != nil {
+		spec.PMin = *s.SpecPMin
+	}
 	if bias == nil {
 		bias = []BiasEntry{}
 	}
@@ -87,7 +110,8 @@ func (s *Settings) Generation(nCtx int, model string, bias []BiasEntry) Generati
 		MirostatTau: 5, MirostatEta: 0.1, AdaptiveTarget: -1, AdaptiveDecay: 0.9, Stop: stop, MaxTokens: s.NPredict,
 		NPredict: s.NPredict, NKeep: s.NKeep, IgnoreEOS: s.IgnoreEOS, Stream: s.Stream, LogitBias: bias, NProbs: s.NProbs,
 		MinKeep: s.MinKeep, Grammar: s.Grammar, Samplers: s.Samplers, TimingsPerToken: s.TimingsPerToken,
-		PostSamplingProbs: s.PostSamplingProbs, Lora: []struct{}{}, SpeculativeNMax: 16, SpeculativePMin: 0.75,
+		PostSamplingProbs: s.PostSamplingProbs, Lora: []struct{}{}, SpeculativeNMax: spec.NMax,
+		SpeculativeNMin: spec.NMin, SpeculativePMin: spec.PMin,
 		ChatFormat: "Content-only", ReasoningFormat: "none", GrammarTriggers: []struct{}{}, PreservedTokens: []int32{},
 		IDSlot: s.IDSlot, CachePrompt: s.CachePrompt, ReturnTokens: s.ReturnTokens, ReturnProgress: s.ReturnProgress,
 	}

@@ -34,9 +34,11 @@ type Settings struct {
 	JSONSchema        []byte
 	IDSlot            int
 	NKeep             int // context shift: prompt tokens kept (after BOS); -1 = all
-	// SpecNMax and SpecNMin are speculative.n_max and n_min (nil: the
-	// server's).
+	// SpecNMax and SpecNMin are speculative.n_max and n_min, SpecPMin
+	// speculative.p_min (nil: the server's; p_min is reported only, the
+	// engine's draft model keeps its own).
 	SpecNMax, SpecNMin *int
+	SpecPMin           *float64
 }
 
 // DefaultSamplers is llama.cpp's sampler chain, reported in
@@ -58,7 +60,7 @@ func (r *CompletionRequest) Resolve() (Settings, *openai.Error) {
 		PostSamplingProbs: r.PostSamplingProbs, MinKeep: r.MinKeep, Samplers: r.Samplers, Stream: r.Stream, NCmpl: 1,
 		CachePrompt: true, TimingsPerToken: r.TimingsPerToken, ReturnTokens: r.ReturnTokens,
 		ReturnProgress: r.ReturnProgress, Grammar: r.Grammar, IDSlot: -1, NKeep: r.NKeep,
-		SpecNMax: r.SpecNMax, SpecNMin: r.SpecNMin}
+		SpecNMax: r.SpecNMax, SpecNMin: r.SpecNMin, SpecPMin: r.SpecPMin}
 	for _, n := range []*int{r.MaxCompletionTokens, r.MaxTokens, r.NPredict} { // n_predict wins over its aliases
 		if n != nil {
 			s.NPredict = *n

@@ -74,7 +74,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 		logprobs = &n
 	}
 	id := "cmpl-" + cm.baseID
-	nat := &nativeRun{set: set, fields: req.ResponseFields, model: s.cfg.ServedModelName, gen: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, entries),
+	nat := &nativeRun{set: set, fields: req.ResponseFields, model: s.cfg.ServedModelName, gen: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, entries, s.specDefaults()),
 		prompts: prompts, start: time.Now()}
 	var gens []*genRequest
 	for i, p := range prompts {

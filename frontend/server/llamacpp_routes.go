@@ -137,6 +137,18 @@ type defaultSettings struct {
 // props serves GET /props: the defaults a /completion runs with, the
 // sequences all engines run at once (total_slots, their --max-num-seqs
 // summed), the model file, its chat template and Tandem's version.
+// specDefaults is what generation_settings report for speculative.*
+// when a request sets none: the first ready engine's speculative
+// decoding (its READY), else llama-server's defaults.
+func (s *Server) specDefaults() llamacpp.SpecDefaults {
+	for _, e := range s.eng.Engines() {
+		if sp := e.Info.Speculative; e.Ready && sp != nil {
+			return llamacpp.SpecDefaults{NMax: sp.NMax, NMin: sp.NMin, PMin: sp.PMin}
+		}
+	}
+	return llamacpp.DefaultSpec
+}
+
 func (s *Server) props(c echo.Context) error {
 	var none llamacpp.CompletionRequest
 	set, _ := none.Resolve() // no prompt: only the defaults are wanted
@@ -156,7 +168,7 @@ func (s *Server) props(c echo.Context) error {
 	}
 	body := propsBody{
 		DefaultGenerationSettings: defaultSettings{IDTask: -1, NCtx: s.cfg.MaxModelLen, IsProcessing: busy,
-			Params: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, nil)},
+			Params: set.Generation(s.cfg.MaxModelLen, s.cfg.ServedModelName, nil, s.specDefaults())},
 		TotalSlots: slots, ModelPath: s.cfg.ModelRoot, ChatTemplate: tmpl, ChatTemplateCaps: map[string]bool{},
 		IsSleeping: s.sleeping(c.Request().Context()), CORSProxyEnabled: s.cfg.CORSProxy,
 		Modalities: map[string]bool{"vision": false, "audio": false}, BuildInfo: "tandem-" + s.cfg.Version,

@@ -396,3 +396,50 @@ func bytesOf32(s string) []int32 {
 	}
 	return out
 }
+
+// TestSpeculativeSettings checks generation_settings' speculative.*:
+// llama-server's defaults from an engine that does not draft, the
+// engine's own (its READY) from one that does, and a request's values
+// over either, in /props and in a /completion's settings.
+func TestSpeculativeSettings(t *testing.T) {
+	drafting := []engineclient.EngineState{{Index: 0, Ready: true, Info: wire.Ready{MaxNumSeqs: 4,
+		Speculative: &wire.SpecInfo{NMax: 8, NMin: 2, PMin: 0.5}}}}
+	for _, tc := range []struct {
+		name    string
+		states  []engineclient.EngineState
+		request string
+		want    [3]float64 // n_max, n_min, p_min
+	}{
+		{"off", nil, `{"prompt": "x"}`, [3]float64{16, 0, 0.75}},
+		{"engine drafts", drafting, `{"prompt": "x"}`, [3]float64{8, 2, 0.5}},
+		{"request", drafting, `{"prompt": "x", "speculative.n_max": 3, "speculative.n_min": 1, "speculative.p_min": 0.9}`, [3]float64{3, 1, 0.9}},
+		{"request, engine off", nil, `{"prompt": "x", "speculative.n_max": 0}`, [3]float64{0, 0, 0.75}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{states: tc.states, script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishStop) }}
+			ts := newTestServerWith(t, f, nil, tokenizer.NewByte())
+			got := func(gs map[string]any) [3]float64 {
+				return [3]float64{gs["speculative.n_max"].(float64), gs["speculative.n_min"].(float64), gs["speculative.p_min"].(float64)}
+			}
+			code, body := do(t, ts, "POST", "/completion", tc.request, nil)
+			var r map[string]any
+			if code != 200 || json.Unmarshal([]byte(body), &r) != nil {
+				t.Fatalf("/completion: %d %s", code, body)
+			}
+			if g := got(r["generation_settings"].(map[string]any)); g != tc.want {
+				t.Errorf("/completion generation_settings speculative n_max, n_min, p_min = %v, want %v", g, tc.want)
+			}
+			if tc.request != `{"prompt": "x"}` {
+				return // /props shows the server's defaults only
+			}
+			code, body = do(t, ts, "GET", "/props", "", nil)
+			var props map[string]any
+			if code != 200 || json.Unmarshal([]byte(body), &props) != nil {
+				t.Fatalf("/props: %d %s", code, body)
+			}
+			if g := got(props["default_generation_settings"].(map[string]any)["params"].(map[string]any)); g != tc.want {
+				t.Errorf("/props speculative n_max, n_min, p_min = %v, want %v", g, tc.want)
+			}
+		})
+	}
+}
