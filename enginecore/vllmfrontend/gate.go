@@ -79,6 +79,9 @@ type Gate struct {
 	nextCall  uint64
 	lastBeat  time.Time
 	dead      string // why the engine core died; "" while alive
+	// sentStats is the engine core's last cumulative scheduler stats
+	// sent on: vLLM's carry each update's counts (vllm.SchedulerStats.SetStep).
+	sentStats *wire.SchedulerStats
 }
 
 // ErrRefused is what Engine returns when the engine core refuses the

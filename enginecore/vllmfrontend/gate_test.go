@@ -274,3 +274,37 @@ func TestGateShutdown(t *testing.T) {
 		t.Errorf("the engine's ENGINE_DEAD after a shutdown counted as a death: %+v", sends)
 	}
 }
+
+// TestGatePerStepStats checks that vLLM's frontend gets each update's
+// prefix cache counts from the engine core's cumulative ones, counted
+// from the last stats sent on: stats with no output to carry them are
+// not lost.
+func TestGatePerStepStats(t *testing.T) {
+	g := serving(t)
+	toEngine(t, add(t, g, "a", 0, 5, 6, 7))
+	outs := func(queries, hits int64, o ...wire.EngineCoreOutput) []vllmfrontend.Send {
+		sends, err := g.Engine(encode(t, wire.MsgOutputs, &wire.EngineCoreOutputs{Outputs: o,
+			SchedulerStats: &wire.SchedulerStats{PrefixCacheQueries: queries, PrefixCacheHits: hits}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sends
+	}
+	step := func(sends []vllmfrontend.Send) vllm.PrefixCacheStats {
+		t.Helper()
+		s := outputsOf(t, one(t, sends, vllmfrontend.SockOutput)).SchedulerStats
+		if s == nil {
+			t.Fatal("no scheduler_stats")
+		}
+		return s.PrefixCacheStats
+	}
+	if p := step(outs(48, 16, wire.EngineCoreOutput{RequestID: "a", NewTokenIDs: []int32{1}})); p.Requests != 1 || p.Queries != 48 || p.Hits != 16 {
+		t.Errorf("first update: %+v, want 1 request, 48 queries, 16 hits", p)
+	}
+	if sends := outs(80, 32); len(sends) != 0 {
+		t.Fatalf("stats without outputs were sent: %+v", sends)
+	}
+	if p := step(outs(100, 40, wire.EngineCoreOutput{RequestID: "a", NewTokenIDs: []int32{2}})); p.Queries != 52 || p.Hits != 24 {
+		t.Errorf("update after an unsent one: %+v, want 52 queries and 24 hits since the first", p)
+	}
+}

@@ -259,6 +259,17 @@ class PrefixCacheStats:
 
 
 @dataclasses.dataclass
+class SpecDecodingStats:
+    # vllm/v1/spec_decode/metrics.py: one update's drafts.
+    num_spec_tokens: int
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    num_accepted_tokens_per_pos: list[int] = dataclasses.field(default_factory=list)
+    num_draft_tokens_per_pos: list[int] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
 class SchedulerStats:
     num_running_reqs: int = 0
     num_waiting_reqs: int = 0
@@ -271,7 +282,7 @@ class SchedulerStats:
     prefix_cache_stats: PrefixCacheStats = dataclasses.field(default_factory=PrefixCacheStats)
     connector_prefix_cache_stats: PrefixCacheStats | None = None
     kv_cache_eviction_events: list[Any] = dataclasses.field(default_factory=list)
-    spec_decoding_stats: Any = None  # SpecDecodingStats | None
+    spec_decoding_stats: SpecDecodingStats | None = None
     kv_connector_stats: dict[str, Any] | None = None
     ec_connector_stats: dict[str, Any] | None = None
     waiting_lora_adapters: dict[str, int] = dataclasses.field(default_factory=dict)

@@ -66,6 +66,7 @@
 //	ToTandemRequest(*EngineCoreRequest) (*wire.EngineCoreRequest, error)
 //	FromTandemOutputs(*wire.EngineCoreOutputs, firsts map[string]int) (*EngineCoreOutputs, error)
 //	ToTandemOutputs(*EngineCoreOutputs) (*wire.EngineCoreOutputs, error)
+//	(*SchedulerStats).SetStep(cur, prev *wire.SchedulerStats, requests int)
 //
 // Translations return ErrUntranslatable for set fields that have no
 // counterpart and would change what is computed; their doc comments list

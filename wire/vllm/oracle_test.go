@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/vllm"
 )
 
@@ -23,9 +24,20 @@ func TestOracle(t *testing.T) {
 	ready, _ := vllm.EncodeReadyResponse(&vllm.EngineCoreReadyResponse{MaxModelLen: 2048, DType: "bfloat16", VLLMVersion: "0.33.0"})
 	meta, _ := vllm.EncodeHandshakeMetadata(&vllm.EngineHandshakeMetadata{Addresses: vllm.EngineZmqAddresses{
 		Inputs: []string{"tcp://10.0.0.1:29550"}, Outputs: []string{"tcp://10.0.0.1:29551"}}})
+	// An update's counts from two of Tandem's cumulative reports, with
+	// speculative decoding: vLLM's SpecDecodingStats dataclass decodes them.
+	step := &vllm.EngineCoreOutputs{SchedulerStats: &vllm.SchedulerStats{NumRunningReqs: 1}}
+	step.SchedulerStats.SetStep(&wire.SchedulerStats{PrefixCacheQueries: 64, PrefixCacheHits: 32,
+		SpecDecoding: &wire.SpecDecodingStats{NumSpecTokens: 2, NumDrafts: 5, NumDraftTokens: 9, NumAcceptedTokens: 6,
+			NumAcceptedTokensPerPos: []int64{4, 2}}}, nil, 1)
+	stepOuts, err := vllm.EncodeOutputs(step)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []oracleCase{
 		{"EngineCoreRequest", hexes(add[1:])},
 		{"EngineCoreOutputs", hexes(outs)},
+		{"EngineCoreOutputs", hexes(stepOuts)},
 		{"Any", hexes(abort[1:])},
 		{"EngineCoreReadyResponse", hexes([][]byte{ready})},
 		{"EngineHandshakeMetadata", hexes([][]byte{meta})},

@@ -21,7 +21,8 @@ import (
 // ("validation_error", the stop reason's text). Dropped: ErrorCode
 // otherwise, SpecDecode (vLLM's spec_decode_metrics is the request's
 // histogram so far, built in its engine), SchedulerStats' cumulative
-// prefix-cache and speculative decoding counters, NumFreeBlocks,
+// prefix-cache and speculative decoding counters (SchedulerStats.SetStep
+// turns two reports into vLLM's per-step ones), NumFreeBlocks,
 // NumTotalBlocks, NumPreemptions and NumSessions (vLLM's are per step
 // or absent).
 func FromTandemOutputs(o *wire.EngineCoreOutputs, firsts map[string]int) (*EngineCoreOutputs, error) {
