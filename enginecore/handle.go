@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/sched"
+	"github.com/tandem-llm/tandem/enginecore/spec"
 	"github.com/tandem-llm/tandem/wire"
 )
 
@@ -56,7 +57,11 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 		MaxNumSeqs:      e.cfg.MaxNumSeqs,
 	}
 	if sc := e.cfg.Speculative; sc != nil {
-		ready.Speculative = &wire.SpecInfo{NMax: sc.NumSpeculativeTokens, NMin: sc.MinDraft, PMin: sc.PMin}
+		typ := sc.Method
+		if typ == spec.MethodDraftModel {
+			typ = "draft-simple" // llama.cpp's name; the others are already theirs
+		}
+		ready.Speculative = &wire.SpecInfo{NMax: sc.NumSpeculativeTokens, NMin: sc.MinDraft, PMin: sc.PMin, Type: typ}
 	}
 	if h.ProtocolVersion != wire.ProtocolVersion {
 		ready.Error = fmt.Sprintf("protocol version mismatch: frontend speaks %d, engine speaks %d", h.ProtocolVersion, wire.ProtocolVersion)

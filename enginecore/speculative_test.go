@@ -217,8 +217,9 @@ func TestReadyReportsSpeculative(t *testing.T) {
 	}{
 		{nil, nil},
 		{&spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 3, MinDraft: 1},
-			&wire.SpecInfo{NMax: 4, NMin: 1}},
-		{&spec.Config{Method: spec.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 6, PMin: 0.5}, &wire.SpecInfo{NMax: 6, PMin: 0.5}},
+			&wire.SpecInfo{NMax: 4, NMin: 1, Type: "ngram"}},
+		{&spec.Config{Method: spec.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 6, PMin: 0.5},
+			&wire.SpecInfo{NMax: 6, PMin: 0.5, Type: "draft-simple"}},
 	} {
 		e := specEngine(t, tc.sc)
 		outs := e.Handle(time.Unix(1000, 0), "fe2", &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "fe2"})

@@ -409,10 +409,11 @@ func (r *Ready) encode(e *enc) {
 	e.int(int64(r.MaxLogprobs))
 	e.int(int64(r.MaxNumSeqs))
 	if s := r.Speculative; s != nil {
-		e.arrayLen(3)
+		e.arrayLen(4)
 		e.int(int64(s.NMax))
 		e.int(int64(s.NMin))
 		e.float(s.PMin)
+		e.str(s.Type)
 	} else {
 		e.null()
 	}
@@ -469,7 +470,8 @@ func (r *Ready) decode(d *dec) error {
 	return nil
 }
 
-// decodeSpecInfo reads READY's speculative: [n_max, n_min, p_min] or nil.
+// decodeSpecInfo reads READY's speculative: [n_max, n_min, p_min, type]
+// or nil.
 func decodeSpecInfo(d *dec) (*SpecInfo, error) {
 	if isNil, err := d.takeNil(); isNil || err != nil {
 		return nil, err
@@ -487,6 +489,8 @@ func decodeSpecInfo(d *dec) (*SpecInfo, error) {
 			s.NMin, err = d.int()
 		case 2:
 			s.PMin, err = d.float64()
+		case 3:
+			s.Type, err = d.str()
 		default:
 			err = d.skip()
 		}

@@ -42,10 +42,10 @@ func goldenCases(t testing.TB) []goldenCase {
 			msgType(wire.MsgHeartbeat), &wire.Heartbeat{Timestamp: 1754000000.75, NumRunning: 3, NumWaiting: 1, SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 3, NumWaitingReqs: 1, KVCacheUsage: 0.25, NumFreeBlocks: 96, NumTotalBlocks: 128, StepCounter: 42, PrefixCacheQueries: 1000, PrefixCacheHits: 960, NumPreemptions: 2}}},
 		{"ready", "READY accepting the HELLO (error nil)",
 			msgType(wire.MsgReady), sampleReady()},
-		{"ready_speculative", "READY of an engine drafting with a draft model (speculative [n_max, n_min, p_min])",
+		{"ready_speculative", "READY of an engine drafting with a draft model (speculative [n_max, n_min, p_min, type])",
 			msgType(wire.MsgReady), func() *wire.Ready {
 				r := sampleReady()
-				r.Speculative = &wire.SpecInfo{NMax: 16, NMin: 2, PMin: 0.75}
+				r.Speculative = &wire.SpecInfo{NMax: 16, NMin: 2, PMin: 0.75, Type: "draft-simple"}
 				return r
 			}()},
 		{"ready_refused", "READY refusing a HELLO of another protocol version",

@@ -342,10 +342,11 @@ type Hello struct {
 //	                    -1 = the whole vocabulary; absent = 20)
 //	14 max_num_seqs     int (--max-num-seqs: sequences it runs at once;
 //	                    absent = 0, unknown)
-//	15 speculative      [n_max int, n_min int, p_min float64] | nil: its
-//	                    speculative decoding (draft tokens per step at
-//	                    most, drafts shorter than n_min dropped, a draft
-//	                    model's minimum probability); nil or absent = off
+//	15 speculative      [n_max int, n_min int, p_min float64, type str] |
+//	                    nil: its speculative decoding (draft tokens per
+//	                    step at most, drafts shorter than n_min dropped, a
+//	                    draft model's minimum probability, the method in
+//	                    llama.cpp's words); nil or absent = off
 type Ready struct {
 	ProtocolVersion int
 	EngineIndex     int
@@ -370,6 +371,7 @@ type Ready struct {
 type SpecInfo struct {
 	NMax, NMin int
 	PMin       float64
+	Type       string // llama.cpp's speculative type: "draft-simple", "ngram-simple", or vLLM's method ("ngram")
 }
 
 // DefaultMaxLogprobs is Ready.MaxLogprobs when a READY leaves it out (an

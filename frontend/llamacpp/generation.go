@@ -42,7 +42,10 @@ type GenerationSettings struct {
 	NProbs              int         `json:"n_probs"`
 	MinKeep             int         `json:"min_keep"`
 	Grammar             string      `json:"grammar"`
+	ReasoningInContent  bool        `json:"reasoning_in_content"`
+	GenerationPrompt    string      `json:"generation_prompt"`
 	Samplers            []string    `json:"samplers"`
+	SpeculativeTypes    string      `json:"speculative.types"`
 	TimingsPerToken     bool        `json:"timings_per_token"`
 	PostSamplingProbs   bool        `json:"post_sampling_probs"`
 	Lora                []struct{}  `json:"lora"`
@@ -71,16 +74,17 @@ type BiasEntry struct {
 
 // SpecDefaults are the speculative.* values generation_settings reports
 // for a request that sets none: the engine's (its READY) when it drafts,
-// else llama-server's defaults, DefaultSpec.
+// else DefaultSpec.
 type SpecDefaults struct {
+	Types      string // speculative.types: llama.cpp's method names, "none" when off
 	NMax, NMin int
 	PMin       float64
 }
 
-// DefaultSpec is llama-server's --spec-draft-n-max, -n-min and -p-min
-// defaults, which its generation_settings report with speculative
-// decoding off.
-var DefaultSpec = SpecDefaults{NMax: 16, NMin: 0, PMin: 0.75}
+// DefaultSpec is llama-server's --spec-type, --spec-draft-n-max, -n-min
+// and -p-min defaults (Tandem's too), reported with speculative decoding
+// off.
+var DefaultSpec = SpecDefaults{Types: "none", NMax: 3, NMin: 0, PMin: 0}
 
 // Generation is the settings' generation_settings for a server of
 // context nCtx serving model; bias is logit_bias by token, spec the
@@ -110,7 +114,7 @@ func (s *Settings) Generation(nCtx int, model string, bias []BiasEntry, spec Spe
 		MirostatTau: 5, MirostatEta: 0.1, AdaptiveTarget: -1, AdaptiveDecay: 0.9, Stop: stop, MaxTokens: s.NPredict,
 		NPredict: s.NPredict, NKeep: s.NKeep, IgnoreEOS: s.IgnoreEOS, Stream: s.Stream, LogitBias: bias, NProbs: s.NProbs,
 		MinKeep: s.MinKeep, Grammar: s.Grammar, Samplers: s.Samplers, TimingsPerToken: s.TimingsPerToken,
-		PostSamplingProbs: s.PostSamplingProbs, Lora: []struct{}{}, SpeculativeNMax: spec.NMax,
+		PostSamplingProbs: s.PostSamplingProbs, Lora: []struct{}{}, SpeculativeTypes: spec.Types, SpeculativeNMax: spec.NMax,
 		SpeculativeNMin: spec.NMin, SpeculativePMin: spec.PMin,
 		ChatFormat: "Content-only", ReasoningFormat: "none", GrammarTriggers: []struct{}{}, PreservedTokens: []int32{},
 		IDSlot: s.IDSlot, CachePrompt: s.CachePrompt, ReturnTokens: s.ReturnTokens, ReturnProgress: s.ReturnProgress,

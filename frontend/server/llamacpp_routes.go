@@ -143,7 +143,7 @@ type defaultSettings struct {
 func (s *Server) specDefaults() llamacpp.SpecDefaults {
 	for _, e := range s.eng.Engines() {
 		if sp := e.Info.Speculative; e.Ready && sp != nil {
-			return llamacpp.SpecDefaults{NMax: sp.NMax, NMin: sp.NMin, PMin: sp.PMin}
+			return llamacpp.SpecDefaults{Types: sp.Type, NMax: sp.NMax, NMin: sp.NMin, PMin: sp.PMin}
 		}
 	}
 	return llamacpp.DefaultSpec

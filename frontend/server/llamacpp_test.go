@@ -403,22 +403,26 @@ func bytesOf32(s string) []int32 {
 // over either, in /props and in a /completion's settings.
 func TestSpeculativeSettings(t *testing.T) {
 	drafting := []engineclient.EngineState{{Index: 0, Ready: true, Info: wire.Ready{MaxNumSeqs: 4,
-		Speculative: &wire.SpecInfo{NMax: 8, NMin: 2, PMin: 0.5}}}}
+		Speculative: &wire.SpecInfo{NMax: 8, NMin: 2, PMin: 0.5, Type: "ngram-simple"}}}}
 	for _, tc := range []struct {
 		name    string
 		states  []engineclient.EngineState
 		request string
 		want    [3]float64 // n_max, n_min, p_min
+		types   string
 	}{
-		{"off", nil, `{"prompt": "x"}`, [3]float64{16, 0, 0.75}},
-		{"engine drafts", drafting, `{"prompt": "x"}`, [3]float64{8, 2, 0.5}},
-		{"request", drafting, `{"prompt": "x", "speculative.n_max": 3, "speculative.n_min": 1, "speculative.p_min": 0.9}`, [3]float64{3, 1, 0.9}},
-		{"request, engine off", nil, `{"prompt": "x", "speculative.n_max": 0}`, [3]float64{0, 0, 0.75}},
+		{"off", nil, `{"prompt": "x"}`, [3]float64{3, 0, 0}, "none"},
+		{"engine drafts", drafting, `{"prompt": "x"}`, [3]float64{8, 2, 0.5}, "ngram-simple"},
+		{"request", drafting, `{"prompt": "x", "speculative.n_max": 4, "speculative.n_min": 1, "speculative.p_min": 0.9}`, [3]float64{4, 1, 0.9}, "ngram-simple"},
+		{"request, engine off", nil, `{"prompt": "x", "speculative.n_max": 0}`, [3]float64{0, 0, 0}, "none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeEngine{states: tc.states, script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishStop) }}
 			ts := newTestServerWith(t, f, nil, tokenizer.NewByte())
 			got := func(gs map[string]any) [3]float64 {
+				if gs["speculative.types"] != tc.types {
+					t.Errorf("speculative.types %v, want %q", gs["speculative.types"], tc.types)
+				}
 				return [3]float64{gs["speculative.n_max"].(float64), gs["speculative.n_min"].(float64), gs["speculative.p_min"].(float64)}
 			}
 			code, body := do(t, ts, "POST", "/completion", tc.request, nil)
