@@ -10,6 +10,30 @@
 // float32, q = round-to-even(x·id) (VCVTPS2DQ under Go's default MXCSR),
 // s = d·float32(Σq).
 
+// BLOCKTAIL(xb, xd) ends a block of quantizeRowAVX512/AVX2: X0 and xb
+// hold four partial Σq of the first and second half; it writes hs (32·Σ
+// of each half, from [Σa, Σb] after two VPHADDD) at R12 and s = d·Σq (d
+// in xd) at R11, steps every pointer to the next block and counts CX
+// down (the caller's JNZ loops).
+#define BLOCKTAIL(xb, xd) \
+	VPHADDD xb, X0, X0 \
+	VPHADDD X0, X0, X0 \
+	VPSLLD $5, X0, X1 \
+	VMOVQ X1, (R12) \
+	VPSHUFD $0xb1, X0, X1 \
+	VPADDD X1, X0, X0 \
+	VCVTDQ2PS X0, X0 \
+	VMULSS X0, xd, X0 \
+	VMOVSS X0, (R11) \
+	ADDQ $128, SI \
+	ADDQ $32, DI \
+	ADDQ $32, R8 \
+	ADDQ $32, R9 \
+	ADDQ $4, R10 \
+	ADDQ $4, R11 \
+	ADDQ $8, R12 \
+	DECQ CX
+
 // func quantizeRowAVX512(x *float32, nb int, q *int8, qa *uint8, qm *int8, d, s *float32, hs *int32)
 //
 // x [nb·32] → q, qa (|q|), qm (-1 where q < 0) [nb·32], d, s [nb], hs
@@ -87,24 +111,7 @@ qstore:
 	VEXTRACTI128 $1, Y1, X3
 	VPADDD X2, X0, X0
 	VPADDD X3, X1, X1
-	VPHADDD X1, X0, X0 // [a0+a1, a2+a3, b0+b1, b2+b3]
-	VPHADDD X0, X0, X0 // [Σa, Σb, Σa, Σb]
-	VPSLLD $5, X0, X1
-	VMOVQ X1, (R12) // 32·Σ of each half
-	VPSHUFD $0xb1, X0, X1
-	VPADDD X1, X0, X0 // Σq in lane 0
-	VCVTDQ2PS X0, X0
-	VMULSS X0, X4, X0 // s = d·Σq
-	VMOVSS X0, (R11)
-
-	ADDQ $128, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $4, R10
-	ADDQ $4, R11
-	ADDQ $8, R12
-	DECQ CX
+	BLOCKTAIL(X1, X4)
 	JNZ qblock
 
 qdone:
@@ -245,24 +252,7 @@ q2store:
 	VEXTRACTI128 $1, Y2, X3
 	VPADDD X1, X0, X0
 	VPADDD X3, X2, X2
-	VPHADDD X2, X0, X0 // [a0+a1, a2+a3, b0+b1, b2+b3]
-	VPHADDD X0, X0, X0 // [Σa, Σb, Σa, Σb]
-	VPSLLD $5, X0, X1
-	VMOVQ X1, (R12) // 32·Σ of each half
-	VPSHUFD $0xb1, X0, X1
-	VPADDD X1, X0, X0 // Σq in lane 0
-	VCVTDQ2PS X0, X0
-	VMULSS X0, X8, X0 // s = d·Σq
-	VMOVSS X0, (R11)
-
-	ADDQ $128, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $4, R10
-	ADDQ $4, R11
-	ADDQ $8, R12
-	DECQ CX
+	BLOCKTAIL(X2, X8)
 	JNZ q2block
 
 q2done:
