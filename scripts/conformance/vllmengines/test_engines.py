@@ -257,6 +257,14 @@ def test_vllm_frontend_drives_tandem_engine(tiny_model):
         m = requests.get(f"{base}/metrics", timeout=10).text
         gen = [l for l in m.splitlines() if l.startswith("vllm:generation_tokens_total{")]
         assert gen and float(gen[0].rsplit(" ", 1)[1]) == got["usage"]["completion_tokens"] + 6 + 3 + 5 + 8 * 4, gen
+        # The engine's cumulative prefix cache counters reach vLLM's as
+        # per-step counts: the same question asked four times hits.
+        def counter(name):
+            lines = [l for l in m.splitlines() if l.startswith(name + "{")]
+            assert lines, f"no {name} in vLLM's /metrics"
+            return float(lines[0].rsplit(" ", 1)[1])
+        queries, hits = counter("vllm:prefix_cache_queries_total"), counter("vllm:prefix_cache_hits_total")
+        assert queries >= got["usage"]["prompt_tokens"] * 4 and 0 < hits < queries, (queries, hits)
     finally:
         for p in (front, engine, ref):
             p.stop()
