@@ -55,7 +55,7 @@ var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
 
 // tileKernel is the signature of the AMX kernels (amx_amd64.s): one
 // group (qs, sc) times tiles·16 rows of a (from row 0).
-type tileKernel func(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+type tileKernel func(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)
 
 // tiles returns m's AMX kernel, its tile configuration and whether it
 // unpacks 4-bit blocks; nil for a matrix without one (float matrices).
@@ -82,8 +82,10 @@ func (m *Matrix) tiles() (k tileKernel, cfg *[64]byte, unpack bool) {
 // mulTiles runs the rows of a that fill whole tiles (a multiple of 16
 // from row 0) through m's AMX kernel for groups [g0, g1), and returns
 // how many rows it did: 0 without tiles. Tiles of token rows write
-// straight into out; tiles with residual rows (or a group cut by Out) go
-// through a scratch and store.
+// straight into out; tiles of the residual rows of consecutive tokens
+// (a prompt's, all precise) add straight into those tokens' rows after;
+// other tiles (mixed rows, a group cut by Out) go through a scratch and
+// store.
 func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 	if !a.tiled {
 		return 0
@@ -109,6 +111,18 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 	if m.fam == famQ6 {
 		s.q6 = slices.Grow(s.q6[:0], nb*byteBlockBytes)[:nb*byteBlockBytes]
 	}
+	// resRun > 0: the tiled residual rows (those below tiles·16) belong to
+	// consecutive tokens, so their tiles can add into the tokens' rows.
+	resRun := 0
+	if n := tiles*tileRows - a.NumTok; n > 0 && n <= len(a.resOf) {
+		resRun = n
+		for i := range n {
+			if a.resOf[i] != a.resOf[0]+int32(i) {
+				resRun = 0
+				break
+			}
+		}
+	}
 	for g := g0; g < g1; g++ {
 		qs, sc := m.blocks(g, g+1)
 		if m.fam == famQ6 { // compact Q6_K: the byte layout the kernel reads
@@ -121,11 +135,17 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 		t0 := 0
 		if (g+1)*GroupRows <= m.Out && direct > 0 {
 			o := out[g*GroupRows : (direct*tileRows-1)*m.Out+(g+1)*GroupRows]
-			k(&cfg[0], &qs[0], sc, &a.q[0], in, &a.dT[0], &a.sT[0], 4*rows, nb, direct, buf, &o[0], 4*m.Out)
+			k(&cfg[0], &qs[0], sc, &a.q[0], in, &a.dT[0], &a.sT[0], 4*rows, nb, direct, buf, &o[0], 4*m.Out, 0)
 			t0 = direct * tileRows
 		}
-		if t0 < tiles*tileRows {
-			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*rows, nb, tiles-t0/tileRows, buf, &s.res[0], 4*GroupRows)
+		if t0 == a.NumTok && t0 < tiles*tileRows && resRun > 0 {
+			// The residual rows of consecutive tokens r, r+1, …: added
+			// straight into their outputs.
+			r := int(a.resOf[0])
+			o := out[r*m.Out+g*GroupRows : (r+tiles*tileRows-t0-1)*m.Out+(g+1)*GroupRows]
+			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*rows, nb, tiles-t0/tileRows, buf, &o[0], 4*m.Out, 1)
+		} else if t0 < tiles*tileRows {
+			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*rows, nb, tiles-t0/tileRows, buf, &s.res[0], 4*GroupRows, 0)
 			for t := t0; t < tiles*tileRows; t++ {
 				m.store(out, a, t, g, (*[GroupRows]float32)(s.res[(t-t0)*GroupRows:]))
 			}
@@ -137,19 +157,19 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 // The AMX kernels, in amx_amd64.s.
 //
 //go:noescape
-func nibTilesAMXH(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+func nibTilesAMXH(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)
 
 //go:noescape
-func nibTilesAMXQ(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+func nibTilesAMXQ(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)
 
 //go:noescape
-func nibTilesAMXF(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+func nibTilesAMXF(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)
 
 //go:noescape
-func q8TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+func q8TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)
 
 //go:noescape
-func q5TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+func q5TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)
 
 //go:noescape
-func q6TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+func q6TilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)

@@ -143,16 +143,26 @@ GLOBL minus8<>(SB), RODATA|NOPTR, $4
 	VMOVUPS Z8, (r); ADDQ s, r; VMOVUPS Z9, (r); ADDQ s, r; VMOVUPS Z10, (r); ADDQ s, r; VMOVUPS Z11, (r); ADDQ s, r \
 	VMOVUPS Z12, (r); ADDQ s, r; VMOVUPS Z13, (r); ADDQ s, r; VMOVUPS Z14, (r); ADDQ s, r; VMOVUPS Z15, (r); ADDQ s, r
 
+// ADD16(r, s) adds the 16 accumulators into rows r, r+s, r+2s, … (a
+// precise token's residual row into its token's output: mem + acc, the
+// bits of add16), leaving r past the last.
+#define ADDROW(z, r, s) VADDPS (r), z, z; VMOVUPS z, (r); ADDQ s, r
+#define ADD16(r, s) \
+	ADDROW(Z0, r, s); ADDROW(Z1, r, s); ADDROW(Z2, r, s); ADDROW(Z3, r, s) \
+	ADDROW(Z4, r, s); ADDROW(Z5, r, s); ADDROW(Z6, r, s); ADDROW(Z7, r, s) \
+	ADDROW(Z8, r, s); ADDROW(Z9, r, s); ADDROW(Z10, r, s); ADDROW(Z11, r, s) \
+	ADDROW(Z12, r, s); ADDROW(Z13, r, s); ADDROW(Z14, r, s); ADDROW(Z15, r, s)
+
 // Every kernel has the signature
 //
-//	func xTilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres int)
+//	func xTilesAMX(cfg *byte, qs *byte, sc unsafe.Pointer, xq *int8, in int, xdT, xsT *float32, stride, nb, tiles int, buf *byte, res *float32, ldres, add int)
 //
 // for one group: qs [nb][256 or 512] its blocks, sc their scales; xq the
 // tokens' rows (row stride in); xdT, xsT the tokens' block scales and
 // sums, transposed (token k of block j at 4k + j·stride bytes); buf
 // [nb][512] scratch for unpacked 4-bit blocks; res the tiles' rows of 16
 // results, ldres bytes apart (64 into a scratch, 4·Out straight into a
-// matmul's output).
+// matmul's output), stored, or with add ≠ 0 added to what res holds.
 //
 // BEGIN loads the tile configuration and checks for work; PREP(B)
 // readies the B tiles (unpacks 4-bit blocks into buf); TILES runs every
@@ -221,7 +231,13 @@ last1: \
 tiledone: \
 	MOVQ 8(SP), CX \
 	MOVQ ldres+96(FP), AX \
+	CMPQ add+104(FP), $0 \
+	JNE addtile \
 	STORE16(CX, AX) \
+	JMP stored \
+addtile: \
+	ADD16(CX, AX) \
+stored: \
 	MOVQ $64, AX \
 	MOVQ CX, 8(SP) \
 	MOVQ R9, CX \
@@ -237,35 +253,35 @@ done: \
 	RET
 
 // nibTilesAMXH: 4-bit blocks with float16 scale and offset (Q4_0, Q4_1).
-TEXT ·nibTilesAMXH(SB), 0, $3200-104
+TEXT ·nibTilesAMXH(SB), 0, $3200-112
 	BEGIN
 	UNPACKALL
 	TILES(buf+80, 0, NIBH_I0, NIBH_I1, NIBH_E0, NIBH_E1)
 
 // nibTilesAMXQ: 4-bit blocks with float16 scale, offset -8·scale (Q4_0).
-TEXT ·nibTilesAMXQ(SB), 0, $3200-104
+TEXT ·nibTilesAMXQ(SB), 0, $3200-112
 	BEGIN
 	UNPACKALL
 	TILES(buf+80, 0, NIBH_I0, NIBH_I1, NIBQ_E0, NIBQ_E1)
 
 // nibTilesAMXF: 4-bit blocks with float32 scale and offset (Q4_K).
-TEXT ·nibTilesAMXF(SB), 0, $3200-104
+TEXT ·nibTilesAMXF(SB), 0, $3200-112
 	BEGIN
 	UNPACKALL
 	TILES(buf+80, 0, NIBH_I0, NIBH_I1, NIBF_E0, NIBF_E1)
 
 // q8TilesAMX: Q8_0, float16 scales, no offsets.
-TEXT ·q8TilesAMX(SB), 0, $3200-104
+TEXT ·q8TilesAMX(SB), 0, $3200-112
 	BEGIN
 	TILES(qs+8, 0, Q8_I0, Q8_I1, Q8_E0, Q8_E1)
 
 // q5TilesAMX: Q5_K, float32 scale and offset per 32.
-TEXT ·q5TilesAMX(SB), 0, $3200-104
+TEXT ·q5TilesAMX(SB), 0, $3200-112
 	BEGIN
 	TILES(qs+8, 0, Q8_I0, Q8_I1, Q5_E0, Q5_E1)
 
 // q6TilesAMX: Q6_K, float32 scales per 16, no offsets.
-TEXT ·q6TilesAMX(SB), 0, $3200-104
+TEXT ·q6TilesAMX(SB), 0, $3200-112
 	BEGIN
 	TILES(qs+8, 1, Q6_I0, Q6_I1, Q6_E0, Q6_E1)
 

@@ -110,7 +110,10 @@ func TestDispatchPicksAssembly(t *testing.T) {
 // one-token kernels included, each level with the packed layout it
 // chooses (the K-quants keep the file's scales from the VNNI level on):
 // the levels compute the same integer sums and the same float operations
-// in the same order.
+// in the same order. The batches: a few precise tokens among 23; a
+// 32-token prompt, every token precise (AMX adds its residual tiles
+// straight into the tokens' rows); 32 tokens, every other one precise
+// (residual tiles of scattered tokens, through the scratch).
 func TestLevelsAgree(t *testing.T) {
 	saved := level
 	defer func() { level = saved }()
@@ -121,36 +124,54 @@ func TestLevelsAgree(t *testing.T) {
 		if !hasF16C && (typ == model.Q4_0 || typ == model.Q4_1 || typ == model.Q8_0) {
 			continue
 		}
-		const numTok, in, out = 23, 512, 40
+		const in, out = 512, 40
 		w := randTensor(t, typ, out, in, 11)
-		x := randX(numTok*in, 12)
-		precise := []bool{true, false, true}
-		var want []float32
-		for l := saved; l >= levelAVX2; l-- {
-			if runnable(l) != l {
-				continue
+		prompt, alternate := make([]bool, 32), make([]bool, 32)
+		for i := range prompt {
+			prompt[i], alternate[i] = true, i%2 == 0
+		}
+		for _, batch := range []struct {
+			numTok  int
+			precise []bool
+		}{{23, []bool{true, false, true}}, {32, prompt}, {32, alternate}} {
+			levelsAgree(t, typ, w, batch.numTok, in, out, batch.precise, saved)
+		}
+	}
+}
+
+// levelsAgree multiplies numTok random tokens (those with precise set
+// precise) by w at every runnable level from top down and reports a
+// level whose bits differ from top's.
+func levelsAgree(t *testing.T, typ model.DType, w *model.Tensor, numTok, in, out int, precise []bool, top simdLevel) {
+	t.Helper()
+	saved := level
+	defer func() { level = saved }()
+	x := randX(numTok*in, 12)
+	var want []float32
+	for l := top; l >= levelAVX2; l-- {
+		if runnable(l) != l {
+			continue
+		}
+		level = l
+		m, err := Pack(w) // in the level's own layout
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a Activations
+		a.ResetPrecise(x, numTok, in, precise)
+		a.Quantize(0, numTok)
+		got := make([]float32, numTok*out)
+		m.MulGroups(got, &a, 0, m.NumGroups())
+		if want == nil {
+			want = got
+			continue
+		}
+		if !slices.Equal(got, want) {
+			i := 0
+			for got[i] == want[i] {
+				i++
 			}
-			level = l
-			m, err := Pack(w) // in the level's own layout
-			if err != nil {
-				t.Fatal(err)
-			}
-			var a Activations
-			a.ResetPrecise(x, numTok, in, precise)
-			a.Quantize(0, numTok)
-			got := make([]float32, numTok*out)
-			m.MulGroups(got, &a, 0, m.NumGroups())
-			if want == nil {
-				want = got
-				continue
-			}
-			if !slices.Equal(got, want) {
-				i := 0
-				for got[i] == want[i] {
-					i++
-				}
-				t.Errorf("%v: level %v differs from level %v at output %d: %v vs %v", typ, l, saved, i, got[i], want[i])
-			}
+			t.Errorf("%v, %d tokens: level %v differs from level %v at output %d: %v vs %v", typ, numTok, l, top, i, got[i], want[i])
 		}
 	}
 }
