@@ -10,6 +10,22 @@
 // float32, q = round-to-even(x·id) (VCVTPS2DQ under Go's default MXCSR),
 // s = d·float32(Σq).
 
+// BLOCKSCALE(y, x, t, x127, xd, xzero) starts a block of
+// quantizeRowAVX512/AVX2: y holds the eight lane-wise maxima of |x|
+// (its low half is x); it folds them to amax in x's lane 0, writes d =
+// amax/127 into xd and to (R10), and compares d with 0 (xzero) for the
+// caller's JNE. t is scratch.
+#define BLOCKSCALE(y, x, t, x127, xd, xzero) \
+	VEXTRACTF128 $1, y, t \
+	VMAXPS t, x, x \
+	VPERMILPS $0x4e, x, t \
+	VMAXPS t, x, x \
+	VPERMILPS $0xb1, x, t \
+	VMAXPS t, x, x \
+	VDIVSS x127, x, xd \
+	VMOVSS xd, (R10) \
+	VUCOMISS xzero, xd
+
 // BLOCKTAIL(xb, xd) ends a block of quantizeRowAVX512/AVX2: X0 and xb
 // hold four partial Σq of the first and second half; it writes hs (32·Σ
 // of each half, from [Σa, Σb] after two VPHADDD) at R12 and s = d·Σq (d
@@ -67,15 +83,7 @@ qblock:
 	VMAXPS Z3, Z2, Z2
 	VEXTRACTF32X8 $1, Z2, Y3
 	VMAXPS Y3, Y2, Y2
-	VEXTRACTF128 $1, Y2, X3
-	VMAXPS X3, X2, X2
-	VPERMILPS $0x4e, X2, X3
-	VMAXPS X3, X2, X2
-	VPERMILPS $0xb1, X2, X3
-	VMAXPS X3, X2, X2 // amax in lane 0
-	VDIVSS X29, X2, X4 // d = amax/127
-	VMOVSS X4, (R10)
-	VUCOMISS X27, X4
+	BLOCKSCALE(Y2, X2, X3, X29, X4, X27)
 	JNE qscale
 	// d = 0: every x is ±0, so q = 0 and s = 0.
 	VPXORD Z0, Z0, Z0
@@ -204,15 +212,7 @@ q2block:
 	VMAXPS Y5, Y4, Y4
 	VMAXPS Y7, Y6, Y6
 	VMAXPS Y6, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VMAXPS X5, X4, X4
-	VPERMILPS $0x4e, X4, X5
-	VMAXPS X5, X4, X4
-	VPERMILPS $0xb1, X4, X5
-	VMAXPS X5, X4, X4 // amax in lane 0
-	VDIVSS X14, X4, X8 // d = amax/127
-	VMOVSS X8, (R10)
-	VUCOMISS X11, X8
+	BLOCKSCALE(Y4, X4, X5, X14, X8, X11)
 	JNE q2scale
 	// d = 0: every x is ±0, so q = 0 and s = 0.
 	VPXOR Y0, Y0, Y0
