@@ -224,9 +224,9 @@ func jsonOptions(schema string, so *wire.StructuredOutputs) (string, error) {
 		return schema, nil // true/false schemas take no options
 	}
 	if so.DisableAdditionalProperties {
-		closeObjects(root, 0)
-	} else if !composesObjects(root, 0) {
-		closeListed(root, 0)
+		closeObjects(root)
+	} else if !composesObjects(root) {
+		closeListed(root)
 	}
 	boundIntegers(root, 0)
 	opts := map[string]any{}
@@ -288,15 +288,42 @@ func isIntegerSchema(t any) bool {
 	return false
 }
 
+// eachObject calls f on every JSON object (map) in v, a parent before
+// its children, to a depth of 64; it stops as soon as f returns true and
+// reports whether one did.
+func eachObject(v any, f func(map[string]any) bool) bool {
+	var walk func(v any, depth int) bool
+	walk = func(v any, depth int) bool {
+		if depth > 64 {
+			return false
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if f(x) {
+				return true
+			}
+			for _, child := range x {
+				if walk(child, depth+1) {
+					return true
+				}
+			}
+		case []any:
+			for _, child := range x {
+				if walk(child, depth+1) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v, 0)
+}
+
 // closeListed sets additionalProperties: false in every object schema of
 // v that lists properties and says nothing of others (no
 // additionalProperties, patternProperties or unevaluatedProperties).
-func closeListed(v any, depth int) {
-	if depth > 64 {
-		return
-	}
-	switch x := v.(type) {
-	case map[string]any:
+func closeListed(v any) {
+	eachObject(v, func(x map[string]any) bool {
 		if _, has := x["properties"]; has {
 			_, a := x["additionalProperties"]
 			_, p := x["patternProperties"]
@@ -305,62 +332,29 @@ func closeListed(v any, depth int) {
 				x["additionalProperties"] = false
 			}
 		}
-		for _, child := range x {
-			closeListed(child, depth+1)
-		}
-	case []any:
-		for _, child := range x {
-			closeListed(child, depth+1)
-		}
-	}
+		return false
+	})
 }
 
 // composesObjects reports whether v has an allOf of two or more schemas:
 // closing each of them would leave no object valid (each forbids the
 // others' properties), so such a schema keeps JSON Schema's open objects.
-func composesObjects(v any, depth int) bool {
-	if depth > 64 {
-		return false
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		if all, ok := x["allOf"].([]any); ok && len(all) > 1 {
-			return true
-		}
-		for _, child := range x {
-			if composesObjects(child, depth+1) {
-				return true
-			}
-		}
-	case []any:
-		for _, child := range x {
-			if composesObjects(child, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
+func composesObjects(v any) bool {
+	return eachObject(v, func(x map[string]any) bool {
+		all, ok := x["allOf"].([]any)
+		return ok && len(all) > 1
+	})
 }
 
 // closeObjects sets additionalProperties: false on every object schema
 // that leaves it unset, as vLLM's disable_additional_properties does.
-func closeObjects(v any, depth int) {
-	if depth > 64 {
-		return
-	}
-	switch x := v.(type) {
-	case map[string]any:
+func closeObjects(v any) {
+	eachObject(v, func(x map[string]any) bool {
 		if _, has := x["properties"]; has || x["type"] == "object" {
 			if _, set := x["additionalProperties"]; !set {
 				x["additionalProperties"] = false
 			}
 		}
-		for _, child := range x {
-			closeObjects(child, depth+1)
-		}
-	case []any:
-		for _, child := range x {
-			closeObjects(child, depth+1)
-		}
-	}
+		return false
+	})
 }
