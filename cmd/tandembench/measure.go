@@ -126,3 +126,25 @@ func progressLine(r Row) string {
 	fmt.Fprintf(&b, " | others' CPU %.0f%%", 100*r.otherCPU())
 	return b.String()
 }
+
+// measureVariants measures eng on prompts once per variant, all in each
+// attempt, under retry: each Measure carries the kept attempt's share of
+// others' CPU and the attempt count; last is each variant's last
+// repetition.
+func measureVariants(ctx context.Context, o options, stderr io.Writer, what string, eng *tandem, cfg Config, prompts [][]int32, vs []variant) (ms []Measure, last []onceResult, err error) {
+	type result struct {
+		ms   []Measure
+		last []onceResult
+	}
+	r, other, n, err := retry(ctx, o, stderr, what, func() (result, error) {
+		ms, last, err := eng.measureEach(ctx, cfg, prompts, vs)
+		return result{ms, last}, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range r.ms {
+		r.ms[i].OtherCPU, r.ms[i].Attempts = other, n
+	}
+	return r.ms, r.last, nil
+}

@@ -103,28 +103,19 @@ func runSpeculative(ctx context.Context, o options, stderr io.Writer) error {
 			for _, k := range o.specK {
 				sc := &spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: k, PromptLookupMin: 2, PromptLookupMax: 4}
 				row := SpecRow{Config: cfg, Prompt: kind, K: k}
-				type pair struct {
-					ms   []Measure
-					last []onceResult
-				}
-				p, other, n, err := retry(ctx, o, stderr, fmt.Sprintf("%v %s k=%d", cfg, kind, k), func() (pair, error) {
-					ms, last, err := eng.measureEach(ctx, cfg, prompts, []variant{{sampled: sampled}, {spec: sc, sampled: sampled}})
-					return pair{ms, last}, err
-				})
+				ms, last, err := measureVariants(ctx, o, stderr, fmt.Sprintf("%v %s k=%d", cfg, kind, k), eng, cfg, prompts,
+					[]variant{{sampled: sampled}, {spec: sc, sampled: sampled}})
 				if err != nil {
 					return err
 				}
-				row.Plain, row.Spec = p.ms[0], p.ms[1]
-				for _, m := range []*Measure{&row.Plain, &row.Spec} {
-					m.OtherCPU, m.Attempts = other, n
-				}
+				row.Plain, row.Spec = ms[0], ms[1]
 				row.Ratio = pairedRatio(row.Spec.DecodeTokS, row.Plain.DecodeTokS)
 				row.Same = slices.Equal(row.Plain.Tokens, row.Spec.Tokens)
-				if st := p.last[1].spec; st != nil {
+				if st := last[1].spec; st != nil {
 					row.Drafted, row.Accepted, row.Steps = st.NumDraftTokens, st.NumAcceptedTokens, st.NumDrafts
 				}
 				fmt.Fprintf(stderr, "speculative t=%d S=%-2d %-6s k=%d  decode %7.1f → %7.1f tok/s (%s), drafts kept %d/%d, same tokens %v | others' CPU %.0f%%\n",
-					cfg.Threads, cfg.Streams, kind, k, row.Plain.Decode, row.Spec.Decode, fmtRatio(row.Ratio), row.Accepted, row.Drafted, row.Same, 100*other)
+					cfg.Threads, cfg.Streams, kind, k, row.Plain.Decode, row.Spec.Decode, fmtRatio(row.Ratio), row.Accepted, row.Drafted, row.Same, 100*row.Spec.OtherCPU)
 				rep.Rows = append(rep.Rows, row)
 			}
 		}

@@ -131,22 +131,12 @@ func runStructured(ctx context.Context, o options, stderr io.Writer) error {
 	for _, cfg := range cfgs {
 		prompts := promptIDs(o.seed, cfg.Streams, cfg.PromptTokens, eng.info.VocabSize)
 		r := StructuredRow{Config: cfg}
-		type pair struct {
-			ms   []Measure
-			last []onceResult
-		}
-		p, other, n, err := retry(ctx, o, stderr, cfg.String(), func() (pair, error) {
-			ms, last, err := eng.measureEach(ctx, cfg, prompts, []variant{{}, {so: so}})
-			return pair{ms, last}, err
-		})
+		ms, lasts, err := measureVariants(ctx, o, stderr, cfg.String(), eng, cfg, prompts, []variant{{}, {so: so}})
 		if err != nil {
 			return err
 		}
-		r.Unconstrained, r.Constrained = p.ms[0], p.ms[1]
-		for _, m := range []*Measure{&r.Unconstrained, &r.Constrained} {
-			m.OtherCPU, m.Attempts = other, n
-		}
-		last := p.last[1]
+		r.Unconstrained, r.Constrained = ms[0], ms[1]
+		last := lasts[1]
 		compiles = append(compiles, last.compile)
 		r.Ratio = pairedRatio(r.Constrained.DecodeTokS, r.Unconstrained.DecodeTokS)
 		rows, steps, err := replayMasks(vocab, c, last.outputs)
