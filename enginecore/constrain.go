@@ -228,7 +228,7 @@ func jsonOptions(schema string, so *wire.StructuredOutputs) (string, error) {
 	} else if !composesObjects(root) {
 		closeListed(root)
 	}
-	boundIntegers(root, 0)
+	boundIntegers(root)
 	opts := map[string]any{}
 	switch {
 	case so.DisableAnyWhitespace:
@@ -250,12 +250,8 @@ func jsonOptions(schema string, so *wire.StructuredOutputs) (string, error) {
 // regex for the whole int64 range): JSON integers are unbounded, and a
 // small model at temperature 0 can then write digits until max_tokens
 // ("1111…"); common consumers parse integers as 64 bits anyway.
-func boundIntegers(v any, depth int) {
-	if depth > 64 {
-		return
-	}
-	switch x := v.(type) {
-	case map[string]any:
+func boundIntegers(v any) {
+	eachObject(v, func(x map[string]any) bool {
 		if isIntegerSchema(x["type"]) {
 			_, lo := x["minimum"]
 			_, xlo := x["exclusiveMinimum"]
@@ -268,14 +264,8 @@ func boundIntegers(v any, depth int) {
 				x["maximum"] = json.Number("999999999999999999")
 			}
 		}
-		for _, child := range x {
-			boundIntegers(child, depth+1)
-		}
-	case []any:
-		for _, child := range x {
-			boundIntegers(child, depth+1)
-		}
-	}
+		return false
+	})
 }
 
 func isIntegerSchema(t any) bool {
