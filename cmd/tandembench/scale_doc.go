@@ -46,7 +46,7 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 		"Single stream, greedy, the same random prompt ids for every engine; each number is the median of %d repetition(s) after one warm-up (few, because these rows take minutes). ",
 		orUnknown(rep.Machine.CPU), rep.Machine.Cores, orUnknown(rep.Tandem.Kernels), orUnknown(rep.Tandem.Precision), scaleColumns(rep), kvOf(rep), repsOf(rep))
 	if slices.ContainsFunc(rep.Rows, func(r ScaleRow) bool { return r.Fast != nil }) {
-		p("Tandem's default precision computes prompt tokens at 15 bits (an int8 row and its int8 residual: twice the integer work of prefill, for logits within about 1e-3 of float64); " +
+		p("Tandem's default precision computes prompt tokens at about 15 bits (an int8 row and an int8 row of its residual, per 32 elements; for Q4_K on CPUs with AMX, per 256-element super-block, the super form of docs/architecture.md), for logits within about 1e-3 of float64; " +
 			"llama.cpp's activations are int8. \"prefill Tandem fast\" is the same model again at --cpu-precision fast, llama.cpp's arithmetic. ")
 	}
 	if rep.NativeMissing != "" {

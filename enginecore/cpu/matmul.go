@@ -49,10 +49,14 @@ func (b *Backend) matmul(x []float32, numTok int, ops ...matmulOp) {
 	in := ops[0].m.In
 	j.act.ResetPrecise(x, numTok, in, b.precise)
 	quantized, work := false, 0
+	residual, super := false, false // the precise forms the ops read
 	for _, op := range ops {
 		quantized = quantized || op.m.Quantized()
 		work += numTok * in * op.m.Out
+		super = super || op.m.SuperForm()
+		residual = residual || op.m.Quantized() && !op.m.SuperForm()
 	}
+	j.act.NeedForms(residual, super)
 	if quantized {
 		if numTok*in >= parallelQuantizeMin {
 			b.pool.do(&b.quant)

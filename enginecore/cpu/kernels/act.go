@@ -35,13 +35,31 @@ type Activations struct {
 	// consecutive.
 	tiled  bool
 	dT, sT []float32 // [In/32][T+R]
+
+	// The precise forms the next Quantize computes (NeedForms): the
+	// residual rows above, and the super-block rows (super.go).
+	noResidual, noSuper bool
+
+	// Super-block rows: superLevels per precise token, level by level
+	// (row l·P + k is level l of the precise token resOf[k]).
+	kq  []int8    // [L·P][In] int8 values of each level
+	kd  []float32 // [L·P][In/256] their scales
+	ks  []int16   // [L·P][In/32] Σq of each block of 32
+	kr  []float32 // [P][In] scratch: what the levels so far leave
+	kdT []float32 // [tiles][In/256][16] kd of the rows in whole tiles (AMX)
+	ksT []int32   // [tiles][In/256][16][4] ks of block pairs, S₂ᵢ | S₂ᵢ₊₁<<16
 }
 
 // tileRows is the token rows of one AMX tile.
 const tileRows = 16
 
-// Rows is the number of quantized rows: tokens plus residual rows.
-func (a *Activations) Rows() int { return a.NumTok + len(a.resOf) }
+// Rows is the number of quantized per-32 rows: tokens plus residual rows.
+func (a *Activations) Rows() int {
+	if a.noResidual {
+		return a.NumTok
+	}
+	return a.NumTok + len(a.resOf)
+}
 
 // Reset points a at x ([numTok][in]) and sizes the quantized buffers; call
 // Quantize for the tokens before a quantized matmul.
@@ -63,6 +81,12 @@ func (a *Activations) ResetPrecise(x []float32, numTok, in int, precise []bool) 
 			a.resOf = append(a.resOf, int32(t))
 		}
 	}
+	a.NeedForms(true, true)
+}
+
+// size sizes the buffers for the tokens and the precise forms asked for.
+func (a *Activations) size() {
+	in := a.In
 	rows := a.Rows()
 	n := rows * in
 	if cap(a.q) < n {
@@ -85,6 +109,7 @@ func (a *Activations) ResetPrecise(x []float32, numTok, in int, precise []bool) 
 		a.r = make([]float32, nr)
 	}
 	a.r = a.r[:len(a.resOf)*in]
+	a.resetSuper()
 }
 
 // Quantize quantizes tokens [t0, t1) (and their residual rows); In must be
@@ -95,6 +120,12 @@ func (a *Activations) Quantize(t0, t1 int) {
 		a.quantizeRow(a.X[t*in:(t+1)*in], t)
 		k := int(a.resIdx[t])
 		if k < 0 {
+			continue
+		}
+		if !a.noSuper {
+			a.quantizeSuper(a.X[t*in:(t+1)*in], k)
+		}
+		if a.noResidual {
 			continue
 		}
 		// r = x − d·q, block by block; |r| ≤ d/2.

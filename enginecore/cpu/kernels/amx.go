@@ -45,10 +45,11 @@ func tileConfig(k int) (c [64]byte) {
 // amxScratch is a worker's buffers for the tile kernels: unpacked
 // 4-bit blocks and the tiles' results, reused between matmuls.
 type amxScratch struct {
-	b   []byte    // [nb][512] a group's blocks as B tiles
-	res []float32 // [tiles·16][16]
-	kx  []float32 // [nb][2][16] a compact group's D and M, or D₀ and D₁ (expandK)
-	q6  []byte    // [nb][512] a compact Q6_K group in the byte layout (q6Group)
+	b     []byte    // [nb][512] a group's blocks as B tiles
+	res   []float32 // [tiles·16][16]
+	kx    []float32 // [nb][2][16] a compact group's D and M, or D₀ and D₁ (expandK)
+	q6    []byte    // [nb][512] a compact Q6_K group in the byte layout (q6Group)
+	tinfo []int64   // [tiles] the super kernel's tile outputs (superTiles)
 }
 
 var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
@@ -95,7 +96,10 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 		return 0
 	}
 	in, nb, rows := m.In, m.nb, m.rows(a)
-	tiles := rows / tileRows
+	tiles := rows / tileRows // the tiles' scales are a.Rows() apart in dT and sT
+	if tiles == 0 {
+		return 0
+	}
 	direct := min(tiles, a.NumTok/tileRows) // tiles of token rows only
 	s := amxScratchPool.Get().(*amxScratch)
 	defer amxScratchPool.Put(s)
@@ -135,7 +139,7 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 		t0 := 0
 		if (g+1)*GroupRows <= m.Out && direct > 0 {
 			o := out[g*GroupRows : (direct*tileRows-1)*m.Out+(g+1)*GroupRows]
-			k(&cfg[0], &qs[0], sc, &a.q[0], in, &a.dT[0], &a.sT[0], 4*rows, nb, direct, buf, &o[0], 4*m.Out, 0)
+			k(&cfg[0], &qs[0], sc, &a.q[0], in, &a.dT[0], &a.sT[0], 4*a.Rows(), nb, direct, buf, &o[0], 4*m.Out, 0)
 			t0 = direct * tileRows
 		}
 		if t0 == a.NumTok && t0 < tiles*tileRows && resRun > 0 {
@@ -143,9 +147,9 @@ func (m *Matrix) mulTiles(out []float32, a *Activations, g0, g1 int) int {
 			// straight into their outputs.
 			r := int(a.resOf[0])
 			o := out[r*m.Out+g*GroupRows : (r+tiles*tileRows-t0-1)*m.Out+(g+1)*GroupRows]
-			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*rows, nb, tiles-t0/tileRows, buf, &o[0], 4*m.Out, 1)
+			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*a.Rows(), nb, tiles-t0/tileRows, buf, &o[0], 4*m.Out, 1)
 		} else if t0 < tiles*tileRows {
-			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*rows, nb, tiles-t0/tileRows, buf, &s.res[0], 4*GroupRows, 0)
+			k(&cfg[0], &qs[0], sc, &a.q[t0*in], in, &a.dT[t0], &a.sT[t0], 4*a.Rows(), nb, tiles-t0/tileRows, buf, &s.res[0], 4*GroupRows, 0)
 			for t := t0; t < tiles*tileRows; t++ {
 				m.store(out, a, t, g, (*[GroupRows]float32)(s.res[(t-t0)*GroupRows:]))
 			}

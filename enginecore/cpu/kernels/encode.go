@@ -17,7 +17,7 @@ var ErrEncoded = errors.New("kernels: not an encoded matrix")
 // Layout names the packed layout; an encoded matrix carries it, and a
 // change to Pack's layout or the encoding must change it so old caches are
 // refused rather than misread.
-const Layout = "tandem-pack-v3"
+const Layout = "tandem-pack-v4"
 
 // An encoded Matrix is a 64-byte header, then its sections, each starting
 // at a multiple of EncodeAlign from the header (so views into a
@@ -29,10 +29,11 @@ const Layout = "tandem-pack-v3"
 //	        float weights (u8: 0 float32, 1 float16, 2 bfloat16),
 //	        2 zero bytes, then the section
 //	        lengths in elements: scales (u64 at 32), qs (u64 at 40, bytes),
-//	        f (u64 at 48, float32), 8 zero bytes
+//	        f (u64 at 48, float32), kint (u64 at 56, bytes)
 //	qs      [len] byte
 //	scales  [len] uint16, float32 or byte
 //	f       [len] float32, or uint16 (16-bit float weights)
+//	kint    [len] byte (Q4_K with float32 scales: the compact ones too)
 //
 // in the machine's byte order (the cache is per machine).
 const (
@@ -72,12 +73,16 @@ func EncodedBound(t *model.Tensor) (int64, error) {
 	if m.fam == famByte {
 		bb = byteBlockBytes
 	}
-	return headerBytes + alignUp(groups*nb*bb) + alignUp(4*groups*nb*int64(m.scPerBlock())), nil
+	n := headerBytes + alignUp(groups*nb*bb) + alignUp(4*groups*nb*int64(m.scPerBlock()))
+	if t.Type == model.Q4_K {
+		n += alignUp(groups * nb * kBlockBytes)
+	}
+	return n, nil
 }
 
 // EncodedSize is the number of bytes Encode writes.
 func (m *Matrix) EncodedSize() int64 {
-	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f))+2*int64(len(m.w16)))
+	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f))+2*int64(len(m.w16))) + alignUp(int64(len(m.kint)))
 }
 
 // Encode writes m in the encoded layout; DecodeMatrix reads it back
@@ -112,6 +117,7 @@ func (m *Matrix) Encode(w io.Writer) error {
 	}
 	ne.PutUint64(h[40:], uint64(len(m.qs)))
 	ne.PutUint64(h[48:], uint64(len(m.f)+len(m.w16)))
+	ne.PutUint64(h[56:], uint64(len(m.kint)))
 	switch {
 	case m.w16 != nil && m.bf16:
 		h[29] = 2
@@ -133,7 +139,7 @@ func (m *Matrix) Encode(w io.Writer) error {
 	if m.w16 != nil {
 		f = bytesOf(m.w16)
 	}
-	for _, b := range [][]byte{m.qs, sc, f} {
+	for _, b := range [][]byte{m.qs, sc, f, m.kint} {
 		if err := put(b); err != nil {
 			return fmt.Errorf("kernels: encode: %w", err)
 		}
@@ -160,12 +166,12 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 		In: int(ne.Uint32(b[8:])), Out: int(ne.Uint32(b[12:])), Type: model.DType(ne.Uint32(b[16:])),
 		fam: family(b[20]), nsub: int(b[21]), hasMin: b[22] == 1, nb: int(ne.Uint32(b[24:])),
 	}
-	nqs, nsc, nf := ne.Uint64(b[40:]), ne.Uint64(b[32:]), ne.Uint64(b[48:])
+	nqs, nsc, nf, nk := ne.Uint64(b[40:]), ne.Uint64(b[32:]), ne.Uint64(b[48:]), ne.Uint64(b[56:])
 	scKind := b[23]
 	m.sc.noM = b[28] == 1
 	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4, 3: 1}[scKind]
 	kOK := m.fam == famNib && m.Type == model.Q4_K || m.fam == famQ6 && m.Type == model.Q6_K
-	if b[29] > 2 || b[29] != 0 && m.fam != famF32 || scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famQ6 || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) {
+	if b[29] > 2 || b[29] != 0 && m.fam != famF32 || scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famQ6 || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) || nk > uint64(len(b)) {
 		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
 	}
 	off := int64(headerBytes)
@@ -185,11 +191,15 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 		fSize = 2
 	}
 	f, ok3 := take(fSize * int64(nf))
-	if !ok1 || !ok2 || !ok3 {
+	kint, ok4 := take(int64(nk))
+	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return nil, 0, fmt.Errorf("%w: truncated", ErrEncoded)
 	}
 	if nqs > 0 {
 		m.qs = qs
+	}
+	if nk > 0 {
+		m.kint = kint
 	}
 	switch scKind {
 	case 1:
@@ -235,6 +245,13 @@ func (m *Matrix) check() error {
 	nsc := len(m.sc.f) + len(m.sc.h) + len(m.sc.k)
 	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil || m.w16 != nil {
 		return fmt.Errorf("%w: sections do not match %d×%d", ErrEncoded, m.Out, m.In)
+	}
+	wantK := 0
+	if m.superForm() && m.sc.k == nil {
+		wantK = groups * m.nb * kBlockBytes
+	}
+	if len(m.kint) != wantK {
+		return fmt.Errorf("%w: %d bytes of compact scales, want %d", ErrEncoded, len(m.kint), wantK)
 	}
 	return nil
 }

@@ -10,12 +10,20 @@ func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
 	if a.In != m.In || len(out) < a.NumTok*m.Out {
 		panic("kernels: MulGroups shape mismatch")
 	}
+	if len(a.resOf) > 0 && m.Quantized() {
+		if m.superForm() && a.noSuper || !m.superForm() && a.noResidual {
+			panic("kernels: MulGroups: the activations lack the precise form " + m.Type.String() + " reads (NeedForms)")
+		}
+	}
 	if level > levelGo {
 		m.mulGroupsSIMD(out, a, g0, g1)
-		clearUpper()
-		return
+	} else {
+		m.mulGroupsGo(out, a, g0, g1)
 	}
-	m.mulGroupsGo(out, a, g0, g1)
+	if m.superForm() {
+		m.mulSuper(out, a, g0, g1) // after: it replaces the precise tokens' outputs
+	}
+	clearUpper()
 }
 
 // Kernel names the kernels MulGroups runs for m on this CPU and build:
@@ -28,8 +36,13 @@ func (m *Matrix) Kernel() string { return m.kernel() }
 // rows is how many rows of a the kernels multiply: the tokens, plus the
 // residual rows of precise tokens for a quantized m (a float m reads X).
 func (m *Matrix) rows(a *Activations) int {
-	if m.fam == famF32 {
+	switch {
+	case m.fam == famF32:
 		return a.NumTok
+	case m.superForm() && len(a.resOf) == a.NumTok:
+		return 0 // every token precise: the super form does them all
+	case m.superForm():
+		return a.NumTok // the precise tokens' rows are overwritten by the super form
 	}
 	return a.Rows()
 }

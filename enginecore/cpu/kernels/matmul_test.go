@@ -303,7 +303,8 @@ func TestPackErrors(t *testing.T) {
 // TestPackedBytes pins the packed size of a 16×256 matrix per type: Q4_0
 // (its offsets implicit), Q4_1 and Q8_0 keep their float16 scales and
 // match ggml's size; Q4_K keeps the file's scale bytes where the level's
-// kernels read them (VNNI and above), else float32 D and M; Q6_K is as
+// kernels read them (VNNI and above), else float32 D and M (and the
+// file's scale bytes too where precise tokens take the super form); Q6_K is as
 // small as the file there too, else a byte per weight and float32
 // scales, as Q5_K is.
 func TestPackedBytes(t *testing.T) {
@@ -317,6 +318,9 @@ func TestPackedBytes(t *testing.T) {
 	}
 	if halfWeights() {
 		tests[1].want, tests[2].want = 16*256*2, 16*256*2 // kept 16-bit
+	}
+	if superCPU {
+		tests[6].want += 8 * kBlockBytes // the file's scale bytes too, for the super form
 	}
 	if compactQ4K() {
 		tests[6].want = 8 * (256 + kBlockBytes)           // file's scales kept: 2.5 bytes per 32 weights

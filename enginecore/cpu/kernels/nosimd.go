@@ -8,6 +8,12 @@ func detectLevel() simdLevel { return levelGo }
 
 var hasAVXVNNI = false
 
+var hasAMX = false
+
+// superAsm is the SIMD build's switch between the super form's assembly
+// and archsimd row kernels; without SIMD neither runs.
+var superAsm = true
+
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	m.mulGroupsGo(out, a, g0, g1)
 }
@@ -50,4 +56,20 @@ func add16(dst, src *[GroupRows]float32) {
 	for i := range dst {
 		dst[i] += src[i]
 	}
+}
+
+func (m *Matrix) superRowSIMD(a *Activations, i, g int, res *[GroupRows]float32) {
+	m.superRowGo(a, i, g, res)
+}
+
+func (m *Matrix) superTiles(out []float32, a *Activations, g0, g1 int) int { return 0 }
+
+func quantizeSuperSIMD(r *[256]float32, q *[256]int8, sums *[8]int16) (float32, bool) {
+	return 0, false
+}
+
+func superPairs() bool { return false }
+
+func (m *Matrix) superPairSIMD(a *Activations, k, g int, res0, res1 *[GroupRows]float32) {
+	panic("kernels: no pair kernel in this build")
 }

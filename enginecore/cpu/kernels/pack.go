@@ -61,6 +61,10 @@ type Matrix struct {
 	f       []float32 // famF32: [groups][In][16]
 	w16     []uint16  // famF32 from F16 or BF16 files, kept 16-bit: [groups][In][16]
 	bf16    bool      // w16 holds bfloat16 (else float16)
+	// kint: Q4_K's compact scales (scales.k's layout) where sc holds
+	// float32 D and M instead (below the VNNI level), for the super form
+	// (on CPUs where precise tokens take it: superCPU).
+	kint []byte
 }
 
 // NumGroups is ceil(Out/GroupRows); the last group is zero-padded.
@@ -71,7 +75,7 @@ func (m *Matrix) Quantized() bool { return m.fam != famF32 }
 
 // Bytes is the packed size, for memory accounting.
 func (m *Matrix) Bytes() int64 {
-	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h)+len(m.w16)) + int64(len(m.sc.k))
+	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h)+len(m.w16)) + int64(len(m.sc.k)+len(m.kint))
 }
 
 // scPerBlock is the number of scale floats per (group, block).
@@ -221,8 +225,12 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	if t.Type == model.Q4_0 && m.sc.h != nil {
 		m.sc.dropM()
 	}
-	if t.Type == model.Q4_K && compactQ4K() {
-		m.sc = scales{k: packQ4KScales(t.Data, in, out)}
+	if t.Type == model.Q4_K {
+		if compactQ4K() {
+			m.sc = scales{k: packQ4KScales(t.Data, in, out)}
+		} else if superCPU {
+			m.kint = packQ4KScales(t.Data, in, out)
+		}
 	}
 	if t.Type == model.Q6_K && compactQ4K() {
 		m.fam, m.nsub, m.qs = famQ6, 0, q6Compact(m.qs)
@@ -296,13 +304,18 @@ func packQ6KScales(data []byte, in, out int) []byte {
 // Packing names the layout choices Pack makes at this kernel level (a
 // pack cache written at another level is another file): "compact" where
 // the K-quants keep the file's scale bytes, "half" where F16 and BF16
-// stay 16-bit, else "float32".
+// stay 16-bit, else "float32"; ",kint" where Q4_K keeps its scale bytes
+// beside float32 ones for the super form (superCPU).
 func Packing() string {
 	switch {
 	case compactQ4K():
 		return "compact,half"
+	case halfWeights() && superCPU:
+		return "half,kint"
 	case halfWeights():
 		return "half"
+	case superCPU:
+		return "float32,kint"
 	}
 	return "float32"
 }
