@@ -187,25 +187,27 @@ func (m *Matrix) superTiles(out []float32, a *Activations, g0, g1 int) int {
 	prep := unsafe.Pointer(&s.b[0])
 	prep = unsafe.Add(prep, (64-uintptr(prep)%64)%64)
 	s.res = slices.Grow(s.res[:0], tiles*tileRows*GroupRows)[:tiles*tileRows*GroupRows]
-	s.tinfo = slices.Grow(s.tinfo[:0], tiles)[:tiles]
+	// tinfo [0, tiles): where the kernel writes each tile's rows (direct);
+	// [tiles, 2·tiles): zeros, leaving every tile's sums in s.res.
+	s.tinfo = slices.Grow(s.tinfo[:0], 2*tiles)[:2*tiles]
+	clear(s.tinfo)
 	direct := p%tileRows == 0 && int(a.resOf[p-1]-a.resOf[0]) == p-1
-	for t := range s.tinfo {
-		s.tinfo[t] = 0
+	for t := range tiles {
 		if direct {
 			l, k0 := t*tileRows/p, t*tileRows%p
 			s.tinfo[t] = int64(int(a.resOf[0])+k0)*int64(m.Out)*4 | int64(min(l, 1)+1)
 		}
 	}
-	none := make([]int64, 0, 1)
 	for g := g0; g < g1; g++ {
 		clear(s.res)
-		tinfo := s.tinfo
-		if (g+1)*GroupRows > m.Out || !direct {
-			tinfo = append(none[:0], make([]int64, tiles)...)
+		own := direct && (g+1)*GroupRows <= m.Out // the kernel writes out itself
+		tinfo := s.tinfo[tiles:]
+		if own {
+			tinfo = s.tinfo[:tiles]
 		}
 		superTilesAMX(&amxConfig64[0], &m.qs[g*nb*nibBlockBytes], &k[g*nb*kBlockBytes], &a.kq[0], in,
 			&a.kdT[0], &a.ksT[0], nb, tiles, (*byte)(prep), &s.res[0], &out[g*GroupRows], 4*m.Out, &tinfo[0])
-		if &tinfo[0] == &s.tinfo[0] {
+		if own {
 			continue
 		}
 		for i := range tiles * tileRows {
