@@ -47,7 +47,6 @@ func (b *Backend) matmul(x []float32, numTok int, ops ...matmulOp) {
 	j := &b.mm
 	j.numOp = copy(j.ops[:], ops)
 	in := ops[0].m.In
-	j.act.ResetPrecise(x, numTok, in, b.precise)
 	quantized, work := false, 0
 	residual, super := false, false // the precise forms the ops read
 	for _, op := range ops {
@@ -56,7 +55,7 @@ func (b *Backend) matmul(x []float32, numTok int, ops ...matmulOp) {
 		super = super || op.m.SuperForm()
 		residual = residual || op.m.Quantized() && !op.m.SuperForm()
 	}
-	j.act.NeedForms(residual, super)
+	j.act.ResetForms(x, numTok, in, b.precise, residual, super)
 	if quantized {
 		if numTok*in >= parallelQuantizeMin {
 			b.pool.do(&b.quant)

@@ -36,7 +36,7 @@ type Activations struct {
 	tiled  bool
 	dT, sT []float32 // [In/32][T+R]
 
-	// The precise forms the next Quantize computes (NeedForms): the
+	// The precise forms the next Quantize computes (ResetForms): the
 	// residual rows above, and the super-block rows (super.go).
 	noResidual, noSuper bool
 
@@ -66,8 +66,17 @@ func (a *Activations) Rows() int {
 func (a *Activations) Reset(x []float32, numTok, in int) { a.ResetPrecise(x, numTok, in, nil) }
 
 // ResetPrecise is Reset with a residual row for every token t with
-// precise[t] (precise nil: none; shorter than numTok: the rest are not).
+// precise[t] (precise nil: none; shorter than numTok: the rest are not),
+// and its super-block rows (super.go) where In allows them.
 func (a *Activations) ResetPrecise(x []float32, numTok, in int, precise []bool) {
+	a.ResetForms(x, numTok, in, precise, true, true)
+}
+
+// ResetForms is ResetPrecise computing only the precise forms asked for:
+// residual rows (for the per-32 matrices) and super-block rows (for Q4_K
+// where Matrix.SuperForm), so that a caller who knows its matrices sizes
+// and quantizes nothing they do not read.
+func (a *Activations) ResetForms(x []float32, numTok, in int, precise []bool, residual, super bool) {
 	a.NumTok, a.In, a.X = numTok, in, x[:numTok*in]
 	a.resOf = a.resOf[:0]
 	if cap(a.resIdx) < numTok {
@@ -81,12 +90,7 @@ func (a *Activations) ResetPrecise(x []float32, numTok, in int, precise []bool) 
 			a.resOf = append(a.resOf, int32(t))
 		}
 	}
-	a.NeedForms(true, true)
-}
-
-// size sizes the buffers for the tokens and the precise forms asked for.
-func (a *Activations) size() {
-	in := a.In
+	a.noResidual, a.noSuper = !residual, !super || in%256 != 0
 	rows := a.Rows()
 	n := rows * in
 	if cap(a.q) < n {

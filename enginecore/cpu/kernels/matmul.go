@@ -12,7 +12,7 @@ func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
 	}
 	if len(a.resOf) > 0 && m.Quantized() {
 		if m.superForm() && a.noSuper || !m.superForm() && a.noResidual {
-			panic("kernels: MulGroups: the activations lack the precise form " + m.Type.String() + " reads (NeedForms)")
+			panic("kernels: MulGroups: the activations lack the precise form " + m.Type.String() + " reads (ResetForms)")
 		}
 	}
 	if level > levelGo {

@@ -49,7 +49,7 @@ func (m *Matrix) superForm() bool {
 }
 
 // SuperForm reports whether m multiplies precise tokens in the super form
-// (else, if quantized, in residual rows): see NeedForms.
+// (else, if quantized, in residual rows): see Activations.ResetForms.
 func (m *Matrix) SuperForm() bool { return m.superForm() }
 
 // superScales returns m's compact Q4_K scales (scales.k's layout): the
@@ -59,15 +59,6 @@ func (m *Matrix) superScales() []byte {
 		return m.sc.k
 	}
 	return m.kint
-}
-
-// NeedForms says which precise forms the next Quantize computes: the
-// residual rows (per-32 matrices) and the super-block rows (Q4_K).
-// ResetPrecise asks for both; a caller that knows its matrices drops
-// what none of them reads.
-func (a *Activations) NeedForms(residual, super bool) {
-	a.noResidual, a.noSuper = !residual, !super || a.In%256 != 0
-	a.size()
 }
 
 // superRows is the number of super-form rows: superLevels per precise

@@ -216,8 +216,7 @@ func TestSuperNeedsForms(t *testing.T) {
 			t.Fatal(err)
 		}
 		var a Activations
-		a.ResetPrecise(x, 2, in, []bool{true, false})
-		a.NeedForms(tt.residual, tt.super_)
+		a.ResetForms(x, 2, in, []bool{true, false}, tt.residual, tt.super_)
 		a.Quantize(0, 2)
 		func() {
 			defer func() {
