@@ -1,6 +1,7 @@
 //go:build goexperiment.simd
 
 #include "textflag.h"
+#include "nibavx2.h"
 
 // The 4-bit and Q8_0 kernels of nib4_amd64.s and byte_amd64.s at 256
 // bits, for AVX2 + FMA CPUs (with F16C for float16 scales). Go 1.26's
@@ -18,18 +19,6 @@
 // per call (half 0 or 1: rows 0–7 or 8–15) with four accumulators and
 // four sums; the one-token kernels do both halves at once.
 
-DATA nibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nibmask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nibmask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL nibmask<>(SB), RODATA|NOPTR, $32
-
-DATA ones16<>+0(SB)/8, $0x0001000100010001
-DATA ones16<>+8(SB)/8, $0x0001000100010001
-DATA ones16<>+16(SB)/8, $0x0001000100010001
-DATA ones16<>+24(SB)/8, $0x0001000100010001
-GLOBL ones16<>(SB), RODATA|NOPTR, $32
-
 // Scale loads: 8 scales at off(DI) into y, from float16 (F16C) or float32.
 // LDQ40M is Q4_0's M, which is not stored: D (just loaded into Y13)·(-8).
 #define LDH(off, y) VCVTPH2PS off(DI), y
@@ -42,21 +31,8 @@ DATA minus8x8<>+16(SB)/8, $0xc1000000c1000000
 DATA minus8x8<>+24(SB)/8, $0xc1000000c1000000
 GLOBL minus8x8<>(SB), RODATA|NOPTR, $32
 
-// NTOKEN adds one token's products for the chunk half in Y9 (low
-// nibbles) and Y10 (high) into the int16 sums s; x bytes at lo/hi(xr).
-#define NTOKEN(xr, s, lo, hi) \
-	VPBROADCASTD lo(xr), Y11 \
-	VPMADDUBSW Y11, Y9, Y12 \
-	VPADDW Y12, s, s \
-	VPBROADCASTD hi(xr), Y11 \
-	VPMADDUBSW Y11, Y10, Y12 \
-	VPADDW Y12, s, s
-
 #define NCHUNK4(off, lo, hi) \
-	VMOVDQU off(SI), Y8 \
-	VPAND Y15, Y8, Y9 \
-	VPSRLW $4, Y8, Y10 \
-	VPAND Y15, Y10, Y10 \
+	NUNPACK(off) \
 	NTOKEN(R8, Y4, lo, hi) \
 	NTOKEN(R9, Y5, lo, hi) \
 	NTOKEN(R10, Y6, lo, hi) \
@@ -156,10 +132,7 @@ done: \
 // NCHUNK1 adds one chunk half's products into s; Y11/Y12 hold the x
 // bytes for its low/high nibbles.
 #define NCHUNK1(off, s) \
-	VMOVDQU off(SI), Y8 \
-	VPAND Y15, Y8, Y9 \
-	VPSRLW $4, Y8, Y10 \
-	VPAND Y15, Y10, Y10 \
+	NUNPACK(off) \
 	VPMADDUBSW Y11, Y9, Y9 \
 	VPADDW Y9, s, s \
 	VPMADDUBSW Y12, Y10, Y10 \
@@ -482,10 +455,7 @@ done: \
 	VPDPBUSDY(sn, 10, 11)
 
 #define NCHUNK4V(off, lo, hi) \
-	VMOVDQU off(SI), Y8 \
-	VPAND Y15, Y8, Y9 \
-	VPSRLW $4, Y8, Y10 \
-	VPAND Y15, Y10, Y10 \
+	NUNPACK(off) \
 	NTOKENV(R8, 4, lo, hi) \
 	NTOKENV(R9, 5, lo, hi) \
 	NTOKENV(R10, 6, lo, hi) \
@@ -504,10 +474,7 @@ done: \
 #define NCHUNK2V(off, lo, hi) \
 	VPBROADCASTD lo(R8), Y11 \
 	VPBROADCASTD hi(R8), Y12 \
-	VMOVDQU off(SI), Y8 \
-	VPAND Y15, Y8, Y9 \
-	VPSRLW $4, Y8, Y10 \
-	VPAND Y15, Y10, Y10 \
+	NUNPACK(off) \
 	VPDPBUSDY(4, 9, 11) \
 	VPDPBUSDY(4, 10, 12) \
 	VMOVDQU (off+32)(SI), Y8 \

@@ -10,10 +10,6 @@ var hasAVXVNNI = false
 
 var hasAMX = false
 
-// superAsm is the SIMD build's switch between the super form's assembly
-// and archsimd row kernels; without SIMD neither runs.
-var superAsm = true
-
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	m.mulGroupsGo(out, a, g0, g1)
 }
@@ -58,18 +54,14 @@ func add16(dst, src *[GroupRows]float32) {
 	}
 }
 
-func (m *Matrix) superRowSIMD(a *Activations, i, g int, res *[GroupRows]float32) {
-	m.superRowGo(a, i, g, res)
+func superSIMD() bool { return false }
+
+func (m *Matrix) superRowsSIMD(a *Activations, i, j, g int, res0, res1 *[GroupRows]float32) {
+	panic("kernels: no super-form SIMD kernels in this build")
 }
 
 func (m *Matrix) superTiles(out []float32, a *Activations, g0, g1 int) int { return 0 }
 
 func quantizeSuperSIMD(r *[256]float32, q *[256]int8, sums *[8]int16) (float32, bool) {
 	return 0, false
-}
-
-func superPairs() bool { return false }
-
-func (m *Matrix) superPairSIMD(a *Activations, k, g int, res0, res1 *[GroupRows]float32) {
-	panic("kernels: no pair kernel in this build")
 }

@@ -24,7 +24,7 @@ import (
 // output is y₀ + y₁. AMX folds scⱼ = 8·hi + lo into the weight tiles
 // (hi·w and lo·w fit a byte), so a super-block is eight full tile
 // products and one float epilogue per token (superTiles); every other
-// level runs one 256-bit kernel (superRowSIMD), so that all of them give
+// level runs one 256-bit kernel (superRowsSIMD), so that all of them give
 // the same bits. Tokens that are not precise keep the per-32 int8 form.
 // The logits' RMS error against the float64 oracle on SmolLM2-135M's
 // real weights (docs/architecture.md): 3.8e-2 at int8 per 32, 1.9e-4
@@ -39,7 +39,7 @@ const superLevels = 2
 // machine: where the CPU has AMX tiles, whatever level TANDEM_CPU_KERNELS
 // caps the kernels at, so that every level still gives the same bits.
 // Without tiles the residual rows' four-token VNNI and AVX2 kernels are
-// faster (the super form's one- and two-row kernels are 3× slower there),
+// faster (the super form's row kernel is 3× slower there),
 // and a precise token keeps the residual form. Tests set it.
 var superCPU = hasAMX
 
@@ -198,31 +198,29 @@ func (m *Matrix) mulSuper(out []float32, a *Activations, g0, g1 int) {
 	if n == 0 {
 		return
 	}
+	simd := level >= m.packLevel() && level > levelGo && superSIMD()
 	i0 := 0
-	if level >= m.packLevel() && level > levelGo {
+	if simd {
 		i0 = m.superTiles(out, a, g0, g1)
 	}
-	simd := level >= m.packLevel() && level > levelGo
-	pairs := simd && superPairs()
 	p := len(a.resOf)
 	var res, res1 [GroupRows]float32
 	for g := g0; g < g1; g++ {
 		for i := i0; i < n; i++ {
-			// A token's two levels at once where both are left, else one
-			// row (rows are level by level, so level 0 is stored first).
 			switch {
-			case pairs && i < p:
-				m.superPairSIMD(a, i, g, &res, &res1)
+			case !simd:
+				m.superRowGo(a, i, g, &res)
+			case superLevels == 2 && i < p:
+				// A token's two levels at once (rows are level by level,
+				// so level 0 is stored first).
+				m.superRowsSIMD(a, i, i+p, g, &res, &res1)
 				m.storeSuper(out, a, i, g, &res)
 				m.storeSuper(out, a, i+p, g, &res1)
 				continue
-			case pairs && i-p >= i0:
+			case superLevels == 2 && i-p >= i0:
 				continue // done with its level 0
-			}
-			if simd {
-				m.superRowSIMD(a, i, g, &res)
-			} else {
-				m.superRowGo(a, i, g, &res)
+			default:
+				m.superRowsSIMD(a, i, i, g, &res, &res1)
 			}
 			m.storeSuper(out, a, i, g, &res)
 		}

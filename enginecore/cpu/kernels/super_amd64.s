@@ -1,6 +1,7 @@
 //go:build goexperiment.simd
 
 #include "textflag.h"
+#include "nibavx2.h"
 
 // The super form's AMX kernel (super.go): per super-block of 256, the
 // group's weights become two K = 64 byte tiles per pair of blocks, w
@@ -101,6 +102,11 @@
 	EPI(8, STORE); EPI(9, STORE); EPI(10, STORE); EPI(11, STORE) \
 	EPI(12, STORE); EPI(13, STORE); EPI(14, STORE); EPI(15, STORE)
 
+// PREFETCH8 asks for the 512 bytes at o(SI).
+#define PREFETCH8(o) \
+	PREFETCHT0 o(SI); PREFETCHT0 (o+64)(SI); PREFETCHT0 (o+128)(SI); PREFETCHT0 (o+192)(SI) \
+	PREFETCHT0 (o+256)(SI); PREFETCHT0 (o+320)(SI); PREFETCHT0 (o+384)(SI); PREFETCHT0 (o+448)(SI)
+
 DATA signbit<>+0(SB)/4, $0x80000000
 GLOBL signbit<>(SB), RODATA|NOPTR, $4
 
@@ -160,14 +166,7 @@ superblock:
 	// The next super-block's weights (the next group's first, after the
 	// last) come from DRAM while the tiles run.
 	MOVQ 16(SP), SI
-	PREFETCHT0 2048(SI); PREFETCHT0 2112(SI); PREFETCHT0 2176(SI); PREFETCHT0 2240(SI)
-	PREFETCHT0 2304(SI); PREFETCHT0 2368(SI); PREFETCHT0 2432(SI); PREFETCHT0 2496(SI)
-	PREFETCHT0 2560(SI); PREFETCHT0 2624(SI); PREFETCHT0 2688(SI); PREFETCHT0 2752(SI)
-	PREFETCHT0 2816(SI); PREFETCHT0 2880(SI); PREFETCHT0 2944(SI); PREFETCHT0 3008(SI)
-	PREFETCHT0 3072(SI); PREFETCHT0 3136(SI); PREFETCHT0 3200(SI); PREFETCHT0 3264(SI)
-	PREFETCHT0 3328(SI); PREFETCHT0 3392(SI); PREFETCHT0 3456(SI); PREFETCHT0 3520(SI)
-	PREFETCHT0 3584(SI); PREFETCHT0 3648(SI); PREFETCHT0 3712(SI); PREFETCHT0 3776(SI)
-	PREFETCHT0 3840(SI); PREFETCHT0 3904(SI); PREFETCHT0 3968(SI); PREFETCHT0 4032(SI)
+	PREFETCH8(2048); PREFETCH8(2560); PREFETCH8(3072); PREFETCH8(3584)
 	MOVQ 24(SP), SI
 	PREFETCHT0 256(SI); PREFETCHT0 320(SI); PREFETCHT0 384(SI); PREFETCHT0 448(SI)
 
@@ -238,159 +237,24 @@ done:
 	RET
 
 // The super form below AMX tiles, at 256 bits (AVX2 + FMA + F16C, so
-// every SIMD level): one row times one group, rows 0–7 and 8–15 in two
-// halves, with the integer sums and the float operations of the AMX
-// kernel (archsimd's version spilled registers through legacy-SSE moves,
-// which cost a state transition each: 500× slower).
+// every level): superRows2AVX2 multiplies a precise token's two level
+// rows by one group, sharing each unpacked chunk (one row alone runs as
+// the same row twice), one half of the group (rows 8·half to 8·half+7)
+// per call, with the integer sums and the float operations of the AMX
+// kernel.
 //
-// Registers: Y0/Y1 acc, Y6/Y7 I1 and Y2/Y3 I2 of rows 0–7/8–15, Y4/Y5 a
-// block's int16 sums (NCHUNK2), Y8–Y12 temps, Y14 ones16, Y15 0x0f
-// bytes; SI qs, DX the block's scales and mins, R8 x, R9 block sums, R12
-// xd, DI d and dmin, CX super-blocks left, BX blocks left.
-#define SCHUNK(off, lo, hi) \
-	VPBROADCASTD lo(R8), Y11 \
-	VPBROADCASTD hi(R8), Y12 \
-	SCHUNK1(off, Y4) \
-	SCHUNK1(off+32, Y5)
-
-#define SCHUNK1(off, s) \
-	VMOVDQU off(SI), Y8 \
-	VPAND Y15, Y8, Y9 \
-	VPSRLW $4, Y8, Y10 \
-	VPAND Y15, Y10, Y10 \
-	VPMADDUBSW Y11, Y9, Y9 \
-	VPADDW Y9, s, s \
-	VPMADDUBSW Y12, Y10, Y10 \
-	VPADDW Y10, s, s
-
-DATA snibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA snibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA snibmask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA snibmask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL snibmask<>(SB), RODATA|NOPTR, $32
-
-DATA sones16<>+0(SB)/8, $0x0001000100010001
-DATA sones16<>+8(SB)/8, $0x0001000100010001
-DATA sones16<>+16(SB)/8, $0x0001000100010001
-DATA sones16<>+24(SB)/8, $0x0001000100010001
-GLOBL sones16<>(SB), RODATA|NOPTR, $32
-
-// func superRowAVX2(qs *byte, k *byte, x *int8, xd *float32, sums *int16, nb int, res *[16]float32)
-TEXT ·superRowAVX2(SB), NOSPLIT, $0-56
-	MOVQ qs+0(FP), SI
-	MOVQ k+8(FP), DX
-	MOVQ x+16(FP), R8
-	MOVQ xd+24(FP), R12
-	MOVQ sums+32(FP), R9
-	MOVQ nb+40(FP), CX
-	MOVQ CX, DI
-	SHLQ $5, DI
-	ADDQ DX, DI // d and dmin: after the nb blocks' 32 bytes
-	SHRQ $3, CX
-	VMOVDQU snibmask<>(SB), Y15
-	VMOVDQU sones16<>(SB), Y14
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	TESTQ CX, CX
-	JZ sdone
-sblock:
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	MOVQ $8, BX
-sblk:
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	SCHUNK(0, 0, 16)
-	SCHUNK(64, 4, 20)
-	SCHUNK(128, 8, 24)
-	SCHUNK(192, 12, 28)
-	VPMADDWD Y14, Y4, Y4
-	VPMADDWD Y14, Y5, Y5
-	VPMOVZXBD (DX), Y8
-	VPMULLD Y8, Y4, Y4
-	VPADDD Y4, Y6, Y6
-	VPMOVZXBD 8(DX), Y8
-	VPMULLD Y8, Y5, Y5
-	VPADDD Y5, Y7, Y7
-	MOVWLSX (R9), AX
-	VMOVD AX, X9
-	VPBROADCASTD X9, Y9
-	VPMOVZXBD 16(DX), Y8
-	VPMULLD Y9, Y8, Y8
-	VPADDD Y8, Y2, Y2
-	VPMOVZXBD 24(DX), Y8
-	VPMULLD Y9, Y8, Y8
-	VPADDD Y8, Y3, Y3
-	ADDQ $256, SI
-	ADDQ $32, R8
-	ADDQ $32, DX
-	ADDQ $2, R9
-	DECQ BX
-	JNZ sblk
-	VBROADCASTSS (R12), Y9
-	VBROADCASTSS ssign<>(SB), Y12
-	VCVTPH2PS (DI), Y10
-	VMULPS Y9, Y10, Y10
-	VCVTDQ2PS Y6, Y6
-	VFMADD231PS Y10, Y6, Y0
-	VCVTPH2PS 32(DI), Y10
-	VXORPS Y12, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VCVTDQ2PS Y2, Y2
-	VFMADD231PS Y10, Y2, Y0
-	VCVTPH2PS 16(DI), Y10
-	VMULPS Y9, Y10, Y10
-	VCVTDQ2PS Y7, Y7
-	VFMADD231PS Y10, Y7, Y1
-	VCVTPH2PS 48(DI), Y10
-	VXORPS Y12, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VCVTDQ2PS Y3, Y3
-	VFMADD231PS Y10, Y3, Y1
-	ADDQ $4, R12
-	ADDQ $64, DI
-	DECQ CX
-	JNZ sblock
-sdone:
-	MOVQ res+48(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	VZEROUPPER
-	RET
-
-DATA ssign<>+0(SB)/4, $0x80000000
-GLOBL ssign<>(SB), RODATA|NOPTR, $4
-
 // func superRows2AVX2(qs *byte, k *byte, x *int8, xstep int, xd *float32, xdstep int, sums *int16, sstep int, nb, half int, res *[2][8]float32)
 //
-// superRowAVX2 for a precise token's two level rows at once (x and
-// x+xstep, their scales and sums likewise), sharing each unpacked chunk,
-// and one half of the group per call (rows 8·half to 8·half+7): res[l]
-// is level l's. Registers: Y0/Y1 acc, Y6/Y7 I1, Y2/Y3 I2, Y4/Y5 a block's
-// int16 sums of level 0/1; Y8–Y13 temps, Y14 ones16, Y15 0x0f bytes; SI
-// qs, DX scales and mins, R8/R10 x, R9/R11 sums, R12/R13 xd, DI d and
-// dmin, CX super-blocks left, BX blocks left.
-#define S2ROW(xr, s, lo, hi) \
-	VPBROADCASTD lo(xr), Y11 \
-	VPMADDUBSW Y11, Y9, Y12 \
-	VPADDW Y12, s, s \
-	VPBROADCASTD hi(xr), Y11 \
-	VPMADDUBSW Y11, Y10, Y12 \
-	VPADDW Y12, s, s
-
+// The rows are x and x+xstep, their scales xd and xd+xdstep, their block
+// sums sums and sums+sstep; res[l] is row l's. Registers: Y0/Y1 acc,
+// Y6/Y7 I1, Y2/Y3 I2, Y4/Y5 a block's int16 sums of row 0/1; Y8–Y13
+// temps, Y14 ones16, Y15 0x0f bytes; SI qs, DX scales and mins, R8/R10 x,
+// R9/R11 sums, R12/R13 xd, DI d and dmin, CX super-blocks left, BX blocks
+// left.
 #define S2CHUNK(off, lo, hi) \
-	VMOVDQU off(SI), Y8 \
-	VPAND Y15, Y8, Y9 \
-	VPSRLW $4, Y8, Y10 \
-	VPAND Y15, Y10, Y10 \
-	S2ROW(R8, Y4, lo, hi) \
-	S2ROW(R10, Y5, lo, hi)
+	NUNPACK(off) \
+	NTOKEN(R8, Y4, lo, hi) \
+	NTOKEN(R10, Y5, lo, hi)
 
 #define S2SCALE(xdr, i1, i2, acc) \
 	VBROADCASTSS (xdr), Y10 \
@@ -427,8 +291,8 @@ TEXT ·superRows2AVX2(SB), NOSPLIT, $0-88
 	MOVQ R9, R11
 	ADDQ sstep+56(FP), R11
 	SHRQ $3, CX
-	VMOVDQU snibmask<>(SB), Y15
-	VMOVDQU sones16<>(SB), Y14
+	VMOVDQU nibmask<>(SB), Y15
+	VMOVDQU ones16<>(SB), Y14
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	TESTQ CX, CX
@@ -472,7 +336,7 @@ s2blk:
 	ADDQ $2, R11
 	DECQ BX
 	JNZ s2blk
-	VBROADCASTSS ssign<>(SB), Y13
+	VBROADCASTSS signbit<>(SB), Y13
 	VCVTPH2PS (DI), Y8
 	VCVTPH2PS 32(DI), Y9
 	VXORPS Y13, Y9, Y9

@@ -13,112 +13,31 @@ import (
 // same three-tile sets as amxConfig with K = 64 (two blocks per product).
 var amxConfig64 = tileConfig(64)
 
-// superRowSIMD is the super-form kernel below AMX tiles, the same at
-// every SIMD level (AVX2 and up): row i of a's super rows times group g,
-// rows 0–7 and 8–15 of the group in two 256-bit halves. No scalar float
-// code runs between its vector code: Go's scalar float code is legacy
-// SSE, which costs a state transition while the upper halves are dirty.
-func (m *Matrix) superRowSIMD(a *Activations, i, g int, res *[GroupRows]float32) {
-	in, nb := m.In, m.nb
-	if hasF16C && superAsm {
-		k := m.superScales()
-		superRowAVX2(&m.qs[g*nb*nibBlockBytes], &k[g*nb*kBlockBytes], &a.kq[i*in], &a.kd[i*(nb/8)], &a.ks[i*in/32], nb, res)
-		return
-	}
-	k := m.superScales()[g*nb*kBlockBytes : (g+1)*nb*kBlockBytes]
-	qs := m.qs[g*nb*nibBlockBytes : (g+1)*nb*nibBlockBytes]
-	x := a.kq[i*in : (i+1)*in]
-	sums := a.ks[i*in/32 : (i+1)*in/32]
-	xds := a.kd[i*(nb/8) : (i+1)*(nb/8)]
-	mask := archsimd.BroadcastUint8x32(0x0f)
-	ones := archsimd.BroadcastInt16x16(1)
-	var accA, accB archsimd.Float32x8
-	for sb := range nb / 8 {
-		var i1A, i1B, i2A, i2B archsimd.Int32x8
-		for j := 8 * sb; j < 8*sb+8; j++ {
-			w := (*[nibBlockBytes]byte)(qs[j*nibBlockBytes:])
-			xw := (*[8]int32)(unsafe.Pointer((*[32]int8)(x[32*j:])))
-			var sA, sB archsimd.Int16x16
-			for c := range 4 {
-				bl, bh := bcast4x32(xw[c]), bcast4x32(xw[4+c])
-				va := archsimd.LoadUint8x32((*[32]uint8)(w[c*64:]))
-				vb := archsimd.LoadUint8x32((*[32]uint8)(w[c*64+32:]))
-				sA = sA.Add(va.And(mask).DotProductPairsSaturated(bl)).
-					Add(va.AsUint16x16().ShiftAllRight(4).AsUint8x32().And(mask).DotProductPairsSaturated(bh))
-				sB = sB.Add(vb.And(mask).DotProductPairsSaturated(bl)).
-					Add(vb.AsUint16x16().ShiftAllRight(4).AsUint8x32().And(mask).DotProductPairsSaturated(bh))
-			}
-			// This block's 16 scales, then 16 mins (8 bytes past them are
-			// read and dropped: ExtendLo8 loads 16).
-			kj := (*[40]byte)(k[j*32:])
-			scA := archsimd.LoadInt8x16((*[16]int8)(unsafe.Pointer(&kj[0]))).ExtendLo8ToInt32()
-			scB := archsimd.LoadInt8x16((*[16]int8)(unsafe.Pointer(&kj[8]))).ExtendLo8ToInt32()
-			mnA := archsimd.LoadInt8x16((*[16]int8)(unsafe.Pointer(&kj[16]))).ExtendLo8ToInt32()
-			mnB := archsimd.LoadInt8x16((*[16]int8)(unsafe.Pointer(&kj[24]))).ExtendLo8ToInt32()
-			s := archsimd.BroadcastInt32x8(int32(sums[j]))
-			i1A = i1A.Add(sA.DotProductPairs(ones).Mul(scA))
-			i1B = i1B.Add(sB.DotProductPairs(ones).Mul(scB))
-			i2A = i2A.Add(mnA.Mul(s))
-			i2B = i2B.Add(mnB.Mul(s))
-		}
-		sbk := (*[32]uint16)(unsafe.Pointer(&k[nb*32+sb*64])) // d [16] then dmin [16], float16
-		xd := archsimd.BroadcastFloat32x8(xds[sb])
-		neg := archsimd.BroadcastUint32x8(0x80000000)
-		dA, dB := half8(sbk[0:]), half8(sbk[8:])
-		mA := half8(sbk[16:]).AsUint32x8().Xor(neg).AsFloat32x8()
-		mB := half8(sbk[24:]).AsUint32x8().Xor(neg).AsFloat32x8()
-		accA = i1A.ConvertToFloat32().MulAdd(dA.Mul(xd), accA)
-		accA = i2A.ConvertToFloat32().MulAdd(mA.Mul(xd), accA)
-		accB = i1B.ConvertToFloat32().MulAdd(dB.Mul(xd), accB)
-		accB = i2B.ConvertToFloat32().MulAdd(mB.Mul(xd), accB)
-	}
-	accA.Store((*[8]float32)(res[0:]))
-	accB.Store((*[8]float32)(res[8:]))
-	clearUpper()
-}
+// superSIMD reports whether the super form's SIMD kernels run: the row
+// kernel converts float16 by F16C, which every CPU with AMX has.
+func superSIMD() bool { return hasF16C }
 
-// superAsm enables superRowAVX2 (tests turn it off to compare it with the
-// archsimd version).
-var superAsm = true
-
-// superRowAVX2 is superRowSIMD in assembly (super_amd64.s): qs and k the
-// group's blocks and compact scales, x [nb·32] the row, xd [nb/8] its
-// scales, sums [nb] its block sums.
-//
-//go:noescape
-func superRowAVX2(qs *byte, k *byte, x *int8, xd *float32, sums *int16, nb int, res *[GroupRows]float32)
-
-// superRows2AVX2 (super_amd64.s) is superRowAVX2 for both level rows of
-// a precise token (x and x+xstep bytes, xd and xd+xdstep, sums and
-// sums+sstep), one half of the group (rows 8·half to 8·half+7) per call.
+// superRows2AVX2 (super_amd64.s) multiplies two super rows (x and
+// x+xstep bytes, their scales xd and xd+xdstep, their block sums sums and
+// sums+sstep) by one group of qs and its compact scales k, one half of
+// the group (rows 8·half to 8·half+7) per call.
 //
 //go:noescape
 func superRows2AVX2(qs *byte, k *byte, x *int8, xstep int, xd *float32, xdstep int, sums *int16, sstep int, nb, half int, res *[2][8]float32)
 
-// superPairs reports whether superPairSIMD runs: the pair kernel is
-// assembly for two levels.
-func superPairs() bool { return hasF16C && superAsm && superLevels == 2 }
-
-// superPairSIMD computes super rows k and P+k (a precise token's two
-// levels) of group g into res0 and res1 with the assembly pair kernel.
-func (m *Matrix) superPairSIMD(a *Activations, k, g int, res0, res1 *[GroupRows]float32) {
-	in, nb, p := m.In, m.nb, len(a.resOf)
+// superRowsSIMD computes super rows i and j of group g into res0 and
+// res1 (j = i: one row, res1 unused but written), the same bits at every
+// level.
+func (m *Matrix) superRowsSIMD(a *Activations, i, j, g int, res0, res1 *[GroupRows]float32) {
+	in, nb := m.In, m.nb
 	ks := m.superScales()
 	var r [2][8]float32
 	for half := range 2 {
-		superRows2AVX2(&m.qs[g*nb*nibBlockBytes], &ks[g*nb*kBlockBytes], &a.kq[k*in], p*in,
-			&a.kd[k*(nb/8)], 4*p*(nb/8), &a.ks[k*in/32], 2*p*(in/32), nb, half, &r)
+		superRows2AVX2(&m.qs[g*nb*nibBlockBytes], &ks[g*nb*kBlockBytes], &a.kq[i*in], (j-i)*in,
+			&a.kd[i*(nb/8)], 4*(j-i)*(nb/8), &a.ks[i*in/32], 2*(j-i)*(in/32), nb, half, &r)
 		copy(res0[8*half:8*half+8], r[0][:])
 		copy(res1[8*half:8*half+8], r[1][:])
 	}
-}
-
-// half8 converts 8 float16 (bits) to float32 exactly (zeros, normals and
-// subnormals), as scales.load8 and VCVTPH2PS do.
-func half8(h []uint16) archsimd.Float32x8 {
-	v := archsimd.LoadUint16x8((*[8]uint16)(h)).ExtendToUint32()
-	mag := v.And(archsimd.BroadcastUint32x8(0x7fff)).ShiftAllLeft(13).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(0x1p112))
-	return mag.AsUint32x8().Or(v.And(archsimd.BroadcastUint32x8(0x8000)).ShiftAllLeft(16)).AsFloat32x8()
 }
 
 // quantizeSuperSIMD is quantizeSuperGo in 256-bit vectors (AVX2 and up):

@@ -10,6 +10,10 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
+// superRowReference is the archsimd row kernel where the build has it
+// (super_ref_test.go), the reference the assembly must match.
+var superRowReference func(m *Matrix, a *Activations, i, g int, res *[GroupRows]float32)
+
 // superOn makes precise Q4_K tokens take the super form for the test,
 // whatever the CPU (without AMX tiles they run in the row kernels).
 func superOn(t *testing.T) {
@@ -171,26 +175,30 @@ func checkSuper(t *testing.T, numTok, in, out int) {
 			t.Fatalf("split at group %d changes the result", split)
 		}
 	}
-	// The archsimd row kernel gives the assembly's bits.
-	if level >= levelAVX2 && level >= m.packLevel() {
-		var r1, r2 [GroupRows]float32
+	// The archsimd row kernel gives the assembly's bits, a row alone and
+	// each row of a token's pair.
+	if superRowReference != nil && level >= levelAVX2 && level >= m.packLevel() && superSIMD() {
+		var r1, r2, r3 [GroupRows]float32
 		for i := range a.superRows() {
-			superAsm = false
-			m.superRowSIMD(a, i, 0, &r1)
-			superAsm = true
-			m.superRowSIMD(a, i, 0, &r2)
+			superRowReference(m, a, i, 0, &r1)
+			m.superRowsSIMD(a, i, i, 0, &r2, &r3)
 			if r1 != r2 {
 				t.Fatalf("super row %d: archsimd %v, assembly %v", i, r1, r2)
+			}
+			j := (i + len(a.resOf)) % a.superRows() // its other level
+			m.superRowsSIMD(a, i, j, 0, &r2, &r3)
+			if r1 != r2 {
+				t.Fatalf("super row %d of a pair: archsimd %v, assembly %v", i, r1, r2)
 			}
 		}
 	}
 	// Tiles and rows: the same bits (tiles run from 16 super rows on AMX).
 	if a.tiledSuper() {
-		var res [GroupRows]float32
+		var res, res1 [GroupRows]float32
 		got := slices.Clone(mixed)
 		for g := range m.NumGroups() {
 			for i := range a.superRows() {
-				m.superRowSIMD(a, i, g, &res)
+				m.superRowsSIMD(a, i, i, g, &res, &res1)
 				m.storeSuper(got, a, i, g, &res)
 			}
 		}
