@@ -45,36 +45,15 @@ func checkPrecise(t *testing.T, typ model.DType, numTok, in, out int) {
 	x := randX(numTok*in, seed)
 	trueRef, mag := mulRef(wf, x, numTok, in, out)
 
-	mul := func(x []float32, n int, precise []bool) ([]float32, *Activations) {
-		a := &Activations{}
-		a.ResetPrecise(x, n, in, precise)
-		a.Quantize(0, n)
-		got := make([]float32, n*out)
-		m.MulGroups(got, a, 0, m.NumGroups())
-		return got, a
-	}
 	// Every other token precise, starting with the first.
 	precise := make([]bool, numTok)
 	for i := range precise {
 		precise[i] = i%2 == 0
 	}
-	mixed, a := mul(x, numTok, precise)
-	fast, _ := mul(x, numTok, nil)
-	all, _ := mul(x, numTok, slices.Repeat([]bool{true}, numTok))
-
+	mixed, fast, a := checkBatches(t, m, x, numTok, in, out, precise)
 	for tok := range numTok {
 		if !precise[tok] {
-			if !slices.Equal(mixed[tok*out:(tok+1)*out], fast[tok*out:(tok+1)*out]) {
-				t.Fatalf("int8 token %d changes when other tokens are precise", tok)
-			}
 			continue
-		}
-		if !slices.Equal(mixed[tok*out:(tok+1)*out], all[tok*out:(tok+1)*out]) {
-			t.Fatalf("precise token %d differs between a mixed and an all-precise batch", tok)
-		}
-		alone, _ := mul(x[tok*in:(tok+1)*in], 1, []bool{true})
-		if !slices.Equal(alone, mixed[tok*out:(tok+1)*out]) {
-			t.Fatalf("precise token %d alone differs from the same token in a batch of %d", tok, numTok)
 		}
 		row := a.NumTok + int(a.resIdx[tok])
 		var errP, errF float64
@@ -95,7 +74,42 @@ func checkPrecise(t *testing.T, typ model.DType, numTok, in, out int) {
 			t.Fatalf("token %d: precise error %.3g is not far below the int8 error %.3g", tok, errP, errF)
 		}
 	}
-	// Split between workers at every group boundary: same bits.
+}
+
+// checkBatches multiplies x's numTok tokens by m, those with precise set
+// precise, and checks that no token's bits depend on the batch: int8
+// tokens keep theirs without any precise token, a precise token has the
+// same in an all-precise batch and alone, and splitting the groups
+// between workers at any boundary changes nothing. It returns the mixed
+// and the all-int8 products and the mixed batch's activations.
+func checkBatches(t *testing.T, m *Matrix, x []float32, numTok, in, out int, precise []bool) (mixed, fast []float32, a *Activations) {
+	t.Helper()
+	mul := func(x []float32, n int, precise []bool) ([]float32, *Activations) {
+		a := &Activations{}
+		a.ResetPrecise(x, n, in, precise)
+		a.Quantize(0, n)
+		got := make([]float32, n*out)
+		m.MulGroups(got, a, 0, m.NumGroups())
+		return got, a
+	}
+	mixed, a = mul(x, numTok, precise)
+	fast, _ = mul(x, numTok, nil)
+	all, _ := mul(x, numTok, slices.Repeat([]bool{true}, numTok))
+	for tok := range numTok {
+		if !precise[tok] {
+			if !slices.Equal(mixed[tok*out:(tok+1)*out], fast[tok*out:(tok+1)*out]) {
+				t.Fatalf("int8 token %d changes when other tokens are precise", tok)
+			}
+			continue
+		}
+		if !slices.Equal(mixed[tok*out:(tok+1)*out], all[tok*out:(tok+1)*out]) {
+			t.Fatalf("precise token %d differs between a mixed and an all-precise batch", tok)
+		}
+		alone, _ := mul(x[tok*in:(tok+1)*in], 1, []bool{true})
+		if !slices.Equal(alone, mixed[tok*out:(tok+1)*out]) {
+			t.Fatalf("precise token %d alone differs from the same token in a batch of %d", tok, numTok)
+		}
+	}
 	for split := 1; split < m.NumGroups(); split++ {
 		two := make([]float32, len(mixed))
 		m.MulGroups(two, a, split, m.NumGroups())
@@ -104,4 +118,5 @@ func checkPrecise(t *testing.T, typ model.DType, numTok, in, out int) {
 			t.Fatalf("split at group %d changes the result", split)
 		}
 	}
+	return mixed, fast, a
 }

@@ -117,35 +117,15 @@ func checkSuper(t *testing.T, numTok, in, out int) {
 	x := randX(numTok*in, uint64(numTok))
 	x[in/2] = 25 // an outlier in the first token's second super-block
 	ref, mag := mulRef(wf, x, numTok, in, out)
-	mul := func(x []float32, n int, precise []bool) ([]float32, *Activations) {
-		a := &Activations{}
-		a.ResetPrecise(x, n, in, precise)
-		a.Quantize(0, n)
-		got := make([]float32, n*out)
-		m.MulGroups(got, a, 0, m.NumGroups())
-		return got, a
-	}
 	precise := make([]bool, numTok)
 	for i := range precise {
 		precise[i] = i%3 != 2
 	}
-	mixed, a := mul(x, numTok, precise)
-	fast, _ := mul(x, numTok, nil)
-	all, _ := mul(x, numTok, slices.Repeat([]bool{true}, numTok))
+	mixed, fast, a := checkBatches(t, m, x, numTok, in, out, precise)
 	p, nsb := len(a.resOf), in/256
 	for tok := range numTok {
 		if !precise[tok] {
-			if !slices.Equal(mixed[tok*out:(tok+1)*out], fast[tok*out:(tok+1)*out]) {
-				t.Fatalf("int8 token %d changes when other tokens are precise", tok)
-			}
 			continue
-		}
-		if !slices.Equal(mixed[tok*out:(tok+1)*out], all[tok*out:(tok+1)*out]) {
-			t.Fatalf("precise token %d differs between a mixed and an all-precise batch", tok)
-		}
-		alone, _ := mul(x[tok*in:(tok+1)*in], 1, []bool{true})
-		if !slices.Equal(alone, mixed[tok*out:(tok+1)*out]) {
-			t.Fatalf("precise token %d alone differs from the same token in a batch of %d", tok, numTok)
 		}
 		k := int(a.resIdx[tok])
 		last := ((superLevels-1)*p + k) * nsb
@@ -165,14 +145,6 @@ func checkSuper(t *testing.T, numTok, in, out int) {
 		}
 		if errP*50 > errF {
 			t.Fatalf("token %d: precise error %.3g is not 50× below int8's %.3g", tok, errP, errF)
-		}
-	}
-	for split := 1; split < m.NumGroups(); split++ {
-		two := make([]float32, len(mixed))
-		m.MulGroups(two, a, split, m.NumGroups())
-		m.MulGroups(two, a, 0, split)
-		if !slices.Equal(mixed, two) {
-			t.Fatalf("split at group %d changes the result", split)
 		}
 	}
 	// The archsimd row kernel gives the assembly's bits, a row alone and
