@@ -1,6 +1,7 @@
 package engineclient
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 // reader handles everything engine i sends. One goroutine per engine.
 func (c *Client) reader(i int, conn *zmq.Conn) {
 	defer c.wg.Done()
+	var scratch []routed // outputs' scratch, reused across OUTPUTS
 	for frames := range conn.Recv() {
 		t, payload, err := wire.Decode(frames)
 		if err != nil {
@@ -36,7 +38,7 @@ func (c *Client) reader(i int, conn *zmq.Conn) {
 				c.router.ApplySessions(i, p.Sessions)
 			}
 		case *wire.EngineCoreOutputs:
-			c.outputs(i, p)
+			scratch = c.outputs(i, p, scratch)
 		case *wire.UtilityResult:
 			c.mu.Lock()
 			pc, ok := c.calls[p.CallID]
@@ -114,23 +116,60 @@ func (c *Client) ready(i int, r *wire.Ready) {
 	}
 }
 
-// outputs routes each output to its stream.
-func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
+// routed is an output of an OUTPUTS and the stream it goes to.
+type routed struct {
+	s     *Stream
+	out   int  // index in Outputs
+	first bool // the stream's first output
+}
+
+// firstsFirst orders outputs for delivery: the requests' first outputs,
+// then the rest, each in the engine's order. One OUTPUTS carries a token
+// for every running request, and the consumers of the streams are woken
+// in the order their outputs are pushed; a request that just joined (it
+// sits last in the engine's running list) would otherwise wait for
+// everyone else's token to be delivered and written before its first.
+// Per stream the order is unchanged: first is computed before any output
+// is pushed, so all of one stream's outputs are in the same group.
+func firstsFirst(rs []routed) {
+	slices.SortStableFunc(rs, func(a, b routed) int {
+		switch {
+		case a.first == b.first:
+			return 0
+		case a.first:
+			return -1
+		}
+		return 1
+	})
+}
+
+// outputs routes each output to its stream, first outputs first
+// (firstsFirst). scratch is the caller's, returned for reuse.
+func (c *Client) outputs(i int, o *wire.EngineCoreOutputs, scratch []routed) []routed {
 	if st := o.SchedulerStats; st != nil {
 		c.mu.Lock()
 		c.slots[i].state.Stats = *st
 		c.report(i, st.NumWaitingReqs, st.NumRunningReqs, st.NumTotalBlocks-st.NumFreeBlocks)
 		c.mu.Unlock()
 	}
-	tokens := 0 // computed in this step for this frontend: prefills completed + tokens generated
-	for _, out := range o.Outputs {
-		c.mu.Lock()
-		s, ok := c.streams[out.RequestID]
-		c.mu.Unlock()
+	rs := scratch[:0]
+	c.mu.Lock()
+	for k := range o.Outputs {
+		s, ok := c.streams[o.Outputs[k].RequestID]
 		if !ok || s.EngineIndex() != i {
 			continue // aborted here already, or moved to another engine
 		}
-		if !s.hasOutput() && lostUs(out) {
+		rs = append(rs, routed{s: s, out: k})
+	}
+	c.mu.Unlock()
+	for k := range rs {
+		rs[k].first = !rs[k].s.hasOutput()
+	}
+	firstsFirst(rs)
+	tokens := 0 // computed in this step for this frontend: prefills completed + tokens generated
+	for _, r := range rs {
+		s, out := r.s, o.Outputs[r.out]
+		if r.first && lostUs(out) {
 			// The engine does not know this frontend: it restarted and got
 			// the request before our HELLO. Nothing ran; send it elsewhere.
 			c.mu.Lock()
@@ -165,6 +204,8 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs) {
 	if fn := c.onIteration.Load(); fn != nil && tokens > 0 {
 		(*fn)(i, tokens)
 	}
+	clear(rs) // drop the streams
+	return rs[:0]
 }
 
 // lostUs reports whether an output is the engine's refusal of a request
