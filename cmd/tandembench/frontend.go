@@ -21,8 +21,10 @@ import (
 // process's CPU seconds (utime + stime, /proc/PID/stat) and so tok/s per
 // frontend core, TTFT p50/p99 both ways and their difference (the TTFT the
 // frontend adds), and the frontend's allocations per token (its
-// go_memstats counters on /metrics). Then the msgpack codec alone:
-// encode and decode ns per message (frontend_wire.go).
+// go_memstats counters on /metrics). Then the added TTFT behind an engine
+// that steps every --frontend-step-time, where above one stream each
+// request goes both ways at once (measurePaced). Then the msgpack codec
+// alone: encode and decode ns per message (frontend_wire.go).
 
 // Acceptance targets (issue 16, part 6).
 const (
@@ -164,6 +166,11 @@ type FrontendPaced struct {
 	TTFB        Percentiles `json:"ttfb_us"`
 	DirectTTFT  Percentiles `json:"direct_ttft_us"`
 	AddedTTFTus Percentiles `json:"added_ttft_us"`
+	// Paired: each request went over HTTP and, at the same moment, as a
+	// direct twin (measurePaced); PairAddedUs are then the percentiles of
+	// each pair's difference (HTTP TTFT − its twin's).
+	Paired      bool        `json:"paired,omitempty"`
+	PairAddedUs Percentiles `json:"pair_added_ttft_us"`
 	// The frontend's own mean TTFT (submission to first token), to split
 	// the added TTFT into before and after the engine client.
 	FrontendTTFTus float64 `json:"frontend_ttft_mean_us"`
@@ -230,7 +237,9 @@ func runFrontend(ctx context.Context, o options, stderr io.Writer) error {
 // runPaced measures TTFT at every stream count behind an engine that
 // steps every f.stepTime.
 func runPaced(ctx context.Context, bin string, f frontendOptions, prompts []fePrompt, rep *FrontendReport, stderr io.Writer) error {
-	st, err := startStack(ctx, bin, "null:"+f.stepTime.String(), len(prompts), f.ttftGen, stderr)
+	// Above one stream each stream has two requests in flight (measurePaced's
+	// twins): the engine is sized for both.
+	st, err := startStack(ctx, bin, "null:"+f.stepTime.String(), 2*len(prompts), f.ttftGen, stderr)
 	if err != nil {
 		return err
 	}
@@ -241,13 +250,18 @@ func runPaced(ctx context.Context, bin string, f frontendOptions, prompts []fePr
 	rep.TTFTGenTokens, rep.TTFTRequests = f.ttftGen, f.ttftRequests
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
-		m, err := st.measure(ctx, prompts[:r.Streams], f.ttftRequests, f.ttftGen)
+		m, err := st.measurePaced(ctx, prompts[:r.Streams], f.ttftRequests, f.ttftGen)
 		if err != nil {
 			return fmt.Errorf("frontend paced, %d streams: %w", r.Streams, err)
 		}
-		r.Paced = &FrontendPaced{Requests: m.Requests, TokS: m.TokS, TTFT: m.TTFT, TTFB: m.TTFB, DirectTTFT: m.DirectTTFT, AddedTTFTus: m.AddedTTFTus, FrontendTTFTus: m.FrontendTTFTus}
-		fmt.Fprintf(stderr, "frontend paced %s S=%-4d TTFT p50 %s p99 %s, TTFB p50 %s (direct %s, %s; frontend's mean %s): added p50 %s\n", f.stepTime, r.Streams,
-			fmtUS(m.TTFT.P50), fmtUS(m.TTFT.P99), fmtUS(m.TTFB.P50), fmtUS(m.DirectTTFT.P50), fmtUS(m.DirectTTFT.P99), fmtUS(m.FrontendTTFTus), fmtSignedUS(m.AddedTTFTus.P50))
+		r.Paced = &m
+		pair := ""
+		if m.Paired {
+			pair = fmt.Sprintf("; per pair p50 %s mean %s", fmtSignedUS(m.PairAddedUs.P50), fmtSignedUS(m.PairAddedUs.Mean))
+		}
+		fmt.Fprintf(stderr, "frontend paced %s S=%-4d TTFT p50 %s p99 %s, TTFB p50 %s (direct %s, %s; frontend's mean %s): added p50 %s p99 %s%s\n", f.stepTime, r.Streams,
+			fmtUS(m.TTFT.P50), fmtUS(m.TTFT.P99), fmtUS(m.TTFB.P50), fmtUS(m.DirectTTFT.P50), fmtUS(m.DirectTTFT.P99), fmtUS(m.FrontendTTFTus),
+			fmtSignedUS(m.AddedTTFTus.P50), fmtSignedUS(m.AddedTTFTus.P99), pair)
 	}
 	return nil
 }

@@ -36,8 +36,33 @@ const frontendProfile = `What the profile showed (perf on the frontend process, 
   the frontend's own TTFT histogram (submission to first token) is already ~2 ms above the
   direct client's: on these 2 shared cores the frontend works through each step's burst of
   64 outputs, and the load generator parses 64 SSE streams, before the new request's first
-  token gets through. Delivering a step's first tokens first made it worse (3.2 and 3.9 ms)
-  and was reverted. Not met here.
+  token gets through. Delivering a step's first tokens first made it worse (3.2 and 3.9 ms,
+  single unpaired runs at that load) and was reverted; see 2026-12-06 below. Not met here.
+- 2026-12-06, traced per request at 64 paced streams (timestamps in the load generator, the
+  frontend and the engine's own events): the frontend's code took 54 µs p50 from the
+  handler's entry to the ADD, and 12 µs from its follow goroutine getting the first token to
+  the chunk written. The rest was waiting: 180 µs p50 from the client's write to the handler
+  (a core waking to read the request), and 200 µs p50 (343 mean) for the load generator to
+  read the written chunk. Changed:
+  - First tokens first: an OUTPUTS carries a token for every running request and a new one
+    sits last, so its first token waited for 64 others to be delivered and written;
+    engineclient now pushes first outputs first. Per pair p50 0.56–0.68 → 0.31–0.50 ms.
+  - The load generator writes and reads one keep-alive connection per stream itself
+    (` + "`http.Request.Write`, `http.ReadResponse`" + `): net/http's Transport added two goroutine
+    hand-offs per request and per chunk on the cores the frontend shares. Headers at 1 paced
+    stream 650–800 → 460–545 µs.
+  - The measurement: separate HTTP and direct runs at random phases of a 10 ms step moved
+    p50s by ±0.4 ms from run to run (the direct run alone 16.7–17.3 ms); each request now has
+    a twin sent straight to the engine at the same moment (at 1 stream the idle engine starts
+    a step per request, so there the runs stay one after the other). Added p50 is still the
+    difference of the p50s, which also counts the requests whose later arrival missed the
+    twin's step; the per-pair p50 does not.
+  - The floor here: a bare Go HTTP server answers a flushed response in 78 µs p50 back to
+    back but in 254 µs when each request finds the cores idle (7 ms apart). Waking idle vCPUs
+    is most of what stays at 1 stream.
+  - Tried and dropped: Send writing the ZeroMQ wake-up itself (no goroutine hop before the
+    socket thread): 1 stream +90 µs, 64 streams within noise. GOGC=off or GOMAXPROCS=1 for
+    the frontend: no gain.
 - What is left: one ` + "`write`" + ` per token per connection (a third of the CPU at 512 streams; each
   stream is its own socket), decoding each OUTPUTS' scheduler stats (a map with string keys,
   7% of the CPU at 1 stream, where every token is its own message), goroutine hand-offs
@@ -92,16 +117,23 @@ func renderFrontend(rep *FrontendReport, jsonPath string) string {
 			fmtUS(r.DirectTTFT.P50), fmtUS(r.DirectTTFT.P99), r.DirectTokS)
 	}
 	if rep.PacedEngine != "" {
-		p("\nAdded TTFT, paced: `tandem %s`, every step %.1f ms as on a device; each stream sends %d requests of max_tokens %d "+
-			"over HTTP, then the same straight to the engine, each after a random wait below one step (so arrivals do not lock to the engine's steps); "+
-			"added is the HTTP percentile less the direct one.\n\n",
+		p("\nAdded TTFT, paced: `tandem %s`, every step %.1f ms as on a device; each stream sends %d requests of max_tokens %d, "+
+			"each after a random wait below one step (so arrivals do not lock to the engine's steps). "+
+			"With one stream the engine is idle when a request arrives and starts a step at once: the requests go over HTTP, then the same straight to the engine. "+
+			"With more streams a request waits for the running step to end, which depends on where in the step it arrives; so each request goes over HTTP "+
+			"and, at the same moment, as a twin straight to the engine (paired: the twins are the direct column, and the engine serves twice the streams). "+
+			"Added is the HTTP percentile less the direct one; per pair is the percentiles of each request's TTFT less its twin's.\n\n",
 			rep.PacedEngine, rep.StepTimeMs, rep.TTFTRequests, rep.TTFTGenTokens)
-		p("| streams | requests | tok/s | TTFT p50 / p99 | headers (TTFB) p50 | frontend's mean TTFT | direct TTFT p50 / p99 | added TTFT p50 / p99 |\n|---:|---:|---:|---|---:|---:|---|---|\n")
+		p("| streams | requests | tok/s | TTFT p50 / p99 | headers (TTFB) p50 | frontend's mean TTFT | direct TTFT p50 / p99 | added TTFT p50 / p99 | per pair p50 / mean |\n|---:|---:|---:|---|---:|---:|---|---|---|\n")
 		for _, r := range rep.Rows {
 			if q := r.Paced; q != nil {
-				p("| %d | %d | %.0f | %s / %s | %s | %s | %s / %s | **%s** / %s |\n", r.Streams, q.Requests, q.TokS,
+				pair := "— (one after the other)"
+				if q.Paired {
+					pair = fmtSignedUS(q.PairAddedUs.P50) + " / " + fmtSignedUS(q.PairAddedUs.Mean)
+				}
+				p("| %d | %d | %.0f | %s / %s | %s | %s | %s / %s | **%s** / %s | %s |\n", r.Streams, q.Requests, q.TokS,
 					fmtUS(q.TTFT.P50), fmtUS(q.TTFT.P99), fmtUS(q.TTFB.P50), fmtUS(q.FrontendTTFTus), fmtUS(q.DirectTTFT.P50), fmtUS(q.DirectTTFT.P99),
-					fmtSignedUS(q.AddedTTFTus.P50), fmtSignedUS(q.AddedTTFTus.P99))
+					fmtSignedUS(q.AddedTTFTus.P50), fmtSignedUS(q.AddedTTFTus.P99), pair)
 			}
 		}
 	}

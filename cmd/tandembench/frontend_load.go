@@ -23,12 +23,15 @@ type feResult struct {
 	tokens int
 	ttft   []time.Duration
 	ttfb   []time.Duration // HTTP only: to the response's headers (sent with the role chunk, before any token)
+	twin   []time.Duration // paired runs only: each HTTP request's direct twin's TTFT
+	added  []time.Duration // paired runs only: HTTP TTFT − its twin's, per pair
 }
 
 // feSample is one request's figures.
 type feSample struct {
 	tokens     int
 	ttft, ttfb time.Duration
+	twin       time.Duration // the direct twin's TTFT (paired runs), else 0
 }
 
 // measure is one stream count: a warm-up round over HTTP, perStream
@@ -88,8 +91,55 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 		P50:  row.TTFT.P50 - row.DirectTTFT.P50,
 		P99:  row.TTFT.P99 - row.DirectTTFT.P99,
 		P999: row.TTFT.P999 - row.DirectTTFT.P999,
+		Mean: row.TTFT.Mean - row.DirectTTFT.Mean,
 	}
 	return row, nil
+}
+
+// measurePaced is one stream count's run behind a paced engine. One
+// stream finds the engine idle, so its step starts as the request
+// arrives: the HTTP and direct runs are measured one after the other as
+// in measure. With more streams a request waits for the running step to
+// end, a wait that depends on where in the step period it arrives; each
+// request is then sent over HTTP and as a direct twin at once
+// (runPaired), and the twins' TTFTs are the direct ones.
+func (s *feStack) measurePaced(ctx context.Context, prompts []fePrompt, perStream, gen int) (FrontendPaced, error) {
+	if len(prompts) == 1 {
+		r, err := s.measure(ctx, prompts, perStream, gen)
+		return FrontendPaced{Requests: r.Requests, TokS: r.TokS, TTFT: r.TTFT, TTFB: r.TTFB, DirectTTFT: r.DirectTTFT,
+			AddedTTFTus: r.AddedTTFTus, FrontendTTFTus: r.FrontendTTFTus}, err
+	}
+	p := FrontendPaced{Requests: len(prompts) * perStream, Paired: true}
+	if _, err := s.runPaired(ctx, prompts, 1, gen); err != nil {
+		return p, err
+	}
+	c0, err := s.counters(ctx)
+	if err != nil {
+		return p, err
+	}
+	t0 := time.Now()
+	res, err := s.runPaired(ctx, prompts, perStream, gen)
+	if err != nil {
+		return p, err
+	}
+	wall := time.Since(t0)
+	c1, err := s.counters(ctx)
+	if err != nil {
+		return p, err
+	}
+	if n := c1.ttftCount - c0.ttftCount; n > 0 {
+		p.FrontendTTFTus = 1e6 * (c1.ttftSum - c0.ttftSum) / n
+	}
+	p.TokS = float64(res.tokens) / wall.Seconds()
+	p.TTFT, p.TTFB, p.DirectTTFT = percentiles(res.ttft), percentiles(res.ttfb), percentiles(res.twin)
+	p.AddedTTFTus = Percentiles{
+		P50:  p.TTFT.P50 - p.DirectTTFT.P50,
+		P99:  p.TTFT.P99 - p.DirectTTFT.P99,
+		P999: p.TTFT.P999 - p.DirectTTFT.P999,
+		Mean: p.TTFT.Mean - p.DirectTTFT.Mean,
+	}
+	p.PairAddedUs = percentiles(res.added)
+	return p, nil
 }
 
 // runLoad runs one goroutine per prompt, each doing perStream requests
@@ -128,6 +178,10 @@ func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time
 				if sm.ttfb > 0 {
 					res.ttfb = append(res.ttfb, sm.ttfb)
 				}
+				if sm.twin > 0 {
+					res.twin = append(res.twin, sm.twin)
+					res.added = append(res.added, sm.ttft-sm.twin)
+				}
 				mu.Unlock()
 			}
 		})
@@ -141,6 +195,14 @@ func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time
 
 // runHTTP streams chat completions through the frontend.
 func (s *feStack) runHTTP(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
+	bodies := chatBodies(prompts, gen)
+	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (feSample, error) {
+		return s.streamHTTP(ctx, i, bodies[i], gen)
+	})
+}
+
+// chatBodies are the streamed chat completion requests of prompts.
+func chatBodies(prompts []fePrompt, gen int) [][]byte {
 	bodies := make([][]byte, len(prompts))
 	for i, p := range prompts {
 		bodies[i], _ = json.Marshal(map[string]any{
@@ -149,9 +211,7 @@ func (s *feStack) runHTTP(ctx context.Context, prompts []fePrompt, perStream, ge
 			"messages":       []map[string]string{{"role": "user", "content": p.content}},
 		})
 	}
-	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (feSample, error) {
-		return s.streamHTTP(ctx, bodies[i], gen)
-	})
+	return bodies
 }
 
 var (
@@ -161,58 +221,54 @@ var (
 	sseDone         = []byte("data: [DONE]")
 )
 
-// streamHTTP sends one streamed chat completion and reads it to [DONE]:
-// its completion tokens (usage) and TTFT (to the first chunk with
-// content). It decodes only the usage chunk, so the client's own cost
-// stays small next to the frontend's.
-func (s *feStack) streamHTTP(ctx context.Context, body []byte, gen int) (feSample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/v1/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return feSample{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	start := time.Now()
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return feSample{}, err
-	}
-	defer resp.Body.Close()
-	ttfb := time.Since(start)
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return feSample{}, fmt.Errorf("chat completion: status %d: %s", resp.StatusCode, msg)
-	}
-	var ttft time.Duration
-	tokens, chunks := -1, 0
-	br := bufio.NewReaderSize(resp.Body, 16<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return feSample{}, fmt.Errorf("chat completion: stream ended before [DONE]: %w", err)
+// streamHTTP sends one streamed chat completion on stream's connection
+// and reads it to [DONE]: its completion tokens (usage), TTFB and TTFT
+// (to the first chunk with content). It decodes only the usage chunk, so
+// the client's own cost stays small next to the frontend's.
+func (s *feStack) streamHTTP(ctx context.Context, stream int, body []byte, gen int) (feSample, error) {
+	var sm feSample
+	err := s.client.stream(ctx, stream, newChatRequest(s.base, body), func(resp *http.Response, start time.Time) error {
+		sm.ttfb = time.Since(start)
+		if resp.StatusCode != http.StatusOK {
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+			return fmt.Errorf("chat completion: status %d: %s", resp.StatusCode, msg)
 		}
-		switch {
-		case bytes.HasPrefix(line, sseDone):
-			if tokens != gen {
-				return feSample{}, fmt.Errorf("chat completion: usage.completion_tokens %d (from %d content chunks), want %d", tokens, chunks, gen)
+		tokens, chunks := -1, 0
+		br := bufio.NewReaderSize(resp.Body, 16<<10)
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				return fmt.Errorf("chat completion: stream ended before [DONE]: %w", err)
 			}
-			return feSample{tokens, ttft, ttfb}, nil
-		case bytes.Contains(line, sseUsage):
-			var u struct {
-				Usage struct {
-					CompletionTokens int `json:"completion_tokens"`
-				} `json:"usage"`
+			switch {
+			case bytes.HasPrefix(line, sseDone):
+				if tokens != gen {
+					return fmt.Errorf("chat completion: usage.completion_tokens %d (from %d content chunks), want %d", tokens, chunks, gen)
+				}
+				if rest, err := io.ReadAll(br); err != nil || len(bytes.TrimSpace(rest)) > 0 {
+					return fmt.Errorf("chat completion: %q after [DONE] (%v)", rest, err)
+				}
+				sm.tokens = tokens
+				return nil
+			case bytes.Contains(line, sseUsage):
+				var u struct {
+					Usage struct {
+						CompletionTokens int `json:"completion_tokens"`
+					} `json:"usage"`
+				}
+				if err := json.Unmarshal(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data: ")), &u); err != nil {
+					return fmt.Errorf("chat completion: usage chunk: %w", err)
+				}
+				tokens = u.Usage.CompletionTokens
+			case bytes.Contains(line, sseContent) && !bytes.Contains(line, sseEmptyContent):
+				if chunks == 0 {
+					sm.ttft = time.Since(start)
+				}
+				chunks++
 			}
-			if err := json.Unmarshal(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data: ")), &u); err != nil {
-				return feSample{}, fmt.Errorf("chat completion: usage chunk: %w", err)
-			}
-			tokens = u.Usage.CompletionTokens
-		case bytes.Contains(line, sseContent) && !bytes.Contains(line, sseEmptyContent):
-			if chunks == 0 {
-				ttft = time.Since(start)
-			}
-			chunks++
 		}
-	}
+	})
+	return sm, err
 }
 
 // directSeq numbers the direct requests, for unique ids.
@@ -221,38 +277,69 @@ var directSeq atomic.Uint64
 // runDirect sends the same prompts (their template-rendered token ids)
 // straight to the engine through the Go engine client.
 func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
-	params := wire.DefaultSamplingParams()
-	params.MaxTokens = gen
 	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (feSample, error) {
-		req := &wire.EngineCoreRequest{
-			RequestID:      "bench-direct-" + strconv.FormatUint(directSeq.Add(1), 10),
-			PromptTokenIDs: prompts[i].ids,
-			SamplingParams: params,
-		}
-		start := time.Now()
-		req.ArrivalTime = float64(start.UnixNano()) / 1e9
-		st, err := s.direct.Submit(ctx, req)
-		if err != nil {
+		return s.streamDirect(ctx, prompts[i].ids, gen)
+	})
+}
+
+// runPaired sends every request both ways at once: over HTTP and, as
+// its twin, straight to the engine. A twin reaches the engine within the
+// intake's time of its HTTP request, so both usually join the same engine
+// step and the pair's difference is what the frontend adds, free of where
+// in the engine's step period the request happened to arrive.
+func (s *feStack) runPaired(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
+	bodies := chatBodies(prompts, gen)
+	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (feSample, error) {
+		twin := make(chan feSample, 1)
+		var twinErr error
+		go func() {
+			sm, err := s.streamDirect(ctx, prompts[i].ids, gen)
+			twinErr = err
+			twin <- sm
+		}()
+		sm, err := s.streamHTTP(ctx, i, bodies[i], gen)
+		tw := <-twin
+		if err = errors.Join(err, twinErr); err != nil {
 			return feSample{}, err
 		}
-		defer st.Close()
-		var ttft time.Duration
-		tokens := 0
-		for {
-			out, err := st.Next(ctx)
-			if err != nil {
-				return feSample{}, fmt.Errorf("direct: %w", err)
-			}
-			if tokens == 0 && len(out.NewTokenIDs) > 0 {
-				ttft = time.Since(start)
-			}
-			tokens += len(out.NewTokenIDs)
-			if out.Finished() {
-				if tokens != gen {
-					return feSample{}, fmt.Errorf("direct: %d tokens, want %d", tokens, gen)
-				}
-				return feSample{tokens: tokens, ttft: ttft}, nil
-			}
-		}
+		sm.twin = tw.ttft
+		return sm, nil
 	})
+}
+
+// streamDirect sends one request straight to the engine through the Go
+// engine client and reads it to its end.
+func (s *feStack) streamDirect(ctx context.Context, ids []int32, gen int) (feSample, error) {
+	params := wire.DefaultSamplingParams()
+	params.MaxTokens = gen
+	req := &wire.EngineCoreRequest{
+		RequestID:      "bench-direct-" + strconv.FormatUint(directSeq.Add(1), 10),
+		PromptTokenIDs: ids,
+		SamplingParams: params,
+	}
+	start := time.Now()
+	req.ArrivalTime = float64(start.UnixNano()) / 1e9
+	st, err := s.direct.Submit(ctx, req)
+	if err != nil {
+		return feSample{}, err
+	}
+	defer st.Close()
+	var ttft time.Duration
+	tokens := 0
+	for {
+		out, err := st.Next(ctx)
+		if err != nil {
+			return feSample{}, fmt.Errorf("direct: %w", err)
+		}
+		if tokens == 0 && len(out.NewTokenIDs) > 0 {
+			ttft = time.Since(start)
+		}
+		tokens += len(out.NewTokenIDs)
+		if out.Finished() {
+			if tokens != gen {
+				return feSample{}, fmt.Errorf("direct: %d tokens, want %d", tokens, gen)
+			}
+			return feSample{tokens: tokens, ttft: ttft}, nil
+		}
+	}
 }

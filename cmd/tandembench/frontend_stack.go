@@ -31,7 +31,8 @@ type feStack struct {
 	frontend     *exec.Cmd
 	engineArgs   []string
 	frontendArgs []string
-	http         *http.Client
+	http         *http.Client // health, /tokenize, /metrics
+	client       *feClient    // the load
 	direct       *engineclient.Client
 	jitter       time.Duration // see runLoad
 }
@@ -81,7 +82,8 @@ func startStack(ctx context.Context, bin, device string, maxStreams, gen int, st
 		return nil, err
 	}
 	s.base = "http://127.0.0.1:" + strconv.Itoa(port)
-	s.http = &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * maxStreams, MaxIdleConnsPerHost: 2 * maxStreams, MaxConnsPerHost: 0}}
+	s.http = &http.Client{}
+	s.client = newFEClient(s.base)
 	if err := s.waitHealthy(ctx, 60*time.Second); err != nil {
 		s.close()
 		return nil, err
@@ -154,6 +156,9 @@ func (s *feStack) waitHealthy(ctx context.Context, within time.Duration) error {
 // close stops both processes (SIGTERM, then SIGKILL) and removes the
 // directory.
 func (s *feStack) close() {
+	if s.client != nil {
+		s.client.close()
+	}
 	if s.direct != nil {
 		_ = s.direct.Close()
 		s.direct = nil

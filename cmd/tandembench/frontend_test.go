@@ -48,6 +48,8 @@ func TestQuickFrontend(t *testing.T) {
 		}
 		if r.Paced == nil || r.Paced.TTFT.P50 <= 0 || r.Paced.DirectTTFT.P50 <= 0 {
 			t.Errorf("S=%d: paced %+v", r.Streams, r.Paced)
+		} else if paired := r.Streams > 1; r.Paced.Paired != paired || paired && r.Paced.PairAddedUs == (Percentiles{}) {
+			t.Errorf("S=%d: paced run paired %v (per pair %+v), want paired %v", r.Streams, r.Paced.Paired, r.Paced.PairAddedUs, paired)
 		}
 	}
 	if diff := cmp.Diff([]int{1, 4}, streams); diff != "" {

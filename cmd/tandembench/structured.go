@@ -81,6 +81,7 @@ type Percentiles struct {
 	P50  float64 `json:"p50"`
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p99.9"`
+	Mean float64 `json:"mean,omitempty"`
 }
 
 func percentiles(ds []time.Duration) Percentiles {
@@ -90,7 +91,11 @@ func percentiles(ds []time.Duration) Percentiles {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	at := func(p float64) float64 { return float64(s[min(len(s)-1, int(p*float64(len(s))))].Nanoseconds()) / 1e3 }
-	return Percentiles{P50: at(0.5), P99: at(0.99), P999: at(0.999)}
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return Percentiles{P50: at(0.5), P99: at(0.99), P999: at(0.999), Mean: float64(sum.Nanoseconds()) / 1e3 / float64(len(s))}
 }
 
 // runStructured measures the structured phase and writes its outputs.
