@@ -200,8 +200,12 @@ func runFrontend(ctx context.Context, o options, stderr io.Writer) error {
 		return err
 	}
 	defer st.close()
+	m, err := quietMachine(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
 	rep := &FrontendReport{
-		Date: o.date, Started: start.Format(time.RFC3339), Machine: machine(),
+		Date: o.date, Started: start.Format(time.RFC3339), Machine: m,
 		Engine: st.args(st.engineArgs), Frontend: st.args(st.frontendArgs),
 		GenTokens: f.gen, Quick: o.quick,
 		Command: strings.TrimSpace(goExperimentEnv() + " go run ./cmd/tandembench --phase frontend " + f.flags()),

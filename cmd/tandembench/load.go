@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,4 +62,39 @@ func otherCPU(a, b cpuSample, cores int) float64 {
 	}
 	v := ((b.busy - a.busy) - (b.own - a.own)) / (wall * float64(cores))
 	return min(max(v, 0), 1)
+}
+
+// Before each phase (not in --quick runs) quietMachine waits for the
+// machine to settle: other processes (a build, the previous phase's
+// processes shutting down) using under settleShare of the CPU over a
+// settleWindow, for at most settleMax.
+const (
+	settleWindow = 2 * time.Second
+	settleShare  = 0.10
+	settleMax    = 3 * time.Minute
+)
+
+// quietMachine waits until the machine settles (or settleMax passed) and
+// describes it, with the last window's other-CPU share.
+func quietMachine(ctx context.Context, o options, stderr io.Writer) (Machine, error) {
+	if o.quick {
+		return machine(), nil
+	}
+	deadline := time.Now().Add(settleMax)
+	for {
+		a := sampleCPU()
+		select {
+		case <-ctx.Done():
+			return Machine{}, ctx.Err()
+		case <-time.After(settleWindow):
+		}
+		share := otherCPU(a, sampleCPU(), runtime.NumCPU())
+		if share < settleShare || !time.Now().Before(deadline) {
+			m := machine()
+			m.OtherCPUStart = &share
+			return m, nil
+		}
+		fmt.Fprintf(stderr, "tandembench: other processes use %.0f%% of the CPU; waiting for the machine to settle (at most %s more)\n",
+			100*share, time.Until(deadline).Round(time.Second))
+	}
 }

@@ -366,11 +366,15 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 	if err := checkISA(o.isa, kernels.Level()); err != nil {
 		return err
 	}
+	m, err := quietMachine(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
 	rep := &Report{
 		ISA:         o.isa,
 		Date:        o.date,
 		Started:     start.Format(time.RFC3339),
-		Machine:     machine(),
+		Machine:     m,
 		Model:       o.model,
 		Prompts:     fmt.Sprintf(promptRule, o.seed),
 		Tandem:      Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse(), Precision: o.precision.String()},
@@ -427,8 +431,8 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 	if kernels.Level() == "go" {
 		fmt.Fprintln(stderr, "tandembench: warning: Tandem runs its pure-Go kernels ("+kernelsInUse()+"); build with GOEXPERIMENT=simd for the SIMD ones")
 	}
-	if busy(loadAvg()) {
-		fmt.Fprintf(stderr, "tandembench: warning: the machine is busy (load average %s); the numbers will be unreliable\n", loadAvg())
+	if rep.Machine.busy() {
+		fmt.Fprintf(stderr, "tandembench: warning: the machine is busy (%s); the numbers will be unreliable\n", rep.Machine.busyWhy())
 	}
 	cfgs := o.configs()
 	for i := 0; i < len(cfgs); {
@@ -544,8 +548,29 @@ func machine() Machine {
 }
 
 // busyLoad is the 1-minute load average above which a run is flagged as
-// measured on a busy machine.
+// measured on a busy machine, when other processes' CPU share at the start
+// was not measured (Machine.OtherCPUStart).
 const busyLoad = 0.5
+
+// busy reports whether the phase started on a busy machine: other
+// processes used settleShare of the CPU or more over the settle window, or
+// (unmeasured, as in --quick) the load average says so. The load average
+// alone lags by minutes: right after a phase of this run it is high while
+// nothing else runs.
+func (m Machine) busy() bool {
+	if m.OtherCPUStart != nil {
+		return *m.OtherCPUStart >= settleShare
+	}
+	return busy(m.LoadAvgStart)
+}
+
+// busyWhy says what busy went by, for the report's warning.
+func (m Machine) busyWhy() string {
+	if m.OtherCPUStart != nil {
+		return fmt.Sprintf("other processes used %.0f%% of the CPU at the start; load average %s", 100**m.OtherCPUStart, m.LoadAvgStart)
+	}
+	return "load average " + m.LoadAvgStart
+}
 
 // busy reports whether loadavg (as loadAvg returns it) says other work is
 // running.

@@ -400,6 +400,28 @@ func TestBusy(t *testing.T) {
 	}
 }
 
+// TestMachineBusy checks that a measured other-CPU share decides over
+// the load average, which lags behind the previous phase of the run.
+func TestMachineBusy(t *testing.T) {
+	share := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name string
+		m    Machine
+		want bool
+	}{
+		{"quiet, high load average", Machine{LoadAvgStart: "1.80 1.39 1.26", OtherCPUStart: share(0.02)}, false},
+		{"busy, low load average", Machine{LoadAvgStart: "0.10 0.10 0.10", OtherCPUStart: share(0.25)}, true},
+		{"at the bound", Machine{OtherCPUStart: share(settleShare)}, true},
+		{"unmeasured, high load average", Machine{LoadAvgStart: "1.80 1.39 1.26"}, true},
+		{"unmeasured, low load average", Machine{LoadAvgStart: "0.10 0.10 0.10"}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.m.busy(); got != tt.want {
+			t.Errorf("%s: busy() = %v, want %v (%s)", tt.name, got, tt.want, tt.m.busyWhy())
+		}
+	}
+}
+
 func TestOtherCPU(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	tests := []struct {

@@ -80,8 +80,8 @@ func renderSection(rep *Report, assets string) string {
 	if flagged := numFlagged(rep); flagged > 0 {
 		p("**%d row(s) marked ⚠ were measured while other processes used more than %.0f%% of the CPU, even after retries: treat them as unreliable.**\n\n", flagged, 100*rep.MaxOtherCPU)
 	}
-	if busy(rep.Machine.LoadAvgStart) {
-		p("**The machine was busy when this run started (load average %s): other work shared the cores, so these numbers are unreliable.**\n\n", rep.Machine.LoadAvgStart)
+	if rep.Machine.busy() {
+		p("**The machine was busy when this run started (%s): other work shared the cores, so these numbers are unreliable.**\n\n", rep.Machine.busyWhy())
 	}
 	p("- Machine: %s, %d logical cores, %s; load average %s at the start, %s at the end.\n",
 		orUnknown(rep.Machine.CPU), rep.Machine.Cores, rep.Machine.Go, orUnknown(rep.Machine.LoadAvgStart), orUnknown(rep.Machine.LoadAvgEnd))

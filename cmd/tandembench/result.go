@@ -260,6 +260,10 @@ type Machine struct {
 	Go           string   `json:"go"`
 	LoadAvgStart string   `json:"loadavg_start"` // /proc/loadavg before the run
 	LoadAvgEnd   string   `json:"loadavg_end"`
+	// OtherCPUStart is the share (0–1) of the machine's CPU other processes
+	// used over settleWindow right before the run, once quietMachine
+	// stopped waiting; nil when not measured (--quick).
+	OtherCPUStart *float64 `json:"other_cpu_start,omitempty"`
 }
 
 // Setup is one engine's settings.

@@ -225,9 +225,13 @@ type ScaleReport struct {
 // runScale measures the scale phase and writes its outputs.
 func runScale(ctx context.Context, o options, stderr io.Writer) error {
 	s := &o.scale
+	m, err := quietMachine(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	rep := &ScaleReport{
-		Date: o.date, Started: start.Format(time.RFC3339), Machine: machine(), DefaultModel: o.model,
+		Date: o.date, Started: start.Format(time.RFC3339), Machine: m, DefaultModel: o.model,
 		Prompts: fmt.Sprintf(promptRule, o.seed),
 		Tandem:  Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse(), Precision: o.precision.String()},
 		Quick:   o.quick, MaxOtherCPU: o.maxOther,

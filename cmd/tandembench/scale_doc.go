@@ -39,8 +39,8 @@ func renderScale(rep *ScaleReport, jsonPath string) string {
 	if rep.Quick {
 		p("**Quick smoke run (`--quick`): not a measurement.**\n\n")
 	}
-	if busy(rep.Machine.LoadAvgStart) {
-		p("**The machine was busy when this run started (load average %s): these numbers are unreliable.**\n\n", rep.Machine.LoadAvgStart)
+	if rep.Machine.busy() {
+		p("**The machine was busy when this run started (%s): these numbers are unreliable.**\n\n", rep.Machine.busyWhy())
 	}
 	p("`make bench`'s scale phase on %s, %d logical cores; Tandem %s kernels, KV f32, --cpu-precision %s; llama.cpp as in the CPU sections (%s, KV %s). "+
 		"Single stream, greedy, the same random prompt ids for every engine; each number is the median of %d repetition(s) after one warm-up (few, because these rows take minutes). ",

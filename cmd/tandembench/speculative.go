@@ -75,9 +75,13 @@ func specPrompts(kind string, seed uint64, streams, n, vocab int) [][]int32 {
 
 // runSpeculative measures the speculative phase and writes its outputs.
 func runSpeculative(ctx context.Context, o options, stderr io.Writer) error {
+	m, err := quietMachine(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	rep := &SpecReport{
-		Date: o.date, Started: start.Format(time.RFC3339), Machine: machine(), Model: o.model,
+		Date: o.date, Started: start.Format(time.RFC3339), Machine: m, Model: o.model,
 		Prompts: fmt.Sprintf("repeat (greedy): a run of %s, said three times; sampled (temperature 1, seed = stream index): %s", fmt.Sprintf(promptRule, o.seed), fmt.Sprintf(promptRule, o.seed)),
 		Tandem:  Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse(), Precision: o.precision.String()},
 		Quick:   o.quick, MaxOtherCPU: o.maxOther,

@@ -106,8 +106,12 @@ func runStructured(ctx context.Context, o options, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("structured: %w", err)
 	}
+	m, err := quietMachine(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
 	rep := &StructuredReport{
-		Date: o.date, Started: start.Format(time.RFC3339), Machine: machine(), Model: o.model,
+		Date: o.date, Started: start.Format(time.RFC3339), Machine: m, Model: o.model,
 		Prompts: fmt.Sprintf(promptRule, o.seed),
 		Tandem:  Setup{KVType: "f32", BlockSize: o.blockSize, Kernels: kernelsInUse(), Precision: o.precision.String()},
 		Schema:  benchSchema, Constraint: c.Data, Quick: o.quick, MaxOtherCPU: o.maxOther,
