@@ -37,20 +37,20 @@ func newFEClient(base string) *feClient {
 	return &feClient{addr: strings.TrimPrefix(base, "http://"), idle: map[int]*feConn{}}
 }
 
-// take returns stream's connection, dialling one if it has none.
-func (f *feClient) take(stream int) (*feConn, error) {
+// take returns stream's idle connection, or dials one (reused false).
+func (f *feClient) take(stream int) (cn *feConn, reused bool, err error) {
 	f.mu.Lock()
-	cn := f.idle[stream]
+	cn = f.idle[stream]
 	delete(f.idle, stream)
 	f.mu.Unlock()
 	if cn != nil {
-		return cn, nil
+		return cn, true, nil
 	}
 	c, err := net.Dial("tcp", f.addr)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &feConn{c: c, br: bufio.NewReaderSize(c, 16<<10)}, nil
+	return &feConn{c: c, br: bufio.NewReaderSize(c, 16<<10)}, false, nil
 }
 
 // put keeps a connection whose response was read to its end.
@@ -73,47 +73,64 @@ func (f *feClient) close() {
 // stream sends req on stream's connection and calls read with the
 // response once its headers are in (ttfb after start). read must consume
 // the body; the connection is kept only if it reached the body's end.
-// Cancelling ctx closes the connection.
+// Cancelling ctx closes the connection. A kept connection the server
+// closed meanwhile (its idle timeout) fails before any response: then
+// the request goes once more, on a new connection, as net/http's
+// Transport does.
 func (f *feClient) stream(ctx context.Context, stream int, req *http.Request, read func(resp *http.Response, start time.Time) error) error {
-	cn, err := f.take(stream)
-	if err != nil {
-		return err
-	}
-	stop := context.AfterFunc(ctx, func() { cn.c.Close() })
-	err = f.roundTrip(cn, req, read)
-	if !stop() {
-		err = errors.Join(err, ctx.Err())
-	}
-	if err != nil {
+	for {
+		cn, reused, err := f.take(stream)
+		if err != nil {
+			return err
+		}
+		stop := context.AfterFunc(ctx, func() { cn.c.Close() })
+		answered, keep, err := f.roundTrip(cn, req, read)
+		if !stop() {
+			err = errors.Join(err, ctx.Err())
+		}
+		if err == nil {
+			if keep {
+				f.put(stream, cn)
+			} else {
+				cn.c.Close()
+			}
+			return nil
+		}
 		cn.c.Close()
-		return err
+		if answered || !reused || ctx.Err() != nil || req.GetBody == nil {
+			return err
+		}
+		if req.Body, err = req.GetBody(); err != nil {
+			return err
+		}
 	}
-	f.put(stream, cn)
-	return nil
 }
 
-func (f *feClient) roundTrip(cn *feConn, req *http.Request, read func(resp *http.Response, start time.Time) error) error {
+// roundTrip writes req on cn and reads its response. answered reports
+// whether any of a response arrived; keep, whether cn may carry the
+// next request (read to the end, and the server did not say close).
+func (f *feClient) roundTrip(cn *feConn, req *http.Request, read func(resp *http.Response, start time.Time) error) (answered, keep bool, err error) {
 	start := time.Now()
 	if err := req.Write(cn.c); err != nil {
-		return err
+		return false, false, err
+	}
+	if _, err := cn.br.Peek(1); err != nil {
+		return false, false, err
 	}
 	resp, err := http.ReadResponse(cn.br, req)
 	if err != nil {
-		return err
+		return true, false, err
 	}
 	defer resp.Body.Close()
 	if err := read(resp, start); err != nil {
-		return err
+		return true, false, err
 	}
 	// The rest (the last chunk's terminator) must be read before the
 	// connection carries the next request.
 	if n, err := io.Copy(io.Discard, resp.Body); err != nil || n > 0 {
-		return fmt.Errorf("chat completion: %d bytes after [DONE] (%v)", n, err)
+		return true, false, fmt.Errorf("chat completion: %d bytes after [DONE] (%v)", n, err)
 	}
-	if resp.Close {
-		return errors.New("chat completion: the frontend closed the connection")
-	}
-	return nil
+	return true, !resp.Close, nil
 }
 
 // newChatRequest is a POST of body to the frontend's chat completions.

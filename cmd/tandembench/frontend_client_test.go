@@ -79,6 +79,42 @@ func TestFEClientKeepAlive(t *testing.T) {
 	}
 }
 
+// TestFEClientIdleClosed checks that a request on a kept connection the
+// server closed meanwhile (its idle timeout) goes again on a new one.
+func TestFEClientIdleClosed(t *testing.T) {
+	var mu sync.Mutex
+	remotes := map[string]int{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes[r.RemoteAddr]++
+		mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(body)
+	}))
+	srv.Config.IdleTimeout = 20 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	c := newFEClient(srv.URL)
+	defer c.close()
+	for i := range 2 {
+		var got []byte
+		err := c.stream(context.Background(), 0, newChatRequest(srv.URL, []byte("hello")), func(resp *http.Response, _ time.Time) error {
+			var err error
+			got, err = io.ReadAll(resp.Body)
+			return err
+		})
+		if err != nil || string(got) != "hello" {
+			t.Fatalf("request %d: %q, %v; want the body echoed", i, got, err)
+		}
+		time.Sleep(200 * time.Millisecond) // past the idle timeout
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(remotes) != 2 {
+		t.Errorf("connections %v, want 2: the second request on a new one", remotes)
+	}
+}
+
 // TestPercentiles checks the nearest-rank percentiles and the mean,
 // negative durations (a pair's difference) included.
 func TestPercentiles(t *testing.T) {
