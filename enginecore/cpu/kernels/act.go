@@ -163,22 +163,34 @@ func (a *Activations) quantizeRow(x []float32, row int) {
 	}
 }
 
-// quantizeBlock is ggml's quantize_row_q8_0 with a float32 scale; halves
-// round to even (magic-number rounding).
-func quantizeBlock(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32, hs *[2]int32) {
+// int8Scale is the symmetric int8 scale of x, d = max|x| / 127, and its
+// inverse (0 when x is all zeros), as ggml computes them.
+func int8Scale(x []float32) (d, id float32) {
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
 	}
-	dd := amax / 127
-	var id float32
-	if dd != 0 {
-		id = 1 / dd
+	if d = amax / 127; d != 0 {
+		id = 1 / d
 	}
-	const magic = 12582912 // 1.5·2²³: adding it rounds |v| < 2²² to an integer
+	return d, id
+}
+
+// roundInt rounds v (|v| < 2²²) to an integer, halves to even, by
+// ggml's magic number: adding 1.5·2²³ leaves the integer in the
+// mantissa's low bits.
+func roundInt(v float32) int32 {
+	const magic = 12582912 // 1.5·2²³
+	return int32(math.Float32bits(v+magic)&0x7fffff) - 0x400000
+}
+
+// quantizeBlock is ggml's quantize_row_q8_0 with a float32 scale; halves
+// round to even (magic-number rounding).
+func quantizeBlock(x *[32]float32, q *[32]int8, qa *[32]uint8, qm *[32]int8, d, s *float32, hs *[2]int32) {
+	dd, id := int8Scale(x[:])
 	var half [2]int32
 	for i, v := range x {
-		r := int32(math.Float32bits(float32(v*id)+magic)&0x7fffff) - 0x400000
+		r := roundInt(float32(v * id))
 		q[i] = int8(r)
 		half[i/16] += r
 		qm[i] = int8(r >> 31)

@@ -147,20 +147,11 @@ func quantizeSuperBlock(r *[256]float32, q *[256]int8, sums *[8]int16) float32 {
 }
 
 func quantizeSuperGo(r *[256]float32, q *[256]int8, sums *[8]int16) float32 {
-	var amax float32
-	for _, v := range r {
-		amax = max(amax, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
-	}
-	d := amax / 127
-	var id float32
-	if d != 0 {
-		id = 1 / d
-	}
-	const magic = 12582912 // 1.5·2²³: adding it rounds |v| < 2²² to an integer (even on ties)
+	d, id := int8Scale(r[:])
 	for j := range 8 {
 		var s int32
 		for i := 32 * j; i < 32*j+32; i++ {
-			v := int32(math.Float32bits(float32(r[i]*id)+magic)&0x7fffff) - 0x400000
+			v := roundInt(float32(r[i] * id))
 			q[i] = int8(v)
 			s += v
 			r[i] -= float32(d * float32(v))
