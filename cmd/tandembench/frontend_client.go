@@ -84,7 +84,7 @@ func (f *feClient) stream(ctx context.Context, stream int, req *http.Request, re
 			return err
 		}
 		stop := context.AfterFunc(ctx, func() { cn.c.Close() })
-		answered, keep, err := f.roundTrip(cn, req, read)
+		answered, keep, err := roundTrip(cn, req, read)
 		if !stop() {
 			err = errors.Join(err, ctx.Err())
 		}
@@ -109,7 +109,7 @@ func (f *feClient) stream(ctx context.Context, stream int, req *http.Request, re
 // roundTrip writes req on cn and reads its response. answered reports
 // whether any of a response arrived; keep, whether cn may carry the
 // next request (read to the end, and the server did not say close).
-func (f *feClient) roundTrip(cn *feConn, req *http.Request, read func(resp *http.Response, start time.Time) error) (answered, keep bool, err error) {
+func roundTrip(cn *feConn, req *http.Request, read func(resp *http.Response, start time.Time) error) (answered, keep bool, err error) {
 	start := time.Now()
 	if err := req.Write(cn.c); err != nil {
 		return false, false, err
@@ -128,7 +128,7 @@ func (f *feClient) roundTrip(cn *feConn, req *http.Request, read func(resp *http
 	// The rest (the last chunk's terminator) must be read before the
 	// connection carries the next request.
 	if n, err := io.Copy(io.Discard, resp.Body); err != nil || n > 0 {
-		return true, false, fmt.Errorf("chat completion: %d bytes after [DONE] (%v)", n, err)
+		return true, false, fmt.Errorf("response: %d bytes left unread (%v)", n, err)
 	}
 	return true, !resp.Close, nil
 }

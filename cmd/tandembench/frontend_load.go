@@ -23,8 +23,7 @@ type feResult struct {
 	tokens int
 	ttft   []time.Duration
 	ttfb   []time.Duration // HTTP only: to the response's headers (sent with the role chunk, before any token)
-	twin   []time.Duration // paired runs only: each HTTP request's direct twin's TTFT
-	added  []time.Duration // paired runs only: HTTP TTFT − its twin's, per pair
+	twin   []time.Duration // paired runs only: twin[i] is the TTFT of ttft[i]'s direct twin
 }
 
 // feSample is one request's figures.
@@ -68,12 +67,8 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 	}
 	row.AllocsPerToken = (c1.mallocs - c0.mallocs) / float64(res.tokens)
 	row.BytesPerToken = (c1.bytes - c0.bytes) / float64(res.tokens)
-	if n := c1.ttftCount - c0.ttftCount; n > 0 {
-		row.FrontendTTFTus = 1e6 * (c1.ttftSum - c0.ttftSum) / n
-	}
-	if n := c1.queueCount - c0.queueCount; n > 0 {
-		row.QueueUs = 1e6 * (c1.queueSum - c0.queueSum) / n
-	}
+	row.FrontendTTFTus = meanUs(c1.ttftSum-c0.ttftSum, c1.ttftCount-c0.ttftCount)
+	row.QueueUs = meanUs(c1.queueSum-c0.queueSum, c1.queueCount-c0.queueCount)
 	row.TTFT = percentiles(res.ttft)
 	row.TTFB = percentiles(res.ttfb)
 
@@ -87,13 +82,17 @@ func (s *feStack) measure(ctx context.Context, prompts []fePrompt, perStream, ge
 	}
 	row.DirectTokS = float64(dres.tokens) / time.Since(t0).Seconds()
 	row.DirectTTFT = percentiles(dres.ttft)
-	row.AddedTTFTus = Percentiles{
-		P50:  row.TTFT.P50 - row.DirectTTFT.P50,
-		P99:  row.TTFT.P99 - row.DirectTTFT.P99,
-		P999: row.TTFT.P999 - row.DirectTTFT.P999,
-		Mean: row.TTFT.Mean - row.DirectTTFT.Mean,
-	}
+	row.AddedTTFTus = row.TTFT.minus(row.DirectTTFT)
 	return row, nil
+}
+
+// meanUs is a histogram's mean in µs from its sum (seconds) and count
+// over a run; 0 without observations.
+func meanUs(sum, count float64) float64 {
+	if count <= 0 {
+		return 0
+	}
+	return 1e6 * sum / count
 }
 
 // measurePaced is one stream count's run behind a paced engine. One
@@ -127,18 +126,15 @@ func (s *feStack) measurePaced(ctx context.Context, prompts []fePrompt, perStrea
 	if err != nil {
 		return p, err
 	}
-	if n := c1.ttftCount - c0.ttftCount; n > 0 {
-		p.FrontendTTFTus = 1e6 * (c1.ttftSum - c0.ttftSum) / n
-	}
+	p.FrontendTTFTus = meanUs(c1.ttftSum-c0.ttftSum, c1.ttftCount-c0.ttftCount)
 	p.TokS = float64(res.tokens) / wall.Seconds()
 	p.TTFT, p.TTFB, p.DirectTTFT = percentiles(res.ttft), percentiles(res.ttfb), percentiles(res.twin)
-	p.AddedTTFTus = Percentiles{
-		P50:  p.TTFT.P50 - p.DirectTTFT.P50,
-		P99:  p.TTFT.P99 - p.DirectTTFT.P99,
-		P999: p.TTFT.P999 - p.DirectTTFT.P999,
-		Mean: p.TTFT.Mean - p.DirectTTFT.Mean,
+	p.AddedTTFTus = p.TTFT.minus(p.DirectTTFT)
+	added := make([]time.Duration, len(res.twin))
+	for i, tw := range res.twin {
+		added[i] = res.ttft[i] - tw
 	}
-	p.PairAddedUs = percentiles(res.added)
+	p.PairAddedUs = percentiles(added)
 	return p, nil
 }
 
@@ -180,7 +176,6 @@ func runLoad(ctx context.Context, prompts []fePrompt, perStream int, jitter time
 				}
 				if sm.twin > 0 {
 					res.twin = append(res.twin, sm.twin)
-					res.added = append(res.added, sm.ttft-sm.twin)
 				}
 				mu.Unlock()
 			}
@@ -290,15 +285,15 @@ func (s *feStack) runDirect(ctx context.Context, prompts []fePrompt, perStream, 
 func (s *feStack) runPaired(ctx context.Context, prompts []fePrompt, perStream, gen int) (feResult, error) {
 	bodies := chatBodies(prompts, gen)
 	return runLoad(ctx, prompts, perStream, s.jitter, func(ctx context.Context, i, _ int) (feSample, error) {
-		twin := make(chan feSample, 1)
+		var tw feSample
 		var twinErr error
+		done := make(chan struct{})
 		go func() {
-			sm, err := s.streamDirect(ctx, prompts[i].ids, gen)
-			twinErr = err
-			twin <- sm
+			defer close(done)
+			tw, twinErr = s.streamDirect(ctx, prompts[i].ids, gen)
 		}()
 		sm, err := s.streamHTTP(ctx, i, bodies[i], gen)
-		tw := <-twin
+		<-done
 		if err = errors.Join(err, twinErr); err != nil {
 			return feSample{}, err
 		}

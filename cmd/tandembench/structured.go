@@ -84,6 +84,12 @@ type Percentiles struct {
 	Mean float64 `json:"mean,omitempty"`
 }
 
+// minus is p − q per percentile (and mean): what one set of latencies
+// adds over another.
+func (p Percentiles) minus(q Percentiles) Percentiles {
+	return Percentiles{P50: p.P50 - q.P50, P99: p.P99 - q.P99, P999: p.P999 - q.P999, Mean: p.Mean - q.Mean}
+}
+
 func percentiles(ds []time.Duration) Percentiles {
 	if len(ds) == 0 {
 		return Percentiles{}
