@@ -13,7 +13,7 @@ type Kind string
 const (
 	JSONSchema Kind = "json"        // Data: a JSON Schema (a JSON document)
 	JSONObject Kind = "json_object" // any JSON object; Data unused
-	Regex      Kind = "regex"       // Data: a regular expression (Rust regex syntax, anchored at both ends)
+	Regex      Kind = "regex"       // Data: a regular expression (Rust regex syntax with ASCII \d and \w, anchored at both ends)
 	Choice     Kind = "choice"      // Data: a JSON array of strings; the output is one of them
 	Grammar    Kind = "grammar"     // Data: a grammar in LLGuidance's Lark syntax, or llama.cpp's GBNF (gbnf.go)
 	// StructuralTag: Data is vLLM's structural_tag JSON: tool calls
@@ -38,7 +38,7 @@ func (c Constraint) llg() (kind, data string, err error) {
 	case JSONObject:
 		return "json", `{"type":"object"}`, nil
 	case Regex:
-		return "regex", c.Data, nil
+		return "regex", asciiClasses(c.Data), nil
 	case Choice:
 		var choices []string
 		if err := json.Unmarshal([]byte(c.Data), &choices); err != nil || len(choices) == 0 {

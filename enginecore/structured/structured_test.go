@@ -2,6 +2,8 @@ package structured_test
 
 import (
 	"errors"
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -242,5 +244,52 @@ func TestCache(t *testing.T) {
 	}
 	if _, _, err := cache.Matcher(structured.Constraint{Kind: structured.Regex, Data: `(`}); err == nil || cache.Len() != 2 {
 		t.Fatalf("a failed compile: %v, %d kept", err, cache.Len())
+	}
+}
+
+// TestRegexASCIIClasses generates regexes of literals, \d, \D, \w, \W,
+// classes, alternations and repeats, and checks that the compiled regex
+// constraint accepts exactly the strings Go's regexp (RE2, whose \d and \w
+// are ASCII as in JSON Schema and vLLM's default backend) matches whole,
+// on strings mixing ASCII with Unicode digits and letters.
+func TestRegexASCIIClasses(t *testing.T) {
+	v, _ := byteVocab(t)
+	atoms := []string{`a`, `1`, `_`, `-`, `\d`, `\D`, `\w`, `\W`, `[\d]`, `[^\d]`, `[a\d]`, `[^\w]`, `[\w-]`, `\s`, `é`}
+	alphabet := []string{"a", "Z", "1", "9", "_", "-", " ", "é", "٣", "🯸", "Ⅻ"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	atom := func() string {
+		s := atoms[rng.IntN(len(atoms))]
+		switch rng.IntN(5) {
+		case 0:
+			s += "?"
+		case 1:
+			s += "{1,2}"
+		}
+		return s
+	}
+	for range 150 {
+		var rx strings.Builder
+		for range 1 + rng.IntN(3) {
+			if rng.IntN(4) == 0 {
+				rx.WriteString("(" + atom() + "|" + atom() + ")")
+			} else {
+				rx.WriteString(atom())
+			}
+		}
+		re := regexp.MustCompile(`^(?:` + rx.String() + `)$`)
+		c := structured.Constraint{Kind: structured.Regex, Data: rx.String()}
+		var valid, bad []string
+		for range 12 {
+			var s strings.Builder
+			for range 1 + rng.IntN(4) {
+				s.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			if re.MatchString(s.String()) {
+				valid = append(valid, s.String())
+			} else {
+				bad = append(bad, s.String())
+			}
+		}
+		t.Run(rx.String(), func(t *testing.T) { checkStrings(t, v, c, valid, bad, true) })
 	}
 }
