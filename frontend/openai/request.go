@@ -203,6 +203,12 @@ type ChatCompletionRequest struct {
 	Tools             json.RawMessage `json:"tools,omitempty"`       // passed to the chat template as tools
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"` // "none", "auto", "required" or a named function (ToolPlanOf)
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	// Functions and FunctionCall are OpenAI's deprecated function
+	// calling, served as tools (adoptFunctions, in Validate), which sets
+	// LegacyFunctions: the answer's call goes back as function_call.
+	Functions       json.RawMessage `json:"functions,omitempty"`
+	FunctionCall    json.RawMessage `json:"function_call,omitempty"`
+	LegacyFunctions bool            `json:"-"`
 }
 
 // MaxOutputTokens returns max_completion_tokens, else max_tokens; ok is false

@@ -209,6 +209,9 @@ type AssistantMessage struct {
 	Role      string     `json:"role"`    // "assistant"
 	Content   *string    `json:"content"` // null when the message is tool calls
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// FunctionCall is the call of a request that came with the
+	// deprecated functions, in place of ToolCalls.
+	FunctionCall *FunctionCall `json:"function_call,omitempty"`
 }
 
 // ChatCompletionChunk is one server-sent event of a streaming chat response.
@@ -277,6 +280,9 @@ type ChatDelta struct {
 	Role      string          `json:"role,omitempty"`
 	Content   *string         `json:"content,omitempty"`
 	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
+	// FunctionCall: the deprecated functions' call delta, in place of
+	// ToolCalls.
+	FunctionCall *FunctionCallDelta `json:"function_call,omitempty"`
 }
 
 // ToolCallDelta is a part of one call in a streamed delta, as OpenAI

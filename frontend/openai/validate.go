@@ -39,6 +39,9 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if len(r.Messages) == 0 {
 		return BadRequest("messages", "'messages' must contain at least one message.")
 	}
+	if e := r.adoptFunctions(); e != nil {
+		return e
+	}
 	for i, m := range r.Messages {
 		if m.Role == "" {
 			return BadRequest(fmt.Sprintf("messages[%d].role", i), "'messages[%d].role' is required.", i)

@@ -89,7 +89,7 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	if req.Stream {
 		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo,
-			tools: tools, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID}
+			tools: tools, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID, legacy: req.LegacyFunctions}
 		if req.ReturnTokenIDs {
 			st.promptIDs = prompt
 		}
@@ -137,6 +137,9 @@ func (s *Server) chat(c echo.Context) error {
 		} else if auto != nil {
 			withToolCalls(&ch, auto, tools, echo, text, newID)
 		}
+		if req.LegacyFunctions {
+			openai.LegacyMessage(&ch)
+		}
 		if req.Logprobs {
 			ch.Logprobs = chatLogprobs(sampledTopIf(len(req.Params.LogprobTokenIDs) > 0, r.logprobs))
 		}
@@ -181,6 +184,7 @@ type chatStreamer struct {
 	parsers map[int]toolparse.Parser
 	called  map[int]bool
 	newID   func() string // call ids
+	legacy  bool          // the request came with functions: calls go out as function_call
 	// promptIDs, with return_token_ids, go on each choice's first chunk,
 	// and each chunk carries its tokens: those of events that sent no
 	// chunk (a character's first bytes) wait in heldIDs for the next.

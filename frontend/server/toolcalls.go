@@ -170,6 +170,9 @@ func (cs *chatStreamer) callChunks(ev *choiceEvent, d toolparse.Delta, lps []tok
 	}
 	out := make(chunks, len(choices))
 	for i := range choices {
+		if cs.legacy {
+			openai.LegacyDelta(&choices[i])
+		}
 		if cs.logprobs {
 			choices[i].Logprobs = chatLogprobs(lps)
 			lps = nil // with the first chunk

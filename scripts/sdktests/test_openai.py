@@ -156,6 +156,37 @@ def chat_logprobs():
         expect(e.top_logprobs[0].logprob >= e.top_logprobs[-1].logprob, "top_logprobs not sorted")
 
 
+LEGACY_FUNCTIONS = [{"name": "get_weather", "parameters": {"type": "object", "properties": {
+    "city": {"type": "string", "pattern": "^[a-z]{1,8}$"}}, "required": ["city"]}}]
+
+
+@check
+def legacy_functions():
+    # OpenAI's deprecated functions: the call comes back as message.function_call
+    # (streamed: delta.function_call), and the result goes back as a "function" message.
+    c = client()
+    msgs = [{"role": "user", "content": "Weather in Paris?"}]
+    kw = dict(model="dummy", functions=LEGACY_FUNCTIONS, function_call={"name": "get_weather"}, max_tokens=64, seed=1)
+    r = c.chat.completions.create(messages=msgs, **kw)
+    m = r.choices[0].message
+    expect(m.tool_calls is None and m.function_call is not None and m.function_call.name == "get_weather", m)
+    args = json.loads(m.function_call.arguments)
+    expect(list(args) == ["city"] and args["city"].isalpha(), args)
+    expect(r.choices[0].finish_reason == "stop", r.choices[0].finish_reason)
+    name, streamed = None, ""
+    for chunk in c.chat.completions.create(messages=msgs, stream=True, **kw):
+        for ch in chunk.choices:
+            expect(not ch.delta.tool_calls, ch.delta)
+            if ch.delta.function_call:
+                name = name or ch.delta.function_call.name
+                streamed += ch.delta.function_call.arguments or ""
+    expect(name == "get_weather" and json.loads(streamed) == args, (name, streamed))
+    follow = msgs + [{"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": m.function_call.arguments}},
+                     {"role": "function", "name": "get_weather", "content": "18 C"}]
+    r = c.chat.completions.create(model="dummy", messages=follow, functions=LEGACY_FUNCTIONS, function_call="none", max_tokens=4)
+    expect(r.choices[0].message.function_call is None and isinstance(r.choices[0].message.content, str), r.choices[0])
+
+
 @check
 def completion():
     c = client()
