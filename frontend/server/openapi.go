@@ -71,6 +71,13 @@ var apiOperations = []apiOperation{
 	// Anthropic's Messages API (anthropic.go)
 	{"post", "/v1/messages", "Create a message (Anthropic's Messages API); SSE events with \"stream\": true", "Object", "Object", true},
 	{"post", "/v1/messages/count_tokens", "The prompt tokens a Messages request would run, counted (Anthropic)", "Object", "Object", false},
+	// Ollama's API (ollama.go): streamed as NDJSON unless "stream": false, errors {"error": "…"}
+	{"post", "/api/chat", "Chat (Ollama's API)", "Object", "Object", true},
+	{"post", "/api/generate", "Generate from a prompt (Ollama's API)", "Object", "Object", true},
+	{"get", "/api/tags", "The served model (Ollama's API)", "", "Object", false},
+	{"post", "/api/show", "The model's template, details and capabilities (Ollama's API)", "Object", "Object", false},
+	{"get", "/api/ps", "The loaded model (Ollama's API)", "", "Object", false},
+	{"get", "/api/version", "The server's version (Ollama's API)", "", "Version", false},
 }
 
 // webUIOperations are the web console's routes (frontend/webui), in the
@@ -112,6 +119,7 @@ var apiSchemas = map[string]any{
 		"tokens": array(integer()), "token_strs": nullable(array(str()))}),
 	"DetokenizeRequest":  object([]string{"tokens"}, map[string]any{"model": str(), "tokens": array(integer())}),
 	"DetokenizeResponse": object([]string{"prompt"}, map[string]any{"prompt": str()}),
+	"OllamaError":        object([]string{"error"}, map[string]any{"error": str()}),
 	"ErrorResponse": object([]string{"error"}, map[string]any{"error": object([]string{"message", "type"}, map[string]any{
 		"message": str(), "type": str(), "param": nullable(str()), "code": map[string]any{}})}),
 }
@@ -157,14 +165,21 @@ func (s *Server) openAPIDocument() map[string]any {
 		}
 		op := map[string]any{"summary": o.summary, "operationId": operationID(o)}
 		ok := map[string]any{"description": "Successful Response"}
+		errSchema := ref("ErrorResponse")
+		if isOllamaPath(o.path) {
+			errSchema = ref("OllamaError")
+		}
 		switch {
+		case o.response != "" && o.stream && isOllamaPath(o.path):
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(o.response)},
+				"application/x-ndjson": map[string]any{"schema": str()}}
 		case o.response != "" && o.stream:
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": ref(o.response)},
 				"text/event-stream": map[string]any{"schema": str()}}
 		case o.response != "":
 			ok["content"] = jsonContent(ref(o.response))
 		}
-		op["responses"] = map[string]any{"200": ok, "default": map[string]any{"description": "Error", "content": jsonContent(ref("ErrorResponse"))}}
+		op["responses"] = map[string]any{"200": ok, "default": map[string]any{"description": "Error", "content": jsonContent(errSchema)}}
 		if o.request != "" {
 			op["requestBody"] = map[string]any{"required": true, "content": jsonContent(ref(o.request))}
 		}

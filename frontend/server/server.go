@@ -20,6 +20,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/anthropic"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/metrics"
+	"github.com/tandem-llm/tandem/frontend/ollama"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/responses"
 	"github.com/tandem-llm/tandem/frontend/servertools"
@@ -241,6 +242,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/tools", s.callTool)
 	s.mountLlamaCpp(e)
 	s.mountAnthropic(e)
+	s.mountOllama(e)
 	if cfg.EnableTokenizerInfo {
 		e.GET("/tokenizer_info", s.tokenizerInfo)
 	}
@@ -348,6 +350,9 @@ func writeError(c echo.Context, e *openai.Error) error {
 	}
 	if isAnthropicPath(c.Request().URL.Path) {
 		return c.JSON(e.Status, anthropic.NewError(e.Status, e.Message))
+	}
+	if isOllamaPath(c.Request().URL.Path) {
+		return c.JSON(e.Status, ollama.Error{Error: e.Message})
 	}
 	return c.JSON(e.Status, e)
 }

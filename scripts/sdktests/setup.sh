@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the OpenAI Python SDK (PyPI `openai`) and Anthropic's (PyPI
-# `anthropic`) into a virtual environment under .cache/sdktests-venv for
-# the SDK acceptance tests (cmd/tandem/e2e_sdk_test.go runs
-# scripts/sdktests/test_openai.py with it, e2e_anthropic_test.go
-# test_anthropic.py).
+# Installs the OpenAI Python SDK (PyPI `openai`), Anthropic's (PyPI
+# `anthropic`) and Ollama's client (PyPI `ollama`) into a virtual
+# environment under .cache/sdktests-venv for the SDK acceptance tests
+# (cmd/tandem/e2e_sdk_test.go runs scripts/sdktests/test_openai.py with
+# it, e2e_anthropic_test.go test_anthropic.py, e2e_ollama_test.go
+# test_ollama.py).
 # The Node SDK comes from scripts/oracle (make oracle); the Go SDK is a
 # module dependency. Idempotent: does nothing when the pinned version is
 # already installed.
@@ -14,6 +15,8 @@ version=${OPENAI_PY_VERSION:-3.51.0}
 langchain=${LANGCHAIN_OPENAI_VERSION:-1.7.4}
 # Anthropic's SDK, for the Messages API test (test_anthropic.py).
 anthropic=${ANTHROPIC_PY_VERSION:-2.16.0}
+# Ollama's Python client, for its native API (test_ollama.py).
+ollama=${OLLAMA_PY_VERSION:-0.6.3}
 venv=.cache/sdktests-venv
 py=${PYTHON:-python3}
 if ! command -v "$py" >/dev/null 2>&1; then
@@ -21,14 +24,14 @@ if ! command -v "$py" >/dev/null 2>&1; then
   exit 0
 fi
 ready() {
-  "$venv/bin/python" -c "import openai, sys, importlib.metadata as m; sys.exit(openai.__version__ != '$version' or m.version('langchain-openai') != '$langchain' or m.version('anthropic') != '$anthropic')" 2>/dev/null
+  "$venv/bin/python" -c "import openai, sys, importlib.metadata as m; sys.exit(openai.__version__ != '$version' or m.version('langchain-openai') != '$langchain' or m.version('anthropic') != '$anthropic' or m.version('ollama') != '$ollama')" 2>/dev/null
 }
 if [ -x "$venv/bin/python" ] && ready; then
-  echo "sdktests: openai $version, langchain-openai $langchain and anthropic $anthropic ready in $venv"
+  echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic and ollama $ollama ready in $venv"
   exit 0
 fi
-echo "sdktests: installing openai==$version, langchain-openai==$langchain and anthropic==$anthropic into $venv…"
+echo "sdktests: installing openai==$version, langchain-openai==$langchain, anthropic==$anthropic and ollama==$ollama into $venv…"
 mkdir -p .cache
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version" "langchain-openai==$langchain" "anthropic==$anthropic"
-echo "sdktests: openai $version, langchain-openai $langchain and anthropic $anthropic ready in $venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version" "langchain-openai==$langchain" "anthropic==$anthropic" "ollama==$ollama"
+echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic and ollama $ollama ready in $venv"

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+)
+
+// TestDefaultModelOllamaClient serves the real default model with an API
+// key and runs scripts/sdktests/test_ollama.py: Ollama's own Python
+// client (PyPI `ollama`, installed by scripts/sdktests/setup.sh) against
+// /api/tags, /api/show, /api/ps, /api/chat and /api/generate: greedy
+// text equal streamed and not, options, format (a schema and "json"), a
+// tool result turn, raw and continued generation, sessions, the load
+// requests and the errors as the client raises them.
+func TestDefaultModelOllamaClient(t *testing.T) {
+	model := defaultModel(t)
+	py := ollamaPython(t)
+	port := freePort(t)
+	p := startProc(t, "serve", model, "--port", strconv.Itoa(port), "--max-model-len", "2048",
+		"--kv-cache-memory", "256Mi", "--threads", strconv.Itoa(runtime.NumCPU()), "--api-key", sdkKey)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, p)
+	runSDKScript(t, py, "test_ollama.py", base, "--api-key", sdkKey)
+}
+
+// ollamaPython returns a Python that imports ollama, or skips.
+func ollamaPython(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{filepath.Join(repoRoot(t), ".cache/sdktests-venv/bin/python"), "python3"} {
+		if exec.Command(py, "-c", "import ollama").Run() == nil {
+			return py
+		}
+	}
+	t.Skip("the Python ollama client is not installed (run scripts/sdktests/setup.sh)")
+	return ""
+}
