@@ -9,10 +9,10 @@ func TestASCIIClasses(t *testing.T) {
 		{`[a-f\d]+`, `[a-f0-9]+`},
 		{`[^\w.]`, `[^0-9A-Za-z_.]`},
 		{`[\D]`, `[[^0-9]]`},
-		{`\s+\S`, `\s+\S`},         // Unicode whitespace, as ECMA-262's
-		{`\\d`, `\\d`},             // an escaped backslash, then d
-		{`\\\d`, `\\[0-9]`},        // an escaped backslash, then \d
-		{`[]\d]`, `[]0-9]`},        // a leading ] is a member
+		{`\s+\S`, `\s+\S`},  // Unicode whitespace, as ECMA-262's
+		{`\\d`, `\\d`},      // an escaped backslash, then d
+		{`\\\d`, `\\[0-9]`}, // an escaped backslash, then \d
+		{`[]\d]`, `[]0-9]`}, // a leading ] is a member
 		{`[^]\w]`, `[^]0-9A-Za-z_]`},
 		{`[[:alpha:]\d]\d`, `[[:alpha:]0-9][0-9]`},
 		{`[a[\d]]\w`, `[a[0-9]][0-9A-Za-z_]`}, // Rust nests classes
