@@ -15,7 +15,8 @@ import (
 // /api/tags, /api/show, /api/ps, /api/chat and /api/generate: greedy
 // text equal streamed and not, options, format (a schema and "json"), a
 // tool result turn, raw and continued generation, sessions, the load
-// requests and the errors as the client raises them.
+// requests, logprobs and the errors as the client raises them; and
+// LangChain's ChatOllama (PyPI `langchain-ollama`) through it.
 func TestDefaultModelOllamaClient(t *testing.T) {
 	model := defaultModel(t)
 	py := ollamaPython(t)

@@ -51,11 +51,15 @@ type Message struct {
 	Images    []string   `json:"images,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	ToolName  string     `json:"tool_name,omitempty"` // a tool result's tool
+	// ToolCallID is the call a tool result answers, when the client
+	// sends it (LangChain's ChatOllama does).
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // ToolCall is one call of an assistant message: arguments are a JSON
 // object, not JSON text as in OpenAI's API.
 type ToolCall struct {
+	ID       string       `json:"id,omitempty"` // a client's own id for the call (in requests)
 	Function CallFunction `json:"function"`
 }
 
@@ -75,24 +79,30 @@ type ChatRequest struct {
 	Options   Options         `json:"options"`
 	Stream    *bool           `json:"stream,omitempty"` // absent: true
 	KeepAlive json.RawMessage `json:"keep_alive,omitempty"`
-	Think     json.RawMessage `json:"think,omitempty"`
+	Think     json.RawMessage `json:"think,omitempty"` // true, false, or an effort ("high", "medium", "low")
+	Logprobs  bool            `json:"logprobs,omitempty"`
+	// TopLogprobs is the alternatives per token (0-20); set, it turns
+	// logprobs on, as Ollama's clients expect.
+	TopLogprobs *int `json:"top_logprobs,omitempty"`
 }
 
 // GenerateRequest is the body of POST /api/generate.
 type GenerateRequest struct {
-	Model     string          `json:"model"`
-	Prompt    string          `json:"prompt"`
-	Suffix    string          `json:"suffix,omitempty"`
-	System    string          `json:"system,omitempty"`
-	Template  string          `json:"template,omitempty"`
-	Images    []string        `json:"images,omitempty"`
-	Format    json.RawMessage `json:"format,omitempty"`
-	Options   Options         `json:"options"`
-	Stream    *bool           `json:"stream,omitempty"`
-	Raw       bool            `json:"raw,omitempty"`     // the prompt as it is, no chat template
-	Context   []int32         `json:"context,omitempty"` // a previous answer's context: its tokens go first
-	KeepAlive json.RawMessage `json:"keep_alive,omitempty"`
-	Think     json.RawMessage `json:"think,omitempty"`
+	Model       string          `json:"model"`
+	Prompt      string          `json:"prompt"`
+	Suffix      string          `json:"suffix,omitempty"`
+	System      string          `json:"system,omitempty"`
+	Template    string          `json:"template,omitempty"`
+	Images      []string        `json:"images,omitempty"`
+	Format      json.RawMessage `json:"format,omitempty"`
+	Options     Options         `json:"options"`
+	Stream      *bool           `json:"stream,omitempty"`
+	Raw         bool            `json:"raw,omitempty"`     // the prompt as it is, no chat template
+	Context     []int32         `json:"context,omitempty"` // a previous answer's context: its tokens go first
+	KeepAlive   json.RawMessage `json:"keep_alive,omitempty"`
+	Think       json.RawMessage `json:"think,omitempty"`
+	Logprobs    bool            `json:"logprobs,omitempty"`
+	TopLogprobs *int            `json:"top_logprobs,omitempty"`
 }
 
 // Streams reports whether the answer is streamed (Ollama's default).
@@ -130,6 +140,9 @@ type chatRequest struct {
 	RepetitionPenalty *float64        `json:"repetition_penalty,omitempty"`
 	PresencePenalty   *float64        `json:"presence_penalty,omitempty"`
 	FrequencyPenalty  *float64        `json:"frequency_penalty,omitempty"`
+	Logprobs          bool            `json:"logprobs,omitempty"`
+	TopLogprobs       *int            `json:"top_logprobs,omitempty"`
+	TemplateKwargs    map[string]any  `json:"chat_template_kwargs,omitempty"`
 }
 
 type chatMessage struct {
@@ -165,7 +178,30 @@ func (r *ChatRequest) ChatBody() ([]byte, error) {
 		return nil, err
 	}
 	body.Messages, body.Tools = msgs, r.Tools
+	body.Logprobs, body.TopLogprobs = r.Logprobs || r.TopLogprobs != nil, r.TopLogprobs
+	if body.TemplateKwargs, err = thinking(r.Think); err != nil {
+		return nil, err
+	}
 	return json.Marshal(body)
+}
+
+// thinking maps think onto the chat template's enable_thinking, which
+// the templates of thinking models (Qwen3, …) read: true or an effort
+// turns it on, false off, absent leaves the template's default.
+func thinking(think json.RawMessage) (map[string]any, error) {
+	t := bytes.TrimSpace(think)
+	if len(t) == 0 || string(t) == "null" {
+		return nil, nil
+	}
+	var on bool
+	if json.Unmarshal(t, &on) == nil {
+		return map[string]any{"enable_thinking": on}, nil
+	}
+	var effort string
+	if json.Unmarshal(t, &effort) == nil && (effort == "high" || effort == "medium" || effort == "low") {
+		return map[string]any{"enable_thinking": true}, nil
+	}
+	return nil, fmt.Errorf("think: must be true, false, \"high\", \"medium\" or \"low\", got %s", t)
 }
 
 // ChatBody is a generate request (not raw) as a chat body: the system
@@ -185,7 +221,7 @@ func (r *GenerateRequest) ChatBody() ([]byte, error) {
 		msgs = append(msgs, Message{Role: "system", Content: r.System})
 	}
 	msgs = append(msgs, Message{Role: "user", Content: r.Prompt})
-	chat := ChatRequest{Messages: msgs, Format: r.Format, Options: r.Options}
+	chat := ChatRequest{Messages: msgs, Format: r.Format, Options: r.Options, Think: r.Think, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs}
 	return chat.ChatBody()
 }
 
@@ -233,7 +269,10 @@ func chatMessages(in []Message) ([]chatMessage, error) {
 			case json.Unmarshal(args, &text) == nil: // arguments sent as JSON text
 				args = []byte(text)
 			}
-			call := chatToolCall{ID: fmt.Sprintf("call_%d_%d", i, j), Type: "function"}
+			call := chatToolCall{ID: tc.ID, Type: "function"}
+			if call.ID == "" {
+				call.ID = fmt.Sprintf("call_%d_%d", i, j)
+			}
 			call.Function.Name, call.Function.Arguments = tc.Function.Name, string(args)
 			cm.ToolCalls = append(cm.ToolCalls, call)
 		}
@@ -247,15 +286,21 @@ func chatMessages(in []Message) ([]chatMessage, error) {
 			cm.Name = m.ToolName
 			k := 0
 			for j, c := range open {
-				if m.ToolName != "" && c.Function.Name == m.ToolName {
+				if m.ToolCallID != "" && c.ID == m.ToolCallID || m.ToolCallID == "" && m.ToolName != "" && c.Function.Name == m.ToolName {
 					k = j
 					break
 				}
 			}
-			if k < len(open) {
+			switch {
+			case m.ToolCallID != "": // the client's own pairing
+				cm.ToolCallID = m.ToolCallID
+				if k < len(open) && open[k].ID == m.ToolCallID {
+					open = append(open[:k], open[k+1:]...)
+				}
+			case k < len(open):
 				cm.ToolCallID = open[k].ID
 				open = append(open[:k], open[k+1:]...)
-			} else {
+			default:
 				cm.ToolCallID = fmt.Sprintf("call_%d", i)
 			}
 		}

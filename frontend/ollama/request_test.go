@@ -116,3 +116,50 @@ func TestNewToolCall(t *testing.T) {
 		}
 	}
 }
+
+func TestChatBodyThinkLogprobsAndIDs(t *testing.T) {
+	tests := []struct {
+		name, req, want string
+	}{
+		{"think true, top_logprobs turns logprobs on",
+			`{"messages":[{"role":"user","content":"hi"}],"think":true,"top_logprobs":3}`,
+			`{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":3,"chat_template_kwargs":{"enable_thinking":true}}`},
+		{"think false, logprobs",
+			`{"messages":[{"role":"user","content":"hi"}],"think":false,"logprobs":true}`,
+			`{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"chat_template_kwargs":{"enable_thinking":false}}`},
+		{"an effort is on", `{"messages":[{"role":"user","content":"hi"}],"think":"low"}`,
+			`{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":true}}`},
+		{"the client's call ids and tool_call_id pair results (LangChain's)",
+			`{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"u1","function":{"name":"a","arguments":{}}},{"id":"u2","function":{"name":"a","arguments":{}}}]},
+			  {"role":"tool","content":"2","tool_call_id":"u2"},{"role":"tool","content":"1","tool_name":"a"}]}`,
+			`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"u1","type":"function","function":{"name":"a","arguments":"{}"}},{"id":"u2","type":"function","function":{"name":"a","arguments":"{}"}}]},` +
+				`{"role":"tool","content":"2","tool_call_id":"u2"},{"role":"tool","content":"1","name":"a","tool_call_id":"u1"}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r ChatRequest
+			if err := Decode([]byte(tc.req), &r); err != nil {
+				t.Fatal(err)
+			}
+			b, err := r.ChatBody()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want any
+			_ = json.Unmarshal(b, &got)
+			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s\n%s", diff, b)
+			}
+		})
+	}
+	var r ChatRequest
+	if err := Decode([]byte(`{"messages":[{"role":"user","content":"x"}],"think":"max"}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ChatBody(); err == nil || !strings.Contains(err.Error(), "think") {
+		t.Errorf("think max: %v", err)
+	}
+}

@@ -30,20 +30,39 @@ type ChatResponse struct {
 	Message    Message `json:"message"`
 	Done       bool    `json:"done"`
 	DoneReason string  `json:"done_reason,omitempty"`
+	// Logprobs are this object's tokens' (with logprobs).
+	Logprobs []Logprob `json:"logprobs,omitempty"`
 	*Stats
+}
+
+// Logprob is one generated token's log probability and, with
+// top_logprobs, the most likely tokens at its position.
+type Logprob struct {
+	Token       string         `json:"token"`
+	Logprob     float64        `json:"logprob"`
+	Bytes       []int          `json:"bytes,omitempty"`
+	TopLogprobs []TokenLogprob `json:"top_logprobs,omitempty"`
+}
+
+// TokenLogprob is one alternative of a Logprob.
+type TokenLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes,omitempty"`
 }
 
 // GenerateResponse is an /api/generate answer, or one object of its
 // stream. Context, on the last, is the prompt's and the answer's tokens,
 // which a later request may send back to continue.
 type GenerateResponse struct {
-	Model      string  `json:"model"`
-	CreatedAt  string  `json:"created_at"`
-	Response   string  `json:"response"`
-	Thinking   string  `json:"thinking,omitempty"`
-	Done       bool    `json:"done"`
-	DoneReason string  `json:"done_reason,omitempty"`
-	Context    []int32 `json:"context,omitempty"`
+	Model      string    `json:"model"`
+	CreatedAt  string    `json:"created_at"`
+	Response   string    `json:"response"`
+	Thinking   string    `json:"thinking,omitempty"`
+	Done       bool      `json:"done"`
+	DoneReason string    `json:"done_reason,omitempty"`
+	Context    []int32   `json:"context,omitempty"`
+	Logprobs   []Logprob `json:"logprobs,omitempty"`
 	*Stats
 }
 

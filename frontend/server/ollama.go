@@ -161,7 +161,11 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	sp, e := samplingParams(&chat.Params, maxTokens, nil, s.tok.EOS())
+	lp := chat.SampleLogprobs()
+	if e := s.checkLogprobParams(&chat.Params, lp); e != nil {
+		return writeError(c, e)
+	}
+	sp, e := samplingParams(&chat.Params, maxTokens, lp, s.tok.EOS())
 	if e != nil {
 		return writeError(c, e)
 	}
@@ -198,6 +202,7 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 	last := run.last(g, r.finish, r.numTokens, r.timing, r.tokenIDs)
 	last.content = a.content.String()
 	last.calls = a.toolCalls()
+	last.logprobs = ollamaLogprobs(r.logprobs)
 	return c.JSON(http.StatusOK, last.value())
 }
 
@@ -214,6 +219,7 @@ func (s *Server) ollamaStream(c echo.Context, g *genRequest, call *messageCall, 
 	w := ndjson{c: c}
 	var a ollamaAnswer
 	var ids []int32
+	var lps []ollama.Logprob // the tokens' not yet sent, with logprobs
 	for {
 		var ev choiceEvent
 		select {
@@ -231,21 +237,26 @@ func (s *Server) ollamaStream(c echo.Context, g *genRequest, call *messageCall, 
 			return nil
 		}
 		ids = append(ids, ev.tokenIDs...)
+		lps = append(lps, ollamaLogprobs(s.decodeLogprobs(ev.logprobs, false))...)
 		call.write(&a, ev.text, ev.finish)
 		if a.content.Len() > 0 {
-			piece := ollamaPiece{run: &run, content: a.content.String()}
+			piece := ollamaPiece{run: &run, content: a.content.String(), logprobs: lps}
 			a.content.Reset()
+			lps = nil
 			if w.write(piece.value()) != nil {
 				return nil
 			}
 		}
 		if ev.finish != "" {
 			if calls := a.toolCalls(); len(calls) > 0 {
-				if w.write(ollamaPiece{run: &run, calls: calls}.value()) != nil {
+				if w.write(ollamaPiece{run: &run, calls: calls, logprobs: lps}.value()) != nil {
 					return nil
 				}
+				lps = nil
 			}
-			_ = w.write(run.last(g, ev.finish, len(ids), ev.timing, ids).value())
+			last := run.last(g, ev.finish, len(ids), ev.timing, ids)
+			last.logprobs = lps
+			_ = w.write(last.value())
 			w.flush()
 			return nil
 		}
@@ -271,23 +282,37 @@ func (run *ollamaRun) last(g *genRequest, finish string, numTokens int, t engine
 
 // ollamaPiece is one object of an answer, for chat or generate.
 type ollamaPiece struct {
-	run     *ollamaRun
-	content string
-	calls   []ollama.ToolCall
-	done    bool
-	reason  string
-	stats   *ollama.Stats
-	context []int32
+	run      *ollamaRun
+	content  string
+	calls    []ollama.ToolCall
+	done     bool
+	reason   string
+	stats    *ollama.Stats
+	context  []int32
+	logprobs []ollama.Logprob
 }
 
 func (p ollamaPiece) value() any {
 	now := ollama.Timestamp(time.Now())
 	if p.run.generate {
 		return ollama.GenerateResponse{Model: p.run.model, CreatedAt: now, Response: p.content, Done: p.done,
-			DoneReason: p.reason, Context: p.context, Stats: p.stats}
+			DoneReason: p.reason, Context: p.context, Logprobs: p.logprobs, Stats: p.stats}
 	}
 	return ollama.ChatResponse{Model: p.run.model, CreatedAt: now, Done: p.done, DoneReason: p.reason, Stats: p.stats,
-		Message: ollama.Message{Role: "assistant", Content: p.content, ToolCalls: p.calls}}
+		Message: ollama.Message{Role: "assistant", Content: p.content, ToolCalls: p.calls}, Logprobs: p.logprobs}
+}
+
+// ollamaLogprobs are decoded logprobs in Ollama's form.
+func ollamaLogprobs(lps []tokenLogprob) []ollama.Logprob {
+	var out []ollama.Logprob
+	for _, l := range lps {
+		o := ollama.Logprob{Token: l.token, Logprob: l.logprob, Bytes: l.bytes}
+		for _, t := range l.top {
+			o.TopLogprobs = append(o.TopLogprobs, ollama.TokenLogprob{Token: t.token, Logprob: t.logprob, Bytes: t.bytes})
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // ollamaAnswer collects an answer's text and calls (an answerWriter).

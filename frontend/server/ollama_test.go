@@ -210,3 +210,38 @@ func TestOllamaRoutes(t *testing.T) {
 		t.Errorf("a refused request reached the engine")
 	}
 }
+
+// TestOllamaLogprobs: with logprobs (and top_logprobs) each object
+// carries its own tokens' logprobs, streamed and not alike.
+func TestOllamaLogprobs(t *testing.T) {
+	f := &fakeEngine{script: logprobScript("abc", true)}
+	url := toolServer(t, f, "", tokenizer.NewByte())
+	req := `{"model":"dummy","messages":[{"role":"user","content":"x"}],"top_logprobs":1`
+	code, body := postTo(t, url, "/api/chat", req+`,"stream":false}`)
+	var whole ollama.ChatResponse
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &whole) != nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	want := []ollama.Logprob{}
+	for _, tok := range []string{"a", "b", "c"} {
+		want = append(want, ollama.Logprob{Token: tok, Logprob: -0.5, Bytes: []int{int(tok[0])},
+			TopLogprobs: []ollama.TokenLogprob{{Token: "z", Logprob: -2, Bytes: []int{'z'}}}}) // the engine's top-1 (logprobScript)
+	}
+	if r := f.requests()[0]; r.SamplingParams.Logprobs == nil || *r.SamplingParams.Logprobs != 1 {
+		t.Errorf("the engine was asked for %v logprobs, want 1", r.SamplingParams.Logprobs)
+	}
+	if diff := cmp.Diff(want, whole.Logprobs); diff != "" {
+		t.Errorf("not streamed (-want +got):\n%s", diff)
+	}
+	_, body = postTo(t, url, "/api/chat", req+`}`)
+	var got []ollama.Logprob
+	for _, l := range ndjsonLines[ollama.ChatResponse](t, body) {
+		if len(l.Logprobs) > 0 && l.Message.Content == "" && !l.Done {
+			t.Errorf("logprobs on an object without its text: %+v", l)
+		}
+		got = append(got, l.Logprobs...)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("streamed (-want +got):\n%s", diff)
+	}
+}

@@ -17,6 +17,8 @@ langchain=${LANGCHAIN_OPENAI_VERSION:-1.7.4}
 anthropic=${ANTHROPIC_PY_VERSION:-2.16.0}
 # Ollama's Python client, for its native API (test_ollama.py).
 ollama=${OLLAMA_PY_VERSION:-0.6.3}
+# LangChain's Ollama integration (ChatOllama), in test_ollama.py.
+langchain_ollama=${LANGCHAIN_OLLAMA_VERSION:-1.1.0}
 venv=.cache/sdktests-venv
 py=${PYTHON:-python3}
 if ! command -v "$py" >/dev/null 2>&1; then
@@ -24,14 +26,14 @@ if ! command -v "$py" >/dev/null 2>&1; then
   exit 0
 fi
 ready() {
-  "$venv/bin/python" -c "import openai, sys, importlib.metadata as m; sys.exit(openai.__version__ != '$version' or m.version('langchain-openai') != '$langchain' or m.version('anthropic') != '$anthropic' or m.version('ollama') != '$ollama')" 2>/dev/null
+  "$venv/bin/python" -c "import openai, sys, importlib.metadata as m; sys.exit(openai.__version__ != '$version' or m.version('langchain-openai') != '$langchain' or m.version('anthropic') != '$anthropic' or m.version('ollama') != '$ollama' or m.version('langchain-ollama') != '$langchain_ollama')" 2>/dev/null
 }
 if [ -x "$venv/bin/python" ] && ready; then
-  echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic and ollama $ollama ready in $venv"
+  echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic, ollama $ollama and langchain-ollama $langchain_ollama ready in $venv"
   exit 0
 fi
-echo "sdktests: installing openai==$version, langchain-openai==$langchain, anthropic==$anthropic and ollama==$ollama into $venv…"
+echo "sdktests: installing openai==$version, langchain-openai==$langchain, anthropic==$anthropic, ollama==$ollama and langchain-ollama==$langchain_ollama into $venv…"
 mkdir -p .cache
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version" "langchain-openai==$langchain" "anthropic==$anthropic" "ollama==$ollama"
-echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic and ollama $ollama ready in $venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version" "langchain-openai==$langchain" "anthropic==$anthropic" "ollama==$ollama" "langchain-ollama==$langchain_ollama"
+echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic, ollama $ollama and langchain-ollama $langchain_ollama ready in $venv"

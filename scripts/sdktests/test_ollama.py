@@ -9,9 +9,11 @@ by piece with the stats on the last object), options (num_predict, stop,
 seed), format "json" and a JSON Schema (parsed and validated), a tool
 result turn with the tools the client builds from a Python function,
 generate (templated, raw, and continued from the returned context),
-sessions (X-Session-ID), the load requests (no messages, no prompt), and
-errors (an unknown model is a 404, an image a 400, a wrong key 401), as
-the client raises them.
+sessions (X-Session-ID), the load requests (no messages, no prompt),
+logprobs, errors (an unknown model is a 404, an image a 400, a wrong key
+401), as the client raises them; and LangChain's ChatOllama (PyPI
+`langchain-ollama`): invoke and stream, with_structured_output, a tool
+result turn paired by tool_call_id, and logprobs.
 
 Prints one PASS/FAIL line per check and "N passed, M failed"; exits
 non-zero on any failure. cmd/tandem/e2e_ollama_test.go runs it.
@@ -25,6 +27,9 @@ import urllib.request
 import uuid
 
 import ollama
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_ollama import ChatOllama
+from pydantic import BaseModel
 
 ARGS = None
 RESULTS = []
@@ -164,6 +169,38 @@ def check_load():
     assert r.done and r.done_reason == "load", r
 
 
+def check_logprobs():
+    c, m = client(), model()
+    r = c.chat(model=m, messages=[{"role": "user", "content": "Hi"}], logprobs=True, top_logprobs=2, options={"num_predict": 4, "temperature": 0})
+    assert len(r.logprobs) == r.eval_count == 4, r
+    for lp in r.logprobs:
+        assert lp.logprob <= 0 and len(lp.top_logprobs) == 2 and lp.top_logprobs[0].logprob >= lp.top_logprobs[1].logprob, lp
+        assert lp.token == lp.top_logprobs[0].token, lp  # greedy: the sampled token is the most likely
+    assert "".join(lp.token for lp in r.logprobs) == r.message.content, (r.logprobs, r.message.content)
+
+
+class City(BaseModel):
+    name: str
+    country: str
+
+
+def check_langchain():
+    kw = dict(model=model(), base_url=ARGS.base_url, client_kwargs={"headers": {"Authorization": "Bearer " + ARGS.api_key}})
+    llm = ChatOllama(temperature=0, num_predict=20, **kw)
+    whole = llm.invoke("Say hello to the sea.")
+    assert whole.content and whole.usage_metadata["output_tokens"] > 0, whole
+    assert "".join(chunk.content for chunk in llm.stream("Say hello to the sea.")) == whole.content
+    city = ChatOllama(temperature=0.7, seed=1, num_predict=60, **kw).with_structured_output(City, method="json_schema").invoke("Describe Paris.")
+    assert isinstance(city, City) and city.name, city
+    msgs = [HumanMessage("What is the weather in Paris?"),
+            AIMessage("", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "lc-call-1"}]),
+            ToolMessage(get_weather("Paris"), tool_call_id="lc-call-1")]
+    answer = llm.bind_tools([get_weather]).invoke(msgs)
+    assert isinstance(answer.content, str) and answer.usage_metadata["input_tokens"] > 40, answer
+    lps = ChatOllama(num_predict=3, logprobs=True, top_logprobs=1, **kw).invoke("Hi").response_metadata["logprobs"]
+    assert len(lps) == 3 and all(len(lp.top_logprobs) == 1 for lp in lps), lps
+
+
 def expect_error(status, fn, words):
     try:
         fn()
@@ -190,7 +227,7 @@ def main():
     for name, fn in [("list, show, ps", check_list_show_ps), ("chat and its stream", check_chat_and_stream),
                      ("options", check_options), ("format", check_format), ("tool result turn", check_tool_result_turn),
                      ("generate", check_generate), ("X-Session-ID", check_session), ("load requests", check_load),
-                     ("errors", check_errors)]:
+                     ("logprobs", check_logprobs), ("errors", check_errors), ("LangChain ChatOllama", check_langchain)]:
         run(name, fn)
     failed = RESULTS.count(False)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
