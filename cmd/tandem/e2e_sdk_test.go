@@ -86,7 +86,7 @@ func runSDKScript(t *testing.T, interpreter, script, base string, args ...string
 func TestSDKAcceptance(t *testing.T) {
 	port := freePort(t)
 	p := startProc(t, "serve", "--model", "dummy", "--port", strconv.Itoa(port), "--max-model-len", "1024",
-		"--kv-cache-memory", "64Mi", "--threads", "1", "--api-key", sdkKey, "--max-request-body", "1M")
+		"--kv-cache-memory", "64Mi", "--threads", "1", "--api-key", sdkKey, "--max-request-body", "1M", "--reasoning-parser", "qwen3")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
 	opts := []string{"--api-key", sdkKey, "--max-body", strconv.Itoa(1 << 20)}

@@ -406,6 +406,10 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
+	reasoningParser, err := f.tools.reasoningFormat(tok)
+	if err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
 	name := f.servedModelName
 	if aliases := names(f.api.alias); name == "" && len(aliases) > 0 {
 		name = slices.Min(aliases) // llama-server names the model by its first alias in sorted order
@@ -428,6 +432,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		Version:            version,
 		Logger:             log,
 		ToolParser:         toolParser,
+		ReasoningParser:    reasoningParser,
 
 		MaxRequestOutputTokens:      f.maxOutput,
 		ShowHiddenMetricsForVersion: f.showHidden,
@@ -450,7 +455,7 @@ func runFrontend(ctx context.Context, args []string) error {
 	onRoute.set(srv.ObserveRouting)
 	handler.set(srv.Handler())
 	log.Info("frontend serving", "url", "http://"+ln.Addr().String(), "model", name, "max_model_len", info.MaxModelLen, "routing", policy,
-		"tool_call_parser", toolParserName(toolParser))
+		"tool_call_parser", toolParserName(toolParser), "reasoning_parser", reasoningParserName(reasoningParser))
 	notifyReady()
 	select {
 	case err := <-errc:

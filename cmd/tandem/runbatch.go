@@ -117,9 +117,14 @@ func runBatch(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("run-batch: %w", err)
 	}
+	reasoningParser, err := f.tools.reasoningFormat(tok)
+	if err != nil {
+		return fmt.Errorf("run-batch: %w", err)
+	}
 	srv := server.New(server.Config{
 		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, MaxLogprobs: &info.MaxLogprobs, BlockSize: info.BlockSize,
 		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log, ToolParser: toolParser,
+		ReasoningParser: reasoningParser,
 	}, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
 
-// toolFlags are vLLM's tool-calling flags, taken by serve, frontend and
-// run-batch.
+// toolFlags are vLLM's tool-calling and reasoning flags, taken by
+// serve, frontend and run-batch.
 type toolFlags struct {
-	parser  string // --tool-call-parser: a toolparse name, "" = from the chat template
-	enabled bool   // --enable-auto-tool-choice
+	parser    string // --tool-call-parser: a toolparse name, "" = from the chat template
+	enabled   bool   // --enable-auto-tool-choice
+	reasoning string // --reasoning-parser: a reasoning name, "none", or "" = from the chat template
 }
 
 func (f *toolFlags) register(fs *flag.FlagSet) {
@@ -21,10 +23,17 @@ func (f *toolFlags) register(fs *flag.FlagSet) {
 		strings.Join(toolparse.Names(), ", ")+" (default: the one the chat template describes, if any)")
 	fs.BoolVar(&f.enabled, "enable-auto-tool-choice", true, "read tool calls out of tool_choice auto answers; vLLM needs this flag to, "+
 		"Tandem takes it and reads calls without it (=false: auto answers stay text)")
+	fs.StringVar(&f.reasoning, "reasoning-parser", "", "`name` of the think tags split off a thinking model's answers as its reasoning: "+
+		strings.Join(reasoning.Names(), ", ")+", or none (default: the tags the chat template describes, if any)")
 }
 
 // check fails on an unknown --tool-call-parser, before anything starts.
 func (f *toolFlags) check() error {
+	if f.reasoning != "" && f.reasoning != "none" {
+		if _, err := reasoning.Lookup(f.reasoning); err != nil {
+			return fmt.Errorf("--reasoning-parser: %w", err)
+		}
+	}
 	if f.parser == "" {
 		return nil
 	}
@@ -32,6 +41,35 @@ func (f *toolFlags) check() error {
 		return fmt.Errorf("--tool-call-parser: %w", err)
 	}
 	return nil
+}
+
+// reasoningFormat returns the think tags answers are split at: the
+// flag's, else the ones tok's chat template describes; nil for none.
+func (f *toolFlags) reasoningFormat(tok tokenizer.Tokenizer) (*reasoning.Format, error) {
+	switch f.reasoning {
+	case "none":
+		return nil, nil
+	case "":
+		if t, ok := tok.ChatTemplate().(interface{ Source() string }); ok {
+			if r, ok := reasoning.Detect(t.Source()); ok {
+				return r, nil
+			}
+		}
+		return nil, nil
+	}
+	r, err := reasoning.Lookup(f.reasoning)
+	if err != nil {
+		return nil, fmt.Errorf("--reasoning-parser: %w", err)
+	}
+	return r, nil
+}
+
+// reasoningParserName names a resolved format for the logs.
+func reasoningParserName(r *reasoning.Format) string {
+	if r == nil {
+		return "none"
+	}
+	return r.Name
 }
 
 // format returns the syntax tool_choice auto answers are read in: the

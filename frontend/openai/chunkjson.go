@@ -17,7 +17,7 @@ func (c ChatCompletionChunk) AppendJSON(b []byte) ([]byte, error) {
 		return appendMarshal(b, c)
 	}
 	ch := &c.Choices[0]
-	if ch.Logprobs != nil || len(ch.Delta.ToolCalls) > 0 || ch.Delta.FunctionCall != nil || !ch.StopReason.IsZero() || ch.TokenIDs != nil {
+	if ch.Logprobs != nil || len(ch.Delta.ToolCalls) > 0 || ch.Delta.FunctionCall != nil || ch.Delta.Reasoning != nil || !ch.StopReason.IsZero() || ch.TokenIDs != nil {
 		return appendMarshal(b, c)
 	}
 	b = append(b, `{"id":`...)

@@ -209,6 +209,9 @@ type ChatCompletionRequest struct {
 	Functions       json.RawMessage `json:"functions,omitempty"`
 	FunctionCall    json.RawMessage `json:"function_call,omitempty"`
 	LegacyFunctions bool            `json:"-"`
+	// IncludeReasoning false drops the reasoning the reasoning parser
+	// splits off (vLLM's); absent, it is returned.
+	IncludeReasoning *bool `json:"include_reasoning,omitempty"`
 }
 
 // MaxOutputTokens returns max_completion_tokens, else max_tokens; ok is false

@@ -212,6 +212,11 @@ type AssistantMessage struct {
 	// FunctionCall is the call of a request that came with the
 	// deprecated functions, in place of ToolCalls.
 	FunctionCall *FunctionCall `json:"function_call,omitempty"`
+	// Reasoning is a thinking model's reasoning, split off the content by
+	// the reasoning parser (vLLM's reasoning; ReasoningContent is its
+	// older name, which llama-server and most clients read).
+	Reasoning        *string `json:"reasoning,omitempty"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // ChatCompletionChunk is one server-sent event of a streaming chat response.
@@ -283,6 +288,10 @@ type ChatDelta struct {
 	// FunctionCall: the deprecated functions' call delta, in place of
 	// ToolCalls.
 	FunctionCall *FunctionCallDelta `json:"function_call,omitempty"`
+	// Reasoning and ReasoningContent: the next piece of the reasoning
+	// (AssistantMessage's).
+	Reasoning        *string `json:"reasoning,omitempty"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // ToolCallDelta is a part of one call in a streamed delta, as OpenAI

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
 
@@ -61,6 +62,7 @@ func (s *Server) chat(c echo.Context) error {
 		skipSpecial = false // the calls' markers may be special tokens, as vLLM's parser sets
 	}
 	newID := s.toolIDs()
+	think := s.thinkerFor(text, &sp)
 	id := "chatcmpl-" + cm.baseID
 	g := &genRequest{
 		internalID:  id + "-" + randomHex(4),
@@ -89,7 +91,8 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	if req.Stream {
 		st := &chatStreamer{id: id, created: created, model: s.cfg.ServedModelName, fingerprint: s.fingerprint, logprobs: req.Logprobs, echo: echo,
-			tools: tools, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID, legacy: req.LegacyFunctions}
+			tools: tools, auto: auto, parsers: map[int]toolparse.Parser{}, called: map[int]bool{}, newID: newID, legacy: req.LegacyFunctions,
+			think: think, splitters: map[int]*reasoning.Splitter{}, showReasoning: req.IncludeReasoning == nil || *req.IncludeReasoning}
 		if req.ReturnTokenIDs {
 			st.promptIDs = prompt
 		}
@@ -119,7 +122,7 @@ func (s *Server) chat(c echo.Context) error {
 		out.PromptLogprobs = s.promptLogprobsOf(res[0].promptLogprobs)
 	}
 	for i, r := range res {
-		text := r.text.String()
+		thought, text := think.split(r.text.String())
 		content := echo + text
 		ch := openai.ChatChoice{
 			Index:        i,
@@ -140,6 +143,7 @@ func (s *Server) chat(c echo.Context) error {
 		if req.LegacyFunctions {
 			openai.LegacyMessage(&ch)
 		}
+		withReasoning(&ch.Message, thought, req.IncludeReasoning)
 		if req.Logprobs {
 			ch.Logprobs = chatLogprobs(sampledTopIf(len(req.Params.LogprobTokenIDs) > 0, r.logprobs))
 		}
@@ -185,6 +189,11 @@ type chatStreamer struct {
 	called  map[int]bool
 	newID   func() string // call ids
 	legacy  bool          // the request came with functions: calls go out as function_call
+	// think splits each choice's answer into reasoning and content (nil:
+	// none), with a splitter per choice; showReasoning: include_reasoning.
+	think         *thinker
+	splitters     map[int]*reasoning.Splitter
+	showReasoning bool
 	// promptIDs, with return_token_ids, go on each choice's first chunk,
 	// and each chunk carries its tokens: those of events that sent no
 	// chunk (a character's first bytes) wait in heldIDs for the next.
@@ -226,6 +235,15 @@ func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 }
 
 func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
+	if cs.think != nil {
+		return cs.thinkChunk(ev, lps, u, cs.contentChunk)
+	}
+	return cs.contentChunk(ev, lps, u)
+}
+
+// contentChunk is an event's chunk of content (calls read out of it, or
+// forced calls).
+func (cs *chatStreamer) contentChunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
 	switch {
 	case cs.auto != nil:
 		return cs.autoChunk(ev, lps, u)

@@ -14,6 +14,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/ollama"
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/reasoning"
 )
 
 // Ollama's native API on the chat pipeline: package ollama turns a body
@@ -131,6 +132,7 @@ type ollamaRun struct {
 	generate bool    // /api/generate: the answer is "response", with context
 	raw      *string // generate's raw prompt, tokenized as is (no chat template)
 	context  []int32 // generate's context: tokens before the prompt
+	think    *thinker
 }
 
 // ollamaRun runs the request and writes its answer.
@@ -147,11 +149,12 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 		return writeError(c, e)
 	}
 	var prompt []int32
+	var text string
 	if run.raw != nil {
-		prompt = append(slices.Clone(run.context), s.tok.Encode(*run.raw, len(run.context) == 0)...)
+		text = *run.raw
+		prompt = append(slices.Clone(run.context), s.tok.Encode(text, len(run.context) == 0)...)
 	} else {
-		text, e := s.renderChat(&chat)
-		if e != nil {
+		if text, e = s.renderChat(&chat); e != nil {
 			return writeError(c, e)
 		}
 		prompt = append(slices.Clone(run.context), s.tok.Encode(text, false)...)
@@ -174,6 +177,7 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 		return writeError(c, e)
 	}
 	call := &messageCall{plan: plan, auto: s.autoTools(plan), newID: func() string { return "" }}
+	run.think = s.thinkerFor(text, &sp)
 	id := "ollama-" + cm.baseID
 	g := &genRequest{
 		internalID:  id + "-" + randomHex(4),
@@ -198,9 +202,10 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 	}
 	r := res[0]
 	var a ollamaAnswer
-	call.write(&a, r.text.String(), r.finish)
+	thought, answer := run.think.split(r.text.String())
+	call.write(&a, answer, r.finish)
 	last := run.last(g, r.finish, r.numTokens, r.timing, r.tokenIDs)
-	last.content = a.content.String()
+	last.content, last.thinking = a.content.String(), thought
 	last.calls = a.toolCalls()
 	last.logprobs = ollamaLogprobs(r.logprobs)
 	return c.JSON(http.StatusOK, last.value())
@@ -220,6 +225,10 @@ func (s *Server) ollamaStream(c echo.Context, g *genRequest, call *messageCall, 
 	var a ollamaAnswer
 	var ids []int32
 	var lps []ollama.Logprob // the tokens' not yet sent, with logprobs
+	var split *reasoning.Splitter
+	if run.think != nil {
+		split = run.think.f.New(run.think.open)
+	}
 	for {
 		var ev choiceEvent
 		select {
@@ -238,10 +247,21 @@ func (s *Server) ollamaStream(c echo.Context, g *genRequest, call *messageCall, 
 		}
 		ids = append(ids, ev.tokenIDs...)
 		lps = append(lps, ollamaLogprobs(s.decodeLogprobs(ev.logprobs, false))...)
-		call.write(&a, ev.text, ev.finish)
-		if a.content.Len() > 0 {
-			piece := ollamaPiece{run: &run, content: a.content.String(), logprobs: lps}
+		text := ev.text
+		if split != nil {
+			var thought string
+			thought, text = split.Push(text)
+			if ev.finish != "" {
+				ft, fc := split.Finish()
+				thought, text = thought+ft, text+fc
+			}
+			a.thinking.WriteString(thought)
+		}
+		call.write(&a, text, ev.finish)
+		if a.content.Len() > 0 || a.thinking.Len() > 0 {
+			piece := ollamaPiece{run: &run, content: a.content.String(), thinking: a.thinking.String(), logprobs: lps}
 			a.content.Reset()
+			a.thinking.Reset()
 			lps = nil
 			if w.write(piece.value()) != nil {
 				return nil
@@ -284,6 +304,7 @@ func (run *ollamaRun) last(g *genRequest, finish string, numTokens int, t engine
 type ollamaPiece struct {
 	run      *ollamaRun
 	content  string
+	thinking string
 	calls    []ollama.ToolCall
 	done     bool
 	reason   string
@@ -295,11 +316,11 @@ type ollamaPiece struct {
 func (p ollamaPiece) value() any {
 	now := ollama.Timestamp(time.Now())
 	if p.run.generate {
-		return ollama.GenerateResponse{Model: p.run.model, CreatedAt: now, Response: p.content, Done: p.done,
+		return ollama.GenerateResponse{Model: p.run.model, CreatedAt: now, Response: p.content, Thinking: p.thinking, Done: p.done,
 			DoneReason: p.reason, Context: p.context, Logprobs: p.logprobs, Stats: p.stats}
 	}
 	return ollama.ChatResponse{Model: p.run.model, CreatedAt: now, Done: p.done, DoneReason: p.reason, Stats: p.stats,
-		Message: ollama.Message{Role: "assistant", Content: p.content, ToolCalls: p.calls}, Logprobs: p.logprobs}
+		Message: ollama.Message{Role: "assistant", Content: p.content, Thinking: p.thinking, ToolCalls: p.calls}, Logprobs: p.logprobs}
 }
 
 // ollamaLogprobs are decoded logprobs in Ollama's form.
@@ -317,8 +338,9 @@ func ollamaLogprobs(lps []tokenLogprob) []ollama.Logprob {
 
 // ollamaAnswer collects an answer's text and calls (an answerWriter).
 type ollamaAnswer struct {
-	content strings.Builder // text not yet sent
-	calls   []ollamaCall
+	content  strings.Builder // text not yet sent
+	thinking strings.Builder // reasoning not yet sent
+	calls    []ollamaCall
 }
 
 type ollamaCall struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/ollama"
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/responses"
 	"github.com/tandem-llm/tandem/frontend/servertools"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
@@ -62,6 +63,9 @@ type Config struct {
 	// the syntax the model writes them (--tool-call-parser); nil: those
 	// answers are text.
 	ToolParser *toolparse.Format
+	// ReasoningParser splits a thinking model's answers into reasoning
+	// and content (--reasoning-parser); nil: answers stay whole.
+	ReasoningParser *reasoning.Format
 	// ModelRoot is the model the engines loaded (a path or "dummy"), the
 	// root of /v1/models' cards.
 	ModelRoot string

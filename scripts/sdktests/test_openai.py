@@ -156,6 +156,33 @@ def chat_logprobs():
         expect(e.top_logprobs[0].logprob >= e.top_logprobs[-1].logprob, "top_logprobs not sorted")
 
 
+@check
+def reasoning_parser():
+    # The server runs --reasoning-parser qwen3. A prefill that opens the think
+    # block ("<think>\n", as DeepSeek-R1's template writes it) makes the answer
+    # reasoning: message.reasoning / reasoning_content (streamed: the deltas'),
+    # with include_reasoning false dropped; an answer without a think block is
+    # all content.
+    c = client()
+    msgs = [{"role": "user", "content": "Think."}, {"role": "assistant", "content": "<think>\n"}]
+    kw = dict(model="dummy", messages=msgs, max_tokens=6, extra_body={"continue_final_message": True, "add_generation_prompt": False,
+                                                                       "ignore_eos": True, "logit_bias": ascii_only()})
+    m = c.chat.completions.create(seed=3, **kw).choices[0].message
+    extra = m.model_extra or {}
+    expect(m.content == "" and extra.get("reasoning") and extra.get("reasoning") == extra.get("reasoning_content"), m)
+    streamed = ""
+    for chunk in c.chat.completions.create(seed=3, stream=True, **kw):
+        for ch in chunk.choices:
+            expect(not ch.delta.content, ch.delta)
+            streamed += (ch.delta.model_extra or {}).get("reasoning_content") or ""
+    expect(streamed == extra["reasoning"], (streamed, extra["reasoning"]))
+    kw["extra_body"]["include_reasoning"] = False
+    m = c.chat.completions.create(seed=3, **kw).choices[0].message
+    expect(m.content == "" and "reasoning" not in (m.model_extra or {}), m)
+    plain = chat(c, max_tokens=5, extra_body={"ignore_eos": True, "logit_bias": ascii_only()}).choices[0].message
+    expect(len(plain.content) == 5 and "reasoning" not in (plain.model_extra or {}), plain)
+
+
 LEGACY_FUNCTIONS = [{"name": "get_weather", "parameters": {"type": "object", "properties": {
     "city": {"type": "string", "pattern": "^[a-z]{1,8}$"}}, "required": ["city"]}}]
 

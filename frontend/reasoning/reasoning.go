@@ -1,0 +1,179 @@
+package reasoning
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Format is a model's think tags.
+type Format struct {
+	Name       string
+	Start, End string
+}
+
+var formats = []*Format{
+	{Name: "deepseek_r1", Start: "<think>", End: "</think>"},
+	{Name: "qwen3", Start: "<think>", End: "</think>"},
+}
+
+// Names lists the formats' names (--reasoning-parser's values).
+func Names() []string {
+	var out []string
+	for _, f := range formats {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// Lookup returns the named format.
+func Lookup(name string) (*Format, error) {
+	for _, f := range formats {
+		if f.Name == name {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown reasoning parser %q (one of %s)", name, strings.Join(Names(), ", "))
+}
+
+// Detect returns the format a chat template describes: one that writes
+// or strips the think tags (a thinking model's), else ok false.
+func Detect(template string) (f *Format, ok bool) {
+	if strings.Contains(template, "</think>") {
+		return formats[1], true
+	}
+	return nil, false
+}
+
+// OpensInPrompt reports whether a rendered prompt ends inside the think
+// block (the template wrote the start tag as the answer's beginning, as
+// DeepSeek-R1's and Qwen3's thinking variants do), so that the answer
+// starts as reasoning.
+func (f *Format) OpensInPrompt(prompt string) bool {
+	return strings.HasSuffix(strings.TrimRight(prompt, " \t\r\n"), f.Start)
+}
+
+type state int
+
+const (
+	atStart   state = iota // before the answer's first non-blank text: it may open the think block
+	thinking               // inside the think block
+	afterEnd               // just past the end tag: blanks before the content are dropped
+	answering              // the content
+)
+
+const blanks = " \t\r\n"
+
+// Splitter splits one answer as it comes.
+type Splitter struct {
+	f       *Format
+	state   state
+	held    string // text that may begin a tag (or blanks before one), not yet given out
+	emitted bool   // some reasoning is out (its leading blanks are dropped until then)
+}
+
+// New returns a Splitter for an answer; open: the prompt opened the think
+// block (OpensInPrompt).
+func (f *Format) New(open bool) *Splitter {
+	s := &Splitter{f: f}
+	if open {
+		s.state = thinking
+	}
+	return s
+}
+
+// Push takes the next text and returns the reasoning and content it
+// completes. Blanks around the reasoning and between it and the content
+// are dropped, as llama-server gives them; an answer that does not open
+// a think block is all content, unchanged.
+func (s *Splitter) Push(text string) (reasoning, content string) {
+	var r, c strings.Builder
+	rest := s.held + text
+	s.held = ""
+	for rest != "" {
+		switch s.state {
+		case atStart:
+			trimmed := strings.TrimLeft(rest, blanks)
+			switch {
+			case trimmed == "", strings.HasPrefix(s.f.Start, trimmed): // blanks, or a tag's beginning: wait
+				s.held = rest
+				return r.String(), c.String()
+			case strings.HasPrefix(trimmed, s.f.Start):
+				rest = trimmed[len(s.f.Start):]
+				s.state = thinking
+			default:
+				s.state = answering
+			}
+		case thinking:
+			if !s.emitted {
+				if rest = strings.TrimLeft(rest, blanks); rest == "" {
+					break
+				}
+			}
+			if i := strings.Index(rest, s.f.End); i >= 0 {
+				s.reason(&r, strings.TrimRight(rest[:i], blanks))
+				rest = rest[i+len(s.f.End):]
+				s.state = afterEnd
+				continue
+			}
+			keep := heldTail(rest, s.f.End)
+			s.reason(&r, rest[:len(rest)-len(keep)])
+			s.held, rest = keep, ""
+		case afterEnd:
+			if rest = strings.TrimLeft(rest, blanks); rest != "" {
+				s.state = answering
+			}
+		case answering:
+			c.WriteString(rest)
+			rest = ""
+		}
+	}
+	return r.String(), c.String()
+}
+
+func (s *Splitter) reason(r *strings.Builder, text string) {
+	r.WriteString(text)
+	s.emitted = s.emitted || text != ""
+}
+
+// Finish returns what is held at the answer's end: in an unfinished
+// think block (cut by max_tokens) it is reasoning, before any text
+// content.
+func (s *Splitter) Finish() (reasoning, content string) {
+	held := s.held
+	s.held = ""
+	switch s.state {
+	case thinking:
+		if !s.emitted {
+			held = strings.TrimLeft(held, blanks)
+		}
+		return strings.TrimRight(held, blanks), ""
+	case atStart:
+		return "", held
+	}
+	return "", ""
+}
+
+// heldTail is the end of text that may be the start of tag, with the
+// blanks before it (dropped if the tag follows): what must wait for more
+// text.
+func heldTail(text, tag string) string {
+	start := len(text)
+	for n := min(len(tag)-1, len(text)); n > 0; n-- {
+		if strings.HasSuffix(text, tag[:n]) {
+			start = len(text) - n
+			break
+		}
+	}
+	for start > 0 && strings.IndexByte(blanks, text[start-1]) >= 0 {
+		start--
+	}
+	return text[start:]
+}
+
+// Split splits a whole answer (open as in New).
+func (f *Format) Split(answer string, open bool) (reasoning, content string) {
+	s := f.New(open)
+	r, c := s.Push(answer)
+	r2, c2 := s.Finish()
+	return r + r2, c + c2
+}

@@ -1,0 +1,112 @@
+package reasoning
+
+import (
+	"math/rand/v2"
+	"os"
+	"testing"
+)
+
+func TestSplit(t *testing.T) {
+	f, _ := Lookup("qwen3")
+	tests := []struct {
+		name, answer       string
+		open               bool
+		reasoning, content string
+	}{
+		{"no think block: all content, unchanged", "  Hello <think> there\n", false, "", "  Hello <think> there\n"},
+		{"Qwen3", "<think>\nLet me see.\n2+2=4.\n</think>\n\nIt is 4.", false, "Let me see.\n2+2=4.", "It is 4."},
+		{"leading blanks before the tag", "\n\n<think>x</think>y", false, "x", "y"},
+		{"empty think block (enable_thinking false)", "<think>\n\n</think>\n\nHi", false, "", "Hi"},
+		{"opened by the prompt (DeepSeek-R1)", "Hmm.\n</think>\n\nYes.", true, "Hmm.", "Yes."},
+		{"cut inside the reasoning", "<think>\nstill thinking", false, "still thinking", ""},
+		{"cut inside the end tag", "<think>abc</thi", false, "abc</thi", ""},
+		{"the answer is only a tag's beginning", "<thi", false, "", "<thi"},
+		{"tags later in the content stay", "<think>a</think>b <think>c</think>", false, "a", "b <think>c</think>"},
+		{"content keeps its own blanks", "<think>a</think>b\n\n c ", false, "a", "b\n\n c "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, c := f.Split(tc.answer, tc.open)
+			if r != tc.reasoning || c != tc.content {
+				t.Errorf("Split(%q) = %q, %q; want %q, %q", tc.answer, r, c, tc.reasoning, tc.content)
+			}
+		})
+	}
+}
+
+// TestStreamSplitsAsWhole cuts answers at random points: the pieces'
+// reasoning and content join to the whole answer's.
+func TestStreamSplitsAsWhole(t *testing.T) {
+	f, _ := Lookup("deepseek_r1")
+	parts := []string{"<think>", "</think>", "<", "</", "think", ">", " ", "\n", "a", "b.", "é", "<thi", "</th"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 3000 {
+		answer := ""
+		for range rng.IntN(12) {
+			answer += parts[rng.IntN(len(parts))]
+		}
+		open := rng.IntN(3) == 0
+		wantR, wantC := f.Split(answer, open)
+		s := f.New(open)
+		var r, c string
+		for rest := answer; rest != ""; {
+			n := 1 + rng.IntN(len(rest))
+			pr, pc := s.Push(rest[:n])
+			r, c, rest = r+pr, c+pc, rest[n:]
+		}
+		fr, fc := s.Finish()
+		if r+fr != wantR || c+fc != wantC {
+			t.Fatalf("%q (open %v) streamed: %q, %q; whole: %q, %q", answer, open, r+fr, c+fc, wantR, wantC)
+		}
+	}
+}
+
+func TestDetectAndPrompt(t *testing.T) {
+	if _, ok := Detect("{{ '<|im_start|>' }}"); ok {
+		t.Error("a template without think tags detected")
+	}
+	f, ok := Detect("{%- if '</think>' in content %}{%- set content = content.split('</think>')[-1] %}")
+	if !ok || f.Name != "qwen3" {
+		t.Errorf("Qwen3's template: %v %v", f, ok)
+	}
+	if !f.OpensInPrompt("<|im_start|>assistant\n<think>\n") || f.OpensInPrompt("<|im_start|>assistant\n") {
+		t.Error("OpensInPrompt")
+	}
+	if _, err := Lookup("nope"); err == nil {
+		t.Error("Lookup(nope)")
+	}
+}
+
+func FuzzSplit(f *testing.F) {
+	f.Add("<think>a</think>b", 3, false)
+	f.Add("x</think>\ny", 1, true)
+	fm, _ := Lookup("qwen3")
+	f.Fuzz(func(t *testing.T, answer string, cut int, open bool) {
+		wantR, wantC := fm.Split(answer, open)
+		if cut < 0 || cut > len(answer) {
+			cut = len(answer) / 2
+		}
+		s := fm.New(open)
+		r1, c1 := s.Push(answer[:cut])
+		r2, c2 := s.Push(answer[cut:])
+		r3, c3 := s.Finish()
+		if r1+r2+r3 != wantR || c1+c2+c3 != wantC {
+			t.Fatalf("cut at %d: %q, %q; whole %q, %q", cut, r1+r2+r3, c1+c2+c3, wantR, wantC)
+		}
+	})
+}
+
+// TestDetectTemplates: of the real templates in chattemplate's testdata,
+// Qwen3's describes think tags; Qwen2.5's, Llama 3's, Mistral's and
+// SmolLM2's do not.
+func TestDetectTemplates(t *testing.T) {
+	for name, want := range map[string]bool{"qwen3": true, "qwen2.5": false, "llama3-instruct": false, "mistral-instruct": false, "smollm2": false} {
+		src, err := os.ReadFile("../chattemplate/testdata/templates/" + name + ".jinja")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := Detect(string(src)); ok != want {
+			t.Errorf("%s: detected %v, want %v", name, ok, want)
+		}
+	}
+}

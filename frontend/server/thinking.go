@@ -1,0 +1,88 @@
+package server
+
+import (
+	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/reasoning"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// thinker splits one request's answers into reasoning and content
+// (the server's --reasoning-parser): the format, and whether the prompt
+// opened the think block.
+type thinker struct {
+	f    *reasoning.Format
+	open bool
+}
+
+// thinkerFor returns the split for a request with this rendered prompt,
+// nil when the server has no reasoning parser or the output is
+// constrained (structured outputs and forced tool calls constrain it
+// from its first token: there is no reasoning to split off).
+func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams) *thinker {
+	f := s.cfg.ReasoningParser
+	if f == nil || sp.StructuredOutputs != nil {
+		return nil
+	}
+	return &thinker{f: f, open: f.OpensInPrompt(prompt)}
+}
+
+// split splits a whole answer; a nil thinker leaves it content.
+func (t *thinker) split(answer string) (reasoning, content string) {
+	if t == nil {
+		return "", answer
+	}
+	return t.f.Split(answer, t.open)
+}
+
+// withReasoning puts reasoning on a message (both names), unless it is
+// empty or the request set include_reasoning false.
+func withReasoning(m *openai.AssistantMessage, reasoning string, include *bool) {
+	if reasoning == "" || include != nil && !*include {
+		return
+	}
+	m.Reasoning, m.ReasoningContent = &reasoning, &reasoning
+}
+
+// thinkChunk splits a streamed event: its reasoning goes out first in a
+// chunk of its own (delta reasoning and reasoning_content, with the
+// event's logprobs), then the content through next, the streamer's
+// usual path. A splitter per choice holds back what may be a tag.
+func (cs *chatStreamer) thinkChunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage, next func(*choiceEvent, []tokenLogprob, *openai.Usage) any) any {
+	sp := cs.splitters[ev.index]
+	if sp == nil {
+		sp = cs.think.f.New(cs.think.open)
+		cs.splitters[ev.index] = sp
+	}
+	r, c := sp.Push(ev.text)
+	if ev.finish != "" {
+		fr, fc := sp.Finish()
+		r, c = r+fr, c+fc
+	}
+	var out chunks
+	if r != "" && cs.showReasoning {
+		ch := cs.base()
+		ch.Choices = []openai.ChatChunkChoice{{Index: ev.index, Delta: openai.ChatDelta{Reasoning: &r, ReasoningContent: &r}}}
+		if cs.logprobs {
+			ch.Choices[0].Logprobs = chatLogprobs(lps)
+			lps = nil
+		}
+		ch.Usage = u
+		out = append(out, ch)
+	}
+	rest := *ev
+	rest.text = c
+	switch more := next(&rest, lps, u).(type) {
+	case nil:
+	case chunks:
+		out = append(out, more...)
+	default:
+		out = append(out, more)
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tandem-llm/tandem/frontend/reasoning"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// thinkServer serves the fake engine with the qwen3 reasoning parser.
+func thinkServer(t *testing.T, f *fakeEngine) string {
+	t.Helper()
+	r, _ := reasoning.Lookup("qwen3")
+	return newTestServerWith(t, f, func(c *Config) {
+		c.MaxModelLen, c.NumBlocks, c.MaxRequestBody, c.ReasoningParser = 4096, 512, "64K", r
+	}, tokenizer.NewByte()).URL
+}
+
+// TestChatReasoning: with a reasoning parser the think block comes back
+// as reasoning (and reasoning_content), the rest as content, streamed as
+// not; include_reasoning false drops it; a constrained answer is not
+// split.
+func TestChatReasoning(t *testing.T) {
+	answer := []string{"<thi", "nk>\nFirst, ", "add.\n</", "think>\n\nIt is ", "4."}
+	tests := []struct {
+		name, extra        string
+		reasoning, content string
+		hasReasoning       bool
+	}{
+		{"split", ``, "First, add.", "It is 4.", true},
+		{"include_reasoning false", `,"include_reasoning":false`, "", "It is 4.", false},
+		{"constrained: not split", `,"structured_outputs":{"regex":".*"}`, "", strings.Join(answer, ""), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+				return outputs(wire.FinishStop, eosIf(wire.FinishStop), answer...)
+			}}
+			url := thinkServer(t, f)
+			req := `{"messages":[{"role":"user","content":"2+2?"}],"max_tokens":50` + tc.extra
+			code, body := post(t, url, req+`}`)
+			var out struct {
+				Choices []struct {
+					Message struct {
+						Content          string
+						Reasoning        *string
+						ReasoningContent *string `json:"reasoning_content"`
+					}
+				}
+			}
+			if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || len(out.Choices) != 1 {
+				t.Fatalf("%d %s", code, body)
+			}
+			m := out.Choices[0].Message
+			if m.Content != tc.content || (m.Reasoning != nil) != tc.hasReasoning || m.Reasoning != nil && (*m.Reasoning != tc.reasoning || *m.ReasoningContent != tc.reasoning) {
+				t.Errorf("not streamed: %s", body)
+			}
+			code, body = post(t, url, req+`,"stream":true}`)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			var r, c string
+			for _, line := range strings.Split(body, "\n") {
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok || data == "[DONE]" {
+					continue
+				}
+				var ch struct {
+					Choices []struct {
+						Delta struct {
+							Content          string
+							Reasoning        string
+							ReasoningContent string `json:"reasoning_content"`
+						}
+					}
+				}
+				if err := json.Unmarshal([]byte(data), &ch); err != nil {
+					t.Fatal(err)
+				}
+				for _, choice := range ch.Choices {
+					if choice.Delta.Reasoning != choice.Delta.ReasoningContent {
+						t.Fatalf("reasoning and reasoning_content differ: %s", data)
+					}
+					r += choice.Delta.Reasoning
+					c += choice.Delta.Content
+				}
+			}
+			if r != tc.reasoning || c != tc.content {
+				t.Errorf("streamed: reasoning %q, content %q\n%s", r, c, body)
+			}
+		})
+	}
+}
+
+// TestChatReasoningOpenedByPrompt: a prompt that ends inside the think
+// block (an assistant prefill of "<think>\n", as DeepSeek-R1's template
+// writes it) makes the answer reasoning until the end tag.
+func TestChatReasoningOpenedByPrompt(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), "Hmm.", "</think>", "Yes.")
+	}}
+	url := thinkServer(t, f)
+	code, body := post(t, url, `{"messages":[{"role":"user","content":"?"},{"role":"assistant","content":"<think>\n"}],"continue_final_message":true,"add_generation_prompt":false,"max_tokens":50}`)
+	if code != http.StatusOK || !strings.Contains(body, `"content":"Yes.","reasoning":"Hmm.","reasoning_content":"Hmm."`) {
+		t.Errorf("%d %s", code, body)
+	}
+}
+
+// TestOllamaThinking: Ollama's answers carry the reasoning as thinking.
+func TestOllamaThinking(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), "<think>a ", "b</think>", "\nc")
+	}}
+	url := thinkServer(t, f)
+	code, body := postTo(t, url, "/api/chat", `{"model":"dummy","messages":[{"role":"user","content":"?"}],"stream":false}`)
+	if code != http.StatusOK || !strings.Contains(body, `"message":{"role":"assistant","content":"c","thinking":"a b"}`) {
+		t.Errorf("%d %s", code, body)
+	}
+	_, body = postTo(t, url, "/api/chat", `{"model":"dummy","messages":[{"role":"user","content":"?"}]}`)
+	var thinking, content string
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		var l struct {
+			Message struct{ Content, Thinking string }
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		thinking += l.Message.Thinking
+		content += l.Message.Content
+	}
+	if thinking != "a b" || content != "c" {
+		t.Errorf("streamed: %q %q\n%s", thinking, content, body)
+	}
+}
