@@ -277,6 +277,10 @@ func (m *MCP) call(ctx context.Context, s *mcpSlot, tool string, args json.RawMe
 	switch {
 	case errors.As(err, &rerr):
 		return failf("%s", rerr.Message)
+	case err != nil && m.stop.Err() != nil:
+		// Close stopped the transport: said as the shutdown it is, whether
+		// the closed pipe or the cancelled context reached the call first.
+		return failf("%v", errMCPShutdown)
 	case err != nil:
 		return failf("%v", err)
 	}
