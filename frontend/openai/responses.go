@@ -338,6 +338,19 @@ func (o ResponseOutputItem) MarshalJSON() ([]byte, error) {
 			Status    string `json:"status"`
 		}{o.Type, o.ID, o.CallID, o.Name, o.Namespace, o.Arguments, o.Status})
 	}
+	if o.Type == ItemReasoning { // Content[0].Text is the reasoning
+		parts := []ResponseReasoningText{}
+		for _, c := range o.Content {
+			parts = append(parts, ResponseReasoningText{Type: "reasoning_text", Text: c.Text})
+		}
+		return json.Marshal(struct {
+			Type    string                  `json:"type"`
+			ID      string                  `json:"id"`
+			Summary []any                   `json:"summary"`
+			Content []ResponseReasoningText `json:"content"`
+			Status  string                  `json:"status"`
+		}{o.Type, o.ID, []any{}, parts, o.Status})
+	}
 	return json.Marshal(struct {
 		Type    string               `json:"type"`
 		ID      string               `json:"id"`
@@ -345,6 +358,33 @@ func (o ResponseOutputItem) MarshalJSON() ([]byte, error) {
 		Role    string               `json:"role"`
 		Content []ResponseOutputText `json:"content"`
 	}{o.Type, o.ID, o.Status, o.Role, nonNil(o.Content)})
+}
+
+// ResponseReasoningText is a reasoning item's content part.
+type ResponseReasoningText struct {
+	Type string `json:"type"` // "reasoning_text"
+	Text string `json:"text"`
+}
+
+// ResponseReasoningTextDeltaEvent is response.reasoning_text.delta: the
+// next piece of a reasoning item's text.
+type ResponseReasoningTextDeltaEvent struct {
+	Type           string `json:"type"`
+	SequenceNumber int    `json:"sequence_number"`
+	ItemID         string `json:"item_id"`
+	OutputIndex    int    `json:"output_index"`
+	ContentIndex   int    `json:"content_index"`
+	Delta          string `json:"delta"`
+}
+
+// ResponseReasoningTextDoneEvent is response.reasoning_text.done.
+type ResponseReasoningTextDoneEvent struct {
+	Type           string `json:"type"`
+	SequenceNumber int    `json:"sequence_number"`
+	ItemID         string `json:"item_id"`
+	OutputIndex    int    `json:"output_index"`
+	ContentIndex   int    `json:"content_index"`
+	Text           string `json:"text"`
 }
 
 // ResponseOutputText is an output_text content part.

@@ -28,6 +28,7 @@ type responseCall struct {
 	plan      openai.ToolPlan
 	names     map[string]openai.ToolCallName // namespace functions by the flat name the model writes
 	auto      *toolparse.Format              // reads calls out of tool_choice "auto" answers; nil: none
+	think     *thinker                       // splits the reasoning off the answer; nil: none
 	newCallID func() string                  // call_… ids of function_call items
 	// rawMessages (enable_response_messages) fills the response's
 	// input_messages from promptText and prompt, and output_messages from
@@ -104,6 +105,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	if plan.Constraint != nil {
 		sp.StructuredOutputs = plan.Constraint
 	}
+	call.think = s.thinkerFor(text, &sp)
 	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.Background
 	skipSpecial := req.SkipSpecial()
 	if call.auto != nil && call.auto.KeepSpecial && req.SkipSpecialTokens == nil {

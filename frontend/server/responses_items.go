@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/responses"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
@@ -26,8 +27,9 @@ import (
 // after a call is a message of its own after that call.
 type outputItems struct {
 	call   *responseCall
-	w      *responseStream  // nil when not streaming
-	parser toolparse.Parser // tool_choice auto, required or named; nil otherwise
+	w      *responseStream     // nil when not streaming
+	parser toolparse.Parser    // tool_choice auto, required or named; nil otherwise
+	think  *reasoning.Splitter // splits the reasoning off the answer (a reasoning item first); nil: none
 
 	items       []openai.ResponseOutputItem
 	numMessages int                       // message items among them
@@ -40,12 +42,15 @@ type outputItems struct {
 // newOutput starts call's output items, sending to w when it is set.
 func (call *responseCall) newOutput(w *responseStream) *outputItems {
 	o := &outputItems{call: call, w: w}
+	if call.think != nil {
+		o.think = call.think.f.New(call.think.open)
+	}
 	switch {
 	case call.auto != nil:
 		o.parser = call.auto.New(call.plan.Names)
 	case call.plan.Forced():
 		o.parser = forcedParser(call.plan)
-	default:
+	case o.think == nil: // with a reasoning split, the message opens after the reasoning
 		o.openMessage()
 	}
 	return o
@@ -55,6 +60,16 @@ func (call *responseCall) newOutput(w *responseStream) *outputItems {
 // (nil unless asked for).
 func (o *outputItems) text(s string, lps []openai.ChatTokenLogprob) {
 	o.pending = append(o.pending, lps...)
+	if o.think != nil {
+		var r string
+		r, s = o.think.Push(s)
+		o.reasoning(r)
+	}
+	o.answer(s)
+}
+
+// answer takes the next piece of the answer's content.
+func (o *outputItems) answer(s string) {
 	if o.parser != nil {
 		o.apply(o.parser.Push(s))
 		return
@@ -66,6 +81,14 @@ func (o *outputItems) text(s string, lps []openai.ChatTokenLogprob) {
 // items: the last is completed, or incomplete when max_output_tokens cut
 // it; the others are completed.
 func (o *outputItems) end(finish string) []openai.ResponseOutputItem {
+	if o.think != nil {
+		r, s := o.think.Finish()
+		o.reasoning(r)
+		o.answer(s)
+		if o.parser == nil && o.numMessages == 0 {
+			o.openMessage() // the answer is a message, empty or not
+		}
+	}
 	if o.parser != nil {
 		o.apply(o.parser.Finish())
 	}
@@ -112,6 +135,32 @@ func (o *outputItems) content(s string) {
 	o.send("response.output_text.delta", func(typ string, seq int) any {
 		return openai.ResponseTextDeltaEvent{Type: typ, SequenceNumber: seq, ItemID: it.ID,
 			OutputIndex: index, ContentIndex: 0, Delta: s, Logprobs: lps}
+	})
+}
+
+// reasoning adds the next piece of the reasoning to a reasoning item,
+// rs_<id>, opened before the answer's first item.
+func (o *outputItems) reasoning(s string) {
+	if s == "" {
+		return
+	}
+	o.pending = nil // the reasoning's tokens are no text's
+	if it := o.last(); it == nil || it.Type != openai.ItemReasoning {
+		o.close(openai.ResponseStatusCompleted)
+		index := len(o.items)
+		item := openai.ResponseOutputItem{Type: openai.ItemReasoning, ID: "rs_" + o.call.baseID, Status: openai.ResponseStatusInProgress}
+		o.send("response.output_item.added", func(typ string, seq int) any {
+			return openai.ResponseOutputItemEvent{Type: typ, SequenceNumber: seq, OutputIndex: index, Item: item}
+		})
+		item.Content = []openai.ResponseOutputText{{Type: "reasoning_text"}}
+		o.items = append(o.items, item)
+		o.open = true
+	}
+	it := o.last()
+	o.buf.WriteString(s)
+	index := len(o.items) - 1
+	o.send("response.reasoning_text.delta", func(typ string, seq int) any {
+		return openai.ResponseReasoningTextDeltaEvent{Type: typ, SequenceNumber: seq, ItemID: it.ID, OutputIndex: index, Delta: s}
 	})
 }
 
@@ -194,6 +243,12 @@ func (o *outputItems) close(status string) {
 			return openai.ResponseContentPartEvent{Type: typ, SequenceNumber: seq, ItemID: it.ID,
 				OutputIndex: index, ContentIndex: 0, Part: p}
 		})
+	case openai.ItemReasoning:
+		it.Content[0].Text = o.buf.String()
+		text := it.Content[0].Text
+		o.send("response.reasoning_text.done", func(typ string, seq int) any {
+			return openai.ResponseReasoningTextDoneEvent{Type: typ, SequenceNumber: seq, ItemID: it.ID, OutputIndex: index, Text: text}
+		})
 	case openai.ItemFunctionCall:
 		it.Arguments = o.buf.String()
 		o.send("response.function_call_arguments.done", func(typ string, seq int) any {
@@ -238,6 +293,8 @@ func assistantTurn(items []openai.ResponseOutputItem) responses.Message {
 		switch it.Type {
 		case openai.ItemMessage:
 			m.Content += it.Content[0].Text
+		case openai.ItemReasoning:
+			m.Reasoning += it.Content[0].Text
 		case openai.ItemFunctionCall:
 			name := openai.ToolCallName{Name: it.Name, Namespace: it.Namespace}.Flat() // as the model wrote it
 			m.ToolCalls = append(m.ToolCalls, openai.ToolCall{ID: it.CallID, Type: "function",

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,5 +135,69 @@ func TestOllamaThinking(t *testing.T) {
 	}
 	if thinking != "a b" || content != "c" {
 		t.Errorf("streamed: %q %q\n%s", thinking, content, body)
+	}
+}
+
+// TestResponsesReasoning: the Responses API returns the reasoning as a
+// reasoning item (content reasoning_text) before the message, streamed
+// as response.reasoning_text.delta events, and keeps it in the stored
+// conversation as the assistant turn's reasoning.
+func TestResponsesReasoning(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), "<think>", "Add them.", "</think>\n", "It is 4.")
+	}}
+	url := thinkServer(t, f)
+	code, body := postTo(t, url, "/v1/responses", `{"input":"2+2?"}`)
+	var resp struct {
+		ID     string
+		Output []struct {
+			Type    string
+			Content []struct{ Type, Text string }
+			Summary []any
+		}
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &resp) != nil || len(resp.Output) != 2 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if o := resp.Output[0]; o.Type != "reasoning" || len(o.Content) != 1 || o.Content[0].Type != "reasoning_text" || o.Content[0].Text != "Add them." || o.Summary == nil {
+		t.Errorf("reasoning item: %s", body)
+	}
+	if o := resp.Output[1]; o.Type != "message" || o.Content[0].Text != "It is 4." {
+		t.Errorf("message item: %s", body)
+	}
+
+	_, body = postTo(t, url, "/v1/responses", `{"input":"2+2?","stream":true}`)
+	var types []string
+	var deltas string
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct{ Type, Delta string }
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(ev.Type, "response.reasoning_text") || ev.Type == "response.output_item.added" || ev.Type == "response.output_item.done" {
+			types = append(types, ev.Type)
+		}
+		if ev.Type == "response.reasoning_text.delta" {
+			deltas += ev.Delta
+		}
+	}
+	want := "response.output_item.added response.reasoning_text.delta response.reasoning_text.done response.output_item.done response.output_item.added response.output_item.done"
+	if strings.Join(slices.Compact(types), " ") != want || deltas != "Add them." {
+		t.Errorf("events %v, deltas %q\n%s", types, deltas, body)
+	}
+
+	// previous_response_id continues from the stored turn.
+	code, body = postTo(t, url, "/v1/responses", `{"input":"And 3+3?","previous_response_id":"`+resp.ID+`"}`)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	reqs := f.requests()
+	prompt := tokenizer.NewByte().Decode(reqs[len(reqs)-1].PromptTokenIDs, false)
+	if !strings.Contains(prompt, "It is 4.") {
+		t.Errorf("the next turn's prompt lacks the answer: %q", prompt)
 	}
 }
