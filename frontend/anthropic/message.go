@@ -15,6 +15,7 @@ const (
 	responseType     = "message"
 	roleAssistant    = "assistant"
 	blockText        = "text"
+	blockThinking    = "thinking"
 	blockToolUse     = "tool_use"
 	finishLength     = "length"
 	emptyInputObject = "{}"
@@ -54,8 +55,8 @@ func UsageOf(numPrompt, numCached, numOutput int) Usage {
 	return Usage{InputTokens: numPrompt - numCached, CacheReadInputTokens: numCached, OutputTokens: numOutput}
 }
 
-// ContentBlock is one block of an answer: text, or a tool_use with its id,
-// name and input (a JSON object).
+// ContentBlock is one block of an answer: text, thinking (Text is the
+// thinking), or a tool_use with its id, name and input (a JSON object).
 type ContentBlock struct {
 	Type  string
 	Text  string
@@ -64,10 +65,19 @@ type ContentBlock struct {
 	Input json.RawMessage
 }
 
-// MarshalJSON writes a text block as {"type":"text","text":…} and a
-// tool_use block as {"type":"tool_use","id","name","input"}, with every
-// field present (a stream's content_block_start has text "" and input {}).
+// MarshalJSON writes a text block as {"type":"text","text":…}, a thinking
+// block as {"type":"thinking","thinking":…,"signature":""} (no signature:
+// the thinking is the model's own, not Anthropic's) and a tool_use block
+// as {"type":"tool_use","id","name","input"}, with every field present (a
+// stream's content_block_start has text "" and input {}).
 func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	if b.Type == blockThinking {
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{b.Type, b.Text, ""})
+	}
 	if b.Type == blockToolUse {
 		input := b.Input
 		if len(input) == 0 {
@@ -131,6 +141,20 @@ func (b *Builder) Text(s string) {
 		return
 	}
 	b.blocks = append(b.blocks, ContentBlock{Type: blockText, Text: s})
+	b.inputs = append(b.inputs, nil)
+}
+
+// Thinking adds reasoning: to the last block when it is thinking, else as
+// a new one.
+func (b *Builder) Thinking(s string) {
+	if s == "" {
+		return
+	}
+	if n := len(b.blocks); n > 0 && b.blocks[n-1].Type == blockThinking {
+		b.blocks[n-1].Text += s
+		return
+	}
+	b.blocks = append(b.blocks, ContentBlock{Type: blockThinking, Text: s})
 	b.inputs = append(b.inputs, nil)
 }
 

@@ -41,10 +41,12 @@ type blockDelta struct {
 	Delta delta  `json:"delta"`
 }
 
-// delta is a text_delta {text} or an input_json_delta {partial_json}.
+// delta is a text_delta {text}, a thinking_delta {thinking} or an
+// input_json_delta {partial_json}.
 type delta struct {
 	Type        string  `json:"type"`
 	Text        *string `json:"text,omitempty"`
+	Thinking    *string `json:"thinking,omitempty"`
 	PartialJSON *string `json:"partial_json,omitempty"`
 }
 
@@ -65,9 +67,9 @@ type messageDelta struct {
 // Stream writes a message as Anthropic streams it:
 //
 //	message_start, then per content block content_block_start (the first
-//	one followed by a ping), its content_block_deltas (text_delta or
-//	input_json_delta) and content_block_stop, then message_delta (stop
-//	reason, usage) and message_stop.
+//	one followed by a ping), its content_block_deltas (text_delta,
+//	thinking_delta or input_json_delta) and content_block_stop, then
+//	message_delta (stop reason, usage) and message_stop.
 //
 // Blocks are numbered from 0 in order; a text block opens at the first
 // text and stays open until a tool_use starts or the message ends. Its
@@ -106,6 +108,17 @@ func (s *Stream) Text(text string) {
 		s.startBlock(ContentBlock{Type: blockText})
 	}
 	s.add(EventContentBlockDelta, blockDelta{Type: EventContentBlockDelta, Index: s.next - 1, Delta: delta{Type: "text_delta", Text: &text}})
+}
+
+// Thinking sends reasoning, opening a thinking block when none is open.
+func (s *Stream) Thinking(text string) {
+	if text == "" {
+		return
+	}
+	if s.open != blockThinking {
+		s.startBlock(ContentBlock{Type: blockThinking})
+	}
+	s.add(EventContentBlockDelta, blockDelta{Type: EventContentBlockDelta, Index: s.next - 1, Delta: delta{Type: "thinking_delta", Thinking: &text}})
 }
 
 // ToolUse closes the open block and opens a tool_use block.

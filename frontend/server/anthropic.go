@@ -10,6 +10,7 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/anthropic"
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
 )
 
@@ -81,9 +82,11 @@ type messageCall struct {
 	resp      anthropic.Response // id, model and usage so far
 	numPrompt int
 	plan      openai.ToolPlan
-	auto      *toolparse.Format // reads calls out of tool_choice auto answers; nil: text
-	parser    toolparse.Parser  // auto's, or a forced answer's (tool_choice any or tool), made at the first text
-	newID     func() string     // tool_use ids
+	auto      *toolparse.Format   // reads calls out of tool_choice auto answers; nil: text
+	parser    toolparse.Parser    // auto's, or a forced answer's (tool_choice any or tool), made at the first text
+	newID     func() string       // tool_use ids
+	think     *thinker            // splits the reasoning off as a thinking block; nil: none
+	split     *reasoning.Splitter // think's, for a stream
 }
 
 // messages serves POST /v1/messages.
@@ -123,7 +126,7 @@ func (s *Server) messages(c echo.Context) error {
 	if plan.Constraint != nil {
 		sp.StructuredOutputs = plan.Constraint
 	}
-	call := &messageCall{numPrompt: len(prompt), plan: plan, auto: s.autoTools(plan), newID: s.toolUseIDs()}
+	call := &messageCall{numPrompt: len(prompt), plan: plan, auto: s.autoTools(plan), newID: s.toolUseIDs(), think: s.thinkerFor(text, &sp)}
 	skipSpecial := call.auto == nil || !call.auto.KeepSpecial // the calls' markers may be special tokens, as for chat
 	id := "msg_" + cm.baseID
 	call.resp = anthropic.NewResponse(id, s.cfg.ServedModelName, anthropic.UsageOf(len(prompt), 0, 0))
@@ -157,7 +160,9 @@ func (s *Server) generateMessage(ctx context.Context, g *genRequest, call *messa
 	}
 	r := res[0]
 	var b anthropic.Builder
-	call.write(&b, r.text.String(), r.finish)
+	thought, answer := call.think.split(r.text.String())
+	b.Thinking(thought)
+	call.write(&b, answer, r.finish)
 	reason, stop := anthropic.StopReasonOf(r.finish, stopSequence(r.finish, r.stopReason), b.ToolUsed())
 	call.resp.Usage = anthropic.UsageOf(call.numPrompt, r.numCached, r.numTokens)
 	return call.resp.Finished(b.Blocks(), reason, stop), nil

@@ -45,7 +45,20 @@ func (s *Server) streamMessage(c echo.Context, g *genRequest, call *messageCall)
 			st.Start(call.resp)
 			started = true
 		}
-		call.write(&st, ev.text, ev.finish)
+		text := ev.text
+		if call.think != nil {
+			if call.split == nil {
+				call.split = call.think.f.New(call.think.open)
+			}
+			var thought string
+			thought, text = call.split.Push(text)
+			if ev.finish != "" {
+				ft, fc := call.split.Finish()
+				thought, text = thought+ft, text+fc
+			}
+			st.Thinking(thought)
+		}
+		call.write(&st, text, ev.finish)
 		if ev.finish != "" {
 			reason, stop := anthropic.StopReasonOf(ev.finish, stopSequence(ev.finish, stopReasonOf(ev.stopReason)), st.ToolUsed())
 			st.Finish(reason, stop, anthropic.UsageOf(call.numPrompt, numCached, numTokens))

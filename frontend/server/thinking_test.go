@@ -201,3 +201,46 @@ func TestResponsesReasoning(t *testing.T) {
 		t.Errorf("the next turn's prompt lacks the answer: %q", prompt)
 	}
 }
+
+// TestAnthropicThinking: the Messages API returns the reasoning as a
+// thinking block before the text, streamed as thinking_delta events.
+func TestAnthropicThinking(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), "<think>\nAdd", " them.</think>", "\n\nIt is 4.")
+	}}
+	url := thinkServer(t, f)
+	req := `{"model":"claude","max_tokens":50,"messages":[{"role":"user","content":"2+2?"}]`
+	code, body := postTo(t, url, "/v1/messages", req+`}`)
+	if code != http.StatusOK || !strings.Contains(body, `"content":[{"type":"thinking","thinking":"Add them.","signature":""},{"type":"text","text":"It is 4."}]`) {
+		t.Errorf("%d %s", code, body)
+	}
+	_, body = postTo(t, url, "/v1/messages", req+`,"stream":true}`)
+	var thinking, text string
+	var starts []string
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type         string
+			Index        int
+			ContentBlock struct{ Type string } `json:"content_block"`
+			Delta        struct{ Type, Text, Thinking string }
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Type == "content_block_start":
+			starts = append(starts, ev.ContentBlock.Type)
+		case ev.Delta.Type == "thinking_delta" && ev.Index == 0:
+			thinking += ev.Delta.Thinking
+		case ev.Delta.Type == "text_delta" && ev.Index == 1:
+			text += ev.Delta.Text
+		}
+	}
+	if strings.Join(starts, " ") != "thinking text" || thinking != "Add them." || text != "It is 4." {
+		t.Errorf("blocks %v, thinking %q, text %q\n%s", starts, thinking, text, body)
+	}
+}
