@@ -132,29 +132,23 @@ type Builder struct {
 }
 
 // Text adds text: to the last block when it is text, else as a new one.
-func (b *Builder) Text(s string) {
-	if s == "" {
-		return
-	}
-	if n := len(b.blocks); n > 0 && b.blocks[n-1].Type == blockText {
-		b.blocks[n-1].Text += s
-		return
-	}
-	b.blocks = append(b.blocks, ContentBlock{Type: blockText, Text: s})
-	b.inputs = append(b.inputs, nil)
-}
+func (b *Builder) Text(s string) { b.addText(blockText, s) }
 
 // Thinking adds reasoning: to the last block when it is thinking, else as
 // a new one.
-func (b *Builder) Thinking(s string) {
+func (b *Builder) Thinking(s string) { b.addText(blockThinking, s) }
+
+// addText adds s to the last block when it is of type typ (text or
+// thinking), else as a new one.
+func (b *Builder) addText(typ, s string) {
 	if s == "" {
 		return
 	}
-	if n := len(b.blocks); n > 0 && b.blocks[n-1].Type == blockThinking {
+	if n := len(b.blocks); n > 0 && b.blocks[n-1].Type == typ {
 		b.blocks[n-1].Text += s
 		return
 	}
-	b.blocks = append(b.blocks, ContentBlock{Type: blockThinking, Text: s})
+	b.blocks = append(b.blocks, ContentBlock{Type: typ, Text: s})
 	b.inputs = append(b.inputs, nil)
 }
 

@@ -101,24 +101,24 @@ func (s *Stream) Start(r Response) {
 
 // Text sends text, opening a text block when none is open.
 func (s *Stream) Text(text string) {
-	if text == "" {
-		return
-	}
-	if s.open != blockText {
-		s.startBlock(ContentBlock{Type: blockText})
-	}
-	s.add(EventContentBlockDelta, blockDelta{Type: EventContentBlockDelta, Index: s.next - 1, Delta: delta{Type: "text_delta", Text: &text}})
+	s.textDelta(blockText, delta{Type: "text_delta", Text: &text}, text)
 }
 
 // Thinking sends reasoning, opening a thinking block when none is open.
 func (s *Stream) Thinking(text string) {
+	s.textDelta(blockThinking, delta{Type: "thinking_delta", Thinking: &text}, text)
+}
+
+// textDelta sends d, a delta of text, in a block of type typ, opening one
+// when another is open; nothing for empty text.
+func (s *Stream) textDelta(typ string, d delta, text string) {
 	if text == "" {
 		return
 	}
-	if s.open != blockThinking {
-		s.startBlock(ContentBlock{Type: blockThinking})
+	if s.open != typ {
+		s.startBlock(ContentBlock{Type: typ})
 	}
-	s.add(EventContentBlockDelta, blockDelta{Type: EventContentBlockDelta, Index: s.next - 1, Delta: delta{Type: "thinking_delta", Thinking: &text}})
+	s.add(EventContentBlockDelta, blockDelta{Type: EventContentBlockDelta, Index: s.next - 1, Delta: d})
 }
 
 // ToolUse closes the open block and opens a tool_use block.

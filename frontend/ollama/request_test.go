@@ -32,24 +32,29 @@ func TestChatBody(t *testing.T) {
 			`{"messages":[{"role":"assistant","content":"4","reasoning_content":"2+2"},{"role":"user","content":"ok"}]}`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var r ChatRequest
-			if err := Decode([]byte(tc.req), &r); err != nil {
-				t.Fatal(err)
-			}
-			b, err := r.ChatBody()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got, want any
-			_ = json.Unmarshal(b, &got)
-			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s\n%s", diff, b)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkChatBody(t, tc.req, tc.want) })
+	}
+}
+
+// checkChatBody checks that the chat request req becomes the chat body
+// want (compared as JSON values).
+func checkChatBody(t *testing.T, req, want string) {
+	t.Helper()
+	var r ChatRequest
+	if err := Decode([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.ChatBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotV, wantV any
+	_ = json.Unmarshal(b, &gotV)
+	if err := json.Unmarshal([]byte(want), &wantV); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantV, gotV); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, b)
 	}
 }
 
@@ -136,24 +141,7 @@ func TestChatBodyThinkLogprobsAndIDs(t *testing.T) {
 				`{"role":"tool","content":"2","tool_call_id":"u2"},{"role":"tool","content":"1","name":"a","tool_call_id":"u1"}]}`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var r ChatRequest
-			if err := Decode([]byte(tc.req), &r); err != nil {
-				t.Fatal(err)
-			}
-			b, err := r.ChatBody()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got, want any
-			_ = json.Unmarshal(b, &got)
-			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s\n%s", diff, b)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkChatBody(t, tc.req, tc.want) })
 	}
 	var r ChatRequest
 	if err := Decode([]byte(`{"messages":[{"role":"user","content":"x"}],"think":"max"}`), &r); err != nil {

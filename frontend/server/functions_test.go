@@ -76,27 +76,22 @@ func TestLegacyFunctions(t *testing.T) {
 			var got call
 			var content, finish string
 			first := true
-			for _, line := range strings.Split(body, "\n") {
-				data, ok := strings.CutPrefix(line, "data: ")
-				if !ok || data == "[DONE]" {
-					continue
-				}
-				var ch struct {
-					Choices []struct {
-						Delta struct {
-							Content      string
-							ToolCalls    json.RawMessage `json:"tool_calls"`
-							FunctionCall *struct {
-								Name      *string
-								Arguments *string
-							} `json:"function_call"`
-						}
-						FinishReason *string `json:"finish_reason"`
+			type chunk struct {
+				Choices []struct {
+					Delta struct {
+						Content      string
+						ToolCalls    json.RawMessage `json:"tool_calls"`
+						FunctionCall *struct {
+							Name      *string
+							Arguments *string
+						} `json:"function_call"`
 					}
+					FinishReason *string `json:"finish_reason"`
 				}
-				if err := json.Unmarshal([]byte(data), &ch); err != nil {
-					t.Fatal(err)
-				}
+			}
+			chunks, datas := sseLines[chunk](t, body)
+			for i, ch := range chunks {
+				data := datas[i]
 				for _, c := range ch.Choices {
 					content += c.Delta.Content
 					if c.Delta.ToolCalls != nil {

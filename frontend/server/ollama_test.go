@@ -15,6 +15,24 @@ import (
 	"github.com/tandem-llm/tandem/wire"
 )
 
+// sseLines decodes the data of a text/event-stream body's events (not
+// [DONE]) into one T each, with the data's text.
+func sseLines[T any](t *testing.T, body string) (out []T, data []string) {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var v T
+		if err := json.Unmarshal([]byte(d), &v); err != nil {
+			t.Fatalf("%v: %q", err, d)
+		}
+		out, data = append(out, v), append(data, d)
+	}
+	return out, data
+}
+
 // ndjsonLines decodes an NDJSON body into one T per line.
 func ndjsonLines[T any](t *testing.T, body string) []T {
 	t.Helper()

@@ -65,23 +65,18 @@ func TestChatReasoning(t *testing.T) {
 				t.Fatalf("%d %s", code, body)
 			}
 			var r, c string
-			for _, line := range strings.Split(body, "\n") {
-				data, ok := strings.CutPrefix(line, "data: ")
-				if !ok || data == "[DONE]" {
-					continue
-				}
-				var ch struct {
-					Choices []struct {
-						Delta struct {
-							Content          string
-							Reasoning        string
-							ReasoningContent string `json:"reasoning_content"`
-						}
+			type chunk struct {
+				Choices []struct {
+					Delta struct {
+						Content          string
+						Reasoning        string
+						ReasoningContent string `json:"reasoning_content"`
 					}
 				}
-				if err := json.Unmarshal([]byte(data), &ch); err != nil {
-					t.Fatal(err)
-				}
+			}
+			chunks, datas := sseLines[chunk](t, body)
+			for i, ch := range chunks {
+				data := datas[i]
 				for _, choice := range ch.Choices {
 					if choice.Delta.Reasoning != choice.Delta.ReasoningContent {
 						t.Fatalf("reasoning and reasoning_content differ: %s", data)
@@ -169,15 +164,8 @@ func TestResponsesReasoning(t *testing.T) {
 	_, body = postTo(t, url, "/v1/responses", `{"input":"2+2?","stream":true}`)
 	var types []string
 	var deltas string
-	for _, line := range strings.Split(body, "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		var ev struct{ Type, Delta string }
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatal(err)
-		}
+	events, _ := sseLines[struct{ Type, Delta string }](t, body)
+	for _, ev := range events {
 		if strings.HasPrefix(ev.Type, "response.reasoning_text") || ev.Type == "response.output_item.added" || ev.Type == "response.output_item.done" {
 			types = append(types, ev.Type)
 		}
@@ -217,20 +205,13 @@ func TestAnthropicThinking(t *testing.T) {
 	_, body = postTo(t, url, "/v1/messages", req+`,"stream":true}`)
 	var thinking, text string
 	var starts []string
-	for _, line := range strings.Split(body, "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		var ev struct {
-			Type         string
-			Index        int
-			ContentBlock struct{ Type string } `json:"content_block"`
-			Delta        struct{ Type, Text, Thinking string }
-		}
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatal(err)
-		}
+	events, _ := sseLines[struct {
+		Type         string
+		Index        int
+		ContentBlock struct{ Type string } `json:"content_block"`
+		Delta        struct{ Type, Text, Thinking string }
+	}](t, body)
+	for _, ev := range events {
 		switch {
 		case ev.Type == "content_block_start":
 			starts = append(starts, ev.ContentBlock.Type)
