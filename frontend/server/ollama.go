@@ -32,6 +32,23 @@ func (s *Server) mountOllama(e *echo.Echo) {
 	e.POST("/api/show", s.ollamaShow)
 	e.GET("/api/ps", s.ollamaPS)
 	e.GET("/api/version", s.ollamaVersion)
+	for _, p := range []string{"/api/embed", "/api/embeddings"} {
+		e.POST(p, ollamaUnsupported("embeddings are not served: Tandem serves generative models"))
+	}
+	for _, p := range []string{"/api/pull", "/api/push", "/api/create", "/api/copy"} {
+		e.POST(p, ollamaUnsupported("model management is not served: Tandem serves the model it was started with (see /api/tags)"))
+	}
+	e.DELETE("/api/delete", ollamaUnsupported("model management is not served: Tandem serves the model it was started with (see /api/tags)"))
+}
+
+// ollamaUnsupported answers one of Ollama's routes Tandem does not serve
+// with a 404 that says why, so that a client shows the reason rather than
+// a bare "Not Found" (a 404, not a 501: the route is not there, and a 5xx
+// would say the server failed).
+func ollamaUnsupported(why string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return writeError(c, openai.NotFound("", "%s", why))
+	}
 }
 
 // isOllamaPath reports whether a path is Ollama's API, whose errors are

@@ -216,6 +216,8 @@ func TestOllamaRoutes(t *testing.T) {
 		{"/api/generate", `{"model":"dummy","prompt":"x","template":"{{.Prompt}}"}`, 400, "template"},
 		{"/api/generate", `{"model":"dummy","prompt":"x","context":[999999]}`, 400, "out of vocabulary"},
 		{"/api/show", `{"model":"other"}`, 404, "not found"},
+		{"/api/embed", `{"model":"dummy","input":"x"}`, 404, "embeddings are not served"},
+		{"/api/pull", `{"model":"llama3.2"}`, 404, "model management is not served"},
 		{"/api/nope", `{}`, 404, ""},
 	} {
 		code, body := postTo(t, url, tc.path, tc.body)

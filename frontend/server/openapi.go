@@ -78,6 +78,13 @@ var apiOperations = []apiOperation{
 	{"post", "/api/show", "The model's template, details and capabilities (Ollama's API)", "Object", "Object", false},
 	{"get", "/api/ps", "The loaded model (Ollama's API)", "", "Object", false},
 	{"get", "/api/version", "The server's version (Ollama's API)", "", "Version", false},
+	{"post", "/api/embed", "Not served: 404 with the reason (Ollama's embeddings)", "", "", false},
+	{"post", "/api/embeddings", "Not served: 404 with the reason (Ollama's older embeddings)", "", "", false},
+	{"post", "/api/pull", "Not served: 404 with the reason (Ollama's model management)", "", "", false},
+	{"post", "/api/push", "Not served: 404 with the reason (Ollama's model management)", "", "", false},
+	{"post", "/api/create", "Not served: 404 with the reason (Ollama's model management)", "", "", false},
+	{"post", "/api/copy", "Not served: 404 with the reason (Ollama's model management)", "", "", false},
+	{"delete", "/api/delete", "Not served: 404 with the reason (Ollama's model management)", "", "", false},
 }
 
 // webUIOperations are the web console's routes (frontend/webui), in the
