@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -20,23 +18,11 @@ import (
 // sessions, x-api-key and bearer keys, and typed errors.
 func TestDefaultModelAnthropicSDK(t *testing.T) {
 	model := defaultModel(t)
-	py := anthropicPython(t)
+	py := pythonWith(t, "anthropic", "the Python anthropic SDK")
 	port := freePort(t)
 	p := startProc(t, "serve", model, "--port", strconv.Itoa(port), "--max-model-len", "2048",
 		"--kv-cache-memory", "256Mi", "--threads", strconv.Itoa(runtime.NumCPU()), "--api-key", sdkKey)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
 	runSDKScript(t, py, "test_anthropic.py", base, enginecore.ServedName("", model), "--api-key", sdkKey)
-}
-
-// anthropicPython returns a Python that imports anthropic, or skips.
-func anthropicPython(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{filepath.Join(repoRoot(t), ".cache/sdktests-venv/bin/python"), "python3"} {
-		if exec.Command(py, "-c", "import anthropic").Run() == nil {
-			return py
-		}
-	}
-	t.Skip("the Python anthropic SDK is not installed (run scripts/sdktests/setup.sh)")
-	return ""
 }

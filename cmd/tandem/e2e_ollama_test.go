@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -19,23 +17,11 @@ import (
 // LangChain's ChatOllama (PyPI `langchain-ollama`) through it.
 func TestDefaultModelOllamaClient(t *testing.T) {
 	model := defaultModel(t)
-	py := ollamaPython(t)
+	py := pythonWith(t, "ollama", "the Python ollama client")
 	port := freePort(t)
 	p := startProc(t, "serve", model, "--port", strconv.Itoa(port), "--max-model-len", "2048",
 		"--kv-cache-memory", "256Mi", "--threads", strconv.Itoa(runtime.NumCPU()), "--api-key", sdkKey)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
 	runSDKScript(t, py, "test_ollama.py", base, "--api-key", sdkKey)
-}
-
-// ollamaPython returns a Python that imports ollama, or skips.
-func ollamaPython(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{filepath.Join(repoRoot(t), ".cache/sdktests-venv/bin/python"), "python3"} {
-		if exec.Command(py, "-c", "import ollama").Run() == nil {
-			return py
-		}
-	}
-	t.Skip("the Python ollama client is not installed (run scripts/sdktests/setup.sh)")
-	return ""
 }

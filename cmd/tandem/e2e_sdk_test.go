@@ -44,14 +44,18 @@ func repoRoot(t *testing.T) string {
 }
 
 // sdkPython returns a Python that imports openai, or skips.
-func sdkPython(t *testing.T) string {
+func sdkPython(t *testing.T) string { return pythonWith(t, "openai", "the Python openai SDK") }
+
+// pythonWith returns a Python (the sdktests venv's, else python3) that
+// imports module, or skips, naming what (the package) is missing.
+func pythonWith(t *testing.T, module, what string) string {
 	t.Helper()
 	for _, py := range []string{filepath.Join(repoRoot(t), ".cache/sdktests-venv/bin/python"), "python3"} {
-		if exec.Command(py, "-c", "import openai").Run() == nil {
+		if exec.Command(py, "-c", "import "+module).Run() == nil {
 			return py
 		}
 	}
-	t.Skip("the Python openai SDK is not installed (run scripts/sdktests/setup.sh)")
+	t.Skip(what + " is not installed (run scripts/sdktests/setup.sh)")
 	return ""
 }
 

@@ -85,6 +85,9 @@ func functionMessages(msgs []ChatMessage) ([]ChatMessage, *Error) {
 	lastID := ""
 	for i, m := range msgs {
 		out[i] = m
+		if m.Role != "assistant" && m.Role != "function" {
+			continue // nothing of the old form: left as sent
+		}
 		var fields map[string]json.RawMessage
 		if len(m.Raw) > 0 && json.Unmarshal(m.Raw, &fields) != nil {
 			fields = nil

@@ -170,10 +170,17 @@ func heldTail(text, tag string) string {
 	return text[start:]
 }
 
+// Next is Push, and for the answer's last piece Finish too.
+func (s *Splitter) Next(text string, last bool) (reasoning, content string) {
+	r, c := s.Push(text)
+	if last {
+		fr, fc := s.Finish()
+		r, c = r+fr, c+fc
+	}
+	return r, c
+}
+
 // Split splits a whole answer (open as in New).
 func (f *Format) Split(answer string, open bool) (reasoning, content string) {
-	s := f.New(open)
-	r, c := s.Push(answer)
-	r2, c2 := s.Finish()
-	return r + r2, c + c2
+	return f.New(open).Next(answer, true)
 }

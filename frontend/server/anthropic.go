@@ -86,7 +86,7 @@ type messageCall struct {
 	parser    toolparse.Parser    // auto's, or a forced answer's (tool_choice any or tool), made at the first text
 	newID     func() string       // tool_use ids
 	think     *thinker            // splits the reasoning off as a thinking block; nil: none
-	split     *reasoning.Splitter // think's, for a stream
+	split     *reasoning.Splitter // think's, for a stream; nil: none
 }
 
 // messages serves POST /v1/messages.
@@ -130,21 +130,9 @@ func (s *Server) messages(c echo.Context) error {
 	skipSpecial := call.auto == nil || !call.auto.KeepSpecial // the calls' markers may be special tokens, as for chat
 	id := "msg_" + cm.baseID
 	call.resp = anthropic.NewResponse(id, s.cfg.ServedModelName, anthropic.UsageOf(len(prompt), 0, 0))
-	g := &genRequest{
-		internalID:  id + "-" + randomHex(4),
-		externalID:  id,
-		prompt:      prompt,
-		params:      sp,
-		n:           1,
-		sessionID:   cm.sessionID,
-		source:      cm.source,
-		cacheSalt:   chat.CacheSalt,
-		priority:    chat.Priority,
-		rank:        cm.rank,
-		stops:       chat.Stop,
-		skipSpecial: skipSpecial,
-	}
+	g := cm.newGen(id, prompt, sp, &chat.Params, skipSpecial)
 	if req.Stream {
+		call.split = call.think.splitter()
 		return s.streamMessage(c, g, call)
 	}
 	out, err := s.generateMessage(c.Request().Context(), g, call)

@@ -46,16 +46,9 @@ func (s *Server) streamMessage(c echo.Context, g *genRequest, call *messageCall)
 			started = true
 		}
 		text := ev.text
-		if call.think != nil {
-			if call.split == nil {
-				call.split = call.think.f.New(call.think.open)
-			}
+		if call.split != nil {
 			var thought string
-			thought, text = call.split.Push(text)
-			if ev.finish != "" {
-				ft, fc := call.split.Finish()
-				thought, text = thought+ft, text+fc
-			}
+			thought, text = call.split.Next(text, ev.finish != "")
 			st.Thinking(thought)
 		}
 		call.write(&st, text, ev.finish)

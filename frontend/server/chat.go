@@ -64,22 +64,8 @@ func (s *Server) chat(c echo.Context) error {
 	newID := s.toolIDs()
 	think := s.thinkerFor(text, &sp)
 	id := "chatcmpl-" + cm.baseID
-	g := &genRequest{
-		internalID:  id + "-" + randomHex(4),
-		externalID:  id,
-		prompt:      prompt,
-		params:      sp,
-		n:           plan.numGenerated,
-		sessionID:   cm.sessionID,
-		source:      cm.source,
-		cacheSalt:   req.CacheSalt,
-		priority:    req.Priority,
-		rank:        cm.rank,
-		slot:        cm.slot,
-		stops:       req.Stop,
-		includeStop: req.IncludeStopStr,
-		skipSpecial: skipSpecial,
-	}
+	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecial)
+	g.n, g.slot, g.includeStop = plan.numGenerated, cm.slot, req.IncludeStopStr
 	created := nowUnix()
 	gens := []*genRequest{g}
 	src := s.sourceFor(&req.Params, lp)
@@ -236,7 +222,7 @@ func (cs *chatStreamer) first(index int, u *openai.Usage) any {
 
 func (cs *chatStreamer) chunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
 	if cs.think != nil {
-		return cs.thinkChunk(ev, lps, u, cs.contentChunk)
+		return cs.thinkChunk(ev, lps, u)
 	}
 	return cs.contentChunk(ev, lps, u)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/detok"
 	"github.com/tandem-llm/tandem/frontend/engineclient"
+	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/session"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/wire"
@@ -33,6 +34,27 @@ type genRequest struct {
 	includeStop bool
 	skipSpecial bool
 	slot        *slotPin // id_slot's: the first choice's tokens are recorded there (slotsave.go)
+}
+
+// newGen is the one-choice engine request id of an HTTP request (cm, its
+// body's params p): its prompt and sampling parameters, and p's session,
+// rank, cache salt, priority and stop strings. Callers set the rest (n,
+// include_stop_str_in_output, an id_slot's slot).
+func (cm common) newGen(id string, prompt []int32, sp wire.SamplingParams, p *openai.Params, skipSpecial bool) *genRequest {
+	return &genRequest{
+		internalID:  id + "-" + randomHex(4),
+		externalID:  id,
+		prompt:      prompt,
+		params:      sp,
+		n:           1,
+		sessionID:   cm.sessionID,
+		source:      cm.source,
+		cacheSalt:   p.CacheSalt,
+		priority:    p.Priority,
+		rank:        cm.rank,
+		stops:       p.Stop,
+		skipSpecial: skipSpecial,
+	}
 }
 
 // choiceEvent is one child's news, already detokenized and stop-checked.

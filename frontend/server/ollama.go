@@ -14,7 +14,6 @@ import (
 	"github.com/tandem-llm/tandem/frontend/engineclient"
 	"github.com/tandem-llm/tandem/frontend/ollama"
 	"github.com/tandem-llm/tandem/frontend/openai"
-	"github.com/tandem-llm/tandem/frontend/reasoning"
 )
 
 // Ollama's native API on the chat pipeline: package ollama turns a body
@@ -196,20 +195,7 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 	call := &messageCall{plan: plan, auto: s.autoTools(plan), newID: func() string { return "" }}
 	run.think = s.thinkerFor(text, &sp)
 	id := "ollama-" + cm.baseID
-	g := &genRequest{
-		internalID:  id + "-" + randomHex(4),
-		externalID:  id,
-		prompt:      prompt,
-		params:      sp,
-		n:           1,
-		sessionID:   cm.sessionID,
-		source:      cm.source,
-		cacheSalt:   chat.CacheSalt,
-		priority:    chat.Priority,
-		rank:        cm.rank,
-		stops:       chat.Stop,
-		skipSpecial: call.auto == nil || !call.auto.KeepSpecial, // the calls' markers may be special tokens, as for chat
-	}
+	g := cm.newGen(id, prompt, sp, &chat.Params, call.auto == nil || !call.auto.KeepSpecial) // the calls' markers may be special tokens, as for chat
 	if run.stream {
 		return s.ollamaStream(c, g, call, run)
 	}
@@ -242,10 +228,7 @@ func (s *Server) ollamaStream(c echo.Context, g *genRequest, call *messageCall, 
 	var a ollamaAnswer
 	var ids []int32
 	var lps []ollama.Logprob // the tokens' not yet sent, with logprobs
-	var split *reasoning.Splitter
-	if run.think != nil {
-		split = run.think.f.New(run.think.open)
-	}
+	split := run.think.splitter()
 	for {
 		var ev choiceEvent
 		select {
@@ -267,11 +250,7 @@ func (s *Server) ollamaStream(c echo.Context, g *genRequest, call *messageCall, 
 		text := ev.text
 		if split != nil {
 			var thought string
-			thought, text = split.Push(text)
-			if ev.finish != "" {
-				ft, fc := split.Finish()
-				thought, text = thought+ft, text+fc
-			}
+			thought, text = split.Next(text, ev.finish != "")
 			a.thinking.WriteString(thought)
 		}
 		call.write(&a, text, ev.finish)
@@ -306,9 +285,8 @@ func (s *Server) ollamaStream(c echo.Context, g *genRequest, call *messageCall, 
 // last is the answer's last object: done, with done_reason and stats.
 func (run *ollamaRun) last(g *genRequest, finish string, numTokens int, t engineclient.Timing, ids []int32) ollamaPiece {
 	st := &ollama.Stats{TotalDuration: time.Since(run.start).Nanoseconds(), PromptEvalCount: len(g.prompt), EvalCount: numTokens}
-	if t.Scheduled > 0 && t.FirstToken >= t.Scheduled {
-		st.PromptEvalDuration = int64((t.FirstToken - t.Scheduled) * 1e9)
-		st.EvalDuration = int64(max(t.LastToken-t.FirstToken, 0) * 1e9)
+	if promptMS, predMS, ok := engineMS(t); ok {
+		st.PromptEvalDuration, st.EvalDuration = int64(promptMS*1e6), int64(predMS*1e6)
 	}
 	p := ollamaPiece{run: run, done: true, reason: ollama.DoneReason(finish), stats: st}
 	if run.generate {

@@ -112,21 +112,8 @@ func (s *Server) createResponse(c echo.Context) error {
 		skipSpecial = false // the calls' markers may be special tokens, as for chat
 	}
 	id := "resp_" + cm.baseID
-	g := &genRequest{
-		internalID:  id + "-" + randomHex(4),
-		externalID:  id,
-		prompt:      prompt,
-		params:      sp,
-		n:           1,
-		sessionID:   cm.sessionID,
-		source:      cm.source,
-		cacheSalt:   req.CacheSalt,
-		priority:    req.Priority,
-		rank:        cm.rank,
-		stops:       req.Stop,
-		includeStop: req.IncludeStopStr,
-		skipSpecial: skipSpecial,
-	}
+	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecial)
+	g.includeStop = req.IncludeStopStr
 	call.resp = s.newResponse(&req, id)
 	call.rawMessages, call.promptText, call.prompt = req.EnableResponseMessages, text, prompt
 	gens := []*genRequest{g}

@@ -41,10 +41,7 @@ type outputItems struct {
 
 // newOutput starts call's output items, sending to w when it is set.
 func (call *responseCall) newOutput(w *responseStream) *outputItems {
-	o := &outputItems{call: call, w: w}
-	if call.think != nil {
-		o.think = call.think.f.New(call.think.open)
-	}
+	o := &outputItems{call: call, w: w, think: call.think.splitter()}
 	switch {
 	case call.auto != nil:
 		o.parser = call.auto.New(call.plan.Names)

@@ -26,6 +26,14 @@ func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams) *thinker {
 	return &thinker{f: f, open: f.OpensInPrompt(prompt)}
 }
 
+// splitter is a Splitter for one answer, nil for a nil thinker.
+func (t *thinker) splitter() *reasoning.Splitter {
+	if t == nil {
+		return nil
+	}
+	return t.f.New(t.open)
+}
+
 // split splits a whole answer; a nil thinker leaves it content.
 func (t *thinker) split(answer string) (reasoning, content string) {
 	if t == nil {
@@ -45,19 +53,16 @@ func withReasoning(m *openai.AssistantMessage, reasoning string, include *bool) 
 
 // thinkChunk splits a streamed event: its reasoning goes out first in a
 // chunk of its own (delta reasoning and reasoning_content, with the
-// event's logprobs), then the content through next, the streamer's
-// usual path. A splitter per choice holds back what may be a tag.
-func (cs *chatStreamer) thinkChunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage, next func(*choiceEvent, []tokenLogprob, *openai.Usage) any) any {
+// event's logprobs), then the content through contentChunk, the
+// streamer's usual path. A splitter per choice holds back what may be a
+// tag.
+func (cs *chatStreamer) thinkChunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
 	sp := cs.splitters[ev.index]
 	if sp == nil {
-		sp = cs.think.f.New(cs.think.open)
+		sp = cs.think.splitter()
 		cs.splitters[ev.index] = sp
 	}
-	r, c := sp.Push(ev.text)
-	if ev.finish != "" {
-		fr, fc := sp.Finish()
-		r, c = r+fr, c+fc
-	}
+	r, c := sp.Next(ev.text, ev.finish != "")
 	var out chunks
 	if r != "" && cs.showReasoning {
 		ch := cs.base()
@@ -71,7 +76,7 @@ func (cs *chatStreamer) thinkChunk(ev *choiceEvent, lps []tokenLogprob, u *opena
 	}
 	rest := *ev
 	rest.text = c
-	switch more := next(&rest, lps, u).(type) {
+	switch more := cs.contentChunk(&rest, lps, u).(type) {
 	case nil:
 	case chunks:
 		out = append(out, more...)
