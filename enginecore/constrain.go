@@ -28,8 +28,9 @@ const compiledConstraints = 256
 
 // constraint is one request's matcher and its mask buffer.
 type constraint struct {
-	m    *structured.Matcher
-	mask []uint32 // [ceil(V/32)] bit t: token t allowed
+	m     *structured.Matcher
+	mask  []uint32   // [ceil(V/32)] bit t: token t allowed
+	think *thinkGate // while the answer may think first (think.go); nil: the constraint applies
 }
 
 // constraintFor is the constraint so asks for, checked against what the
@@ -80,13 +81,16 @@ func (e *Engine) constrain(b *batch.Batch) {
 	for i := range b.Items {
 		it := &b.Items[i]
 		c := e.constraints[it.RequestID]
-		if c == nil || !it.Sample {
+		if c == nil || !it.Sample || c.think != nil && !c.think.masks() {
 			continue
 		}
 		if err := c.m.FillMask(c.mask); err != nil {
 			e.failed[it.RequestID] = err
 			it.Allowed = eosOnly(c.mask, e.eos)
 			continue
+		}
+		if c.think != nil {
+			c.think.allow(c.mask)
 		}
 		it.Allowed = c.mask
 		if c.m.Done() {
@@ -95,7 +99,8 @@ func (e *Engine) constrain(b *batch.Batch) {
 	}
 }
 
-// advance moves each constrained item's matcher past its sampled token.
+// advance moves each constrained item's matcher past its sampled token
+// (not while the request thinks first: think.go).
 func (e *Engine) advance(b *batch.Batch, res *batch.Result) {
 	if len(e.constraints) == 0 {
 		return
@@ -105,6 +110,15 @@ func (e *Engine) advance(b *batch.Batch, res *batch.Result) {
 		c := e.constraints[it.RequestID]
 		if c == nil || !it.Sample || e.failed[it.RequestID] != nil {
 			continue
+		}
+		if g := c.think; g != nil {
+			open, accept := g.step(res.Sampled[i], e.cfg.Vocab.Pieces[res.Sampled[i]])
+			if open {
+				c.think = nil
+			}
+			if !accept {
+				continue
+			}
 		}
 		if err := c.m.Accept(res.Sampled[i]); err != nil {
 			e.failed[it.RequestID] = err

@@ -205,3 +205,34 @@ func TestConstraintPrefixAndMaskedLogprobs(t *testing.T) {
 		t.Fatalf("a prefix the constraint refuses: finish %v, want an error", out.FinishReason)
 	}
 }
+
+// TestConstraintAfterThinking: with think tags, a constrained answer
+// samples freely inside its think block, and the constraint applies from
+// the token after the end tag (the dummy model's byte tokens: logit_bias
+// makes it write the tags; the regex refuses them).
+func TestConstraintAfterThinking(t *testing.T) {
+	c := constrainedEngine(t)
+	for _, tt := range []struct {
+		name       string
+		start, end string
+		bias       map[int32]float64
+		want       string // a regexp the whole answer matches
+	}{
+		{name: "the prompt opened the block", end: ">", bias: map[int32]float64{'>': 100}, want: `^>[a-z]{3}$`},
+		{name: "the answer opens the block; the end tag spans tokens", start: "<", end: "<<", bias: map[int32]float64{'<': 100}, want: `^<<<[a-z]{3}$`},
+		{name: "the answer does not open the block", start: "<", end: ">", bias: map[int32]float64{'<': -100, '>': 100}, want: `^[a-z]{3}$`},
+		{name: "a start tag of two tokens cannot be offered: constrained at once", start: "<<", end: ">", bias: map[int32]float64{'<': 100, '>': 100}, want: `^[a-z]{3}$`},
+		{name: "no tags: constrained at once", bias: map[int32]float64{'>': 100}, want: `^[a-z]{3}$`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := wire.DefaultSamplingParams()
+			p.Temperature, p.MaxTokens = 0, 32
+			p.StructuredOutputs = &wire.StructuredOutputs{Regex: "[a-z]{3}"}
+			p.ReasoningStart, p.ReasoningEnd, p.LogitBias = tt.start, tt.end, tt.bias
+			text, finish, why := generate(t, c, strings.ReplaceAll(tt.name, " ", "-"), p)
+			if finish != wire.FinishStop || !regexp.MustCompile(tt.want).MatchString(text) {
+				t.Fatalf("answer %q (finish %v %v), want one matching %s, ended by EOS", text, finish, why, tt.want)
+			}
+		})
+	}
+}

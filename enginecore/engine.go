@@ -111,6 +111,9 @@ type Engine struct {
 	holding     *holding               // requests waiting for their constraint to compile
 	constraints map[string]*constraint // by request key
 	failed      map[string]error       // requests whose matcher failed this step
+	// singleTokens are the think tags' tokens (tokenOf): a piece's id, -1
+	// when no one token spells it.
+	singleTokens map[string]int32
 
 	// publishing: session reports are built (PublishTo was called); kvPub:
 	// KV events too (there is a PUB socket); events is its endpoint, for
@@ -179,7 +182,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		pid:      os.Getpid(),
 		eos:      be.Model().EOSTokenIDs,
 	}
-	e.constraints, e.failed, e.holding = map[string]*constraint{}, map[string]error{}, newHolding()
+	e.constraints, e.failed, e.holding, e.singleTokens = map[string]*constraint{}, map[string]error{}, newHolding(), map[string]int32{}
 	if v := cfg.Vocab; v != nil {
 		sv, err := structured.NewVocab(v.Pieces, v.Special, e.eos)
 		if err != nil {

@@ -156,6 +156,7 @@ func (e *Engine) admit(now time.Time, req *sched.Request, c *constraint) (out Ou
 	}
 	e.life.queued(req.ID, unixSeconds(now))
 	if c != nil {
+		c.think = newThinkGate(&req.Params, e.tokenOf)
 		e.constraints[req.ID] = c
 	}
 	if req.SessionID != "" {

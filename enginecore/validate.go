@@ -71,6 +71,12 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32, maxLogprobs int) er
 		return fmt.Errorf("_tandem_constraint_prefix %d: want [0, %d), fewer than the prompt's tokens", p.ConstraintPrefix, len(r.PromptTokenIDs))
 	case p.ConstraintPrefix > 0 && p.StructuredOutputs == nil:
 		return fmt.Errorf("_tandem_constraint_prefix needs structured_outputs")
+	case p.ReasoningStart != "" && p.ReasoningEnd == "":
+		return fmt.Errorf("_tandem_reasoning_start needs _tandem_reasoning_end")
+	case len(p.ReasoningStart) > maxThinkTag || len(p.ReasoningEnd) > maxThinkTag:
+		return fmt.Errorf("_tandem_reasoning_start and _tandem_reasoning_end: at most %d bytes each", maxThinkTag)
+	case p.ReasoningEnd != "" && p.ConstraintPrefix > 0:
+		return fmt.Errorf("_tandem_constraint_prefix continues a constrained answer: it takes no think tags")
 	}
 	if err := validateLogprobs(p, vocab, maxLogprobs); err != nil {
 		return err

@@ -56,6 +56,15 @@ func TestValidateRequest(t *testing.T) {
 		{"too many prompt logprobs", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = &big }, "Requested prompt logprobs of 21, which is greater than max allowed: 20"},
 		{"prompt logprobs -1", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = &neg }, "Requested prompt logprobs of"},
 		{"prompt logprobs -3", func(r *wire.EngineCoreRequest) { r.SamplingParams.PromptLogprobs = ptrTo(-3) }, "prompt_logprobs must be non-negative or -1, got -3."},
+		{"think tags", func(r *wire.EngineCoreRequest) {
+			r.SamplingParams.ReasoningStart, r.SamplingParams.ReasoningEnd = "<think>", "</think>"
+		}, ""},
+		{"think start without end", func(r *wire.EngineCoreRequest) { r.SamplingParams.ReasoningStart = "<think>" }, "_tandem_reasoning_start needs _tandem_reasoning_end"},
+		{"think tag of 65 bytes", func(r *wire.EngineCoreRequest) { r.SamplingParams.ReasoningEnd = strings.Repeat("x", 65) }, "at most 64 bytes"},
+		{"think tags with a constraint prefix", func(r *wire.EngineCoreRequest) {
+			r.SamplingParams.ReasoningEnd, r.SamplingParams.ConstraintPrefix = "</think>", 1
+			r.SamplingParams.StructuredOutputs = &wire.StructuredOutputs{Regex: "a"}
+		}, "takes no think tags"},
 		{"allowed token ids", func(r *wire.EngineCoreRequest) { r.SamplingParams.AllowedTokenIDs = []int32{1, 2} }, ""},
 		{"allowed token ids empty", func(r *wire.EngineCoreRequest) { r.SamplingParams.AllowedTokenIDs = []int32{} }, "allowed_token_ids is not None and empty!"},
 		{"allowed token ids out of vocab", func(r *wire.EngineCoreRequest) { r.SamplingParams.AllowedTokenIDs = []int32{1, model.DummyVocabSize} },

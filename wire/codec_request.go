@@ -180,6 +180,14 @@ var spFields = []spField{
 			p.SpecMinDraft = &n
 			return err
 		}},
+	{"_tandem_reasoning_start",
+		func(p *SamplingParams) bool { return p.ReasoningStart == "" },
+		func(e *enc, p *SamplingParams) { e.str(p.ReasoningStart) },
+		func(d *dec, p *SamplingParams) (err error) { p.ReasoningStart, err = d.str(); return err }},
+	{"_tandem_reasoning_end",
+		func(p *SamplingParams) bool { return p.ReasoningEnd == "" },
+		func(e *enc, p *SamplingParams) { e.str(p.ReasoningEnd) },
+		func(d *dec, p *SamplingParams) (err error) { p.ReasoningEnd, err = d.str(); return err }},
 	{"structured_outputs",
 		func(p *SamplingParams) bool { return p.StructuredOutputs == nil },
 		func(e *enc, p *SamplingParams) { p.StructuredOutputs.encode(e) },

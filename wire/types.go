@@ -93,7 +93,15 @@ type SamplingParams struct {
 	// *SpecMaxDraft tokens (0: the request is not speculated) and is
 	// dropped when shorter than *SpecMinDraft.
 	SpecMaxDraft, SpecMinDraft *int
-	ExtraArgs                  map[string]any // "extra_args", default nil (from vllm_xargs)
+	// ReasoningStart and ReasoningEnd ("_tandem_reasoning_start",
+	// "_tandem_reasoning_end", default ""): with StructuredOutputs, the
+	// answer may think first, and its constraint applies from the token
+	// after ReasoningEnd (vLLM's reasoning_ended false). ReasoningStart ""
+	// says the prompt opened the think block; set, the answer may open it
+	// with that tag as its first token, else the constraint applies from
+	// its first token. Both "": constrained from the first token.
+	ReasoningStart, ReasoningEnd string
+	ExtraArgs                    map[string]any // "extra_args", default nil (from vllm_xargs)
 }
 
 // StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and

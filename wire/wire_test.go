@@ -113,6 +113,15 @@ func TestRoundTrip(t *testing.T) {
 			}()},
 		},
 		{
+			name: "add with think tags before a constraint", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
+				p := wire.DefaultSamplingParams()
+				p.StructuredOutputs = &wire.StructuredOutputs{JSONObject: true}
+				p.ReasoningStart, p.ReasoningEnd = "<think>", "</think>"
+				return p
+			}()},
+		},
+		{
 			name: "add with return progress", typ: wire.MsgAdd,
 			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
 				p := wire.DefaultSamplingParams()

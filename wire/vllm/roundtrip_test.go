@@ -99,6 +99,37 @@ func TestTranslateRequest(t *testing.T) {
 	}
 }
 
+// TestTranslateReasoning: think tags before a constraint reach vLLM's
+// engine as reasoning_ended false; without a constraint, or without tags,
+// reasoning_ended stays unset (vLLM's engine reads the prompt itself).
+func TestTranslateReasoning(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		end        string
+		constraint bool
+		want       *bool
+	}{
+		{name: "tags and a constraint", end: "</think>", constraint: true, want: new(bool)},
+		{name: "tags without a constraint", end: "</think>"},
+		{name: "a constraint without tags", constraint: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &wire.EngineCoreRequest{RequestID: "r", PromptTokenIDs: []int32{1}, SamplingParams: wire.DefaultSamplingParams()}
+			r.SamplingParams.ReasoningEnd = tt.end
+			if tt.constraint {
+				r.SamplingParams.StructuredOutputs = &wire.StructuredOutputs{JSONObject: true}
+			}
+			v, err := vllm.FromTandemRequest(r, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, v.ReasoningEnded); diff != "" {
+				t.Errorf("reasoning_ended (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestTranslateOutputs(t *testing.T) {
 	to := &wire.EngineCoreOutputs{EngineIndex: 0, Timestamp: 5, Outputs: []wire.EngineCoreOutput{{
 		RequestID: "r", NewTokenIDs: []int32{4}, FinishReason: wire.FinishStop, StopReason: int64(4), NumCachedTokens: 3,

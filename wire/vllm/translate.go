@@ -54,13 +54,20 @@ func ptrInt64ToInt(p *int64) *int {
 // FlowID has no counterpart and is dropped; SessionID goes to index 20;
 // _all_stop_token_ids is filled as vLLM's frontend fills it (the EOS token,
 // then stop_token_ids). SamplingParams' ConstraintPrefix and
-// MaskedLogprobs are Tandem's own: set, they are ErrUntranslatable.
+// MaskedLogprobs are Tandem's own: set, they are ErrUntranslatable. Think
+// tags before a constraint (ReasoningEnd) are vLLM's reasoning_ended
+// false: vLLM's engine finds the end with its own --reasoning-parser.
 func FromTandemRequest(r *wire.EngineCoreRequest, clientIndex, currentWave int64) (*EngineCoreRequest, error) {
 	sp, err := FromTandemSamplingParams(&r.SamplingParams)
 	if err != nil {
 		return nil, err
 	}
+	var reasoningEnded *bool
+	if r.SamplingParams.ReasoningEnd != "" && r.SamplingParams.StructuredOutputs != nil {
+		reasoningEnded = new(bool)
+	}
 	return &EngineCoreRequest{
+		ReasoningEnded:   reasoningEnded,
 		RequestID:        r.RequestID,
 		PromptTokenIDs:   slices.Clone(r.PromptTokenIDs),
 		SamplingParams:   sp,
@@ -143,9 +150,13 @@ func FromTandemSamplingParams(t *wire.SamplingParams) (*SamplingParams, error) {
 
 // ToTandemRequest translates a vLLM ADD for a Tandem engine. What only
 // vLLM's frontend reads (client_index, current_wave, trace_headers,
-// resumable, reasoning_*, and in SamplingParams stop strings,
-// detokenization, output_kind, flat_logprobs, stream_interval,
-// skip_clone, output_text_buffer_length, bad_words strings) is dropped.
+// resumable, and in SamplingParams stop strings, detokenization,
+// output_kind, flat_logprobs, stream_interval, skip_clone,
+// output_text_buffer_length, bad_words strings) is dropped, and so are
+// reasoning_ended and reasoning_parser_kwargs: Tandem's engine has no
+// reasoning parser to find the end of the thinking with (a Tandem
+// frontend names the tags in _tandem_reasoning_*), so a vLLM frontend's
+// constrained request is constrained from its first token.
 // Fields that change what the engine computes and that Tandem lacks
 // (mm_features, pooling_params, lora_request, prompt_embeds,
 // prompt_is_token_ids, abort_immediately, kv_hints; in SamplingParams
