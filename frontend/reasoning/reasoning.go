@@ -52,6 +52,14 @@ func (f *Format) OpensInPrompt(prompt string) bool {
 	return strings.HasSuffix(strings.TrimRight(prompt, " \t\r\n"), f.Start)
 }
 
+// ClosedInPrompt reports whether a rendered prompt ends just after the
+// think block's end tag: the template closed the block itself (Qwen3's
+// with enable_thinking false writes an empty one), so the answer is all
+// content.
+func (f *Format) ClosedInPrompt(prompt string) bool {
+	return strings.HasSuffix(strings.TrimRight(prompt, " \t\r\n"), f.End)
+}
+
 type state int
 
 const (

@@ -72,6 +72,11 @@ func TestDetectAndPrompt(t *testing.T) {
 	if !f.OpensInPrompt("<|im_start|>assistant\n<think>\n") || f.OpensInPrompt("<|im_start|>assistant\n") {
 		t.Error("OpensInPrompt")
 	}
+	closed := "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n" // Qwen3's with enable_thinking false
+	if !f.ClosedInPrompt(closed) || f.OpensInPrompt(closed) || f.ClosedInPrompt("<|im_start|>assistant\n<think>\n") ||
+		f.ClosedInPrompt("<think>a</think>b<|im_end|>\n<|im_start|>assistant\n") {
+		t.Error("ClosedInPrompt")
+	}
 	if _, err := Lookup("nope"); err == nil {
 		t.Error("Lookup(nope)")
 	}

@@ -15,15 +15,25 @@ type thinker struct {
 }
 
 // thinkerFor returns the split for a request with this rendered prompt,
-// nil when the server has no reasoning parser or the output is
-// constrained (structured outputs and forced tool calls constrain it
-// from its first token: there is no reasoning to split off).
-func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams) *thinker {
+// nil when the server has no reasoning parser. A constrained request
+// (structured outputs, forced tool calls) may think first, as with vLLM:
+// sp then names the think tags, and the engine applies the constraint
+// from the token after the end tag (or from the first token when the
+// answer does not open the block). beam: the request is a beam search,
+// whose expansions are constrained from their first token (no split).
+func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams, beam bool) *thinker {
 	f := s.cfg.ReasoningParser
-	if f == nil || sp.StructuredOutputs != nil {
+	if f == nil || sp.StructuredOutputs != nil && beam {
 		return nil
 	}
-	return &thinker{f: f, open: f.OpensInPrompt(prompt)}
+	open := f.OpensInPrompt(prompt)
+	if sp.StructuredOutputs != nil && !f.ClosedInPrompt(prompt) {
+		sp.ReasoningEnd = f.End
+		if !open {
+			sp.ReasoningStart = f.Start
+		}
+	}
+	return &thinker{f: f, open: open}
 }
 
 // splitter is a Splitter for one answer, nil for a nil thinker.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tandem-llm/tandem/frontend/reasoning"
@@ -23,8 +24,8 @@ func thinkServer(t *testing.T, f *fakeEngine) string {
 
 // TestChatReasoning: with a reasoning parser the think block comes back
 // as reasoning (and reasoning_content), the rest as content, streamed as
-// not; include_reasoning false drops it; a constrained answer is not
-// split.
+// not; include_reasoning false drops it; a constrained answer is split
+// too (its constraint applies after the think block).
 func TestChatReasoning(t *testing.T) {
 	answer := []string{"<thi", "nk>\nFirst, ", "add.\n</", "think>\n\nIt is ", "4."}
 	tests := []struct {
@@ -34,7 +35,7 @@ func TestChatReasoning(t *testing.T) {
 	}{
 		{"split", ``, "First, add.", "It is 4.", true},
 		{"include_reasoning false", `,"include_reasoning":false`, "", "It is 4.", false},
-		{"constrained: not split", `,"structured_outputs":{"regex":".*"}`, "", strings.Join(answer, ""), false},
+		{"constrained: the constraint follows the reasoning", `,"structured_outputs":{"regex":".*"}`, "First, add.", "It is 4.", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +90,74 @@ func TestChatReasoning(t *testing.T) {
 				t.Errorf("streamed: reasoning %q, content %q\n%s", r, c, body)
 			}
 		})
+	}
+}
+
+// TestConstrainedThinking: a constrained request tells the engine the
+// think tags to wait for (the start tag too when the answer may open the
+// block), none when the prompt closed the block or nothing constrains it;
+// a forced tool call's reasoning comes back apart from the calls.
+func TestConstrainedThinking(t *testing.T) {
+	user := `{"role":"user","content":"?"}`
+	tests := []struct {
+		name, path, body string
+		start, end       string
+	}{
+		{"json_object", "/v1/chat/completions", `{"messages":[` + user + `],"response_format":{"type":"json_object"}}`, "<think>", "</think>"},
+		{"the prompt opened the block", "/v1/chat/completions",
+			`{"messages":[` + user + `,{"role":"assistant","content":"<think>\n"}],"continue_final_message":true,"add_generation_prompt":false,"response_format":{"type":"json_object"}}`, "", "</think>"},
+		{"the prompt closed the block", "/v1/chat/completions",
+			`{"messages":[` + user + `,{"role":"assistant","content":"<think>\n\n</think>\n\n"}],"continue_final_message":true,"add_generation_prompt":false,"response_format":{"type":"json_object"}}`, "", ""},
+		{"unconstrained", "/v1/chat/completions", `{"messages":[` + user + `]}`, "", ""},
+		{"tool_choice required", "/v1/chat/completions",
+			`{"messages":[` + user + `],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required"}`, "<think>", "</think>"},
+		{"responses json_schema", "/v1/responses",
+			`{"input":"?","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object"}}}}`, "<think>", "</think>"},
+		{"messages forced tool", "/v1/messages",
+			`{"model":"dummy","max_tokens":20,"messages":[` + user + `],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}}`, "<think>", "</think>"},
+		{"ollama format", "/api/chat", `{"model":"dummy","stream":false,"messages":[` + user + `],"format":"json"}`, "<think>", "</think>"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []wire.SamplingParams
+			var mu sync.Mutex
+			f := &fakeEngine{script: func(r *wire.EngineCoreRequest) []wire.EngineCoreOutput {
+				mu.Lock()
+				got = append(got, r.SamplingParams)
+				mu.Unlock()
+				return outputs(wire.FinishStop, eosIf(wire.FinishStop), "{}")
+			}}
+			code, body := postTo(t, thinkServer(t, f), tc.path, tc.body)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 || got[0].ReasoningStart != tc.start || got[0].ReasoningEnd != tc.end {
+				t.Fatalf("engine requests %+v, want think tags %q %q", got, tc.start, tc.end)
+			}
+		})
+	}
+}
+
+// TestForcedToolCallAfterThinking: tool_choice required on a thinking
+// model: the calls after the think block are parsed, the block is the
+// reasoning, streamed and not.
+func TestForcedToolCallAfterThinking(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), "<think>\nThe user wants f.", "\n</think>\n\n", `[{"name": "f", `, `"parameters": {"x": 1}}]`)
+	}}
+	url := thinkServer(t, f)
+	req := `{"messages":[{"role":"user","content":"?"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required"`
+	code, body := post(t, url, req+`}`)
+	if code != http.StatusOK || !strings.Contains(body, `"reasoning":"The user wants f."`) || !strings.Contains(body, `"arguments":"{\"x\":1}"`) ||
+		!strings.Contains(body, `"finish_reason":"tool_calls"`) {
+		t.Fatalf("%d %s", code, body)
+	}
+	code, body = post(t, url, req+`,"stream":true}`)
+	if code != http.StatusOK || !strings.Contains(body, `"reasoning":"The user wants f."`) || !strings.Contains(body, `"name":"f"`) ||
+		!strings.Contains(body, `"finish_reason":"tool_calls"`) || strings.Contains(body, `think>`) {
+		t.Fatalf("streamed: %d %s", code, body)
 	}
 }
 
