@@ -66,14 +66,15 @@ func (s *Server) batchChat(c echo.Context) error {
 	}
 	id := "chatcmpl-" + cm.baseID
 	gens := make([]*genRequest, len(reqs))
+	thinks := make([]*thinker, len(reqs))
 	for i, req := range reqs {
 		req.CacheSalt = reqs[0].CacheSalt // resolveCommon scoped the first's to the tenant
-		g, e := s.batchGen(req, cm, fmt.Sprintf("%s_%d", id, i))
+		g, think, e := s.batchGen(req, cm, fmt.Sprintf("%s_%d", id, i))
 		if e != nil {
 			return writeError(c, inConversation(e, i))
 		}
 		g.firstIndex = i
-		gens[i] = g
+		gens[i], thinks[i] = g, think
 	}
 	res, err := s.collect(c.Request().Context(), gens, s.startAll, s.tokensAsIDs(&reqs[0].Params))
 	if err != nil {
@@ -82,9 +83,11 @@ func (s *Server) batchChat(c echo.Context) error {
 	out := openai.ChatCompletion{ID: id, Object: openai.ObjectChatCompletion, Created: nowUnix(), Model: s.cfg.ServedModelName,
 		Usage: usageOf(gens, res), SystemFingerprint: s.fingerprint}
 	for i, r := range res {
-		content := batchEcho(reqs[i]) + r.text.String()
+		thought, text := thinks[i].split(r.text.String())
+		content := batchEcho(reqs[i]) + text
 		ch := openai.ChatChoice{Index: i, Message: openai.AssistantMessage{Role: "assistant", Content: &content},
 			FinishReason: r.finish, StopReason: r.stopReason}
+		withReasoning(&ch.Message, thought, reqs[i].IncludeReasoning)
 		if reqs[i].Logprobs {
 			ch.Logprobs = chatLogprobs(sampledTopIf(len(reqs[i].Params.LogprobTokenIDs) > 0, r.logprobs))
 		}
@@ -107,29 +110,30 @@ func readBatchBody(c echo.Context) ([]byte, *openai.Error) {
 }
 
 // batchGen prepares one conversation of a batch as a one-choice chat
-// request.
-func (s *Server) batchGen(req *openai.ChatCompletionRequest, cm common, internalID string) (*genRequest, *openai.Error) {
+// request, with the split of its answer into reasoning and content.
+func (s *Server) batchGen(req *openai.ChatCompletionRequest, cm common, internalID string) (*genRequest, *thinker, *openai.Error) {
 	text, e := s.renderChat(req)
 	if e != nil {
-		return nil, e
+		return nil, nil, e
 	}
 	prompt := s.truncatePrompt(&req.Params, s.tok.Encode(text, req.AddSpecial(false)))
 	maxOut, set := req.MaxOutputTokens()
 	maxTokens, e := s.checkLength(len(prompt), maxOut, set)
 	if e != nil {
-		return nil, e
+		return nil, nil, e
 	}
 	lp := req.SampleLogprobs()
 	if e := s.checkLogprobParams(&req.Params, lp); e != nil {
-		return nil, e
+		return nil, nil, e
 	}
 	sp, e := samplingParams(&req.Params, maxTokens, lp, s.tok.EOS())
 	if e != nil {
-		return nil, e
+		return nil, nil, e
 	}
+	think := s.thinkerFor(text, &sp, false)
 	return &genRequest{internalID: internalID, externalID: internalID, prompt: prompt, params: sp, n: 1,
 		sessionID: cm.sessionID, source: cm.source, cacheSalt: req.CacheSalt, priority: req.Priority, rank: cm.rank,
-		stops: req.Stop, includeStop: req.IncludeStopStr, skipSpecial: req.SkipSpecial()}, nil
+		stops: req.Stop, includeStop: req.IncludeStopStr, skipSpecial: req.SkipSpecial()}, think, nil
 }
 
 // batchEcho is what echo prepends to a conversation's answer: its last

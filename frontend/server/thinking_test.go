@@ -294,3 +294,21 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Errorf("blocks %v, thinking %q, text %q\n%s", starts, thinking, text, body)
 	}
 }
+
+// TestBatchChatReasoning: vLLM's batch chat splits each conversation's
+// answer as a chat completion does.
+func TestBatchChatReasoning(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), "<think>a</think>", "b")
+	}}
+	url := thinkServer(t, f)
+	body := `{"messages":[[{"role":"user","content":"?"}],[{"role":"user","content":"!"}]]`
+	code, out := postTo(t, url, "/v1/chat/completions/batch", body+`}`)
+	if code != http.StatusOK || strings.Count(out, `"content":"b","reasoning":"a","reasoning_content":"a"`) != 2 {
+		t.Fatalf("%d %s", code, out)
+	}
+	code, out = postTo(t, url, "/v1/chat/completions/batch", body+`,"include_reasoning":false}`)
+	if code != http.StatusOK || strings.Count(out, `"content":"b"`) != 2 || strings.Contains(out, `"reasoning"`) {
+		t.Fatalf("include_reasoning false: %d %s", code, out)
+	}
+}
