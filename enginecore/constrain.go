@@ -28,9 +28,8 @@ const compiledConstraints = 256
 
 // constraint is one request's matcher and its mask buffer.
 type constraint struct {
-	m     *structured.Matcher
-	mask  []uint32   // [ceil(V/32)] bit t: token t allowed
-	think *thinkGate // while the answer may think first (think.go); nil: the constraint applies
+	m    *structured.Matcher
+	mask []uint32 // [ceil(V/32)] bit t: token t allowed
 }
 
 // constraintFor is the constraint so asks for, checked against what the
@@ -60,6 +59,7 @@ func (e *Engine) newConstraint(m *structured.Matcher) *constraint {
 // none of which Forward reads (runner.Runner.Forward).
 func (e *Engine) forward(ctx context.Context, b *batch.Batch) error {
 	if len(e.constraints) == 0 {
+		e.forceClosing(b) // cheap: in line
 		return e.run.Forward(ctx, b)
 	}
 	if e.overlap == nil {
@@ -73,15 +73,22 @@ func (e *Engine) forward(ctx context.Context, b *batch.Batch) error {
 }
 
 // constrain fills the masks of the constrained items that sample this
-// step. A matcher that fails fails its request (after the step).
+// step (not inside a think block: think.go), and the masks that close a
+// think block whose budget is spent. A matcher that fails fails its
+// request (after the step).
 func (e *Engine) constrain(b *batch.Batch) {
+	e.forceClosing(b)
 	if len(e.constraints) == 0 {
 		return // the common step: nothing constrained, no per-item lookups
 	}
 	for i := range b.Items {
 		it := &b.Items[i]
 		c := e.constraints[it.RequestID]
-		if c == nil || !it.Sample || c.think != nil && !c.think.masks() {
+		if c == nil || !it.Sample || it.Allowed != nil {
+			continue
+		}
+		th := e.thinking[it.RequestID]
+		if th != nil && !th.masks() {
 			continue
 		}
 		if err := c.m.FillMask(c.mask); err != nil {
@@ -89,8 +96,8 @@ func (e *Engine) constrain(b *batch.Batch) {
 			it.Allowed = eosOnly(c.mask, e.eos)
 			continue
 		}
-		if c.think != nil {
-			c.think.allow(c.mask)
+		if th != nil {
+			th.allowStart(c.mask)
 		}
 		it.Allowed = c.mask
 		if c.m.Done() {
@@ -99,28 +106,55 @@ func (e *Engine) constrain(b *batch.Batch) {
 	}
 }
 
-// advance moves each constrained item's matcher past its sampled token
-// (not while the request thinks first: think.go).
-func (e *Engine) advance(b *batch.Batch, res *batch.Result) {
-	if len(e.constraints) == 0 {
+// forceClosing sets the masks of the items that close a think block
+// (their budget spent) to the tokens that spell its next bytes.
+func (e *Engine) forceClosing(b *batch.Batch) {
+	if len(e.thinking) == 0 {
 		return
 	}
 	for i := range b.Items {
 		it := &b.Items[i]
-		c := e.constraints[it.RequestID]
-		if c == nil || !it.Sample || e.failed[it.RequestID] != nil {
+		th := e.thinking[it.RequestID]
+		if th == nil || !it.Sample || th.phase != thinkClosing {
 			continue
 		}
-		if g := c.think; g != nil {
-			open, accept := g.step(res.Sampled[i], e.cfg.Vocab.Pieces[res.Sampled[i]])
-			if open {
-				c.think = nil
+		if th.closeMask == nil {
+			th.closeMask = make([]uint32, (e.be.Model().VocabSize+31)/32)
+		}
+		th.closingAllows(th.closeMask, e.firstBytes(), e.cfg.Vocab.Pieces)
+		if th.phase == thinkClosing {
+			it.Allowed, it.MaskStop = th.closeMask, false
+		}
+	}
+}
+
+// advance moves each followed answer past its sampled token: its think
+// block (think.go), then its constraint's matcher, which takes the token
+// unless the answer is in its think block or just closed it.
+func (e *Engine) advance(b *batch.Batch, res *batch.Result) {
+	if len(e.constraints) == 0 && len(e.thinking) == 0 {
+		return
+	}
+	for i := range b.Items {
+		it := &b.Items[i]
+		if !it.Sample || e.failed[it.RequestID] != nil {
+			continue
+		}
+		tok := res.Sampled[i]
+		if th := e.thinking[it.RequestID]; th != nil {
+			accept := th.step(tok, e.cfg.Vocab.Pieces[tok])
+			if th.phase == thinkDone {
+				delete(e.thinking, it.RequestID)
 			}
 			if !accept {
 				continue
 			}
 		}
-		if err := c.m.Accept(res.Sampled[i]); err != nil {
+		c := e.constraints[it.RequestID]
+		if c == nil {
+			continue
+		}
+		if err := c.m.Accept(tok); err != nil {
 			e.failed[it.RequestID] = err
 		}
 	}
@@ -148,8 +182,10 @@ func (e *Engine) failConstrained(now time.Time) []Out {
 	return outs
 }
 
-// dropConstraint frees a finished or aborted request's matcher.
+// dropConstraint frees a finished or aborted request's matcher and think
+// block.
 func (e *Engine) dropConstraint(key string) {
+	delete(e.thinking, key)
 	if c := e.constraints[key]; c != nil {
 		c.m.Close()
 		delete(e.constraints, key)

@@ -236,3 +236,38 @@ func TestConstraintAfterThinking(t *testing.T) {
 		})
 	}
 }
+
+// TestThinkingBudget: once an answer has sampled its thinking budget's
+// tokens inside the think block, the engine forces the budget message and
+// the end tag (spelled by the dummy model's byte tokens), then the answer
+// goes on, under its constraint if it has one.
+func TestThinkingBudget(t *testing.T) {
+	c := constrainedEngine(t)
+	for _, tt := range []struct {
+		name, start, end, message string
+		budget                    int
+		regex                     string
+		want                      string // a regexp the whole answer matches
+	}{
+		{name: "the prompt opened the block", end: "</think>", budget: 3, want: `^<<<</think><+$`},
+		{name: "the answer opens the block", start: "<", end: ">", budget: 2, want: `^<<<><+$`},
+		{name: "a message before the end tag", end: "</think>", message: "\nTime is up.\n", budget: 1, want: "^<\nTime is up.\n</think><+$"},
+		{name: "budget 0", end: "</think>", budget: 0, want: `^</think><+$`},
+		{name: "then the constraint", end: ">", budget: 2, regex: "[a-z]{3}", want: `^<<>[a-z]{3}$`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := wire.DefaultSamplingParams()
+			p.Temperature, p.MaxTokens = 0, 24
+			p.LogitBias = map[int32]float64{'<': 100}
+			p.ReasoningStart, p.ReasoningEnd, p.ReasoningBudgetMessage = tt.start, tt.end, tt.message
+			p.ThinkingTokenBudget = &tt.budget
+			if tt.regex != "" {
+				p.StructuredOutputs = &wire.StructuredOutputs{Regex: tt.regex}
+			}
+			text, finish, why := generate(t, c, strings.ReplaceAll(tt.name, " ", "-"), p)
+			if !regexp.MustCompile(tt.want).MatchString(text) {
+				t.Fatalf("answer %q (finish %v %v), want one matching %q", text, finish, why, tt.want)
+			}
+		})
+	}
+}

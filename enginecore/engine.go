@@ -111,9 +111,15 @@ type Engine struct {
 	holding     *holding               // requests waiting for their constraint to compile
 	constraints map[string]*constraint // by request key
 	failed      map[string]error       // requests whose matcher failed this step
+	// thinking are the answers followed through their think block (a
+	// constraint waits, or a budget bounds it: think.go), by request key.
+	thinking map[string]*thinking
 	// singleTokens are the think tags' tokens (tokenOf): a piece's id, -1
 	// when no one token spells it.
 	singleTokens map[string]int32
+	// byFirstByte lists the token ids by their first byte (firstBytes),
+	// built on first use: what a closing think block may be forced with.
+	byFirstByte *[256][]int32
 
 	// publishing: session reports are built (PublishTo was called); kvPub:
 	// KV events too (there is a PUB socket); events is its endpoint, for
@@ -182,7 +188,8 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		pid:      os.Getpid(),
 		eos:      be.Model().EOSTokenIDs,
 	}
-	e.constraints, e.failed, e.holding, e.singleTokens = map[string]*constraint{}, map[string]error{}, newHolding(), map[string]int32{}
+	e.constraints, e.failed, e.holding = map[string]*constraint{}, map[string]error{}, newHolding()
+	e.thinking, e.singleTokens = map[string]*thinking{}, map[string]int32{}
 	if v := cfg.Vocab; v != nil {
 		sv, err := structured.NewVocab(v.Pieces, v.Special, e.eos)
 		if err != nil {

@@ -156,8 +156,12 @@ func (e *Engine) admit(now time.Time, req *sched.Request, c *constraint) (out Ou
 	}
 	e.life.queued(req.ID, unixSeconds(now))
 	if c != nil {
-		c.think = newThinkGate(&req.Params, e.tokenOf)
 		e.constraints[req.ID] = c
+	}
+	if e.cfg.Vocab != nil {
+		if th := newThinking(&req.Params, c != nil, e.tokenOf); th != nil {
+			e.thinking[req.ID] = th
+		}
 	}
 	if req.SessionID != "" {
 		e.sessions.add(req.SessionID, req.WireID, req.NumPromptTokens(), unixSeconds(now))

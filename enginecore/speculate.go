@@ -49,10 +49,11 @@ func minDraft(sc *spec.Config) int {
 
 // draft proposes the next step's speculative tokens: for every decoding
 // request but those under a structured-output constraint (whose mask
-// holds for one position at a time). A draft model that fails is logged
+// holds for one position at a time) or followed through a think block
+// (think.go: one token at a time). A draft model that fails is logged
 // and switched off: the engine goes on without drafts.
 func (e *Engine) draft(ctx context.Context) {
-	skip := func(r *sched.Request) bool { return e.constraints[r.ID] != nil }
+	skip := func(r *sched.Request) bool { return e.constraints[r.ID] != nil || e.thinking[r.ID] != nil }
 	switch {
 	case e.propose != nil:
 		e.sched.Draft(func(r *sched.Request, k int) []int32 {

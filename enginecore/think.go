@@ -2,93 +2,225 @@ package enginecore
 
 import (
 	"bytes"
+	"unicode/utf8"
 
 	"github.com/tandem-llm/tandem/wire"
 )
 
-// Thinking before a constraint: a constrained request whose sampling
-// parameters name think tags (_tandem_reasoning_start/_end, which a
-// frontend with a reasoning parser sets) samples freely while it thinks,
-// and its constraint applies from the token after the end tag, as vLLM's
-// structured outputs wait for reasoning_ended. Two gates, as vLLM's
-// should_fill_bitmask and should_advance: inside the block no mask is
-// filled and the matcher does not advance; the token that ends the block
-// does not advance it either. When the answer only may open the block,
-// its first token is the start tag or one the constraint allows: the
-// mask allows both, and the token sampled decides.
+// Thinking: a request whose sampling parameters name think tags
+// (_tandem_reasoning_start/_end, which a frontend with a reasoning parser
+// sets) is followed through its think block, token by token, when it has
+// a constraint or a thinking budget.
+//
+//   - A constraint waits for the block's end, as vLLM's structured
+//     outputs wait for reasoning_ended. Two gates, as vLLM's
+//     should_fill_bitmask and should_advance: inside the block no mask is
+//     filled and the matcher does not advance; the token that ends the
+//     block does not advance it either. When the answer only may open the
+//     block, its first token is the start tag or one the constraint
+//     allows: the mask allows both, and the token sampled decides.
+//   - A budget (thinking_token_budget, vLLM's; llama.cpp's
+//     reasoning_budget_tokens) bounds the tokens sampled inside the block:
+//     after that many, the engine completes a UTF-8 character left open,
+//     then forces the budget message (llama.cpp's
+//     --reasoning-budget-message) and the end tag, one token at a time
+//     from the tokens that spell the next bytes, as llama.cpp's reasoning
+//     budget sampler and vLLM's ThinkingTokenBudgetLogitsProcessor do.
 
-// maxThinkTag bounds each think tag, bytes: the gate keeps fewer than
-// this many bytes of the answer to find the end tag across tokens.
+// maxThinkTag bounds each think tag and the budget message, bytes.
 const maxThinkTag = 64
 
-// thinkPhase is where a gated answer is.
+// maxBudgetMessage bounds the budget message, bytes.
+const maxBudgetMessage = 1024
+
+// thinkPhase is where an answer is in its think block.
 type thinkPhase int
 
 const (
-	thinkMayOpen thinkPhase = iota // the first token: the start tag opens the block, another one starts the constrained answer
-	thinkInside                    // in the block: no mask, the matcher waits
+	thinkMayOpen thinkPhase = iota // before the block: the answer may open it
+	thinkInside                    // in the block
+	thinkClosing                   // the budget is spent: the rest of the message and the end tag are forced
+	thinkDone                      // past the block (or there was none): the constraint applies
 )
 
-// thinkGate holds one request's constraint back while it thinks. It is
-// pure: step takes each sampled token and its bytes.
-type thinkGate struct {
-	phase   thinkPhase
-	startID int32  // the start tag's token (thinkMayOpen)
-	end     []byte // the end tag
-	tail    []byte // the answer's last bytes, fewer than len(end): where the end tag may have begun
+// thinking follows one answer's think block. It is pure: step takes each
+// sampled token and its bytes, closingAllows what may come next.
+type thinking struct {
+	phase       thinkPhase
+	constrained bool     // a constraint waits: the start tag must be one token (startID)
+	startID     int32    // the start tag's token, -1 when no one token spells it
+	start, end  []byte   // the tags
+	head        []byte   // thinkMayOpen, unconstrained: the answer so far (blanks, the start tag's beginning)
+	tail        []byte   // thinkInside: the answer's last bytes, where the end tag or a UTF-8 character may have begun
+	budget      int      // tokens allowed inside the block; -1: no limit
+	spent       int      // tokens sampled inside the block
+	message     []byte   // forced when the budget is spent, before the end tag
+	forced      []byte   // thinkClosing: the bytes still to force
+	closeMask   []uint32 // [ceil(V/32)] thinkClosing's mask, allocated on first use
 }
 
-// newThinkGate is the gate p asks for, nil when the constraint applies
-// from the answer's first token: no end tag, or a start tag that is not
-// one token of the vocabulary (tokenOf), which the mask cannot offer
-// beside the constraint's tokens.
-func newThinkGate(p *wire.SamplingParams, tokenOf func(piece string) (int32, bool)) *thinkGate {
-	if p.ReasoningEnd == "" {
+// newThinking is the following p asks for, nil when there is none: no
+// end tag, nothing that needs it (no constraint, no budget), or a
+// constrained answer whose start tag no one token spells (tokenOf), which
+// the mask cannot offer beside the constraint's tokens: such an answer is
+// constrained from its first token.
+func newThinking(p *wire.SamplingParams, constrained bool, tokenOf func(piece string) (int32, bool)) *thinking {
+	if p.ReasoningEnd == "" || !constrained && p.ThinkingTokenBudget == nil {
 		return nil
 	}
-	g := &thinkGate{phase: thinkInside, end: []byte(p.ReasoningEnd)}
+	t := &thinking{phase: thinkInside, constrained: constrained, startID: -1, start: []byte(p.ReasoningStart),
+		end: []byte(p.ReasoningEnd), budget: -1, message: []byte(p.ReasoningBudgetMessage)}
+	if b := p.ThinkingTokenBudget; b != nil {
+		t.budget = *b
+	}
 	if p.ReasoningStart != "" {
-		id, ok := tokenOf(p.ReasoningStart)
-		if !ok {
+		if id, ok := tokenOf(p.ReasoningStart); ok {
+			t.startID = id
+		} else if constrained {
 			return nil
 		}
-		g.phase, g.startID = thinkMayOpen, id
+		t.phase = thinkMayOpen
+	} else {
+		t.checkBudget()
 	}
-	return g
+	return t
 }
 
 // masks reports whether the constraint's mask applies to this step's
-// token (with allow added to it).
-func (g *thinkGate) masks() bool { return g.phase != thinkInside }
+// token: before the block (with the start tag added, allowStart) and
+// after it.
+func (t *thinking) masks() bool { return t.phase == thinkMayOpen || t.phase == thinkDone }
 
-// allow adds the start tag to the constraint's mask [ceil(V/32)] while
-// the answer may open the block.
-func (g *thinkGate) allow(mask []uint32) {
-	if g.phase == thinkMayOpen && int(g.startID/32) < len(mask) {
-		mask[g.startID/32] |= 1 << (g.startID % 32)
+// allowStart adds the start tag to the constraint's mask [ceil(V/32)]
+// while the answer may open the block.
+func (t *thinking) allowStart(mask []uint32) {
+	if t.phase == thinkMayOpen && t.startID >= 0 && int(t.startID/32) < len(mask) {
+		mask[t.startID/32] |= 1 << (t.startID % 32)
 	}
 }
 
-// step takes the token sampled (its bytes piece): open says the gate is
-// done (the constraint applies from now on), accept that the matcher takes
-// this token.
-func (g *thinkGate) step(tok int32, piece []byte) (open, accept bool) {
-	switch g.phase {
+// step takes the token sampled (its bytes piece) and reports whether the
+// constraint's matcher takes it: only before the block, when the answer
+// does not open it, and after the block.
+func (t *thinking) step(tok int32, piece []byte) (accept bool) {
+	switch t.phase {
 	case thinkMayOpen:
-		if tok == g.startID {
-			g.phase = thinkInside
-			return false, false
+		if t.startID >= 0 && tok == t.startID {
+			t.open(nil)
+			return false
 		}
-		return true, true // an answer without the block: constrained from its first token
+		if t.constrained {
+			t.phase = thinkDone // an answer without the block: constrained from its first token
+			return true
+		}
+		t.head = append(t.head, piece...)
+		trimmed := bytes.TrimLeft(t.head, " \t\r\n")
+		switch {
+		case bytes.HasPrefix(trimmed, t.start):
+			t.open(trimmed[len(t.start):])
+		case !bytes.HasPrefix(t.start, trimmed): // neither blanks nor the tag's beginning
+			t.phase, t.head = thinkDone, nil
+		default: // blanks are dropped: head holds at most the tag's beginning
+			t.head = append(t.head[:0:0], trimmed...)
+		}
+		return false
+	case thinkInside:
+		t.spent++
+		t.see(piece)
+		if t.phase == thinkInside {
+			t.checkBudget()
+		}
+		return false
+	case thinkClosing:
+		t.forced = t.forced[min(len(piece), len(t.forced)):]
+		if len(t.forced) == 0 {
+			t.phase = thinkDone
+		}
+		return false
 	default:
-		g.tail = append(g.tail, piece...)
-		if bytes.Contains(g.tail, g.end) {
-			return true, false // the end tag: the constraint takes the next token
+		return true
+	}
+}
+
+// open enters the block with rest, the answer's bytes after the start
+// tag.
+func (t *thinking) open(rest []byte) {
+	t.phase, t.head = thinkInside, nil
+	t.see(rest)
+	if t.phase == thinkInside {
+		t.checkBudget()
+	}
+}
+
+// see adds the answer's next bytes inside the block: the end tag closes
+// it.
+func (t *thinking) see(b []byte) {
+	t.tail = append(t.tail, b...)
+	if bytes.Contains(t.tail, t.end) {
+		t.phase, t.tail = thinkDone, nil
+		return
+	}
+	if keep := max(len(t.end)-1, utf8.UTFMax-1); len(t.tail) > keep {
+		t.tail = append(t.tail[:0], t.tail[len(t.tail)-keep:]...)
+	}
+}
+
+// checkBudget starts forcing the message and the end tag once the budget
+// is spent, unless the answer's bytes end inside a UTF-8 character: up to
+// three more tokens may complete it (llama.cpp's WAITING_UTF8).
+func (t *thinking) checkBudget() {
+	if t.budget < 0 || t.spent < t.budget || openUTF8(t.tail) && t.spent < t.budget+utf8.UTFMax-1 {
+		return
+	}
+	t.phase = thinkClosing
+	t.forced = append(append([]byte(nil), t.message...), t.end...)
+}
+
+// openUTF8 reports whether b ends with the beginning of a UTF-8 character
+// that needs more bytes.
+func openUTF8(b []byte) bool {
+	for i := 1; i <= min(len(b), utf8.UTFMax-1); i++ {
+		c := b[len(b)-i]
+		switch {
+		case c < 0x80:
+			return false
+		case c >= 0xC0: // a lead byte: how many bytes its character has
+			n := 2
+			if c >= 0xE0 {
+				n = 3
+			}
+			if c >= 0xF0 {
+				n = 4
+			}
+			return n > i
 		}
-		if keep := len(g.end) - 1; len(g.tail) > keep {
-			g.tail = append(g.tail[:0], g.tail[len(g.tail)-keep:]...)
+	}
+	return false
+}
+
+// closingAllows sets mask [ceil(V/32)] to the tokens that may come next
+// while closing: the one token that spells all the forced bytes if there
+// is one, else every token whose bytes begin them (byFirst: token ids by
+// their first byte; pieces: each token's bytes).
+func (t *thinking) closingAllows(mask []uint32, byFirst *[256][]int32, pieces [][]byte) {
+	clear(mask)
+	set := func(id int32) { mask[id/32] |= 1 << (id % 32) }
+	if len(t.forced) == 0 {
+		return
+	}
+	var any bool
+	for _, id := range byFirst[t.forced[0]] {
+		if p := pieces[id]; bytes.Equal(p, t.forced) {
+			clear(mask)
+			set(id)
+			return
+		} else if bytes.HasPrefix(t.forced, p) {
+			set(id)
+			any = true
 		}
-		return false, false
+	}
+	if !any { // no token spells these bytes: nothing can be forced; the block ends here
+		t.phase, t.forced = thinkDone, nil
 	}
 }
 
@@ -113,6 +245,21 @@ func (e *Engine) tokenOf(piece string) (int32, bool) {
 	}
 	e.singleTokens[piece] = id
 	return id, id >= 0
+}
+
+// firstBytes lists the vocabulary's token ids by their first byte (none
+// for empty pieces), built once.
+func (e *Engine) firstBytes() *[256][]int32 {
+	if e.byFirstByte == nil {
+		var by [256][]int32
+		for id, p := range e.cfg.Vocab.Pieces {
+			if len(p) > 0 {
+				by[p[0]] = append(by[p[0]], int32(id))
+			}
+		}
+		e.byFirstByte = &by
+	}
+	return e.byFirstByte
 }
 
 // maxSingleTokens bounds tokenOf's memory: tags are few (one or two per

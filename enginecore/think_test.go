@@ -3,13 +3,20 @@ package enginecore
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tandem-llm/tandem/wire"
 )
 
-// pieces is a toy vocabulary for the gate's tests: token i is pieces[i].
-var pieces = [][]byte{[]byte("<think>"), []byte("</think>"), []byte("</"), []byte("think"), []byte(">"), []byte("a"), []byte(" "), []byte("{"), []byte("</th"), []byte("ink>\n")}
+// pieces is a toy vocabulary for the think block's tests: token i is
+// pieces[i].
+var pieces = [][]byte{
+	[]byte("<think>"), []byte("</think>"), []byte("</"), []byte("think"), []byte(">"), // 0–4
+	[]byte("a"), []byte(" "), []byte("{"), []byte("</th"), []byte("ink>\n"), // 5–9
+	[]byte("<th"), []byte("ink>"), []byte("\n"), []byte("\xc3"), []byte("\xa9"), // 10–14: "é" in two tokens
+	[]byte("St"), []byte("op"), []byte("Stop"), []byte("."), []byte("Stop.</think>x"), // 15–19
+}
 
 func tokenOfPieces(piece string) (int32, bool) {
 	for i, p := range pieces {
@@ -20,98 +27,173 @@ func tokenOfPieces(piece string) (int32, bool) {
 	return -1, false
 }
 
-func TestThinkGate(t *testing.T) {
-	for _, tt := range []struct {
-		name       string
-		start, end string
-		tokens     []int32
-		openAt     int // the index of the token after which the constraint applies; -1: never
-		mayOpen    bool
+func params(start, end string, budget *int, message string) *wire.SamplingParams {
+	p := wire.DefaultSamplingParams()
+	p.ReasoningStart, p.ReasoningEnd, p.ThinkingTokenBudget, p.ReasoningBudgetMessage = start, end, budget, message
+	return &p
+}
+
+func budget(n int) *int { return &n }
+
+// TestThinking follows answers token by token: after each, the phase
+// and whether the constraint's matcher takes the token.
+func TestThinking(t *testing.T) {
+	type step struct {
+		tok    int32
+		phase  thinkPhase
+		accept bool
+	}
+	tests := []struct {
+		name        string
+		p           *wire.SamplingParams
+		constrained bool
+		first       thinkPhase // the phase before the first token
+		steps       []step
 	}{
-		{name: "no end tag: no gate", openAt: -2},
-		{name: "a start tag that no one token spells: no gate", start: "<th", end: "</think>", openAt: -2},
-		{name: "prompt opened, one-token end", end: "</think>", tokens: []int32{5, 6, 1, 7}, openAt: 2},
-		{name: "prompt opened, end across three tokens", end: "</think>", tokens: []int32{5, 2, 3, 4, 7}, openAt: 3},
-		{name: "prompt opened, end across two other tokens, text after it in the token", end: "</think>", tokens: []int32{8, 9, 7}, openAt: 1},
-		{name: "prompt opened, a false start of the end", end: "</think>", tokens: []int32{2, 5, 2, 3, 4}, openAt: 4},
-		{name: "prompt opened, never ends", end: "</think>", tokens: []int32{5, 5, 2, 3}, openAt: -1},
-		{name: "the answer opens the block", start: "<think>", end: "</think>", tokens: []int32{0, 5, 1, 7}, openAt: 2, mayOpen: true},
-		{name: "the answer starts without it", start: "<think>", end: "</think>", tokens: []int32{7, 1}, openAt: -3, mayOpen: true},
-	} {
+		{name: "constrained, the prompt opened it, one-token end", p: params("", "</think>", nil, ""), constrained: true, first: thinkInside,
+			steps: []step{{5, thinkInside, false}, {1, thinkDone, false}, {7, thinkDone, true}}},
+		{name: "constrained, end across three tokens", p: params("", "</think>", nil, ""), constrained: true, first: thinkInside,
+			steps: []step{{2, thinkInside, false}, {3, thinkInside, false}, {4, thinkDone, false}}},
+		{name: "constrained, end in a token with text after it", p: params("", "</think>", nil, ""), constrained: true, first: thinkInside,
+			steps: []step{{8, thinkInside, false}, {9, thinkDone, false}}},
+		{name: "constrained, the answer opens it", p: params("<think>", "</think>", nil, ""), constrained: true, first: thinkMayOpen,
+			steps: []step{{0, thinkInside, false}, {5, thinkInside, false}, {1, thinkDone, false}, {7, thinkDone, true}}},
+		{name: "constrained, the answer starts without it", p: params("<think>", "</think>", nil, ""), constrained: true, first: thinkMayOpen,
+			steps: []step{{7, thinkDone, true}}},
+		{name: "budget, unconstrained, the answer opens it over two tokens after a blank", p: params("<think>", "</think>", budget(3), ""), first: thinkMayOpen,
+			steps: []step{{12, thinkMayOpen, false}, {10, thinkMayOpen, false}, {11, thinkInside, false}, {5, thinkInside, false}, {5, thinkInside, false},
+				{5, thinkClosing, false}, {1, thinkDone, false}}},
+		{name: "budget, unconstrained, no block", p: params("<think>", "</think>", budget(3), ""), first: thinkMayOpen,
+			steps: []step{{12, thinkMayOpen, false}, {5, thinkDone, false}}},
+		{name: "budget 0, the prompt opened it: closing at once", p: params("", "</think>", budget(0), ""), first: thinkClosing,
+			steps: []step{{1, thinkDone, false}}},
+		{name: "budget met inside a UTF-8 character: it is completed first", p: params("", "</think>", budget(1), ""), first: thinkInside,
+			steps: []step{{13, thinkInside, false}, {14, thinkClosing, false}, {2, thinkClosing, false}, {3, thinkClosing, false}, {4, thinkDone, false}}},
+		{name: "the end within the budget", p: params("", "</think>", budget(5), ""), constrained: true, first: thinkInside,
+			steps: []step{{5, thinkInside, false}, {1, thinkDone, false}, {7, thinkDone, true}}},
+		{name: "budget with a message", p: params("", "</think>", budget(1), "Stop."), first: thinkInside,
+			steps: []step{{5, thinkClosing, false}, {15, thinkClosing, false}, {16, thinkClosing, false}, {18, thinkClosing, false}, {1, thinkDone, false}}},
+	}
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := wire.DefaultSamplingParams()
-			p.ReasoningStart, p.ReasoningEnd = tt.start, tt.end
-			g := newThinkGate(&p, tokenOfPieces)
-			if tt.openAt == -2 {
-				if g != nil {
-					t.Fatalf("gate %+v, want none", g)
-				}
-				return
+			th := newThinking(tt.p, tt.constrained, tokenOfPieces)
+			if th == nil {
+				t.Fatal("not followed")
 			}
-			if g == nil {
-				t.Fatal("no gate")
+			if th.phase != tt.first {
+				t.Fatalf("first phase %v, want %v", th.phase, tt.first)
 			}
-			if g.masks() != tt.mayOpen {
-				t.Fatalf("masks the first token: %v, want %v", g.masks(), tt.mayOpen)
-			}
-			for i, tok := range tt.tokens {
-				open, accept := g.step(tok, pieces[tok])
-				if tt.openAt == -3 { // the first token is the constraint's
-					if !open || !accept {
-						t.Fatalf("token %d: open %v accept %v, want the constraint to take it", i, open, accept)
-					}
-					return
+			for i, s := range tt.steps {
+				accept := th.step(s.tok, pieces[s.tok])
+				if th.phase != s.phase || accept != s.accept {
+					t.Fatalf("step %d (token %q): phase %v accept %v, want %v %v", i, pieces[s.tok], th.phase, accept, s.phase, s.accept)
 				}
-				if accept {
-					t.Fatalf("token %d accepted by the matcher while thinking", i)
-				}
-				if open != (i == tt.openAt) {
-					t.Fatalf("token %d: open %v, want open at %d", i, open, tt.openAt)
-				}
-				if open {
-					return
-				}
-				if g.masks() {
-					t.Fatalf("token %d: the mask applies inside the block", i)
-				}
-			}
-			if tt.openAt >= 0 {
-				t.Fatalf("never opened, want at %d", tt.openAt)
 			}
 		})
 	}
 }
 
-// TestThinkGateAllow: while the answer may open the block, the start tag
-// is allowed beside the constraint's tokens, which stay as they are.
-func TestThinkGateAllow(t *testing.T) {
-	p := wire.DefaultSamplingParams()
-	p.ReasoningStart, p.ReasoningEnd = "<think>", "</think>"
-	g := newThinkGate(&p, func(string) (int32, bool) { return 37, true })
-	mask := []uint32{1 << 5, 0}
-	g.allow(mask)
-	if mask[0] != 1<<5 || mask[1] != 1<<5 {
-		t.Fatalf("mask %b %b, want token 5 kept and token 37 allowed", mask[0], mask[1])
+// TestThinkingNotFollowed: without an end tag, without a constraint or a
+// budget, or constrained with a start tag no one token spells, an answer
+// is not followed.
+func TestThinkingNotFollowed(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		p           *wire.SamplingParams
+		constrained bool
+	}{
+		{"no end tag", params("", "", budget(3), ""), true},
+		{"no constraint, no budget", params("<think>", "</think>", nil, ""), false},
+		{"constrained, a start tag of no one token", params("<thi", "</think>", nil, ""), true},
+	} {
+		if th := newThinking(tt.p, tt.constrained, tokenOfPieces); th != nil {
+			t.Errorf("%s: followed: %+v", tt.name, th)
+		}
 	}
-	g.step(37, []byte("<think>"))
-	mask = []uint32{0, 0}
-	g.allow(mask)
-	if mask[1] != 0 {
-		t.Fatal("the start tag is still allowed inside the block")
+	if th := newThinking(params("<thi", "</think>", budget(2), ""), false, tokenOfPieces); th == nil || th.phase != thinkMayOpen {
+		t.Errorf("a budget without a constraint follows a start tag of several tokens as text: %+v", th)
 	}
 }
 
-// TestThinkGateProperty: inside the block the gate opens after exactly
-// the first token whose end makes the answer's bytes contain the end tag,
-// whatever the tokens' cuts, with the tail it keeps bounded.
-func TestThinkGateProperty(t *testing.T) {
+// TestThinkingStartAllowed: while the answer may open the block, the
+// start tag is allowed beside the constraint's tokens, which stay as
+// they are; inside it, the constraint's mask does not apply.
+func TestThinkingStartAllowed(t *testing.T) {
+	th := newThinking(params("<think>", "</think>", nil, ""), true, func(string) (int32, bool) { return 37, true })
+	mask := []uint32{1 << 5, 0}
+	th.allowStart(mask)
+	if !th.masks() || mask[0] != 1<<5 || mask[1] != 1<<5 {
+		t.Fatalf("mask %b %b, want token 5 kept and token 37 allowed", mask[0], mask[1])
+	}
+	th.step(37, []byte("<think>"))
+	if th.masks() {
+		t.Fatal("the constraint's mask applies inside the block")
+	}
+}
+
+// TestClosingAllows: a closing block allows the one token that spells
+// all that is left when there is one, else every token that begins it.
+func TestClosingAllows(t *testing.T) {
+	var byFirst [256][]int32
+	for id, p := range pieces {
+		byFirst[p[0]] = append(byFirst[p[0]], int32(id))
+	}
+	allowed := func(mask []uint32) []int32 {
+		var ids []int32
+		for id := range pieces {
+			if mask[id/32]&(1<<(id%32)) != 0 {
+				ids = append(ids, int32(id))
+			}
+		}
+		return ids
+	}
+	for _, tt := range []struct {
+		forced string
+		want   []int32
+	}{
+		{"</think>", []int32{1}},
+		{"Stop.</think>", []int32{15, 17}},
+		{"op.</think>", []int32{16}},
+		{"ink>", []int32{11}},
+		{"think>", []int32{3}},
+		{"é</think>", []int32{13}},
+	} {
+		th := &thinking{phase: thinkClosing, forced: []byte(tt.forced)}
+		mask := make([]uint32, 1)
+		th.closingAllows(mask, &byFirst, pieces)
+		if got := allowed(mask); !slices.Equal(got, tt.want) || th.phase != thinkClosing {
+			t.Errorf("forcing %q: allowed %v (phase %v), want %v", tt.forced, got, th.phase, tt.want)
+		}
+	}
+	th := &thinking{phase: thinkClosing, forced: []byte("zz")}
+	th.closingAllows(make([]uint32, 1), &byFirst, pieces)
+	if th.phase != thinkDone {
+		t.Errorf("bytes no token begins: phase %v, want the block given up (done)", th.phase)
+	}
+}
+
+func TestOpenUTF8(t *testing.T) {
+	for _, tt := range []struct {
+		b    string
+		want bool
+	}{
+		{"", false}, {"a", false}, {"é", false}, {"\xc3", true}, {"a\xe2\x82", true}, {"€", false}, {"\xf0\x9f\x99", true}, {"🙂", false}, {"\x80\x80\x80", false},
+	} {
+		if got := openUTF8([]byte(tt.b)); got != tt.want {
+			t.Errorf("openUTF8(%q) = %v, want %v", tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestThinkingProperty: inside the block the end is found after exactly
+// the first token whose end makes the answer's bytes contain the end
+// tag, whatever the tokens' cuts, with the tail kept bounded.
+func TestThinkingProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte("</thinka>")
 	for range 2000 {
 		end := []byte("</think>")[:1+rng.IntN(8)]
-		p := wire.DefaultSamplingParams()
-		p.ReasoningEnd = string(end)
-		g := newThinkGate(&p, tokenOfPieces)
+		th := newThinking(params("", string(end), nil, ""), true, tokenOfPieces)
 		var answer []byte
 		for step := range 40 {
 			piece := make([]byte, 1+rng.IntN(4))
@@ -119,15 +201,15 @@ func TestThinkGateProperty(t *testing.T) {
 				piece[i] = alphabet[rng.IntN(len(alphabet))]
 			}
 			answer = append(answer, piece...)
-			open, accept := g.step(0, piece)
-			if want := bytes.Contains(answer, end); open != want || accept {
-				t.Fatalf("end %q, answer %q (step %d): open %v accept %v, want open %v", end, answer, step, open, accept, want)
+			accept := th.step(0, piece)
+			if want := bytes.Contains(answer, end); (th.phase == thinkDone) != want || accept {
+				t.Fatalf("end %q, answer %q (step %d): phase %v accept %v, want done %v", end, answer, step, th.phase, accept, want)
 			}
-			if open {
+			if th.phase == thinkDone {
 				break
 			}
-			if len(g.tail) >= len(end) {
-				t.Fatalf("tail %q holds %d bytes, want fewer than the end tag's %d", g.tail, len(g.tail), len(end))
+			if len(th.tail) > max(len(end)-1, 3) {
+				t.Fatalf("tail %q holds %d bytes, want at most %d", th.tail, len(th.tail), max(len(end)-1, 3))
 			}
 		}
 	}

@@ -77,6 +77,10 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32, maxLogprobs int) er
 		return fmt.Errorf("_tandem_reasoning_start and _tandem_reasoning_end: at most %d bytes each", maxThinkTag)
 	case p.ReasoningEnd != "" && p.ConstraintPrefix > 0:
 		return fmt.Errorf("_tandem_constraint_prefix continues a constrained answer: it takes no think tags")
+	case p.ThinkingTokenBudget != nil && *p.ThinkingTokenBudget < 0:
+		return fmt.Errorf("thinking_token_budget %d: want ≥ 0", *p.ThinkingTokenBudget)
+	case len(p.ReasoningBudgetMessage) > maxBudgetMessage:
+		return fmt.Errorf("_tandem_reasoning_budget_message of %d bytes: at most %d", len(p.ReasoningBudgetMessage), maxBudgetMessage)
 	}
 	if err := validateLogprobs(p, vocab, maxLogprobs); err != nil {
 		return err

@@ -61,6 +61,8 @@ func TestValidateRequest(t *testing.T) {
 		}, ""},
 		{"think start without end", func(r *wire.EngineCoreRequest) { r.SamplingParams.ReasoningStart = "<think>" }, "_tandem_reasoning_start needs _tandem_reasoning_end"},
 		{"think tag of 65 bytes", func(r *wire.EngineCoreRequest) { r.SamplingParams.ReasoningEnd = strings.Repeat("x", 65) }, "at most 64 bytes"},
+		{"thinking budget -1", func(r *wire.EngineCoreRequest) { r.SamplingParams.ThinkingTokenBudget = ptrTo(-1) }, "thinking_token_budget -1: want ≥ 0"},
+		{"budget message of 2000 bytes", func(r *wire.EngineCoreRequest) { r.SamplingParams.ReasoningBudgetMessage = strings.Repeat("m", 2000) }, "at most 1024"},
 		{"think tags with a constraint prefix", func(r *wire.EngineCoreRequest) {
 			r.SamplingParams.ReasoningEnd, r.SamplingParams.ConstraintPrefix = "</think>", 1
 			r.SamplingParams.StructuredOutputs = &wire.StructuredOutputs{Regex: "a"}

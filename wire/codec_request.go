@@ -188,6 +188,18 @@ var spFields = []spField{
 		func(p *SamplingParams) bool { return p.ReasoningEnd == "" },
 		func(e *enc, p *SamplingParams) { e.str(p.ReasoningEnd) },
 		func(d *dec, p *SamplingParams) (err error) { p.ReasoningEnd, err = d.str(); return err }},
+	{"thinking_token_budget",
+		func(p *SamplingParams) bool { return p.ThinkingTokenBudget == nil },
+		func(e *enc, p *SamplingParams) { e.int(int64(*p.ThinkingTokenBudget)) },
+		func(d *dec, p *SamplingParams) error {
+			n, err := d.int()
+			p.ThinkingTokenBudget = &n
+			return err
+		}},
+	{"_tandem_reasoning_budget_message",
+		func(p *SamplingParams) bool { return p.ReasoningBudgetMessage == "" },
+		func(e *enc, p *SamplingParams) { e.str(p.ReasoningBudgetMessage) },
+		func(d *dec, p *SamplingParams) (err error) { p.ReasoningBudgetMessage, err = d.str(); return err }},
 	{"structured_outputs",
 		func(p *SamplingParams) bool { return p.StructuredOutputs == nil },
 		func(e *enc, p *SamplingParams) { p.StructuredOutputs.encode(e) },

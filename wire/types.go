@@ -101,7 +101,14 @@ type SamplingParams struct {
 	// with that tag as its first token, else the constraint applies from
 	// its first token. Both "": constrained from the first token.
 	ReasoningStart, ReasoningEnd string
-	ExtraArgs                    map[string]any // "extra_args", default nil (from vllm_xargs)
+	// ThinkingTokenBudget ("thinking_token_budget", vLLM's, default nil =
+	// no limit): with ReasoningEnd, the most tokens the answer samples
+	// inside its think block; then the engine forces
+	// ReasoningBudgetMessage ("_tandem_reasoning_budget_message",
+	// llama.cpp's --reasoning-budget-message, default "") and the end tag.
+	ThinkingTokenBudget    *int
+	ReasoningBudgetMessage string
+	ExtraArgs              map[string]any // "extra_args", default nil (from vllm_xargs)
 }
 
 // StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and

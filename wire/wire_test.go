@@ -118,6 +118,7 @@ func TestRoundTrip(t *testing.T) {
 				p := wire.DefaultSamplingParams()
 				p.StructuredOutputs = &wire.StructuredOutputs{JSONObject: true}
 				p.ReasoningStart, p.ReasoningEnd = "<think>", "</think>"
+				p.ThinkingTokenBudget, p.ReasoningBudgetMessage = ptr(0), "Time is up."
 				return p
 			}()},
 		},

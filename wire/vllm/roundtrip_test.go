@@ -130,6 +130,22 @@ func TestTranslateReasoning(t *testing.T) {
 	}
 }
 
+// TestTranslateThinkingBudget: a thinking budget is vLLM's own key; the
+// budget message, which vLLM has not, is untranslatable.
+func TestTranslateThinkingBudget(t *testing.T) {
+	p := wire.DefaultSamplingParams()
+	n := 5
+	p.ThinkingTokenBudget = &n
+	v, err := vllm.FromTandemSamplingParams(&p)
+	if err != nil || v.ThinkingTokenBudget == nil || *v.ThinkingTokenBudget != 5 {
+		t.Fatalf("thinking_token_budget %v, err %v; want 5", v.ThinkingTokenBudget, err)
+	}
+	p.ReasoningBudgetMessage = "Enough."
+	if _, err := vllm.FromTandemSamplingParams(&p); !errors.Is(err, vllm.ErrUntranslatable) {
+		t.Fatalf("a budget message: err %v, want ErrUntranslatable", err)
+	}
+}
+
 func TestTranslateOutputs(t *testing.T) {
 	to := &wire.EngineCoreOutputs{EngineIndex: 0, Timestamp: 5, Outputs: []wire.EngineCoreOutput{{
 		RequestID: "r", NewTokenIDs: []int32{4}, FinishReason: wire.FinishStop, StopReason: int64(4), NumCachedTokens: 3,

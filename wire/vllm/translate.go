@@ -53,8 +53,9 @@ func ptrInt64ToInt(p *int64) *int {
 // currentWave the DP wave the frontend believes current (0 without DP).
 // FlowID has no counterpart and is dropped; SessionID goes to index 20;
 // _all_stop_token_ids is filled as vLLM's frontend fills it (the EOS token,
-// then stop_token_ids). SamplingParams' ConstraintPrefix and
-// MaskedLogprobs are Tandem's own: set, they are ErrUntranslatable. Think
+// then stop_token_ids). SamplingParams' ConstraintPrefix, MaskedLogprobs
+// and ReasoningBudgetMessage are Tandem's own: set, they are
+// ErrUntranslatable (a thinking budget is vLLM's own). Think
 // tags before a constraint (ReasoningEnd) are vLLM's reasoning_ended
 // false: vLLM's engine finds the end with its own --reasoning-parser.
 func FromTandemRequest(r *wire.EngineCoreRequest, clientIndex, currentWave int64) (*EngineCoreRequest, error) {
@@ -90,7 +91,14 @@ func FromTandemSamplingParams(t *wire.SamplingParams) (*SamplingParams, error) {
 	if t.MaskedLogprobs {
 		return nil, untranslatable("SamplingParams._tandem_masked_logprobs")
 	}
+	if t.ReasoningBudgetMessage != "" {
+		return nil, untranslatable("SamplingParams._tandem_reasoning_budget_message")
+	}
 	p := DefaultSamplingParams()
+	if b := t.ThinkingTokenBudget; b != nil {
+		n := int64(*b)
+		p.ThinkingTokenBudget = &n
+	}
 	p.N = int64(t.N)
 	p.PresencePenalty, p.FrequencyPenalty, p.RepetitionPenalty = t.PresencePenalty, t.FrequencyPenalty, t.RepetitionPenalty
 	p.Temperature, p.TopP, p.TopK, p.MinP = t.Temperature, t.TopP, int64(t.TopK), t.MinP
