@@ -433,6 +433,8 @@ func runFrontend(ctx context.Context, args []string) error {
 		Logger:             log,
 		ToolParser:         toolParser,
 		ReasoningParser:    reasoningParser,
+		ReasoningBudget:    f.tools.reasoningBudget(),
+		ReasoningBudgetMsg: f.tools.message,
 
 		MaxRequestOutputTokens:      f.maxOutput,
 		ShowHiddenMetricsForVersion: f.showHidden,

@@ -124,7 +124,9 @@ func runBatch(ctx context.Context, args []string) error {
 	srv := server.New(server.Config{
 		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, MaxLogprobs: &info.MaxLogprobs, BlockSize: info.BlockSize,
 		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log, ToolParser: toolParser,
-		ReasoningParser: reasoningParser,
+		ReasoningParser:    reasoningParser,
+		ReasoningBudget:    f.tools.reasoningBudget(),
+		ReasoningBudgetMsg: f.tools.message,
 	}, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {

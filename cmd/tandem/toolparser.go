@@ -16,6 +16,8 @@ type toolFlags struct {
 	parser    string // --tool-call-parser: a toolparse name, "" = from the chat template
 	enabled   bool   // --enable-auto-tool-choice
 	reasoning string // --reasoning-parser: a reasoning name, "none", or "" = from the chat template
+	budget    int    // --reasoning-budget: tokens in a think block, -1 = no limit
+	message   string // --reasoning-budget-message
 }
 
 func (f *toolFlags) register(fs *flag.FlagSet) {
@@ -25,10 +27,29 @@ func (f *toolFlags) register(fs *flag.FlagSet) {
 		"Tandem takes it and reads calls without it (=false: auto answers stay text)")
 	fs.StringVar(&f.reasoning, "reasoning-parser", "", "`name` of the think tags split off a thinking model's answers as its reasoning: "+
 		strings.Join(reasoning.Names(), ", ")+", or none (default: the tags the chat template describes, if any)")
+	fs.IntVar(&f.budget, "reasoning-budget", -1, "llama-server's flag: the most `tokens` a thinking model samples in its think block, for requests "+
+		"that set no budget (thinking_token_budget, reasoning_budget_tokens); then the engine writes --reasoning-budget-message and the end tag; -1: no limit")
+	fs.StringVar(&f.message, "reasoning-budget-message", "", "llama-server's flag: `text` forced into the think block when its budget is spent, before the end tag")
 }
 
-// check fails on an unknown --tool-call-parser, before anything starts.
+// reasoningBudget is --reasoning-budget for the server's config: nil for
+// no limit.
+func (f *toolFlags) reasoningBudget() *int {
+	if f.budget < 0 {
+		return nil
+	}
+	return &f.budget
+}
+
+// check fails on an unknown --tool-call-parser or --reasoning-parser, or
+// a bad reasoning budget, before anything starts.
 func (f *toolFlags) check() error {
+	if f.budget < -1 {
+		return fmt.Errorf("--reasoning-budget %d: want -1 (no limit) or at least 0", f.budget)
+	}
+	if len(f.message) > 1024 {
+		return fmt.Errorf("--reasoning-budget-message of %d bytes: at most 1024", len(f.message))
+	}
 	if f.reasoning != "" && f.reasoning != "none" {
 		if _, err := reasoning.Lookup(f.reasoning); err != nil {
 			return fmt.Errorf("--reasoning-parser: %w", err)

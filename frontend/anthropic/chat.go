@@ -21,6 +21,8 @@ type chatRequest struct {
 	ResponseFormat     *responseFormat `json:"response_format,omitempty"`
 	ChatTemplateKwargs map[string]any  `json:"chat_template_kwargs,omitempty"`
 	SessionID          string          `json:"session_id,omitempty"`
+	// ThinkingBudget is thinking.budget_tokens (type enabled).
+	ThinkingBudget *int `json:"thinking_token_budget,omitempty"`
 }
 
 // chatMessage is one chat message as the chat template sees it. An
@@ -91,7 +93,8 @@ type responseFormat struct {
 //     function and "none"; disable_parallel_tool_use is
 //     parallel_tool_calls false;
 //   - max_tokens, stop_sequences (stop), temperature, top_p and top_k
-//     carry over; thinking sets the template's enable_thinking;
+//     carry over; thinking sets the template's enable_thinking, and its
+//     budget_tokens (type enabled) is thinking_token_budget;
 //     output_config.format is a json_schema response_format.
 func (r *Request) ChatBody() ([]byte, error) {
 	c := chatRequest{MaxTokens: r.MaxTokens, Stop: r.StopSequences, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
@@ -129,6 +132,9 @@ func (r *Request) ChatBody() ([]byte, error) {
 	}
 	c.ChatTemplateKwargs = r.ChatTemplateKwargs
 	if t := r.Thinking; t != nil {
+		if t.Type == "enabled" && t.BudgetTokens > 0 {
+			c.ThinkingBudget = ptr(t.BudgetTokens)
+		}
 		if _, set := c.ChatTemplateKwargs["enable_thinking"]; !set {
 			kw := map[string]any{"enable_thinking": t.Type != "disabled"}
 			for k, v := range r.ChatTemplateKwargs {

@@ -45,7 +45,7 @@ func TestChatBody(t *testing.T) {
 			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"tool_choice":"none"}`},
 		{"thinking",
 			`{"model":"m","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":100},"chat_template_kwargs":{"x":1},"messages":[]}`,
-			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true,"x":1}}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true,"x":1},"thinking_token_budget":100}`},
 		{"thinking disabled, the request's kwargs win",
 			`{"model":"m","max_tokens":5,"thinking":{"type":"disabled"},"chat_template_kwargs":{"enable_thinking":true},"messages":[]}`,
 			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true}}`},

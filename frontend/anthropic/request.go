@@ -93,7 +93,8 @@ type ToolChoice struct {
 }
 
 // Thinking is extended thinking's setting: enabled (with a budget),
-// adaptive or disabled. It becomes the chat template's enable_thinking.
+// adaptive or disabled. It becomes the chat template's enable_thinking;
+// an enabled one's budget bounds the think block (thinking_token_budget).
 type Thinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens"`

@@ -13,6 +13,12 @@ import (
 type Params struct {
 	Model string `json:"model"`
 
+	// ThinkingTokenBudget (vLLM's) and ReasoningBudgetTokens
+	// (llama-server's) bound the tokens a thinking model samples in its
+	// think block, with a reasoning parser (ThinkingBudget); -1 = unset.
+	ThinkingTokenBudget   *int `json:"thinking_token_budget,omitempty"`
+	ReasoningBudgetTokens *int `json:"reasoning_budget_tokens,omitempty"`
+
 	MaxTokens         *int               `json:"max_tokens,omitempty"`  // output tokens; nil = endpoint default
 	Temperature       *float64           `json:"temperature,omitempty"` // nil = 1.0; 0 = greedy
 	TopP              *float64           `json:"top_p,omitempty"`       // nil = 1.0
@@ -148,6 +154,21 @@ func (p *Params) NumChoices() int {
 		return 1
 	}
 	return *p.N
+}
+
+// ThinkingBudget is the request's thinking budget: thinking_token_budget,
+// else reasoning_budget_tokens (-1 in either is unset), else def (the
+// server's --reasoning-budget); nil for none (-1).
+func (p *Params) ThinkingBudget(def int) *int {
+	switch {
+	case p.ThinkingTokenBudget != nil && *p.ThinkingTokenBudget != -1:
+		return p.ThinkingTokenBudget
+	case p.ReasoningBudgetTokens != nil && *p.ReasoningBudgetTokens != -1:
+		return p.ReasoningBudgetTokens
+	case def >= 0:
+		return &def
+	}
+	return nil
 }
 
 // NumCandidates returns how many candidates are generated per prompt:

@@ -152,6 +152,12 @@ func (r *CompletionRequest) validatePrompt() *Error {
 
 // validate checks the shared fields, in a fixed order.
 func (p *Params) validate() *Error {
+	if p.ThinkingTokenBudget != nil && *p.ThinkingTokenBudget < -1 {
+		return BadRequest("thinking_token_budget", "'thinking_token_budget' must be -1 (unlimited) or at least 0, got %d.", *p.ThinkingTokenBudget)
+	}
+	if p.ReasoningBudgetTokens != nil && *p.ReasoningBudgetTokens < -1 {
+		return BadRequest("reasoning_budget_tokens", "'reasoning_budget_tokens' must be -1 (unrestricted) or at least 0, got %d.", *p.ReasoningBudgetTokens)
+	}
 	if p.MaxTokens != nil && *p.MaxTokens < 1 {
 		return BadRequest("max_tokens", "'max_tokens' must be at least 1, got %d.", *p.MaxTokens)
 	}
@@ -275,8 +281,7 @@ func (p *Params) validateCandidates() *Error {
 // Ignoring them like unknown fields would silently change what the client
 // asked for, so a non-empty value is a 400 naming the field.
 var unsupportedFields = []string{
-	"bad_words", "prompt_embeds", "mm_processor_kwargs", "documents", "thinking_token_budget",
-	"repetition_detection",
+	"bad_words", "prompt_embeds", "mm_processor_kwargs", "documents", "repetition_detection",
 }
 
 // CheckUnsupported returns a 400 when the JSON object body sets a field of

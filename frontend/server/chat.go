@@ -62,7 +62,7 @@ func (s *Server) chat(c echo.Context) error {
 		skipSpecial = false // the calls' markers may be special tokens, as vLLM's parser sets
 	}
 	newID := s.toolIDs()
-	think := s.thinkerFor(text, &sp, req.UseBeamSearch)
+	think := s.thinkerFor(text, &sp, req.UseBeamSearch, req.Params.ThinkingBudget(-1))
 	id := "chatcmpl-" + cm.baseID
 	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecial)
 	g.n, g.slot, g.includeStop = plan.numGenerated, cm.slot, req.IncludeStopStr

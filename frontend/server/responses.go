@@ -105,7 +105,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	if plan.Constraint != nil {
 		sp.StructuredOutputs = plan.Constraint
 	}
-	call.think = s.thinkerFor(text, &sp, false)
+	call.think = s.thinkerFor(text, &sp, false, req.Params.ThinkingBudget(-1))
 	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.Background
 	skipSpecial := req.SkipSpecial()
 	if call.auto != nil && call.auto.KeepSpecial && req.SkipSpecialTokens == nil {

@@ -66,6 +66,12 @@ type Config struct {
 	// ReasoningParser splits a thinking model's answers into reasoning
 	// and content (--reasoning-parser); nil: answers stay whole.
 	ReasoningParser *reasoning.Format
+	// ReasoningBudget (--reasoning-budget; nil: no limit) bounds the think
+	// block of requests that set no budget of their own, and
+	// ReasoningBudgetMsg (--reasoning-budget-message) is forced into a
+	// block whose budget is spent, before its end tag.
+	ReasoningBudget    *int
+	ReasoningBudgetMsg string
 	// ModelRoot is the model the engines loaded (a path or "dummy"), the
 	// root of /v1/models' cards.
 	ModelRoot string

@@ -15,25 +15,50 @@ type thinker struct {
 }
 
 // thinkerFor returns the split for a request with this rendered prompt,
-// nil when the server has no reasoning parser. A constrained request
-// (structured outputs, forced tool calls) may think first, as with vLLM:
-// sp then names the think tags, and the engine applies the constraint
-// from the token after the end tag (or from the first token when the
-// answer does not open the block). beam: the request is a beam search,
-// whose expansions are constrained from their first token (no split).
-func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams, beam bool) *thinker {
+// nil when the server has no reasoning parser. The engine follows the
+// answer through its think block when it must: sp then names the think
+// tags (the start tag too when the answer may open the block), unless
+// the prompt closed the block.
+//   - A constrained request (structured outputs, forced tool calls)
+//     thinks first, as with vLLM: the engine applies the constraint from
+//     the token after the end tag (or from the first token when the
+//     answer does not open the block).
+//   - budget (the request's thinking budget, nil: the server's
+//     --reasoning-budget, if any) bounds the tokens of the block; then the
+//     engine forces --reasoning-budget-message and the end tag.
+//
+// beam: the request is a beam search, whose expansions are constrained
+// from their first token (no split) and have no budget.
+func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams, beam bool, budget *int) *thinker {
 	f := s.cfg.ReasoningParser
 	if f == nil || sp.StructuredOutputs != nil && beam {
 		return nil
 	}
-	open := f.OpensInPrompt(prompt)
-	if sp.StructuredOutputs != nil && !f.ClosedInPrompt(prompt) {
-		sp.ReasoningEnd = f.End
-		if !open {
-			sp.ReasoningStart = f.Start
-		}
+	if !beam {
+		s.thinkTags(prompt, sp, budget)
 	}
-	return &thinker{f: f, open: open}
+	return &thinker{f: f, open: f.OpensInPrompt(prompt)}
+}
+
+// thinkTags names the think tags in sp when the engine must follow the
+// answer through its think block (thinkerFor), with the budget (nil:
+// --reasoning-budget's) and its message. /v1/completions, which splits
+// nothing, uses it for a thinking budget.
+func (s *Server) thinkTags(prompt string, sp *wire.SamplingParams, budget *int) {
+	f := s.cfg.ReasoningParser
+	if budget == nil {
+		budget = s.cfg.ReasoningBudget
+	}
+	if f == nil || sp.StructuredOutputs == nil && budget == nil || f.ClosedInPrompt(prompt) {
+		return
+	}
+	sp.ReasoningEnd = f.End
+	if !f.OpensInPrompt(prompt) {
+		sp.ReasoningStart = f.Start
+	}
+	if budget != nil {
+		sp.ThinkingTokenBudget, sp.ReasoningBudgetMessage = budget, s.cfg.ReasoningBudgetMsg
+	}
 }
 
 // splitter is a Splitter for one answer, nil for a nil thinker.

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -93,29 +94,49 @@ func TestChatReasoning(t *testing.T) {
 	}
 }
 
-// TestConstrainedThinking: a constrained request tells the engine the
-// think tags to wait for (the start tag too when the answer may open the
-// block), none when the prompt closed the block or nothing constrains it;
-// a forced tool call's reasoning comes back apart from the calls.
+// TestConstrainedThinking: a constrained request, or one with a
+// thinking budget, tells the engine the think tags to follow (the start
+// tag too when the answer may open the block), none when the prompt
+// closed the block or nothing needs them; the budget is the request's
+// (vLLM's thinking_token_budget, llama-server's reasoning_budget_tokens,
+// Anthropic's budget_tokens), else the server's --reasoning-budget with
+// its message.
 func TestConstrainedThinking(t *testing.T) {
 	user := `{"role":"user","content":"?"}`
+	opened := `,{"role":"assistant","content":"<think>\n"}],"continue_final_message":true,"add_generation_prompt":false`
+	closed := `,{"role":"assistant","content":"<think>\n\n</think>\n\n"}],"continue_final_message":true,"add_generation_prompt":false`
 	tests := []struct {
 		name, path, body string
+		serverBudget     *int
 		start, end       string
+		budget           *int
 	}{
-		{"json_object", "/v1/chat/completions", `{"messages":[` + user + `],"response_format":{"type":"json_object"}}`, "<think>", "</think>"},
-		{"the prompt opened the block", "/v1/chat/completions",
-			`{"messages":[` + user + `,{"role":"assistant","content":"<think>\n"}],"continue_final_message":true,"add_generation_prompt":false,"response_format":{"type":"json_object"}}`, "", "</think>"},
-		{"the prompt closed the block", "/v1/chat/completions",
-			`{"messages":[` + user + `,{"role":"assistant","content":"<think>\n\n</think>\n\n"}],"continue_final_message":true,"add_generation_prompt":false,"response_format":{"type":"json_object"}}`, "", ""},
-		{"unconstrained", "/v1/chat/completions", `{"messages":[` + user + `]}`, "", ""},
-		{"tool_choice required", "/v1/chat/completions",
-			`{"messages":[` + user + `],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required"}`, "<think>", "</think>"},
-		{"responses json_schema", "/v1/responses",
-			`{"input":"?","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object"}}}}`, "<think>", "</think>"},
-		{"messages forced tool", "/v1/messages",
-			`{"model":"dummy","max_tokens":20,"messages":[` + user + `],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}}`, "<think>", "</think>"},
-		{"ollama format", "/api/chat", `{"model":"dummy","stream":false,"messages":[` + user + `],"format":"json"}`, "<think>", "</think>"},
+		{name: "json_object", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"response_format":{"type":"json_object"}}`, start: "<think>", end: "</think>"},
+		{name: "the prompt opened the block", path: "/v1/chat/completions", body: `{"messages":[` + user + opened + `,"response_format":{"type":"json_object"}}`, end: "</think>"},
+		{name: "the prompt closed the block", path: "/v1/chat/completions", body: `{"messages":[` + user + closed + `,"response_format":{"type":"json_object"},"thinking_token_budget":5}`},
+		{name: "unconstrained", path: "/v1/chat/completions", body: `{"messages":[` + user + `]}`},
+		{name: "tool_choice required", path: "/v1/chat/completions",
+			body: `{"messages":[` + user + `],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required"}`, start: "<think>", end: "</think>"},
+		{name: "responses json_schema", path: "/v1/responses",
+			body: `{"input":"?","text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object"}}}}`, start: "<think>", end: "</think>"},
+		{name: "messages forced tool", path: "/v1/messages",
+			body: `{"model":"dummy","max_tokens":20,"messages":[` + user + `],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"}}`, start: "<think>", end: "</think>"},
+		{name: "ollama format", path: "/api/chat", body: `{"model":"dummy","stream":false,"messages":[` + user + `],"format":"json"}`, start: "<think>", end: "</think>"},
+		{name: "thinking_token_budget", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"thinking_token_budget":5}`, start: "<think>", end: "</think>", budget: ptr(5)},
+		{name: "thinking_token_budget 0, the prompt opened the block", path: "/v1/chat/completions", body: `{"messages":[` + user + opened + `,"thinking_token_budget":0}`, end: "</think>", budget: ptr(0)},
+		{name: "reasoning_budget_tokens", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"reasoning_budget_tokens":7}`, start: "<think>", end: "</think>", budget: ptr(7)},
+		{name: "reasoning_budget_tokens -1: the server's", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"reasoning_budget_tokens":-1}`},
+		{name: "reasoning_budget_tokens -1 with a server budget", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"reasoning_budget_tokens":-1}`,
+			serverBudget: ptr(9), start: "<think>", end: "</think>", budget: ptr(9)},
+		{name: "anthropic budget_tokens", path: "/v1/messages",
+			body: `{"model":"dummy","max_tokens":2000,"messages":[` + user + `],"thinking":{"type":"enabled","budget_tokens":1024}}`, start: "<think>", end: "</think>", budget: ptr(1024)},
+		{name: "thinking_token_budget -1 is unset", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"thinking_token_budget":-1}`},
+		{name: "completions with a budget", path: "/v1/completions", body: `{"prompt":"<|im_start|>assistant\n","thinking_token_budget":4}`, start: "<think>", end: "</think>", budget: ptr(4)},
+		{name: "completions, the prompt opened the block", path: "/v1/completions", body: `{"prompt":[60,116,104,105,110,107,62,10],"thinking_token_budget":4}`, end: "</think>", budget: ptr(4)},
+		{name: "completions without a budget", path: "/v1/completions", body: `{"prompt":"x","response_format":{"type":"json_object"}}`, serverBudget: ptr(3)},
+		{name: "responses with a budget", path: "/v1/responses", body: `{"input":"?","thinking_token_budget":2}`, start: "<think>", end: "</think>", budget: ptr(2)},
+		{name: "the server's budget on ollama", path: "/api/chat", body: `{"model":"dummy","stream":false,"messages":[` + user + `]}`,
+			serverBudget: ptr(3), start: "<think>", end: "</think>", budget: ptr(3)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,16 +148,35 @@ func TestConstrainedThinking(t *testing.T) {
 				mu.Unlock()
 				return outputs(wire.FinishStop, eosIf(wire.FinishStop), "{}")
 			}}
-			code, body := postTo(t, thinkServer(t, f), tc.path, tc.body)
+			r, _ := reasoning.Lookup("qwen3")
+			url := newTestServerWith(t, f, func(c *Config) {
+				c.MaxModelLen, c.NumBlocks, c.MaxRequestBody, c.ReasoningParser = 4096, 512, "64K", r
+				c.ReasoningBudget, c.ReasoningBudgetMsg = tc.serverBudget, "Enough."
+			}, tokenizer.NewByte()).URL
+			code, body := postTo(t, url, tc.path, tc.body)
 			if code != http.StatusOK {
 				t.Fatalf("%d %s", code, body)
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(got) != 1 || got[0].ReasoningStart != tc.start || got[0].ReasoningEnd != tc.end {
-				t.Fatalf("engine requests %+v, want think tags %q %q", got, tc.start, tc.end)
+			if len(got) != 1 {
+				t.Fatalf("%d engine requests", len(got))
+			}
+			p, message := got[0], ""
+			if tc.budget != nil {
+				message = "Enough." // the server's --reasoning-budget-message
+			}
+			if p.ReasoningStart != tc.start || p.ReasoningEnd != tc.end || !reflect.DeepEqual(p.ThinkingTokenBudget, tc.budget) || p.ReasoningBudgetMessage != message {
+				t.Fatalf("think tags %q %q, budget %v %q; want %q %q, %v %q", p.ReasoningStart, p.ReasoningEnd, p.ThinkingTokenBudget, p.ReasoningBudgetMessage,
+					tc.start, tc.end, tc.budget, message)
 			}
 		})
+	}
+	url := thinkServer(t, &fakeEngine{})
+	for _, bad := range []string{`"thinking_token_budget":-2`, `"thinking_token_budget":0.6`, `"reasoning_budget_tokens":-2`} {
+		if code, body := post(t, url, `{"messages":[`+user+`],`+bad+`}`); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", bad, code, body)
+		}
 	}
 }
 

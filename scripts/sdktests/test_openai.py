@@ -183,6 +183,31 @@ def reasoning_parser():
     expect(len(plain.content) == 5 and "reasoning" not in (plain.model_extra or {}), plain)
 
 
+@check
+def thinking_budget():
+    # thinking_token_budget (vLLM's) on the dummy model (byte tokens), served
+    # with --reasoning-parser qwen3: after 3 tokens in the think block the
+    # engine forces "</think>", byte by byte; what follows is the content. With
+    # a schema, the constraint applies after the block: the content is the JSON.
+    c = client()
+    msgs = [{"role": "user", "content": "Think."}, {"role": "assistant", "content": "<think>\n"}]
+    body = {"continue_final_message": True, "add_generation_prompt": False, "ignore_eos": True, "logit_bias": ascii_only(),
+            "thinking_token_budget": 3, "return_token_ids": True}
+    ch = c.chat.completions.create(model="dummy", messages=msgs, max_tokens=16, seed=3, extra_body=body).choices[0]
+    ids = (ch.model_extra or {}).get("token_ids")
+    expect(ids and ids[3:11] == list(b"</think>"), ids)
+    extra = ch.message.model_extra or {}
+    expect((extra.get("reasoning") or "") == bytes(ids[:3]).decode().strip(), (extra, ids))
+    expect(ch.message.content == bytes(ids[11:]).decode().lstrip(), (ch.message.content, ids))
+    schema = {"type": "object", "properties": {"a": {"enum": [1, 2]}}, "required": ["a"]}
+    r = c.chat.completions.create(model="dummy", messages=msgs, max_tokens=48, seed=3, extra_body=dict(body, thinking_token_budget=2, ignore_eos=False),
+                                  response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}})
+    ch = r.choices[0]
+    ids = ch.model_extra["token_ids"]
+    expect(ids[2:10] == list(b"</think>") and ch.finish_reason == "stop", (ids, ch.finish_reason))
+    expect(json.loads(ch.message.content)["a"] in (1, 2), ch.message)
+
+
 LEGACY_FUNCTIONS = [{"name": "get_weather", "parameters": {"type": "object", "properties": {
     "city": {"type": "string", "pattern": "^[a-z]{1,8}$"}}, "required": ["city"]}}]
 
