@@ -410,6 +410,10 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
+	effortMap, err := f.tools.reasoningEffortMap()
+	if err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
 	name := f.servedModelName
 	if aliases := names(f.api.alias); name == "" && len(aliases) > 0 {
 		name = slices.Min(aliases) // llama-server names the model by its first alias in sorted order
@@ -435,6 +439,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		ReasoningParser:    reasoningParser,
 		ReasoningBudget:    f.tools.reasoningBudget(),
 		ReasoningBudgetMsg: f.tools.message,
+		ReasoningEffortMap: effortMap,
 
 		MaxRequestOutputTokens:      f.maxOutput,
 		ShowHiddenMetricsForVersion: f.showHidden,

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
@@ -18,6 +21,7 @@ type toolFlags struct {
 	reasoning string // --reasoning-parser: a reasoning name, "none", or "" = from the chat template
 	budget    int    // --reasoning-budget: tokens in a think block, -1 = no limit
 	message   string // --reasoning-budget-message
+	effortMap string // --reasoning-effort-map: JSON {effort: effort}
 }
 
 func (f *toolFlags) register(fs *flag.FlagSet) {
@@ -30,6 +34,25 @@ func (f *toolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.budget, "reasoning-budget", -1, "llama-server's flag: the most `tokens` a thinking model samples in its think block, for requests "+
 		"that set no budget (thinking_token_budget, reasoning_budget_tokens); then the engine writes --reasoning-budget-message and the end tag; -1: no limit")
 	fs.StringVar(&f.message, "reasoning-budget-message", "", "llama-server's flag: `text` forced into the think block when its budget is spent, before the end tag")
+	fs.StringVar(&f.effortMap, "reasoning-effort-map", "", "vLLM's flag: a JSON object that rewrites a request's reasoning effort to one the chat template knows, "+
+		`e.g. '{"medium": "low", "xhigh": "max"}'; keys among `+strings.Join(openai.ReasoningEfforts, ", "))
+}
+
+// reasoningEffortMap is --reasoning-effort-map, checked: nil when unset.
+func (f *toolFlags) reasoningEffortMap() (map[string]string, error) {
+	if f.effortMap == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(f.effortMap), &m); err != nil {
+		return nil, fmt.Errorf("--reasoning-effort-map must be a JSON object mapping reasoning efforts to strings: %w", err)
+	}
+	for k := range m {
+		if !slices.Contains(openai.ReasoningEfforts, k) {
+			return nil, fmt.Errorf("--reasoning-effort-map has unknown effort %q; keys must be one of %s", k, strings.Join(openai.ReasoningEfforts, ", "))
+		}
+	}
+	return m, nil
 }
 
 // reasoningBudget is --reasoning-budget for the server's config: nil for
@@ -49,6 +72,9 @@ func (f *toolFlags) check() error {
 	}
 	if len(f.message) > 1024 {
 		return fmt.Errorf("--reasoning-budget-message of %d bytes: at most 1024", len(f.message))
+	}
+	if _, err := f.reasoningEffortMap(); err != nil {
+		return err
 	}
 	if f.reasoning != "" && f.reasoning != "none" {
 		if _, err := reasoning.Lookup(f.reasoning); err != nil {

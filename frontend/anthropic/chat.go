@@ -23,6 +23,9 @@ type chatRequest struct {
 	SessionID          string          `json:"session_id,omitempty"`
 	// ThinkingBudget is thinking.budget_tokens (type enabled).
 	ThinkingBudget *int `json:"thinking_token_budget,omitempty"`
+	// ReasoningEffort is output_config.effort, or "none" for thinking
+	// disabled (vLLM's mapping).
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 }
 
 // chatMessage is one chat message as the chat template sees it. An
@@ -94,7 +97,9 @@ type responseFormat struct {
 //     parallel_tool_calls false;
 //   - max_tokens, stop_sequences (stop), temperature, top_p and top_k
 //     carry over; thinking sets the template's enable_thinking, and its
-//     budget_tokens (type enabled) is thinking_token_budget;
+//     budget_tokens (type enabled) is thinking_token_budget; thinking
+//     disabled is reasoning_effort "none", output_config.effort the
+//     effort;
 //     output_config.format is a json_schema response_format.
 func (r *Request) ChatBody() ([]byte, error) {
 	c := chatRequest{MaxTokens: r.MaxTokens, Stop: r.StopSequences, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
@@ -135,6 +140,9 @@ func (r *Request) ChatBody() ([]byte, error) {
 		if t.Type == "enabled" && t.BudgetTokens > 0 {
 			c.ThinkingBudget = ptr(t.BudgetTokens)
 		}
+		if t.Type == "disabled" {
+			c.ReasoningEffort = "none"
+		}
 		if _, set := c.ChatTemplateKwargs["enable_thinking"]; !set {
 			kw := map[string]any{"enable_thinking": t.Type != "disabled"}
 			for k, v := range r.ChatTemplateKwargs {
@@ -142,6 +150,9 @@ func (r *Request) ChatBody() ([]byte, error) {
 			}
 			c.ChatTemplateKwargs = kw
 		}
+	}
+	if oc := r.OutputConfig; oc != nil && oc.Effort != "" {
+		c.ReasoningEffort = oc.Effort
 	}
 	if f := r.outputFormat(); f != nil {
 		rf := &responseFormat{Type: "json_schema"}

@@ -48,10 +48,10 @@ func TestChatBody(t *testing.T) {
 			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true,"x":1},"thinking_token_budget":100}`},
 		{"thinking disabled, the request's kwargs win",
 			`{"model":"m","max_tokens":5,"thinking":{"type":"disabled"},"chat_template_kwargs":{"enable_thinking":true},"messages":[]}`,
-			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true}}`},
-		{"output format",
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"none"}`},
+		{"output format and effort",
 			`{"model":"m","max_tokens":5,"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}},"effort":"low"},"messages":[]}`,
-			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object"},"strict":true}}}`},
+			`{"messages":[{"role":"user","content":""}],"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"output","schema":{"type":"object"},"strict":true}},"reasoning_effort":"low"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -101,7 +101,8 @@ type Thinking struct {
 }
 
 // OutputConfig is output_config: format, a JSON schema the answer must
-// follow (structured outputs); effort is accepted and not used.
+// follow (structured outputs); effort, the chat template's
+// reasoning_effort.
 type OutputConfig struct {
 	Format *struct {
 		Type   string          `json:"type"` // "json_schema"

@@ -143,6 +143,7 @@ type chatRequest struct {
 	Logprobs          bool            `json:"logprobs,omitempty"`
 	TopLogprobs       *int            `json:"top_logprobs,omitempty"`
 	TemplateKwargs    map[string]any  `json:"chat_template_kwargs,omitempty"`
+	ReasoningEffort   string          `json:"reasoning_effort,omitempty"`
 }
 
 type chatMessage struct {
@@ -179,7 +180,7 @@ func (r *ChatRequest) ChatBody() ([]byte, error) {
 	}
 	body.Messages, body.Tools = msgs, r.Tools
 	body.Logprobs, body.TopLogprobs = r.Logprobs || r.TopLogprobs != nil, r.TopLogprobs
-	if body.TemplateKwargs, err = thinking(r.Think); err != nil {
+	if body.TemplateKwargs, body.ReasoningEffort, err = thinking(r.Think); err != nil {
 		return nil, err
 	}
 	return json.Marshal(body)
@@ -187,21 +188,22 @@ func (r *ChatRequest) ChatBody() ([]byte, error) {
 
 // thinking maps think onto the chat template's enable_thinking, which
 // the templates of thinking models (Qwen3, …) read: true or an effort
-// turns it on, false off, absent leaves the template's default.
-func thinking(think json.RawMessage) (map[string]any, error) {
+// turns it on, false off, absent leaves the template's default. An
+// effort is also the request's reasoning_effort (gpt-oss's templates read
+// it).
+func thinking(think json.RawMessage) (kwargs map[string]any, effort string, err error) {
 	t := bytes.TrimSpace(think)
 	if len(t) == 0 || string(t) == "null" {
-		return nil, nil
+		return nil, "", nil
 	}
 	var on bool
 	if json.Unmarshal(t, &on) == nil {
-		return map[string]any{"enable_thinking": on}, nil
+		return map[string]any{"enable_thinking": on}, "", nil
 	}
-	var effort string
 	if json.Unmarshal(t, &effort) == nil && (effort == "high" || effort == "medium" || effort == "low") {
-		return map[string]any{"enable_thinking": true}, nil
+		return map[string]any{"enable_thinking": true}, effort, nil
 	}
-	return nil, fmt.Errorf("think: must be true, false, \"high\", \"medium\" or \"low\", got %s", t)
+	return nil, "", fmt.Errorf("think: must be true, false, \"high\", \"medium\" or \"low\", got %s", t)
 }
 
 // ChatBody is a generate request (not raw) as a chat body: the system

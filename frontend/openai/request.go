@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -233,6 +234,22 @@ type ChatCompletionRequest struct {
 	// IncludeReasoning false drops the reasoning the reasoning parser
 	// splits off (vLLM's); absent, it is returned.
 	IncludeReasoning *bool `json:"include_reasoning,omitempty"`
+	// ReasoningEffort (one of ReasoningEfforts) reaches the chat template
+	// as reasoning_effort, and as enable_thinking (false for "none")
+	// unless chat_template_kwargs sets it, as vLLM renders it.
+	ReasoningEffort *string `json:"reasoning_effort,omitempty"`
+}
+
+// ReasoningEfforts are the reasoning_effort values vLLM takes.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
+
+// CheckEffort returns a 400 for an effort that is not one of
+// ReasoningEfforts; param names the field.
+func CheckEffort(param string, effort *string) *Error {
+	if effort == nil || slices.Contains(ReasoningEfforts, *effort) {
+		return nil
+	}
+	return BadRequest(param, "'%s' must be one of %s, got %q.", param, strings.Join(ReasoningEfforts, ", "), *effort)
 }
 
 // MaxOutputTokens returns max_completion_tokens, else max_tokens; ok is false

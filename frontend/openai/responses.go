@@ -36,6 +36,9 @@ type ResponsesRequest struct {
 	Background         bool                `json:"background,omitempty"` // answer at once with status queued and generate on; needs store
 	Truncation         string              `json:"truncation,omitempty"` // "disabled" (default) or "auto"
 	Conversation       json.RawMessage     `json:"conversation,omitempty"`
+	// Reasoning's effort is the chat template's reasoning_effort, as
+	// chat's; the response echoes it.
+	Reasoning *ResponseReasoning `json:"reasoning,omitempty"`
 	// EnableResponseMessages (vLLM) adds input_messages and
 	// output_messages to the response: the prompt and the answer as text
 	// and token ids.
@@ -196,6 +199,11 @@ func (r *ResponsesRequest) Validate() *Error {
 	if e := r.Params.validate(); e != nil {
 		return e
 	}
+	if r.Reasoning != nil {
+		if e := CheckEffort("reasoning.effort", r.Reasoning.Effort); e != nil {
+			return e
+		}
+	}
 	if r.MaxOutputTokens != nil && *r.MaxOutputTokens < 1 {
 		return BadRequest("max_output_tokens", "'max_output_tokens' must be at least 1, got %d.", *r.MaxOutputTokens)
 	}
@@ -303,7 +311,8 @@ type IncompleteDetails struct {
 	Reason string `json:"reason"` // "max_output_tokens"
 }
 
-// ResponseReasoning is reasoning: always empty (no reasoning models yet).
+// ResponseReasoning is reasoning: the request's effort (summary is not
+// made).
 type ResponseReasoning struct {
 	Effort  *string `json:"effort"`
 	Summary *string `json:"summary"`

@@ -61,6 +61,9 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if e := r.Params.validate(); e != nil {
 		return e
 	}
+	if e := CheckEffort("reasoning_effort", r.ReasoningEffort); e != nil {
+		return e
+	}
 	if r.MaxCompletionTokens != nil && *r.MaxCompletionTokens < 1 {
 		return BadRequest("max_completion_tokens", "'max_completion_tokens' must be at least 1, got %d.", *r.MaxCompletionTokens)
 	}

@@ -217,3 +217,63 @@ func TestPrefillAssistant(t *testing.T) {
 		})
 	}
 }
+
+// TestReasoningEffort: a request's reasoning effort (chat's
+// reasoning_effort, Responses' reasoning.effort, Anthropic's
+// output_config.effort and thinking disabled, Ollama's think level)
+// reaches the template as reasoning_effort, and as enable_thinking unless
+// the request sets it, over the server's defaults; --reasoning-effort-map
+// rewrites it; an unknown effort is a 400.
+func TestReasoningEffort(t *testing.T) {
+	source := `{% if reasoning_effort is defined %}effort={{ reasoning_effort }} {% endif %}{% if enable_thinking is defined %}think={{ enable_thinking }}{% endif %}|`
+	user := `"messages":[{"role":"user","content":"hi"}]`
+	tests := []struct {
+		name, path, body string
+		edit             func(*Config)
+		want             string // the prompt; "" = a 400
+	}{
+		{"chat low", "/v1/chat/completions", `{` + user + `,"reasoning_effort":"low"}`, nil, "effort=low think=True|"},
+		{"chat none", "/v1/chat/completions", `{` + user + `,"reasoning_effort":"none"}`, nil, "effort=none think=False|"},
+		{"kwargs win", "/v1/chat/completions", `{` + user + `,"reasoning_effort":"none","chat_template_kwargs":{"enable_thinking":true}}`, nil, "effort=none think=True|"},
+		{"effort over --reasoning off", "/v1/chat/completions", `{` + user + `,"reasoning_effort":"high"}`, func(c *Config) { c.Reasoning = "off" }, "effort=high think=True|"},
+		{"no effort", "/v1/chat/completions", `{` + user + `}`, func(c *Config) { c.Reasoning = "off" }, "think=False|"},
+		{"effort map", "/v1/chat/completions", `{` + user + `,"reasoning_effort":"medium"}`, func(c *Config) { c.ReasoningEffortMap = map[string]string{"medium": "low"} }, "effort=low think=True|"},
+		{"unknown effort", "/v1/chat/completions", `{` + user + `,"reasoning_effort":"extreme"}`, nil, ""},
+		{"responses", "/v1/responses", `{"input":"hi","reasoning":{"effort":"minimal"}}`, nil, "effort=minimal think=True|"},
+		{"responses unknown effort", "/v1/responses", `{"input":"hi","reasoning":{"effort":"x"}}`, nil, ""},
+		{"anthropic effort", "/v1/messages", `{"model":"dummy","max_tokens":1,` + user + `,"output_config":{"effort":"high"}}`, nil, "effort=high think=True|"},
+		{"anthropic thinking disabled", "/v1/messages", `{"model":"dummy","max_tokens":1,` + user + `,"thinking":{"type":"disabled"}}`, nil, "effort=none think=False|"},
+		{"ollama think level", "/api/chat", `{"model":"dummy","stream":false,` + user + `,"think":"low"}`, nil, "effort=low think=True|"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := chattemplate.New(source, chattemplate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+			ts := newTestServerWith(t, f, func(c *Config) {
+				c.MaxModelLen = 512
+				if tc.edit != nil {
+					tc.edit(c)
+				}
+			}, templateTok{tokenizer.NewByte(), tmpl})
+			code, out := do(t, ts, http.MethodPost, tc.path, tc.body, nil)
+			if tc.want == "" {
+				if code != http.StatusBadRequest || !strings.Contains(out, "must be one of none, minimal") {
+					t.Fatalf("%d %s, want a 400 naming the efforts", code, out)
+				}
+				return
+			}
+			if code != 200 {
+				t.Fatalf("%d %s", code, out)
+			}
+			if got := tokenizer.NewByte().Decode(f.requests()[0].PromptTokenIDs, false); got != tc.want {
+				t.Errorf("prompt %q, want %q", got, tc.want)
+			}
+			if tc.path == "/v1/responses" && !strings.Contains(out, `"reasoning":{"effort":"minimal"`) {
+				t.Errorf("the response does not echo the effort: %s", out)
+			}
+		})
+	}
+}

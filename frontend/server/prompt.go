@@ -28,7 +28,7 @@ func (s *Server) renderChat(req *openai.ChatCompletionRequest) (string, *openai.
 		r.ContinueFinalMessage = true
 		req = &r
 	}
-	kwargs := s.templateKwargs(req.ChatTemplateKwargs)
+	kwargs := s.templateKwargs(req.ChatTemplateKwargs, req.ReasoningEffort)
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
 		if kwargs == nil {
 			kwargs = map[string]any{}
@@ -171,10 +171,13 @@ func trimFinalTurnEnd(text string, msgs []tokenizer.Message) string {
 	return text
 }
 
-// templateKwargs is a request's chat_template_kwargs over the server's
-// defaults (DefaultChatTemplateKwargs, then Reasoning's enable_thinking);
-// the request's keys win. The result is the caller's to change.
-func (s *Server) templateKwargs(req map[string]any) map[string]any {
+// templateKwargs is a request's chat_template_kwargs over its
+// reasoning_effort (effort, rewritten by --reasoning-effort-map; nil:
+// none) and the server's defaults (DefaultChatTemplateKwargs, then
+// Reasoning's enable_thinking); the request's keys win. An effort is
+// reasoning_effort and, unless the request sets it, enable_thinking (false
+// for "none"), as vLLM renders them. The result is the caller's to change.
+func (s *Server) templateKwargs(req map[string]any, effort *string) map[string]any {
 	kwargs := maps.Clone(req)
 	set := func(k string, v any) {
 		if _, ok := kwargs[k]; ok {
@@ -184,6 +187,14 @@ func (s *Server) templateKwargs(req map[string]any) map[string]any {
 			kwargs = map[string]any{}
 		}
 		kwargs[k] = v
+	}
+	if effort != nil {
+		e := *effort
+		if m, ok := s.cfg.ReasoningEffortMap[e]; ok {
+			e = m
+		}
+		set("reasoning_effort", e)
+		set("enable_thinking", e != "none")
 	}
 	for k, v := range s.cfg.DefaultChatTemplateKwargs {
 		set(k, v)

@@ -67,6 +67,9 @@ func (s *Server) createResponse(c echo.Context) error {
 		call.history = prev.Messages
 	}
 	chat := &openai.ChatCompletionRequest{}
+	if req.Reasoning != nil {
+		chat.ReasoningEffort = req.Reasoning.Effort
+	}
 	if tools, _ := req.FunctionTools(); len(tools) > 0 {
 		chat.Tools, _ = json.Marshal(tools) // chat's form, as the template expects
 	}
@@ -233,7 +236,7 @@ func (s *Server) newResponse(req *openai.ResponsesRequest, id string) openai.Res
 	r := openai.Response{
 		ID: id, Object: openai.ObjectResponse, CreatedAt: nowUnix(), Status: openai.ResponseStatusInProgress,
 		MaxOutputTokens: req.MaxOutputTokens, Model: s.cfg.ServedModelName, ParallelToolCalls: true,
-		Reasoning: &openai.ResponseReasoning{}, Store: req.Stored(), Temperature: req.Temperature, TopP: req.TopP,
+		Reasoning: reasoningEcho(req.Reasoning), Store: req.Stored(), Temperature: req.Temperature, TopP: req.TopP,
 		Text:       openai.ResponseTextConfig{Format: &openai.ResponseFormat{Type: "text"}},
 		ToolChoice: req.ToolChoice, Tools: req.Tools, TopLogprobs: req.TopLogprobs, Truncation: "disabled",
 		Metadata: req.Metadata, Background: req.Background,
@@ -346,3 +349,11 @@ func (s *Server) deleteResponse(c echo.Context) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// reasoningEcho is a response's reasoning: the request's effort.
+func reasoningEcho(r *openai.ResponseReasoning) *openai.ResponseReasoning {
+	if r == nil {
+		return &openai.ResponseReasoning{}
+	}
+	return &openai.ResponseReasoning{Effort: r.Effort}
+}

@@ -72,6 +72,9 @@ type Config struct {
 	// block whose budget is spent, before its end tag.
 	ReasoningBudget    *int
 	ReasoningBudgetMsg string
+	// ReasoningEffortMap (--reasoning-effort-map) rewrites a request's
+	// reasoning effort to one the chat template knows.
+	ReasoningEffortMap map[string]string
 	// ModelRoot is the model the engines loaded (a path or "dummy"), the
 	// root of /v1/models' cards.
 	ModelRoot string
