@@ -214,3 +214,69 @@ func TestThinkingProperty(t *testing.T) {
 		}
 	}
 }
+
+// FuzzThinking drives the think block's machine with any answer over
+// the toy vocabulary, forcing from the tokens closingAllows offers:
+// phases only move forward, the tail stays bounded, the budget holds
+// (plus a UTF-8 character's completion), and every forced token spells
+// the next forced bytes.
+func FuzzThinking(f *testing.F) {
+	f.Add([]byte{0, 5, 5, 1, 7}, "<think>", "</think>", 2, "Stop.", true)
+	f.Add([]byte{12, 10, 11, 13, 14, 5}, "<think>", "</think>", 1, "", false)
+	f.Add([]byte{5, 2, 3, 4}, "", "</think>", -1, "", true)
+	f.Fuzz(func(t *testing.T, answer []byte, start, end string, budget int, message string, constrained bool) {
+		if len(start) > maxThinkTag || len(end) > maxThinkTag || len(message) > 64 || budget > 64 {
+			return
+		}
+		var b *int
+		if budget >= 0 {
+			b = &budget
+		}
+		th := newThinking(params(start, end, b, message), constrained, tokenOfPieces)
+		if th == nil {
+			return
+		}
+		var byFirst [256][]int32
+		for id, p := range pieces {
+			byFirst[p[0]] = append(byFirst[p[0]], int32(id))
+		}
+		mask := make([]uint32, 1)
+		for _, c := range answer {
+			tok := int32(int(c) % len(pieces))
+			before := th.phase
+			if th.phase == thinkClosing {
+				th.closingAllows(mask, &byFirst, pieces)
+				if th.phase != thinkClosing {
+					continue // nothing spells the forced bytes: the block is given up
+				}
+				var allowed []int32
+				for id := range pieces {
+					if mask[0]&(1<<id) != 0 {
+						allowed = append(allowed, int32(id))
+					}
+				}
+				if len(allowed) == 0 {
+					t.Fatal("closing allows no token")
+				}
+				tok = allowed[int(c)%len(allowed)]
+				if !bytes.HasPrefix(th.forced, pieces[tok]) {
+					t.Fatalf("forced %q, allowed %q", th.forced, pieces[tok])
+				}
+				before = th.phase
+			}
+			th.step(tok, pieces[tok])
+			if th.phase < before {
+				t.Fatalf("phase %v after %v", th.phase, before)
+			}
+			if len(th.tail) > max(len(th.end)-1, 3) {
+				t.Fatalf("tail of %d bytes", len(th.tail))
+			}
+			if th.phase == thinkInside && th.budget >= 0 && th.spent >= th.budget+3 {
+				t.Fatalf("spent %d inside with budget %d", th.spent, th.budget)
+			}
+			if th.phase == thinkDone {
+				return
+			}
+		}
+	})
+}
