@@ -440,6 +440,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		ReasoningBudget:    f.tools.reasoningBudget(),
 		ReasoningBudgetMsg: f.tools.message,
 		ReasoningEffortMap: effortMap,
+		ReasoningFormat:    f.tools.reasoningFmt,
 
 		MaxRequestOutputTokens:      f.maxOutput,
 		ShowHiddenMetricsForVersion: f.showHidden,

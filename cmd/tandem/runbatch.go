@@ -132,6 +132,7 @@ func runBatch(ctx context.Context, args []string) error {
 		ReasoningBudget:    f.tools.reasoningBudget(),
 		ReasoningBudgetMsg: f.tools.message,
 		ReasoningEffortMap: effortMap,
+		ReasoningFormat:    f.tools.reasoningFmt,
 	}, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {

@@ -16,12 +16,13 @@ import (
 // toolFlags are vLLM's tool-calling and reasoning flags, taken by
 // serve, frontend and run-batch.
 type toolFlags struct {
-	parser    string // --tool-call-parser: a toolparse name, "" = from the chat template
-	enabled   bool   // --enable-auto-tool-choice
-	reasoning string // --reasoning-parser: a reasoning name, "none", or "" = from the chat template
-	budget    int    // --reasoning-budget: tokens in a think block, -1 = no limit
-	message   string // --reasoning-budget-message
-	effortMap string // --reasoning-effort-map: JSON {effort: effort}
+	parser       string // --tool-call-parser: a toolparse name, "" = from the chat template
+	enabled      bool   // --enable-auto-tool-choice
+	reasoning    string // --reasoning-parser: a reasoning name, "none", or "" = from the chat template
+	budget       int    // --reasoning-budget: tokens in a think block, -1 = no limit
+	message      string // --reasoning-budget-message
+	effortMap    string // --reasoning-effort-map: JSON {effort: effort}
+	reasoningFmt string // --reasoning-format: llama-server's
 }
 
 func (f *toolFlags) register(fs *flag.FlagSet) {
@@ -34,6 +35,8 @@ func (f *toolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.budget, "reasoning-budget", -1, "llama-server's flag: the most `tokens` a thinking model samples in its think block, for requests "+
 		"that set no budget (thinking_token_budget, reasoning_budget_tokens); then the engine writes --reasoning-budget-message and the end tag; -1: no limit")
 	fs.StringVar(&f.message, "reasoning-budget-message", "", "llama-server's flag: `text` forced into the think block when its budget is spent, before the end tag")
+	fs.StringVar(&f.reasoningFmt, "reasoning-format", "auto", "llama-server's flag: how chat answers return a thinking model's reasoning when the request's "+
+		"reasoning_format does not say: none (left in the content), auto or deepseek (reasoning_content), deepseek-legacy (both)")
 	fs.StringVar(&f.effortMap, "reasoning-effort-map", "", "vLLM's flag: a JSON object that rewrites a request's reasoning effort to one the chat template knows, "+
 		`e.g. '{"medium": "low", "xhigh": "max"}'; keys among `+strings.Join(openai.ReasoningEfforts, ", "))
 }
@@ -75,6 +78,9 @@ func (f *toolFlags) check() error {
 	}
 	if _, err := f.reasoningEffortMap(); err != nil {
 		return err
+	}
+	if !slices.Contains(openai.ReasoningFormats, f.reasoningFmt) {
+		return fmt.Errorf("--reasoning-format %q: want one of %s", f.reasoningFmt, strings.Join(openai.ReasoningFormats, ", "))
 	}
 	if f.reasoning != "" && f.reasoning != "none" {
 		if _, err := reasoning.Lookup(f.reasoning); err != nil {

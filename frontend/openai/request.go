@@ -15,10 +15,15 @@ type Params struct {
 	Model string `json:"model"`
 
 	// ThinkingTokenBudget (vLLM's) and ReasoningBudgetTokens
-	// (llama-server's) bound the tokens a thinking model samples in its
-	// think block, with a reasoning parser (ThinkingBudget); -1 = unset.
-	ThinkingTokenBudget   *int `json:"thinking_token_budget,omitempty"`
-	ReasoningBudgetTokens *int `json:"reasoning_budget_tokens,omitempty"`
+	// (llama-server's, also as thinking_budget_tokens) bound the tokens a
+	// thinking model samples in its think block, with a reasoning parser
+	// (ThinkingBudget); -1 = unset. ReasoningBudgetMessage (llama-server's)
+	// is forced before the end tag when the budget is spent, instead of the
+	// server's --reasoning-budget-message.
+	ThinkingTokenBudget    *int    `json:"thinking_token_budget,omitempty"`
+	ReasoningBudgetTokens  *int    `json:"reasoning_budget_tokens,omitempty"`
+	ThinkingBudgetTokens   *int    `json:"thinking_budget_tokens,omitempty"`
+	ReasoningBudgetMessage *string `json:"reasoning_budget_message,omitempty"`
 
 	MaxTokens         *int               `json:"max_tokens,omitempty"`  // output tokens; nil = endpoint default
 	Temperature       *float64           `json:"temperature,omitempty"` // nil = 1.0; 0 = greedy
@@ -158,15 +163,15 @@ func (p *Params) NumChoices() int {
 }
 
 // ThinkingBudget is the request's thinking budget: thinking_token_budget,
-// else reasoning_budget_tokens (-1 in either is unset), else def (the
-// server's --reasoning-budget); nil for none (-1).
+// else reasoning_budget_tokens, else thinking_budget_tokens (-1 in any is
+// unset), else def (the server's --reasoning-budget); nil for none (-1).
 func (p *Params) ThinkingBudget(def int) *int {
-	switch {
-	case p.ThinkingTokenBudget != nil && *p.ThinkingTokenBudget != -1:
-		return p.ThinkingTokenBudget
-	case p.ReasoningBudgetTokens != nil && *p.ReasoningBudgetTokens != -1:
-		return p.ReasoningBudgetTokens
-	case def >= 0:
+	for _, b := range []*int{p.ThinkingTokenBudget, p.ReasoningBudgetTokens, p.ThinkingBudgetTokens} {
+		if b != nil && *b != -1 {
+			return b
+		}
+	}
+	if def >= 0 {
 		return &def
 	}
 	return nil
@@ -238,7 +243,16 @@ type ChatCompletionRequest struct {
 	// as reasoning_effort, and as enable_thinking (false for "none")
 	// unless chat_template_kwargs sets it, as vLLM renders it.
 	ReasoningEffort *string `json:"reasoning_effort,omitempty"`
+	// ReasoningFormat is llama-server's reasoning_format (ReasoningFormats;
+	// "" = the server's --reasoning-format): how the reasoning comes back.
+	ReasoningFormat string `json:"reasoning_format,omitempty"`
 }
+
+// ReasoningFormats are llama-server's reasoning formats: none leaves the
+// think block in the content; auto and deepseek split it off as
+// reasoning_content; deepseek-legacy splits it off and keeps it in the
+// content too (streamed, it stays in the content only).
+var ReasoningFormats = []string{"none", "auto", "deepseek", "deepseek-legacy"}
 
 // ReasoningEfforts are the reasoning_effort values vLLM takes.
 var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}

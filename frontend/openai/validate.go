@@ -64,6 +64,9 @@ func (r *ChatCompletionRequest) Validate() *Error {
 	if e := CheckEffort("reasoning_effort", r.ReasoningEffort); e != nil {
 		return e
 	}
+	if r.ReasoningFormat != "" && !slices.Contains(ReasoningFormats, r.ReasoningFormat) {
+		return BadRequest("reasoning_format", "'reasoning_format' must be one of %s, got %q.", strings.Join(ReasoningFormats, ", "), r.ReasoningFormat)
+	}
 	if r.MaxCompletionTokens != nil && *r.MaxCompletionTokens < 1 {
 		return BadRequest("max_completion_tokens", "'max_completion_tokens' must be at least 1, got %d.", *r.MaxCompletionTokens)
 	}
@@ -160,6 +163,12 @@ func (p *Params) validate() *Error {
 	}
 	if p.ReasoningBudgetTokens != nil && *p.ReasoningBudgetTokens < -1 {
 		return BadRequest("reasoning_budget_tokens", "'reasoning_budget_tokens' must be -1 (unrestricted) or at least 0, got %d.", *p.ReasoningBudgetTokens)
+	}
+	if p.ThinkingBudgetTokens != nil && *p.ThinkingBudgetTokens < -1 {
+		return BadRequest("thinking_budget_tokens", "'thinking_budget_tokens' must be -1 (unrestricted) or at least 0, got %d.", *p.ThinkingBudgetTokens)
+	}
+	if p.ReasoningBudgetMessage != nil && len(*p.ReasoningBudgetMessage) > 1024 {
+		return BadRequest("reasoning_budget_message", "'reasoning_budget_message' of %d bytes: at most 1024.", len(*p.ReasoningBudgetMessage))
 	}
 	if p.MaxTokens != nil && *p.MaxTokens < 1 {
 		return BadRequest("max_tokens", "'max_tokens' must be at least 1, got %d.", *p.MaxTokens)

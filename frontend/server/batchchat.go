@@ -130,7 +130,7 @@ func (s *Server) batchGen(req *openai.ChatCompletionRequest, cm common, internal
 	if e != nil {
 		return nil, nil, e
 	}
-	think := s.thinkerFor(text, &sp, false, req.Params.ThinkingBudget(-1))
+	think := s.thinkerFor(text, &sp, thinkOptionsOf(&req.Params, false))
 	return &genRequest{internalID: internalID, externalID: internalID, prompt: prompt, params: sp, n: 1,
 		sessionID: cm.sessionID, source: cm.source, cacheSalt: req.CacheSalt, priority: req.Priority, rank: cm.rank,
 		stops: req.Stop, includeStop: req.IncludeStopStr, skipSpecial: req.SkipSpecial()}, think, nil

@@ -62,7 +62,11 @@ func (s *Server) chat(c echo.Context) error {
 		skipSpecial = false // the calls' markers may be special tokens, as vLLM's parser sets
 	}
 	newID := s.toolIDs()
-	think := s.thinkerFor(text, &sp, req.UseBeamSearch, req.Params.ThinkingBudget(-1))
+	think := s.thinkerFor(text, &sp, thinkOptionsOf(&req.Params, req.UseBeamSearch))
+	format := s.reasoningFormat(req.ReasoningFormat)
+	if format == "none" || format == "deepseek-legacy" && req.Stream {
+		think = nil // the think block stays in the content (the engine still follows it)
+	}
 	id := "chatcmpl-" + cm.baseID
 	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecial)
 	g.n, g.slot, g.includeStop = plan.numGenerated, cm.slot, req.IncludeStopStr
@@ -109,6 +113,9 @@ func (s *Server) chat(c echo.Context) error {
 	}
 	for i, r := range res {
 		thought, text := think.split(r.text.String())
+		if format == "deepseek-legacy" {
+			text = r.text.String() // the reasoning both apart and in the content
+		}
 		content := echo + text
 		ch := openai.ChatChoice{
 			Index:        i,

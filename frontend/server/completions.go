@@ -64,14 +64,14 @@ func (s *Server) completions(c echo.Context) error {
 		}
 		sp.PromptLogprobs = completionPromptLogprobs(&req)
 		sp.ContextShift = s.contextShift(p, 0)
-		if budget := req.ThinkingBudget(-1); budget != nil && s.cfg.ReasoningParser != nil { // the request's only: no split here
+		if o := thinkOptionsOf(&req.Params, false); o.budget != nil && s.cfg.ReasoningParser != nil { // the request's only: no split here
 			text := ""
 			if i < len(texts) {
 				text = texts[i]
 			} else {
 				text = s.tok.Decode(p, false)
 			}
-			s.thinkTags(text, &sp, budget)
+			s.thinkTags(text, &sp, o)
 		}
 		gens = append(gens, &genRequest{
 			internalID:  fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)),

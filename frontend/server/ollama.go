@@ -193,7 +193,7 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 		return writeError(c, e)
 	}
 	call := &messageCall{plan: plan, auto: s.autoTools(plan), newID: func() string { return "" }}
-	run.think = s.thinkerFor(text, &sp, false, chat.Params.ThinkingBudget(-1))
+	run.think = s.thinkerFor(text, &sp, thinkOptionsOf(&chat.Params, false))
 	id := "ollama-" + cm.baseID
 	g := cm.newGen(id, prompt, sp, &chat.Params, call.auto == nil || !call.auto.KeepSpecial) // the calls' markers may be special tokens, as for chat
 	if run.stream {

@@ -108,7 +108,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	if plan.Constraint != nil {
 		sp.StructuredOutputs = plan.Constraint
 	}
-	call.think = s.thinkerFor(text, &sp, false, req.Params.ThinkingBudget(-1))
+	call.think = s.thinkerFor(text, &sp, thinkOptionsOf(&req.Params, false))
 	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.Background
 	skipSpecial := req.SkipSpecial()
 	if call.auto != nil && call.auto.KeepSpecial && req.SkipSpecialTokens == nil {

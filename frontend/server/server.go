@@ -72,6 +72,10 @@ type Config struct {
 	// block whose budget is spent, before its end tag.
 	ReasoningBudget    *int
 	ReasoningBudgetMsg string
+	// ReasoningFormat (--reasoning-format, llama-server's: none, auto,
+	// deepseek or deepseek-legacy; "" = auto) is how chat answers return
+	// the reasoning when the request's reasoning_format does not say.
+	ReasoningFormat string
 	// ReasoningEffortMap (--reasoning-effort-map) rewrites a request's
 	// reasoning effort to one the chat template knows.
 	ReasoningEffortMap map[string]string

@@ -14,6 +14,30 @@ type thinker struct {
 	open bool
 }
 
+// reasoningFormat is a chat request's reasoning_format, else the
+// server's --reasoning-format ("auto" when unset).
+func (s *Server) reasoningFormat(req string) string {
+	switch {
+	case req != "":
+		return req
+	case s.cfg.ReasoningFormat != "":
+		return s.cfg.ReasoningFormat
+	}
+	return "auto"
+}
+
+// thinkOptions are a request's say over its think block.
+type thinkOptions struct {
+	beam    bool    // a beam search: expansions constrained from their first token, no budget, no split
+	budget  *int    // the thinking budget; nil: --reasoning-budget's, if any
+	message *string // forced before the end tag when the budget is spent; nil: --reasoning-budget-message
+}
+
+// thinkOptionsOf reads a request's thinking budget and message.
+func thinkOptionsOf(p *openai.Params, beam bool) thinkOptions {
+	return thinkOptions{beam: beam, budget: p.ThinkingBudget(-1), message: p.ReasoningBudgetMessage}
+}
+
 // thinkerFor returns the split for a request with this rendered prompt,
 // nil when the server has no reasoning parser. The engine follows the
 // answer through its think block when it must: sp then names the think
@@ -23,31 +47,30 @@ type thinker struct {
 //     thinks first, as with vLLM: the engine applies the constraint from
 //     the token after the end tag (or from the first token when the
 //     answer does not open the block).
-//   - budget (the request's thinking budget, nil: the server's
-//     --reasoning-budget, if any) bounds the tokens of the block; then the
-//     engine forces --reasoning-budget-message and the end tag.
-//
-// beam: the request is a beam search, whose expansions are constrained
-// from their first token (no split) and have no budget.
-func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams, beam bool, budget *int) *thinker {
+//   - A thinking budget bounds the tokens of the block; then the engine
+//     forces the budget message and the end tag.
+func (s *Server) thinkerFor(prompt string, sp *wire.SamplingParams, o thinkOptions) *thinker {
 	f := s.cfg.ReasoningParser
-	if f == nil || sp.StructuredOutputs != nil && beam {
+	if f == nil || sp.StructuredOutputs != nil && o.beam {
 		return nil
 	}
-	if !beam {
-		s.thinkTags(prompt, sp, budget)
+	if !o.beam {
+		s.thinkTags(prompt, sp, o)
 	}
 	return &thinker{f: f, open: f.OpensInPrompt(prompt)}
 }
 
 // thinkTags names the think tags in sp when the engine must follow the
-// answer through its think block (thinkerFor), with the budget (nil:
-// --reasoning-budget's) and its message. /v1/completions, which splits
-// nothing, uses it for a thinking budget.
-func (s *Server) thinkTags(prompt string, sp *wire.SamplingParams, budget *int) {
-	f := s.cfg.ReasoningParser
+// answer through its think block (thinkerFor), with the budget and its
+// message. /v1/completions, which splits nothing, uses it for a thinking
+// budget.
+func (s *Server) thinkTags(prompt string, sp *wire.SamplingParams, o thinkOptions) {
+	f, budget, message := s.cfg.ReasoningParser, o.budget, s.cfg.ReasoningBudgetMsg
 	if budget == nil {
 		budget = s.cfg.ReasoningBudget
+	}
+	if o.message != nil {
+		message = *o.message
 	}
 	if f == nil || sp.StructuredOutputs == nil && budget == nil || f.ClosedInPrompt(prompt) {
 		return
@@ -57,7 +80,7 @@ func (s *Server) thinkTags(prompt string, sp *wire.SamplingParams, budget *int) 
 		sp.ReasoningStart = f.Start
 	}
 	if budget != nil {
-		sp.ThinkingTokenBudget, sp.ReasoningBudgetMessage = budget, s.cfg.ReasoningBudgetMsg
+		sp.ThinkingTokenBudget, sp.ReasoningBudgetMessage = budget, message
 	}
 }
 

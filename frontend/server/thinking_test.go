@@ -36,6 +36,8 @@ func TestChatReasoning(t *testing.T) {
 	}{
 		{"split", ``, "First, add.", "It is 4.", true},
 		{"include_reasoning false", `,"include_reasoning":false`, "", "It is 4.", false},
+		{"reasoning_format none: left in the content", `,"reasoning_format":"none"`, "", strings.Join(answer, ""), false},
+		{"reasoning_format deepseek", `,"reasoning_format":"deepseek"`, "First, add.", "It is 4.", true},
 		{"constrained: the constraint follows the reasoning", `,"structured_outputs":{"regex":".*"}`, "First, add.", "It is 4.", true},
 	}
 	for _, tc := range tests {
@@ -130,6 +132,7 @@ func TestConstrainedThinking(t *testing.T) {
 			serverBudget: ptr(9), start: "<think>", end: "</think>", budget: ptr(9)},
 		{name: "anthropic budget_tokens", path: "/v1/messages",
 			body: `{"model":"dummy","max_tokens":2000,"messages":[` + user + `],"thinking":{"type":"enabled","budget_tokens":1024}}`, start: "<think>", end: "</think>", budget: ptr(1024)},
+		{name: "llama-server's thinking_budget_tokens alias", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"thinking_budget_tokens":6}`, start: "<think>", end: "</think>", budget: ptr(6)},
 		{name: "thinking_token_budget -1 is unset", path: "/v1/chat/completions", body: `{"messages":[` + user + `],"thinking_token_budget":-1}`},
 		{name: "completions with a budget", path: "/v1/completions", body: `{"prompt":"<|im_start|>assistant\n","thinking_token_budget":4}`, start: "<think>", end: "</think>", budget: ptr(4)},
 		{name: "completions, the prompt opened the block", path: "/v1/completions", body: `{"prompt":[60,116,104,105,110,107,62,10],"thinking_token_budget":4}`, end: "</think>", budget: ptr(4)},
@@ -198,6 +201,35 @@ func TestForcedToolCallAfterThinking(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"reasoning":"The user wants f."`) || !strings.Contains(body, `"name":"f"`) ||
 		!strings.Contains(body, `"finish_reason":"tool_calls"`) || strings.Contains(body, `think>`) {
 		t.Fatalf("streamed: %d %s", code, body)
+	}
+}
+
+// TestReasoningFormatLegacy: llama-server's deepseek-legacy gives the
+// reasoning apart and keeps it in the content; streamed, it stays in the
+// content only. --reasoning-format sets the default, and an unknown
+// format is a 400.
+func TestReasoningFormatLegacy(t *testing.T) {
+	answer := []string{"<think>a", "</think>b"}
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), answer...)
+	}}
+	r, _ := reasoning.Lookup("qwen3")
+	url := newTestServerWith(t, f, func(c *Config) {
+		c.MaxModelLen, c.NumBlocks, c.ReasoningParser, c.ReasoningFormat = 4096, 512, r, "deepseek-legacy"
+	}, tokenizer.NewByte()).URL
+	req := `{"messages":[{"role":"user","content":"?"}]`
+	if code, body := post(t, url, req+`}`); code != http.StatusOK || !strings.Contains(body, `"content":"\u003cthink\u003ea\u003c/think\u003eb","reasoning":"a","reasoning_content":"a"`) {
+		t.Errorf("%d %s", code, body)
+	}
+	code, body := post(t, url, req+`,"stream":true}`)
+	if code != http.StatusOK || strings.Contains(body, `"reasoning`) || !strings.Contains(body, `"content":"\u003cthink\u003ea"`) {
+		t.Errorf("streamed: %d %s", code, body)
+	}
+	if code, body := post(t, url, req+`,"reasoning_format":"auto"}`); code != http.StatusOK || !strings.Contains(body, `"content":"b","reasoning":"a"`) {
+		t.Errorf("the request's auto over the server's legacy: %d %s", code, body)
+	}
+	if code, body := post(t, url, req+`,"reasoning_format":"deepseek2"}`); code != http.StatusBadRequest || !strings.Contains(body, "reasoning_format") {
+		t.Errorf("unknown format: %d %s", code, body)
 	}
 }
 
@@ -350,5 +382,28 @@ func TestBatchChatReasoning(t *testing.T) {
 	code, out = postTo(t, url, "/v1/chat/completions/batch", body+`,"include_reasoning":false}`)
 	if code != http.StatusOK || strings.Count(out, `"content":"b"`) != 2 || strings.Contains(out, `"reasoning"`) {
 		t.Fatalf("include_reasoning false: %d %s", code, out)
+	}
+}
+
+// TestReasoningBudgetMessage: llama-server's per-request
+// reasoning_budget_message wins over --reasoning-budget-message.
+func TestReasoningBudgetMessage(t *testing.T) {
+	var got wire.SamplingParams
+	var mu sync.Mutex
+	f := &fakeEngine{script: func(r *wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		mu.Lock()
+		got = r.SamplingParams
+		mu.Unlock()
+		return outputs(wire.FinishStop, eosIf(wire.FinishStop), "x")
+	}}
+	r, _ := reasoning.Lookup("qwen3")
+	url := newTestServerWith(t, f, func(c *Config) {
+		c.MaxModelLen, c.NumBlocks, c.ReasoningParser, c.ReasoningBudgetMsg = 4096, 512, r, "Enough."
+	}, tokenizer.NewByte()).URL
+	code, body := post(t, url, `{"messages":[{"role":"user","content":"?"}],"reasoning_budget_tokens":2,"reasoning_budget_message":"Time's up."}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if code != http.StatusOK || got.ReasoningBudgetMessage != "Time's up." || got.ThinkingTokenBudget == nil || *got.ThinkingTokenBudget != 2 {
+		t.Fatalf("%d %s: budget %v, message %q", code, body, got.ThinkingTokenBudget, got.ReasoningBudgetMessage)
 	}
 }
