@@ -23,9 +23,10 @@ import (
 //     reasoning_budget_tokens) bounds the tokens sampled inside the block:
 //     after that many, the engine completes a UTF-8 character left open,
 //     then forces the budget message (llama.cpp's
-//     --reasoning-budget-message) and the end tag, one token at a time
-//     from the tokens that spell the next bytes, as llama.cpp's reasoning
-//     budget sampler and vLLM's ThinkingTokenBudgetLogitsProcessor do.
+//     --reasoning-budget-message) and the end tag, one token at a time,
+//     as llama.cpp's reasoning budget sampler and vLLM's
+//     ThinkingTokenBudgetLogitsProcessor do: each forced token is the
+//     longest that spells the next bytes, as a tokenizer would spell them.
 
 // maxThinkTag bounds each think tag and the budget message, bytes.
 const maxThinkTag = 64
@@ -198,30 +199,28 @@ func openUTF8(b []byte) bool {
 	return false
 }
 
-// closingAllows sets mask [ceil(V/32)] to the tokens that may come next
-// while closing: the one token that spells all the forced bytes if there
-// is one, else every token whose bytes begin them (byFirst: token ids by
-// their first byte; pieces: each token's bytes).
+// closingAllows sets mask [ceil(V/32)] to the one token that may come
+// next while closing: the longest that spells the forced bytes' beginning
+// (byFirst: token ids by their first byte; pieces: each token's bytes),
+// as a tokenizer would spell them, so the forced text costs few tokens
+// and reads to the model as its own. When no token spells them the block
+// is given up (done) and the mask is left empty.
 func (t *thinking) closingAllows(mask []uint32, byFirst *[256][]int32, pieces [][]byte) {
 	clear(mask)
-	set := func(id int32) { mask[id/32] |= 1 << (id % 32) }
 	if len(t.forced) == 0 {
 		return
 	}
-	var any bool
+	best, n := int32(-1), 0
 	for _, id := range byFirst[t.forced[0]] {
-		if p := pieces[id]; bytes.Equal(p, t.forced) {
-			clear(mask)
-			set(id)
-			return
-		} else if bytes.HasPrefix(t.forced, p) {
-			set(id)
-			any = true
+		if p := pieces[id]; len(p) > n && bytes.HasPrefix(t.forced, p) {
+			best, n = id, len(p)
 		}
 	}
-	if !any { // no token spells these bytes: nothing can be forced; the block ends here
+	if best < 0 {
 		t.phase, t.forced = thinkDone, nil
+		return
 	}
+	mask[best/32] |= 1 << (best % 32)
 }
 
 // tokenOf returns the token whose bytes are exactly piece (the first

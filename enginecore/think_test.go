@@ -131,8 +131,8 @@ func TestThinkingStartAllowed(t *testing.T) {
 	}
 }
 
-// TestClosingAllows: a closing block allows the one token that spells
-// all that is left when there is one, else every token that begins it.
+// TestClosingAllows: a closing block allows one token: the longest that
+// spells the beginning of what is left.
 func TestClosingAllows(t *testing.T) {
 	var byFirst [256][]int32
 	for id, p := range pieces {
@@ -152,7 +152,8 @@ func TestClosingAllows(t *testing.T) {
 		want   []int32
 	}{
 		{"</think>", []int32{1}},
-		{"Stop.</think>", []int32{15, 17}},
+		{"</thin", []int32{8}},
+		{"Stop.</think>", []int32{17}},
 		{"op.</think>", []int32{16}},
 		{"ink>", []int32{11}},
 		{"think>", []int32{3}},
