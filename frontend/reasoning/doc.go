@@ -1,8 +1,10 @@
 // Package reasoning splits a thinking model's answer into its reasoning
 // and its content, as vLLM's --reasoning-parser, llama-server's
 // --reasoning-format and Ollama do: the text between the model's think
-// tags (<think> … </think> for DeepSeek-R1, Qwen3, QwQ and their
-// distills) is the reasoning, the rest the content.
+// tags (<think> … </think> for DeepSeek-R1, Qwen3, QwQ, GLM, Kimi, ERNIE,
+// OLMo and their distills; <seed:think> … </seed:think> for Seed-OSS) is
+// the reasoning, the rest the content. The formats carry vLLM's
+// --reasoning-parser names.
 //
 // A Splitter reads the answer as it is generated (Push, then Finish),
 // holding back text that may be the start of a tag, so that a streamed

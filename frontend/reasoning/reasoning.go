@@ -9,11 +9,28 @@ import (
 type Format struct {
 	Name       string
 	Start, End string
+	// Opened: the model writes no start tag, its answer starts inside the
+	// block (MiniMax-M2's, Step3's), unless the prompt closed it.
+	Opened bool
 }
 
+// formats are vLLM's reasoning parsers by name, for the models whose
+// think tags are text: most write <think> … </think>; Seed-OSS writes
+// <seed:think> … </seed:think>.
 var formats = []*Format{
 	{Name: "deepseek_r1", Start: "<think>", End: "</think>"},
 	{Name: "qwen3", Start: "<think>", End: "</think>"},
+	{Name: "deepseek_v3", Start: "<think>", End: "</think>"},
+	{Name: "ernie45", Start: "<think>", End: "</think>"},
+	{Name: "glm45", Start: "<think>", End: "</think>"},
+	{Name: "glm47", Start: "<think>", End: "</think>"},
+	{Name: "kimi_k2", Start: "<think>", End: "</think>"},
+	{Name: "olmo3", Start: "<think>", End: "</think>"},
+	{Name: "poolside_v1", Start: "<think>", End: "</think>"},
+	{Name: "step5", Start: "<think>", End: "</think>"},
+	{Name: "minimax_m2", Start: "<think>", End: "</think>", Opened: true},
+	{Name: "step3", Start: "<think>", End: "</think>", Opened: true},
+	{Name: "seed_oss", Start: "<seed:think>", End: "</seed:think>"},
 }
 
 // Names lists the formats' names (--reasoning-parser's values).
@@ -38,17 +55,32 @@ func Lookup(name string) (*Format, error) {
 // Detect returns the format a chat template describes: one that writes
 // or strips the think tags (a thinking model's), else ok false.
 func Detect(template string) (f *Format, ok bool) {
-	if strings.Contains(template, "</think>") {
-		return formats[1], true
+	switch {
+	case strings.Contains(template, "</seed:think>"):
+		return mustLookup("seed_oss"), true
+	case strings.Contains(template, "</think>"):
+		return mustLookup("qwen3"), true
 	}
 	return nil, false
 }
 
+func mustLookup(name string) *Format {
+	f, err := Lookup(name)
+	if err != nil {
+		panic(err) // the names above are formats'
+	}
+	return f
+}
+
 // OpensInPrompt reports whether a rendered prompt ends inside the think
 // block (the template wrote the start tag as the answer's beginning, as
-// DeepSeek-R1's and Qwen3's thinking variants do), so that the answer
+// DeepSeek-R1's and Qwen3's thinking variants do, or the model writes no
+// start tag and the prompt did not close the block), so that the answer
 // starts as reasoning.
 func (f *Format) OpensInPrompt(prompt string) bool {
+	if f.Opened {
+		return !f.ClosedInPrompt(prompt)
+	}
 	return strings.HasSuffix(strings.TrimRight(prompt, " \t\r\n"), f.Start)
 }
 

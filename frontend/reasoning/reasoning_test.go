@@ -80,6 +80,22 @@ func TestDetectAndPrompt(t *testing.T) {
 	if _, err := Lookup("nope"); err == nil {
 		t.Error("Lookup(nope)")
 	}
+	if f, ok := Detect("{{ '<seed:think>' }}{{ reasoning }}{{ '</seed:think>' }}"); !ok || f.Name != "seed_oss" {
+		t.Errorf("Seed-OSS's template: %v %v", f, ok)
+	}
+	seed, _ := Lookup("seed_oss")
+	if r, c := seed.Split("<seed:think>a</seed:think>b", false); r != "a" || c != "b" {
+		t.Errorf("seed_oss split %q %q", r, c)
+	}
+	// MiniMax-M2 writes no start tag: its answer starts inside the block,
+	// unless the prompt closed it.
+	mm, _ := Lookup("minimax_m2")
+	if !mm.OpensInPrompt("<|assistant|>") || mm.OpensInPrompt("<|assistant|><think>\n</think>\n") {
+		t.Error("minimax_m2 OpensInPrompt")
+	}
+	if r, c := mm.Split("a</think>b", mm.OpensInPrompt("x")); r != "a" || c != "b" {
+		t.Errorf("minimax_m2 split %q %q", r, c)
+	}
 }
 
 func FuzzSplit(f *testing.F) {
