@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -83,6 +84,24 @@ func TestModelNames(t *testing.T) {
 	}
 }
 
+// templatedServer serves a fake engine whose every answer is one token
+// with the chat template source and the config edit (nil: none).
+func templatedServer(t *testing.T, source string, edit func(*Config)) (*httptest.Server, *fakeEngine) {
+	t.Helper()
+	tmpl, err := chattemplate.New(source, chattemplate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+	ts := newTestServerWith(t, f, func(c *Config) {
+		c.MaxModelLen = 512
+		if edit != nil {
+			edit(c)
+		}
+	}, templateTok{tokenizer.NewByte(), tmpl})
+	return ts, f
+}
+
 // TestTemplateKwargsDefaults: --default-chat-template-kwargs and
 // --reasoning reach the template under the request's own keys, and auto
 // turns enable_thinking on only for a template that reads it.
@@ -105,17 +124,7 @@ func TestTemplateKwargsDefaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tmpl, err := chattemplate.New(tc.source, chattemplate.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
-			ts := newTestServerWith(t, f, func(c *Config) {
-				c.MaxModelLen = 512
-				if tc.edit != nil {
-					tc.edit(c)
-				}
-			}, templateTok{tokenizer.NewByte(), tmpl})
+			ts, f := templatedServer(t, tc.source, tc.edit)
 			body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1`
 			if tc.kwargs != "" {
 				body += `,"chat_template_kwargs":` + tc.kwargs
@@ -247,17 +256,7 @@ func TestReasoningEffort(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tmpl, err := chattemplate.New(source, chattemplate.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
-			ts := newTestServerWith(t, f, func(c *Config) {
-				c.MaxModelLen = 512
-				if tc.edit != nil {
-					tc.edit(c)
-				}
-			}, templateTok{tokenizer.NewByte(), tmpl})
+			ts, f := templatedServer(t, source, tc.edit)
 			code, out := do(t, ts, http.MethodPost, tc.path, tc.body, nil)
 			if tc.want == "" {
 				if code != http.StatusBadRequest || !strings.Contains(out, "must be one of none, minimal") {
