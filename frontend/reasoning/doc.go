@@ -2,8 +2,9 @@
 // and its content, as vLLM's --reasoning-parser, llama-server's
 // --reasoning-format and Ollama do: the text between the model's think
 // tags (<think> … </think> for DeepSeek-R1, Qwen3, QwQ, GLM, Kimi, ERNIE,
-// OLMo and their distills; <seed:think> … </seed:think> for Seed-OSS) is
-// the reasoning, the rest the content. The formats carry vLLM's
+// OLMo and their distills; <seed:think> … </seed:think> for Seed-OSS;
+// the special tokens [THINK] … [/THINK] for Mistral's Magistral) is the
+// reasoning, the rest the content. The formats carry vLLM's
 // --reasoning-parser names.
 //
 // A Splitter reads the answer as it is generated (Push, then Finish),

@@ -12,11 +12,15 @@ type Format struct {
 	// Opened: the model writes no start tag, its answer starts inside the
 	// block (MiniMax-M2's, Step3's), unless the prompt closed it.
 	Opened bool
+	// Special: the tags are special tokens (Mistral's [THINK]), which a
+	// frontend must keep in the text it splits (skip_special_tokens
+	// false unless the request says).
+	Special bool
 }
 
-// formats are vLLM's reasoning parsers by name, for the models whose
-// think tags are text: most write <think> … </think>; Seed-OSS writes
-// <seed:think> … </seed:think>.
+// formats are vLLM's reasoning parsers by name: most models write
+// <think> … </think>; Seed-OSS writes <seed:think> … </seed:think>, and
+// Mistral's (Magistral) the special tokens [THINK] … [/THINK].
 var formats = []*Format{
 	{Name: "deepseek_r1", Start: "<think>", End: "</think>"},
 	{Name: "qwen3", Start: "<think>", End: "</think>"},
@@ -31,6 +35,7 @@ var formats = []*Format{
 	{Name: "minimax_m2", Start: "<think>", End: "</think>", Opened: true},
 	{Name: "step3", Start: "<think>", End: "</think>", Opened: true},
 	{Name: "seed_oss", Start: "<seed:think>", End: "</seed:think>"},
+	{Name: "mistral", Start: "[THINK]", End: "[/THINK]", Special: true},
 }
 
 // Names lists the formats' names (--reasoning-parser's values).
@@ -56,6 +61,8 @@ func Lookup(name string) (*Format, error) {
 // or strips the think tags (a thinking model's), else ok false.
 func Detect(template string) (f *Format, ok bool) {
 	switch {
+	case strings.Contains(template, "[/THINK]"):
+		return mustLookup("mistral"), true
 	case strings.Contains(template, "</seed:think>"):
 		return mustLookup("seed_oss"), true
 	case strings.Contains(template, "</think>"):

@@ -83,6 +83,9 @@ func TestDetectAndPrompt(t *testing.T) {
 	if f, ok := Detect("{{ '<seed:think>' }}{{ reasoning }}{{ '</seed:think>' }}"); !ok || f.Name != "seed_oss" {
 		t.Errorf("Seed-OSS's template: %v %v", f, ok)
 	}
+	if f, ok := Detect("{%- if m.thinking %}[THINK]{{ m.thinking }}[/THINK]{% endif %}"); !ok || f.Name != "mistral" || !f.Special {
+		t.Errorf("Magistral's template: %v %v", f, ok)
+	}
 	seed, _ := Lookup("seed_oss")
 	if r, c := seed.Split("<seed:think>a</seed:think>b", false); r != "a" || c != "b" {
 		t.Errorf("seed_oss split %q %q", r, c)

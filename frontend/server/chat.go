@@ -68,7 +68,7 @@ func (s *Server) chat(c echo.Context) error {
 		think = nil // the think block stays in the content (the engine still follows it)
 	}
 	id := "chatcmpl-" + cm.baseID
-	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecial)
+	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecialFor(skipSpecial, req.SkipSpecialTokens, think))
 	g.n, g.slot, g.includeStop = plan.numGenerated, cm.slot, req.IncludeStopStr
 	created := nowUnix()
 	gens := []*genRequest{g}

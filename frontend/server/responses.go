@@ -115,7 +115,7 @@ func (s *Server) createResponse(c echo.Context) error {
 		skipSpecial = false // the calls' markers may be special tokens, as for chat
 	}
 	id := "resp_" + cm.baseID
-	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecial)
+	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecialFor(skipSpecial, req.SkipSpecialTokens, call.think))
 	g.includeStop = req.IncludeStopStr
 	call.resp = s.newResponse(&req, id)
 	call.rawMessages, call.promptText, call.prompt = req.EnableResponseMessages, text, prompt

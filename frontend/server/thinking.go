@@ -84,6 +84,20 @@ func (s *Server) thinkTags(prompt string, sp *wire.SamplingParams, o thinkOption
 	}
 }
 
+// keepSpecial reports whether the think tags are special tokens, which
+// the detokenized answer must keep for the split to see them.
+func (t *thinker) keepSpecial() bool { return t != nil && t.f.Special }
+
+// skipSpecialFor is skip_special_tokens for an answer that think splits:
+// the request's, else false when the tags are special tokens (as for a
+// tool-call parser's markers), else skip (the caller's default).
+func skipSpecialFor(skip bool, requested *bool, think *thinker) bool {
+	if requested == nil && think.keepSpecial() {
+		return false
+	}
+	return skip
+}
+
 // splitter is a Splitter for one answer, nil for a nil thinker.
 func (t *thinker) splitter() *reasoning.Splitter {
 	if t == nil {

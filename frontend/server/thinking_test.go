@@ -407,3 +407,31 @@ func TestReasoningBudgetMessage(t *testing.T) {
 		t.Fatalf("%d %s: budget %v, message %q", code, body, got.ThinkingTokenBudget, got.ReasoningBudgetMessage)
 	}
 }
+
+// TestSpecialThinkTags: think tags that are special tokens (Mistral's
+// [THINK]; here two of the byte tokenizer's reserved ones) stay in the
+// detokenized answer, so the split sees them, unless the request sets
+// skip_special_tokens itself.
+func TestSpecialThinkTags(t *testing.T) {
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		outs := []wire.EngineCoreOutput{{NewTokenIDs: []int32{260, 'a'}}, {NewTokenIDs: []int32{261, 'b'}}} // <|reserved_0|>a<|reserved_1|>b
+		outs[1].FinishReason = wire.FinishLength
+		return outs
+	}}
+	special := &reasoning.Format{Name: "special", Start: "<|reserved_0|>", End: "<|reserved_1|>", Special: true}
+	url := newTestServerWith(t, f, func(c *Config) { c.MaxModelLen, c.NumBlocks, c.ReasoningParser = 4096, 512, special }, tokenizer.NewByte()).URL
+	req := `{"messages":[{"role":"user","content":"?"}]`
+	if code, body := post(t, url, req+`}`); code != http.StatusOK || !strings.Contains(body, `"content":"b","reasoning":"a"`) {
+		t.Errorf("%d %s", code, body)
+	}
+	if code, body := post(t, url, req+`,"stream":true}`); code != http.StatusOK || !strings.Contains(body, `"reasoning":"a"`) || !strings.Contains(body, `"content":"b"`) {
+		t.Errorf("streamed: %d %s", code, body)
+	}
+	if code, body := post(t, url, req+`,"skip_special_tokens":true}`); code != http.StatusOK || !strings.Contains(body, `"content":"ab"`) {
+		t.Errorf("skip_special_tokens true: %d %s", code, body)
+	}
+	if code, body := postTo(t, url, "/api/chat", `{"model":"dummy","stream":false,"messages":[{"role":"user","content":"?"}]}`); code != http.StatusOK ||
+		!strings.Contains(body, `"content":"b","thinking":"a"`) {
+		t.Errorf("ollama: %d %s", code, body)
+	}
+}
