@@ -107,7 +107,7 @@ func (e *Engine) constrain(b *batch.Batch) {
 }
 
 // forceClosing sets the masks of the items that close a think block
-// (their budget spent) to the tokens that spell its next bytes.
+// (their budget spent) to the one token that spells its next bytes.
 func (e *Engine) forceClosing(b *batch.Batch) {
 	if len(e.thinking) == 0 {
 		return
@@ -118,13 +118,16 @@ func (e *Engine) forceClosing(b *batch.Batch) {
 		if th == nil || !it.Sample || th.phase != thinkClosing {
 			continue
 		}
+		tok := th.nextForced(e.firstBytes(), e.cfg.Vocab.Pieces)
+		if tok < 0 {
+			continue // nothing spells the forced bytes: the block is given up
+		}
 		if th.closeMask == nil {
-			th.closeMask = make([]uint32, (e.be.Model().VocabSize+31)/32)
+			th.closeMask = make([]uint32, e.vocab.MaskWords())
 		}
-		th.closingAllows(th.closeMask, e.firstBytes(), e.cfg.Vocab.Pieces)
-		if th.phase == thinkClosing {
-			it.Allowed, it.MaskStop = th.closeMask, false
-		}
+		clear(th.closeMask)
+		th.closeMask[tok/32] |= 1 << (tok % 32)
+		it.Allowed, it.MaskStop = th.closeMask, false
 	}
 }
 

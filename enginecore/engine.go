@@ -114,11 +114,8 @@ type Engine struct {
 	// thinking are the answers followed through their think block (a
 	// constraint waits, or a budget bounds it: think.go), by request key.
 	thinking map[string]*thinking
-	// singleTokens are the think tags' tokens (tokenOf): a piece's id, -1
-	// when no one token spells it.
-	singleTokens map[string]int32
 	// byFirstByte lists the token ids by their first byte (firstBytes),
-	// built on first use: what a closing think block may be forced with.
+	// built on first use: where think tags and forced bytes are looked up.
 	byFirstByte *[256][]int32
 
 	// publishing: session reports are built (PublishTo was called); kvPub:
@@ -189,7 +186,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 		eos:      be.Model().EOSTokenIDs,
 	}
 	e.constraints, e.failed, e.holding = map[string]*constraint{}, map[string]error{}, newHolding()
-	e.thinking, e.singleTokens = map[string]*thinking{}, map[string]int32{}
+	e.thinking = map[string]*thinking{}
 	if v := cfg.Vocab; v != nil {
 		sv, err := structured.NewVocab(v.Pieces, v.Special, e.eos)
 		if err != nil {

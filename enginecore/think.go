@@ -28,11 +28,8 @@ import (
 //     ThinkingTokenBudgetLogitsProcessor do: each forced token is the
 //     longest that spells the next bytes, as a tokenizer would spell them.
 
-// maxThinkTag bounds each think tag and the budget message, bytes.
+// maxThinkTag bounds each think tag, bytes.
 const maxThinkTag = 64
-
-// maxBudgetMessage bounds the budget message, bytes.
-const maxBudgetMessage = 1024
 
 // thinkPhase is where an answer is in its think block.
 type thinkPhase int
@@ -45,7 +42,7 @@ const (
 )
 
 // thinking follows one answer's think block. It is pure: step takes each
-// sampled token and its bytes, closingAllows what may come next.
+// sampled token and its bytes, nextForced says what must come next.
 type thinking struct {
 	phase       thinkPhase
 	constrained bool     // a constraint waits: the start tag must be one token (startID)
@@ -199,51 +196,39 @@ func openUTF8(b []byte) bool {
 	return false
 }
 
-// closingAllows sets mask [ceil(V/32)] to the one token that may come
-// next while closing: the longest that spells the forced bytes' beginning
-// (byFirst: token ids by their first byte; pieces: each token's bytes),
-// as a tokenizer would spell them, so the forced text costs few tokens
-// and reads to the model as its own. When no token spells them the block
-// is given up (done) and the mask is left empty.
-func (t *thinking) closingAllows(mask []uint32, byFirst *[256][]int32, pieces [][]byte) {
-	clear(mask)
-	if len(t.forced) == 0 {
-		return
-	}
+// nextForced is the token to force next while closing: the longest that
+// spells the forced bytes' beginning (byFirst: token ids by their first
+// byte; pieces: each token's bytes), as a tokenizer would spell them, so
+// the forced text costs few tokens and reads to the model as its own.
+// When no token spells them the block is given up (done) and it returns
+// -1.
+func (t *thinking) nextForced(byFirst *[256][]int32, pieces [][]byte) int32 {
 	best, n := int32(-1), 0
-	for _, id := range byFirst[t.forced[0]] {
-		if p := pieces[id]; len(p) > n && bytes.HasPrefix(t.forced, p) {
-			best, n = id, len(p)
+	if len(t.forced) > 0 {
+		for _, id := range byFirst[t.forced[0]] {
+			if p := pieces[id]; len(p) > n && bytes.HasPrefix(t.forced, p) {
+				best, n = id, len(p)
+			}
 		}
 	}
 	if best < 0 {
 		t.phase, t.forced = thinkDone, nil
-		return
 	}
-	mask[best/32] |= 1 << (best % 32)
+	return best
 }
 
 // tokenOf returns the token whose bytes are exactly piece (the first
-// one), remembered per piece: a request's start tag costs one scan of the
-// vocabulary per engine.
+// one), looked up among the tokens that begin with its first byte.
 func (e *Engine) tokenOf(piece string) (int32, bool) {
-	if id, seen := e.singleTokens[piece]; seen {
-		return id, id >= 0
+	if piece == "" {
+		return -1, false
 	}
-	id := int32(-1)
-	if v := e.cfg.Vocab; v != nil {
-		for i, p := range v.Pieces {
-			if string(p) == piece {
-				id = int32(i)
-				break
-			}
+	for _, id := range e.firstBytes()[piece[0]] {
+		if string(e.cfg.Vocab.Pieces[id]) == piece {
+			return id, true
 		}
 	}
-	if len(e.singleTokens) >= maxSingleTokens {
-		clear(e.singleTokens)
-	}
-	e.singleTokens[piece] = id
-	return id, id >= 0
+	return -1, false
 }
 
 // firstBytes lists the vocabulary's token ids by their first byte (none
@@ -260,7 +245,3 @@ func (e *Engine) firstBytes() *[256][]int32 {
 	}
 	return e.byFirstByte
 }
-
-// maxSingleTokens bounds tokenOf's memory: tags are few (one or two per
-// reasoning parser), so the map is cleared if clients send many.
-const maxSingleTokens = 64

@@ -131,21 +131,12 @@ func TestThinkingStartAllowed(t *testing.T) {
 	}
 }
 
-// TestClosingAllows: a closing block allows one token: the longest that
+// TestNextForced: a closing block forces one token: the longest that
 // spells the beginning of what is left.
-func TestClosingAllows(t *testing.T) {
+func TestNextForced(t *testing.T) {
 	var byFirst [256][]int32
 	for id, p := range pieces {
 		byFirst[p[0]] = append(byFirst[p[0]], int32(id))
-	}
-	allowed := func(mask []uint32) []int32 {
-		var ids []int32
-		for id := range pieces {
-			if mask[id/32]&(1<<(id%32)) != 0 {
-				ids = append(ids, int32(id))
-			}
-		}
-		return ids
 	}
 	for _, tt := range []struct {
 		forced string
@@ -160,16 +151,13 @@ func TestClosingAllows(t *testing.T) {
 		{"é</think>", []int32{13}},
 	} {
 		th := &thinking{phase: thinkClosing, forced: []byte(tt.forced)}
-		mask := make([]uint32, 1)
-		th.closingAllows(mask, &byFirst, pieces)
-		if got := allowed(mask); !slices.Equal(got, tt.want) || th.phase != thinkClosing {
+		if got := []int32{th.nextForced(&byFirst, pieces)}; !slices.Equal(got, tt.want) || th.phase != thinkClosing {
 			t.Errorf("forcing %q: allowed %v (phase %v), want %v", tt.forced, got, th.phase, tt.want)
 		}
 	}
 	th := &thinking{phase: thinkClosing, forced: []byte("zz")}
-	th.closingAllows(make([]uint32, 1), &byFirst, pieces)
-	if th.phase != thinkDone {
-		t.Errorf("bytes no token begins: phase %v, want the block given up (done)", th.phase)
+	if tok := th.nextForced(&byFirst, pieces); tok != -1 || th.phase != thinkDone {
+		t.Errorf("bytes no token begins: token %d, phase %v, want the block given up (done)", tok, th.phase)
 	}
 }
 
@@ -217,7 +205,7 @@ func TestThinkingProperty(t *testing.T) {
 }
 
 // FuzzThinking drives the think block's machine with any answer over
-// the toy vocabulary, forcing from the tokens closingAllows offers:
+// the toy vocabulary, forcing the tokens nextForced names:
 // phases only move forward, the tail stays bounded, the budget holds
 // (plus a UTF-8 character's completion), and every forced token spells
 // the next forced bytes.
@@ -241,29 +229,17 @@ func FuzzThinking(f *testing.F) {
 		for id, p := range pieces {
 			byFirst[p[0]] = append(byFirst[p[0]], int32(id))
 		}
-		mask := make([]uint32, 1)
 		for _, c := range answer {
 			tok := int32(int(c) % len(pieces))
 			before := th.phase
 			if th.phase == thinkClosing {
-				th.closingAllows(mask, &byFirst, pieces)
-				if th.phase != thinkClosing {
+				forced := th.forced
+				if tok = th.nextForced(&byFirst, pieces); tok < 0 {
 					continue // nothing spells the forced bytes: the block is given up
 				}
-				var allowed []int32
-				for id := range pieces {
-					if mask[0]&(1<<id) != 0 {
-						allowed = append(allowed, int32(id))
-					}
+				if !bytes.HasPrefix(forced, pieces[tok]) {
+					t.Fatalf("forced %q, allowed %q", forced, pieces[tok])
 				}
-				if len(allowed) == 0 {
-					t.Fatal("closing allows no token")
-				}
-				tok = allowed[int(c)%len(allowed)]
-				if !bytes.HasPrefix(th.forced, pieces[tok]) {
-					t.Fatalf("forced %q, allowed %q", th.forced, pieces[tok])
-				}
-				before = th.phase
 			}
 			th.step(tok, pieces[tok])
 			if th.phase < before {

@@ -79,8 +79,8 @@ func validateRequest(r *wire.EngineCoreRequest, vocab int32, maxLogprobs int) er
 		return fmt.Errorf("_tandem_constraint_prefix continues a constrained answer: it takes no think tags")
 	case p.ThinkingTokenBudget != nil && *p.ThinkingTokenBudget < 0:
 		return fmt.Errorf("thinking_token_budget %d: want ≥ 0", *p.ThinkingTokenBudget)
-	case len(p.ReasoningBudgetMessage) > maxBudgetMessage:
-		return fmt.Errorf("_tandem_reasoning_budget_message of %d bytes: at most %d", len(p.ReasoningBudgetMessage), maxBudgetMessage)
+	case len(p.ReasoningBudgetMessage) > wire.MaxReasoningBudgetMessage:
+		return fmt.Errorf("_tandem_reasoning_budget_message of %d bytes: at most %d", len(p.ReasoningBudgetMessage), wire.MaxReasoningBudgetMessage)
 	}
 	if err := validateLogprobs(p, vocab, maxLogprobs); err != nil {
 		return err

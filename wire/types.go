@@ -107,9 +107,13 @@ type SamplingParams struct {
 	// ReasoningBudgetMessage ("_tandem_reasoning_budget_message",
 	// llama.cpp's --reasoning-budget-message, default "") and the end tag.
 	ThinkingTokenBudget    *int
-	ReasoningBudgetMessage string
+	ReasoningBudgetMessage string         // at most MaxReasoningBudgetMessage bytes
 	ExtraArgs              map[string]any // "extra_args", default nil (from vllm_xargs)
 }
+
+// MaxReasoningBudgetMessage bounds ReasoningBudgetMessage, bytes: the
+// engine refuses more, and frontends check requests and flags against it.
+const MaxReasoningBudgetMessage = 1024
 
 // StructuredOutputs is vLLM's StructuredOutputsParams, a dataclass and
 // so a map with every key: the constraint on a request's output. At most

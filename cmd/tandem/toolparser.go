@@ -11,6 +11,7 @@ import (
 	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // toolFlags are vLLM's tool-calling and reasoning flags, taken by
@@ -73,8 +74,8 @@ func (f *toolFlags) check() error {
 	if f.budget < -1 {
 		return fmt.Errorf("--reasoning-budget %d: want -1 (no limit) or at least 0", f.budget)
 	}
-	if len(f.message) > 1024 {
-		return fmt.Errorf("--reasoning-budget-message of %d bytes: at most 1024", len(f.message))
+	if len(f.message) > wire.MaxReasoningBudgetMessage {
+		return fmt.Errorf("--reasoning-budget-message of %d bytes: at most %d", len(f.message), wire.MaxReasoningBudgetMessage)
 	}
 	if _, err := f.reasoningEffortMap(); err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tandem-llm/tandem/wire"
 )
 
 // Limits on request fields.
@@ -167,8 +169,8 @@ func (p *Params) validate() *Error {
 	if p.ThinkingBudgetTokens != nil && *p.ThinkingBudgetTokens < -1 {
 		return BadRequest("thinking_budget_tokens", "'thinking_budget_tokens' must be -1 (unrestricted) or at least 0, got %d.", *p.ThinkingBudgetTokens)
 	}
-	if p.ReasoningBudgetMessage != nil && len(*p.ReasoningBudgetMessage) > 1024 {
-		return BadRequest("reasoning_budget_message", "'reasoning_budget_message' of %d bytes: at most 1024.", len(*p.ReasoningBudgetMessage))
+	if p.ReasoningBudgetMessage != nil && len(*p.ReasoningBudgetMessage) > wire.MaxReasoningBudgetMessage {
+		return BadRequest("reasoning_budget_message", "'reasoning_budget_message' of %d bytes: at most %d.", len(*p.ReasoningBudgetMessage), wire.MaxReasoningBudgetMessage)
 	}
 	if p.MaxTokens != nil && *p.MaxTokens < 1 {
 		return BadRequest("max_tokens", "'max_tokens' must be at least 1, got %d.", *p.MaxTokens)
