@@ -127,10 +127,9 @@ func (s *Server) messages(c echo.Context) error {
 		sp.StructuredOutputs = plan.Constraint
 	}
 	call := &messageCall{numPrompt: len(prompt), plan: plan, auto: s.autoTools(plan), newID: s.toolUseIDs(), think: s.thinkerFor(text, &sp, thinkOptionsOf(&chat.Params, false))}
-	skipSpecial := skipSpecialFor(call.auto == nil || !call.auto.KeepSpecial, nil, call.think) // the calls' markers and think tags may be special tokens, as for chat
 	id := "msg_" + cm.baseID
 	call.resp = anthropic.NewResponse(id, s.cfg.ServedModelName, anthropic.UsageOf(len(prompt), 0, 0))
-	g := cm.newGen(id, prompt, sp, &chat.Params, skipSpecial)
+	g := cm.newGen(id, prompt, sp, &chat.Params, skipSpecialOf(nil, call.auto, call.think))
 	if req.Stream {
 		call.split = call.think.splitter()
 		return s.streamMessage(c, g, call)

@@ -57,10 +57,6 @@ func (s *Server) chat(c echo.Context) error {
 	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.UseBeamSearch // llama.cpp's prompt_progress chunks
 	sp.ContextShift = s.contextShift(prompt, 0)
 	auto := s.autoTools(tools)
-	skipSpecial := req.SkipSpecial()
-	if auto != nil && auto.KeepSpecial && req.SkipSpecialTokens == nil {
-		skipSpecial = false // the calls' markers may be special tokens, as vLLM's parser sets
-	}
 	newID := s.toolIDs()
 	think := s.thinkerFor(text, &sp, thinkOptionsOf(&req.Params, req.UseBeamSearch))
 	format := s.reasoningFormat(req.ReasoningFormat)
@@ -68,7 +64,7 @@ func (s *Server) chat(c echo.Context) error {
 		think = nil // the think block stays in the content (the engine still follows it)
 	}
 	id := "chatcmpl-" + cm.baseID
-	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecialFor(skipSpecial, req.SkipSpecialTokens, think))
+	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecialOf(req.SkipSpecialTokens, auto, think))
 	g.n, g.slot, g.includeStop = plan.numGenerated, cm.slot, req.IncludeStopStr
 	created := nowUnix()
 	gens := []*genRequest{g}

@@ -195,7 +195,7 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 	call := &messageCall{plan: plan, auto: s.autoTools(plan), newID: func() string { return "" }}
 	run.think = s.thinkerFor(text, &sp, thinkOptionsOf(&chat.Params, false))
 	id := "ollama-" + cm.baseID
-	g := cm.newGen(id, prompt, sp, &chat.Params, skipSpecialFor(call.auto == nil || !call.auto.KeepSpecial, nil, run.think)) // the calls' markers and think tags may be special tokens, as for chat
+	g := cm.newGen(id, prompt, sp, &chat.Params, skipSpecialOf(nil, call.auto, run.think))
 	if run.stream {
 		return s.ollamaStream(c, g, call, run)
 	}

@@ -110,12 +110,8 @@ func (s *Server) createResponse(c echo.Context) error {
 	}
 	call.think = s.thinkerFor(text, &sp, thinkOptionsOf(&req.Params, false))
 	sp.ReturnProgress = req.ReturnProgress && req.Stream && !req.Background
-	skipSpecial := req.SkipSpecial()
-	if call.auto != nil && call.auto.KeepSpecial && req.SkipSpecialTokens == nil {
-		skipSpecial = false // the calls' markers may be special tokens, as for chat
-	}
 	id := "resp_" + cm.baseID
-	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecialFor(skipSpecial, req.SkipSpecialTokens, call.think))
+	g := cm.newGen(id, prompt, sp, &req.Params, skipSpecialOf(req.SkipSpecialTokens, call.auto, call.think))
 	g.includeStop = req.IncludeStopStr
 	call.resp = s.newResponse(&req, id)
 	call.rawMessages, call.promptText, call.prompt = req.EnableResponseMessages, text, prompt

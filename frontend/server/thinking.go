@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/reasoning"
+	"github.com/tandem-llm/tandem/frontend/toolparse"
 	"github.com/tandem-llm/tandem/wire"
 )
 
@@ -88,14 +89,15 @@ func (s *Server) thinkTags(prompt string, sp *wire.SamplingParams, o thinkOption
 // the detokenized answer must keep for the split to see them.
 func (t *thinker) keepSpecial() bool { return t != nil && t.f.Special }
 
-// skipSpecialFor is skip_special_tokens for an answer that think splits:
-// the request's, else false when the tags are special tokens (as for a
-// tool-call parser's markers), else skip (the caller's default).
-func skipSpecialFor(skip bool, requested *bool, think *thinker) bool {
-	if requested == nil && think.keepSpecial() {
-		return false
+// skipSpecialOf is skip_special_tokens for an answer: the request's
+// (requested), else false when the tool-call parser's markers (auto) or
+// the think tags (think) are special tokens, which the parsers must see,
+// as vLLM's parsers set it; else true.
+func skipSpecialOf(requested *bool, auto *toolparse.Format, think *thinker) bool {
+	if requested != nil {
+		return *requested
 	}
-	return skip
+	return (auto == nil || !auto.KeepSpecial) && !think.keepSpecial()
 }
 
 // splitter is a Splitter for one answer, nil for a nil thinker.
