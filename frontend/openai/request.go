@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 )
 
@@ -162,21 +161,6 @@ func (p *Params) NumChoices() int {
 	return *p.N
 }
 
-// ThinkingBudget is the request's thinking budget: thinking_token_budget,
-// else reasoning_budget_tokens, else thinking_budget_tokens (-1 in any is
-// unset), else def (the server's --reasoning-budget); nil for none (-1).
-func (p *Params) ThinkingBudget(def int) *int {
-	for _, b := range []*int{p.ThinkingTokenBudget, p.ReasoningBudgetTokens, p.ThinkingBudgetTokens} {
-		if b != nil && *b != -1 {
-			return b
-		}
-	}
-	if def >= 0 {
-		return &def
-	}
-	return nil
-}
-
 // NumCandidates returns how many candidates are generated per prompt:
 // best_of when set, else n. With use_beam_search it is the beam width.
 func (p *Params) NumCandidates() int {
@@ -246,24 +230,6 @@ type ChatCompletionRequest struct {
 	// ReasoningFormat is llama-server's reasoning_format (ReasoningFormats;
 	// "" = the server's --reasoning-format): how the reasoning comes back.
 	ReasoningFormat string `json:"reasoning_format,omitempty"`
-}
-
-// ReasoningFormats are llama-server's reasoning formats: none leaves the
-// think block in the content; auto and deepseek split it off as
-// reasoning_content; deepseek-legacy splits it off and keeps it in the
-// content too (streamed, it stays in the content only).
-var ReasoningFormats = []string{"none", "auto", "deepseek", "deepseek-legacy"}
-
-// ReasoningEfforts are the reasoning_effort values vLLM takes.
-var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
-
-// CheckEffort returns a 400 for an effort that is not one of
-// ReasoningEfforts; param names the field.
-func CheckEffort(param string, effort *string) *Error {
-	if effort == nil || slices.Contains(ReasoningEfforts, *effort) {
-		return nil
-	}
-	return BadRequest(param, "'%s' must be one of %s, got %q.", param, strings.Join(ReasoningEfforts, ", "), *effort)
 }
 
 // MaxOutputTokens returns max_completion_tokens, else max_tokens; ok is false

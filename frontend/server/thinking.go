@@ -36,7 +36,7 @@ type thinkOptions struct {
 
 // thinkOptionsOf reads a request's thinking budget and message.
 func thinkOptionsOf(p *openai.Params, beam bool) thinkOptions {
-	return thinkOptions{beam: beam, budget: p.ThinkingBudget(-1), message: p.ReasoningBudgetMessage}
+	return thinkOptions{beam: beam, budget: p.ThinkingBudget(), message: p.ReasoningBudgetMessage}
 }
 
 // thinkerFor returns the split for a request with this rendered prompt,
