@@ -410,10 +410,6 @@ func runFrontend(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
-	effortMap, err := f.tools.reasoningEffortMap()
-	if err != nil {
-		return fmt.Errorf("frontend: %w", err)
-	}
 	name := f.servedModelName
 	if aliases := names(f.api.alias); name == "" && len(aliases) > 0 {
 		name = slices.Min(aliases) // llama-server names the model by its first alias in sorted order
@@ -437,10 +433,6 @@ func runFrontend(ctx context.Context, args []string) error {
 		Logger:             log,
 		ToolParser:         toolParser,
 		ReasoningParser:    reasoningParser,
-		ReasoningBudget:    f.tools.reasoningBudget(),
-		ReasoningBudgetMsg: f.tools.message,
-		ReasoningEffortMap: effortMap,
-		ReasoningFormat:    f.tools.reasoningFmt,
 
 		MaxRequestOutputTokens:      f.maxOutput,
 		ShowHiddenMetricsForVersion: f.showHidden,
@@ -449,6 +441,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		DisableWebUI:                f.disableWebUI,
 	}
 	f.api.apply(&cfg)
+	f.tools.apply(&cfg)
 	<-mcpWarm
 	cfg.Tools = cfg.Tools.WithMCP(mcp)
 	cfg.Vertex = vertex

@@ -121,19 +121,13 @@ func runBatch(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("run-batch: %w", err)
 	}
-	effortMap, err := f.tools.reasoningEffortMap()
-	if err != nil {
-		return fmt.Errorf("run-batch: %w", err)
-	}
-	srv := server.New(server.Config{
+	cfg := server.Config{
 		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, MaxLogprobs: &info.MaxLogprobs, BlockSize: info.BlockSize,
 		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log, ToolParser: toolParser,
-		ReasoningParser:    reasoningParser,
-		ReasoningBudget:    f.tools.reasoningBudget(),
-		ReasoningBudgetMsg: f.tools.message,
-		ReasoningEffortMap: effortMap,
-		ReasoningFormat:    f.tools.reasoningFmt,
-	}, server.ClientEngine(client), tok)
+		ReasoningParser: reasoningParser,
+	}
+	f.tools.apply(&cfg)
+	srv := server.New(cfg, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {
 		return err

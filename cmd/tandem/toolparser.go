@@ -9,6 +9,7 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/frontend/reasoning"
+	"github.com/tandem-llm/tandem/frontend/server"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
 	"github.com/tandem-llm/tandem/wire"
@@ -24,6 +25,8 @@ type toolFlags struct {
 	message      string // --reasoning-budget-message
 	effortMap    string // --reasoning-effort-map: JSON {effort: effort}
 	reasoningFmt string // --reasoning-format: llama-server's
+
+	efforts map[string]string // effortMap parsed (check)
 }
 
 func (f *toolFlags) register(fs *flag.FlagSet) {
@@ -42,13 +45,13 @@ func (f *toolFlags) register(fs *flag.FlagSet) {
 		`e.g. '{"medium": "low", "xhigh": "max"}'; keys among `+strings.Join(openai.ReasoningEfforts, ", "))
 }
 
-// reasoningEffortMap is --reasoning-effort-map, checked: nil when unset.
-func (f *toolFlags) reasoningEffortMap() (map[string]string, error) {
-	if f.effortMap == "" {
+// parseEffortMap is --reasoning-effort-map, checked: nil when unset.
+func parseEffortMap(flag string) (map[string]string, error) {
+	if flag == "" {
 		return nil, nil
 	}
 	var m map[string]string
-	if err := json.Unmarshal([]byte(f.effortMap), &m); err != nil {
+	if err := json.Unmarshal([]byte(flag), &m); err != nil {
 		return nil, fmt.Errorf("--reasoning-effort-map must be a JSON object mapping reasoning efforts to strings: %w", err)
 	}
 	for k := range m {
@@ -59,13 +62,13 @@ func (f *toolFlags) reasoningEffortMap() (map[string]string, error) {
 	return m, nil
 }
 
-// reasoningBudget is --reasoning-budget for the server's config: nil for
-// no limit.
-func (f *toolFlags) reasoningBudget() *int {
-	if f.budget < 0 {
-		return nil
+// apply sets the server's reasoning budget, message, effort map and
+// format from the flags (after check).
+func (f *toolFlags) apply(c *server.Config) {
+	if f.budget >= 0 {
+		c.ReasoningBudget = &f.budget
 	}
-	return &f.budget
+	c.ReasoningBudgetMsg, c.ReasoningEffortMap, c.ReasoningFormat = f.message, f.efforts, f.reasoningFmt
 }
 
 // check fails on an unknown --tool-call-parser or --reasoning-parser, or
@@ -77,9 +80,11 @@ func (f *toolFlags) check() error {
 	if len(f.message) > wire.MaxReasoningBudgetMessage {
 		return fmt.Errorf("--reasoning-budget-message of %d bytes: at most %d", len(f.message), wire.MaxReasoningBudgetMessage)
 	}
-	if _, err := f.reasoningEffortMap(); err != nil {
+	efforts, err := parseEffortMap(f.effortMap)
+	if err != nil {
 		return err
 	}
+	f.efforts = efforts
 	if !slices.Contains(openai.ReasoningFormats, f.reasoningFmt) {
 		return fmt.Errorf("--reasoning-format %q: want one of %s", f.reasoningFmt, strings.Join(openai.ReasoningFormats, ", "))
 	}
