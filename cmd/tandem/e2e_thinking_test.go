@@ -43,10 +43,7 @@ func TestDefaultModelThinkingBudget(t *testing.T) {
 		if err := json.Unmarshal([]byte(content), &answer); err != nil || answer.Name == "" || choice["finish_reason"] != "stop" {
 			t.Fatalf("%q: content %q (finish %v) is not the schema's JSON: %v", prompt, content, choice["finish_reason"], err)
 		}
-		var ids []any
-		for _, id := range choice["token_ids"].([]any) {
-			ids = append(ids, id)
-		}
+		ids := choice["token_ids"].([]any)
 		// The first budget tokens (up to three more to finish a UTF-8
 		// character) are the model's reasoning, then the forced message.
 		ok := false
