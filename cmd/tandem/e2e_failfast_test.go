@@ -62,8 +62,8 @@ func TestServeFailsFast(t *testing.T) {
 	}
 	gemma := filepath.Join(dir, "gemma.gguf")
 	writeEditedGGUF(t, gemma, map[string]any{"general.architecture": "gemma3"}, nil)
-	q5 := filepath.Join(dir, "q5_0.gguf")
-	writeEditedGGUF(t, q5, nil, map[string]uint32{"blk.0.ffn_up.weight": 6}) // Q5_0
+	iq4 := filepath.Join(dir, "iq4_nl.gguf")
+	writeEditedGGUF(t, iq4, nil, map[string]uint32{"blk.0.ffn_up.weight": 20}) // IQ4_NL
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestServeFailsFast(t *testing.T) {
 		{"directory without config.json", []string{emptyDir}, engineFailed,
 			"loader: open " + filepath.Join(emptyDir, "config.json") + ": no such file or directory"},
 		{"unsupported architecture", []string{gemma}, engineFailed, `loader: architecture "gemma3" is not supported (supported: llama, qwen2, qwen3)`},
-		{"unsupported tensor type", []string{q5}, engineFailed, `tensor "blk.0.ffn_up.weight" has type Q5_0, which is not supported`},
+		{"unsupported tensor type", []string{iq4}, engineFailed, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},
 		{"port in use", []string{"--model", "dummy", "--port", busyPort}, "tandem: serve: ", "listen tcp 127.0.0.1:" + busyPort + ": bind: address already in use"},
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},
 		{"unknown tool call parser", []string{"--model", "dummy", "--tool-call-parser", "qwen"}, "tandem: serve: ",

@@ -75,6 +75,24 @@ func Dequantize(t DType, src []byte, dst []float32) error {
 				y[j+16] = float32(float32(q>>4)*d) + m
 			}
 		}
+	case Q5_0:
+		for b := range len(dst) / 32 {
+			blk, y := src[22*b:22*b+22], dst[32*b:32*b+32]
+			d, qh := half(blk), le.Uint32(blk[2:])
+			for j, q := range blk[6:22] {
+				y[j] = float32(int(q&0xf|byte(qh>>j&1)<<4)-16) * d
+				y[j+16] = float32(int(q>>4|byte(qh>>(j+16)&1)<<4)-16) * d
+			}
+		}
+	case Q5_1:
+		for b := range len(dst) / 32 {
+			blk, y := src[24*b:24*b+24], dst[32*b:32*b+32]
+			d, m, qh := half(blk), half(blk[2:]), le.Uint32(blk[4:])
+			for j, q := range blk[8:24] {
+				y[j] = float32(float32(q&0xf|byte(qh>>j&1)<<4)*d) + m
+				y[j+16] = float32(float32(q>>4|byte(qh>>(j+16)&1)<<4)*d) + m
+			}
+		}
 	case Q8_0:
 		for b := range len(dst) / 32 {
 			blk, y := src[34*b:34*b+34], dst[32*b:32*b+32]
@@ -200,6 +218,14 @@ func Quantize(t DType, src []float32) ([]byte, error) {
 		for b := range len(src) / 32 {
 			quantQ4_1(src[32*b:32*b+32], out[20*b:20*b+20])
 		}
+	case Q5_0:
+		for b := range len(src) / 32 {
+			quantQ5_0(src[32*b:32*b+32], out[22*b:22*b+22])
+		}
+	case Q5_1:
+		for b := range len(src) / 32 {
+			quantQ5_1(src[32*b:32*b+32], out[24*b:24*b+24])
+		}
 	case Q8_0:
 		for b := range len(src) / 32 {
 			quantQ8_0(src[32*b:32*b+32], out[34*b:34*b+34])
@@ -242,12 +268,72 @@ func quantQ4_0(x []float32, blk []byte) {
 	}
 }
 
+// quantQ5_0: Q4_0 with a fifth bit: d = max/-16 where max is the value of
+// largest magnitude; q = min(31, trunc(x/d + 16.5)); bit j of qh is the
+// fifth bit of element j.
+func quantQ5_0(x []float32, blk []byte) {
+	var amax, maxv float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax, maxv = a, v
+		}
+	}
+	d := maxv / -16
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(blk, F32ToF16(d))
+	var qh uint32
+	for j := range 16 {
+		q0 := min(31, int8(float32(x[j]*id)+16.5))
+		q1 := min(31, int8(float32(x[j+16]*id)+16.5))
+		blk[6+j] = byte(q0)&0xf | byte(q1)&0xf<<4
+		qh |= uint32(q0>>4&1)<<j | uint32(q1>>4&1)<<(j+16)
+	}
+	binary.LittleEndian.PutUint32(blk[2:], qh)
+}
+
+// minMax is the smallest and largest of x as ggml's Q4_1/Q5_1 quantizers
+// find them: by < and > from ±FLT_MAX, so that a -0 after a +0 (or the
+// reverse) does not replace it, as Go's min and max would.
+func minMax(x []float32) (lo, hi float32) {
+	lo, hi = math.MaxFloat32, -math.MaxFloat32
+	for _, v := range x {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+// quantQ5_1: d = (max-min)/31, m = min; q = trunc((x-min)/d + 0.5), which
+// is at most 31; bit j of qh is the fifth bit of element j.
+func quantQ5_1(x []float32, blk []byte) {
+	lo, hi := minMax(x)
+	d := (hi - lo) / 31
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(blk, F32ToF16(d))
+	binary.LittleEndian.PutUint16(blk[2:], F32ToF16(lo))
+	var qh uint32
+	for j := range 16 {
+		q0 := uint8(float32((x[j]-lo)*id) + 0.5)
+		q1 := uint8(float32((x[j+16]-lo)*id) + 0.5)
+		blk[8+j] = q0&0xf | q1&0xf<<4
+		qh |= uint32(q0>>4&1)<<j | uint32(q1>>4&1)<<(j+16)
+	}
+	binary.LittleEndian.PutUint32(blk[4:], qh)
+}
+
 // quantQ4_1: d = (max-min)/15, m = min; q = min(15, trunc((x-min)/d + 0.5)).
 func quantQ4_1(x []float32, blk []byte) {
-	lo, hi := float32(math.MaxFloat32), float32(-math.MaxFloat32)
-	for _, v := range x {
-		lo, hi = min(lo, v), max(hi, v)
-	}
+	lo, hi := minMax(x)
 	d := (hi - lo) / 15
 	var id float32
 	if d != 0 {

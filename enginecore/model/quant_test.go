@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var allTypes = []DType{F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K}
+var allTypes = []DType{F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K}
 
 // TestGolden compares with blocks made by gguf-py (see
 // scripts/gen-quant-golden.py): Quantize must reproduce the bytes where
@@ -97,6 +97,7 @@ func TestHandBlocks(t *testing.T) {
 	}
 	nib := make([]byte, 16) // byte j: element j low nibble, element j+16 high
 	nib[0], nib[1], nib[15] = 0x1f, 0x80, 0x3c
+	qh := []byte{0x01, 0x00, 0x01, 0x80} // fifth bits of elements 0, 16 and 31
 	i8 := make([]byte, 32)
 	i8[0], i8[5], i8[31] = 0x81, 0x7f, 0xfe // -127, 127, -2
 
@@ -129,6 +130,8 @@ func TestHandBlocks(t *testing.T) {
 		{"BF16", BF16, []byte{0xc0, 0x3f, 0x80, 0xbf}, map[int]float32{0: 1.5, 1: -1}, 0},
 		{"Q4_0", Q4_0, cat(h(0.5), nib), map[int]float32{0: 3.5, 16: -3.5, 1: -4, 17: 0, 15: 2, 31: -2.5}, -4},
 		{"Q4_1", Q4_1, cat(h(0.5), h(-1), nib), map[int]float32{0: 6.5, 16: -0.5, 1: -1, 17: 3, 15: 5, 31: 0.5}, -1},
+		{"Q5_0", Q5_0, cat(h(0.5), qh, nib), map[int]float32{0: 7.5, 16: 0.5, 1: -8, 17: -4, 15: -2, 31: 1.5}, -8},
+		{"Q5_1", Q5_1, cat(h(0.5), h(-1), qh, nib), map[int]float32{0: 14.5, 16: 7.5, 1: -1, 17: 3, 15: 5, 31: 8.5}, -1},
 		{"Q8_0", Q8_0, cat(h(0.25), i8), map[int]float32{0: -31.75, 5: 31.75, 31: -0.5}, 0},
 		{"Q4_K", Q4_K, cat(h(0.5), h(0.25), ksc, q4k), map[int]float32{
 			// sub 0: scale 0, min 0 → 0; sub 1: 0.5·3·4 - 0.25·2 = 5.5
@@ -180,7 +183,7 @@ func TestRoundTrip(t *testing.T) {
 		maxRel float64 // max RMS error / RMS
 	}{
 		{F32, 0}, {F16, 4e-4}, {BF16, 3e-3}, {Q8_0, 0.01}, {Q6_K, 0.02},
-		{Q5_K, 0.045}, {Q4_K, 0.09}, {Q4_1, 0.11}, {Q4_0, 0.12},
+		{Q5_K, 0.045}, {Q5_1, 0.055}, {Q5_0, 0.06}, {Q4_K, 0.09}, {Q4_1, 0.11}, {Q4_0, 0.12},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	x := make([]float32, 4096)
@@ -223,6 +226,37 @@ func TestRoundTrip(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSignedZeroMin: Q4_1 and Q5_1 find a block's minimum as ggml does,
+// by v < min, so that of +0 and -0 the first one seen is the offset m
+// (Go's min would take -0 either way). Checked against ggml-quants.c.
+func TestSignedZeroMin(t *testing.T) {
+	pos, neg := float32(0), float32(math.Copysign(0, -1))
+	tests := []struct {
+		name        string
+		first, rest float32 // element 0, elements 1..31
+		wantM       uint16
+	}{
+		{"+0 then -0", pos, neg, 0x0000},
+		{"-0 then +0", neg, pos, 0x8000},
+	}
+	for _, typ := range []DType{Q4_1, Q5_1} {
+		for _, tt := range tests {
+			x := make([]float32, 32)
+			for i := range x {
+				x[i] = tt.rest
+			}
+			x[0] = tt.first
+			q, err := Quantize(typ, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, m := binary.LittleEndian.Uint16(q), binary.LittleEndian.Uint16(q[2:]); d != 0 || m != tt.wantM {
+				t.Errorf("%v, %s: d %#04x, m %#04x, want 0, %#04x", typ, tt.name, d, m, tt.wantM)
+			}
+		}
 	}
 }
 
@@ -273,7 +307,7 @@ func TestLayoutErrors(t *testing.T) {
 		{"short", Q4_1, 64, 39, ErrLayout},
 		{"partial block", Q8_0, 48, 51, ErrLayout},
 		{"k-quant needs 256", Q4_K, 128, 72, ErrLayout},
-		{"unsupported", DType(6), 32, 22, ErrUnsupportedType},
+		{"unsupported", DType(20), 32, 18, ErrUnsupportedType}, // IQ4_NL
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

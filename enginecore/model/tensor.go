@@ -12,6 +12,8 @@ const (
 	F16  DType = 1
 	Q4_0 DType = 2
 	Q4_1 DType = 3
+	Q5_0 DType = 6
+	Q5_1 DType = 7
 	Q8_0 DType = 8
 	Q4_K DType = 12
 	Q5_K DType = 13
@@ -32,6 +34,8 @@ var types = map[DType]typeInfo{
 	BF16: {"BF16", 1, 2},
 	Q4_0: {"Q4_0", 32, 18},   // f16 d + 16 bytes of nibbles
 	Q4_1: {"Q4_1", 32, 20},   // f16 d, f16 m + 16 bytes of nibbles
+	Q5_0: {"Q5_0", 32, 22},   // f16 d, 4 bytes of fifth bits, 16 bytes of nibbles
+	Q5_1: {"Q5_1", 32, 24},   // f16 d, f16 m, 4 bytes of fifth bits, 16 bytes of nibbles
 	Q8_0: {"Q8_0", 32, 34},   // f16 d + 32 int8
 	Q4_K: {"Q4_K", 256, 144}, // f16 d, f16 dmin, 12 bytes scales, 128 bytes nibbles
 	Q5_K: {"Q5_K", 256, 176}, // f16 d, f16 dmin, 12 scales, 32 high bits, 128 nibbles

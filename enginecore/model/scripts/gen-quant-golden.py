@@ -4,8 +4,9 @@
 For every type it records input floats, the ggml-layout bytes and their
 dequantization as computed by gguf-py (llama.cpp's Python package, whose
 gguf.quants mirrors ggml-quants.c bit for bit). Types gguf-py can quantize
-(F16, BF16, Q4_0, Q4_1, Q8_0) get bytes quantized from the input; K-quants,
-which gguf-py only dequantizes, get random blocks with sane f16 scales.
+(F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) get bytes quantized from the
+input; K-quants, which gguf-py only dequantizes, get random blocks with
+sane f16 scales.
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install -r requirements-test.txt
     /tmp/venv/bin/python gen-quant-golden.py   # from this directory
@@ -42,23 +43,27 @@ def kquant_blocks(rng, qtype, n_blocks):
     return np.concatenate(out)
 
 
+def quantized_case(rng, qtype, n):
+    x = rng.standard_normal(n).astype(np.float32)
+    x[32:64] = 0
+    x[n - 58] = 9.5
+    x[n - 28] = -7.25
+    q = quants.quantize(x, qtype)
+    return {
+        "type": qtype.name,
+        "input": floats(x),
+        "bytes": q.view(np.uint8).tobytes().hex(),
+        "dequantized": floats(quants.dequantize(q, qtype)),
+    }
+
+
 def main():
     rng = np.random.default_rng(20240611)
     cases = []
     # Inputs include an all-zero block and blocks with outliers, so that
     # the d = 0 and sign-of-max paths are covered.
     for qtype, n in [(T.F16, 64), (T.BF16, 64), (T.Q4_0, 128), (T.Q4_1, 128), (T.Q8_0, 128)]:
-        x = rng.standard_normal(n).astype(np.float32)
-        x[32:64] = 0
-        x[n - 58] = 9.5
-        x[n - 28] = -7.25
-        q = quants.quantize(x, qtype)
-        cases.append({
-            "type": qtype.name,
-            "input": floats(x),
-            "bytes": q.view(np.uint8).tobytes().hex(),
-            "dequantized": floats(quants.dequantize(q, qtype)),
-        })
+        cases.append(quantized_case(rng, qtype, n))
     for qtype in (T.Q4_K, T.Q5_K, T.Q6_K):
         b = kquant_blocks(rng, qtype, 2)
         cases.append({
@@ -67,6 +72,10 @@ def main():
             "bytes": b.tobytes().hex(),
             "dequantized": floats(quants.dequantize(b, qtype)),
         })
+    # Added later, after the K-quants so that the cases above keep their
+    # random draws (and bytes).
+    for qtype, n in [(T.Q5_0, 128), (T.Q5_1, 128)]:
+        cases.append(quantized_case(rng, qtype, n))
     with open(OUT, "w") as f:
         json.dump({"generator": "scripts/gen-quant-golden.py", "gguf": "0.19.0", "cases": cases}, f, indent=1)
         f.write("\n")
