@@ -25,19 +25,21 @@ var avx2Asm = true
 // cpuF16C reports whether the CPU converts float16 (VCVTPH2PS).
 func cpuF16C() bool
 
-// kquantBytes reports a Q6_K or Q5_K matrix (float32 scales, see Pack).
+// kquantBytes reports a Q6_K, Q5_K or Q5_1 matrix (float32 scales, see
+// Pack).
 func (m *Matrix) kquantBytes() bool {
 	return m.fam == famByte && m.sc.h == nil && (m.nsub == 2) != m.hasMin
 }
 
 // asmAVXVNNI reports whether m's AVX2 assembly has an AVX-VNNI variant:
-// the 4-bit and Q8_0 kernels.
+// the 4-bit and Q8_0 (and Q5_0) kernels.
 func (m *Matrix) asmAVXVNNI() bool {
 	return m.asm256() && (m.fam == famNib || !m.kquantBytes())
 }
 
 // asm256 reports whether m's matmuls have AVX2 assembly kernels: 4-bit
-// matrices (float16 scales need F16C), Q8_0, Q6_K and Q5_K.
+// matrices (float16 scales need F16C), Q8_0 and Q5_0, Q6_K, Q5_K and
+// Q5_1.
 func (m *Matrix) asm256() bool {
 	f16 := m.sc.h != nil
 	return avx2Asm && m.nb > 0 && (m.fam == famNib && (!f16 || hasF16C) ||

@@ -11,11 +11,18 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
+// quantTypes are the quantized types, whose matmuls run in assembly.
+var quantTypes = []model.DType{model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K}
+
+// f16Scaled are the types packed with float16 scales (their own), whose
+// AVX2 kernels need F16C and which have AVX-512 and AVX-VNNI assembly.
+var f16Scaled = map[model.DType]bool{model.Q4_0: true, model.Q4_1: true, model.Q5_0: true, model.Q8_0: true}
+
 // TestAVX2AssemblySameBits: the AVX2 assembly kernels give the bits of
 // the archsimd AVX2 kernels they replace, for every token count around
 // the four-token step (residual rows of precise tokens included) and
-// both scale widths (float16: Q4_0, Q4_1, Q8_0; float32: Q4_K, Q5_K,
-// Q6_K).
+// both scale widths (float16: Q4_0, Q4_1, Q5_0, Q8_0; float32: Q4_K,
+// Q5_1, Q5_K, Q6_K).
 func TestAVX2AssemblySameBits(t *testing.T) {
 	if detectLevel() < levelAVX2 {
 		t.Skip("this CPU has no AVX2+FMA")
@@ -26,7 +33,7 @@ func TestAVX2AssemblySameBits(t *testing.T) {
 	saved := level
 	defer func() { level, avx2Asm = saved, true }()
 	level = levelAVX2
-	for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q4_K, model.Q8_0, model.Q5_K, model.Q6_K} {
+	for _, typ := range quantTypes {
 		for _, numTok := range []int{1, 3, 4, 5, 9} {
 			for _, precise := range []bool{false, true} {
 				in, out := 512, 40
@@ -62,20 +69,19 @@ func TestAVX2AssemblySameBits(t *testing.T) {
 // TestDispatchPicksAssembly: at every SIMD level this CPU has, every
 // quantized type runs in the fastest assembly the level has — VNNI's
 // for every type on a VNNI CPU, AVX-512's own where it exists, AVX-VNNI's
-// for the 4-bit types and Q8_0 on AVX2 CPUs that have it, else AVX2's (10–40× the archsimd kernels), and on an AMX CPU whole tiles of
+// for the 4-bit types, Q5_0 and Q8_0 on AVX2 CPUs that have it, else AVX2's (10–40× the archsimd kernels), and on an AMX CPU whole tiles of
 // 16 rows in AMX (2–4× AVX-512 at prefill) — so no type a GGUF commonly
 // holds falls back to a slow path.
 func TestDispatchPicksAssembly(t *testing.T) {
 	saved := level
 	defer func() { level = saved }()
-	want512 := map[model.DType]bool{model.Q4_0: true, model.Q4_1: true, model.Q8_0: true}
 	for l := detectLevel(); l >= levelAVX2; l-- {
 		if runnable(l) != l {
 			continue // AVX-VNNI missing where AVX-512 VNNI is not
 		}
 		level = l
-		for _, typ := range []model.DType{model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
-			if !hasF16C && want512[typ] {
+		for _, typ := range quantTypes {
+			if !hasF16C && f16Scaled[typ] {
 				continue // float16 scales need F16C at the AVX2 level
 			}
 			m, err := Pack(randTensor(t, typ, 32, 512, 1))
@@ -87,9 +93,9 @@ func TestDispatchPicksAssembly(t *testing.T) {
 			switch {
 			case l >= levelVNNI:
 				want = "avx512vnni-asm"
-			case l == levelAVX512 && want512[typ]:
+			case l == levelAVX512 && f16Scaled[typ]:
 				want = "avx512-asm"
-			case l == levelAVXVNNI && typ != model.Q5_K && typ != model.Q6_K:
+			case l == levelAVXVNNI && typ != model.Q5_1 && typ != model.Q5_K && typ != model.Q6_K:
 				want = "avxvnni-asm"
 			}
 			if want != "" && strings.TrimPrefix(got, "amx+") != want {
@@ -120,8 +126,8 @@ func TestLevelsAgree(t *testing.T) {
 	if saved < levelAVX2 {
 		t.Skip("no SIMD kernels in this build or on this CPU")
 	}
-	for _, typ := range []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K} {
-		if !hasF16C && (typ == model.Q4_0 || typ == model.Q4_1 || typ == model.Q8_0) {
+	for _, typ := range allTypes {
+		if !hasF16C && f16Scaled[typ] {
 			continue
 		}
 		const in, out = 512, 40

@@ -9,7 +9,9 @@
 // with a float32 scale, and only the per-block sums are scaled in float.
 // Packed families (see pack.go): F32/F16/BF16 → float32; Q4_0, Q4_1, Q4_K
 // → 4-bit with per-32 scale and offset (Q4_0's offset implicit); Q8_0,
-// Q6_K, Q5_K → int8 with per-16/32 scales (and offsets for Q5_K). From
+// Q5_0, Q6_K, Q5_K, Q5_1 → int8 with per-16/32 scales (and offsets for
+// Q5_K and Q5_1). Q5_0 packs as q−16 and runs Q8_0's kernels, Q5_1 runs
+// Q5_K's (one sub-block), at 1.55× and 1.67× the file's bytes. From
 // the VNNI level on, Q4_K keeps the file's scale bytes and Q6_K packs as
 // famQ6 (6 bits a weight), so that memory-bound decode reads no more
 // bytes than the file holds ([Packing]); from the AVX-512 level, F16 and
@@ -28,10 +30,10 @@
 // tokens at a time, because Go 1.26 spills the archsimd versions'
 // registers: at AVX2 those ran at under 1 GMAC/s per thread, the assembly
 // at 30–50. AVX-512 (nib4_amd64.s, byte_amd64.s) has float16-scaled
-// 4-bit and Q8_0; AVX2 (avx2_amd64.s) has every quantized type (4-bit,
-// Q8_0, Q6_K, Q5_K), and an AVX-512 CPU runs it for the types its own
+// 4-bit, Q8_0 and Q5_0; AVX2 (avx2_amd64.s) has every quantized type
+// (4-bit, Q8_0/Q5_0, Q6_K, Q5_K/Q5_1), and an AVX-512 CPU runs it for the types its own
 // assembly lacks ([Matrix.Kernel] names the kernel); with AVX-VNNI its
-// 4-bit and Q8_0 kernels use the VEX-encoded VPDPBUSD, spelled in bytes
+// 4-bit and Q8_0/Q5_0 kernels use the VEX-encoded VPDPBUSD, spelled in bytes
 // (avx2_amd64.s's VPDPBUSDY). With AVX-512 VNNI
 // every quantized type has one- and four-token kernels built on
 // VPDPBUSD (vnni_amd64.s; 1.5–2× the AVX-512 ones), the one-token ones

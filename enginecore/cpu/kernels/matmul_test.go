@@ -11,7 +11,7 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
-var allTypes = []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K}
+var allTypes = []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K}
 
 // paths runs f at every kernel level this build and CPU have (AVX-512,
 // AVX2, pure Go).
@@ -306,7 +306,9 @@ func TestPackErrors(t *testing.T) {
 // kernels read them (VNNI and above), else float32 D and M (and the
 // file's scale bytes too where precise tokens take the super form); Q6_K is as
 // small as the file there too, else a byte per weight and float32
-// scales, as Q5_K is.
+// scales, as Q5_K is. Q5_0 and Q5_1 take a byte per weight too, for
+// Q8_0's and Q5_K's kernels: Q5_0 with its float16 scales (1.55× the
+// file), Q5_1 with float32 D and M (1.67×).
 func TestPackedBytes(t *testing.T) {
 	tests := []struct {
 		typ  model.DType
@@ -315,6 +317,7 @@ func TestPackedBytes(t *testing.T) {
 		{model.F32, 16 * 256 * 4}, {model.F16, 16 * 256 * 4}, {model.BF16, 16 * 256 * 4},
 		{model.Q4_0, 8 * (256 + 32)}, {model.Q4_1, 8 * (256 + 64)}, {model.Q8_0, 8 * (512 + 32)},
 		{model.Q4_K, 8 * (256 + 128)}, {model.Q5_K, 8 * (512 + 128)}, {model.Q6_K, 8 * (512 + 128)},
+		{model.Q5_0, 8 * (512 + 32)}, {model.Q5_1, 8 * (512 + 128)},
 	}
 	if halfWeights() {
 		tests[1].want, tests[2].want = 16*256*2, 16*256*2 // kept 16-bit

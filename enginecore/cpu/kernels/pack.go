@@ -29,7 +29,8 @@ const (
 	// Q4_1, Q4_K (per sub-block).
 	famNib
 	// famByte: 8-bit signed q with a scale D per sub-block of 16 or 32
-	// and, for Q5_K, an offset M per 32: Q8_0, Q6_K, Q5_K.
+	// and, for Q5_K and Q5_1, an offset M per 32: Q8_0, Q5_0 (q−16, so
+	// no offset), Q6_K, Q5_K, Q5_1.
 	famByte
 	// famQ6: Q6_K as small as the file (0.82 bytes a weight, not 1.25),
 	// where the level's kernels read it (VNNI and above): per block the
@@ -55,7 +56,7 @@ type Matrix struct {
 	fam     family
 	nb      int       // In/32 blocks per row (quantized families)
 	nsub    int       // famByte: scale sub-blocks per 32-block, 1 or 2
-	hasMin  bool      // famByte: M follows D (Q5_K)
+	hasMin  bool      // famByte: M follows D (Q5_K, Q5_1)
 	qs      []byte    // [groups][nb][nibBlockBytes or byteBlockBytes]
 	sc      scales    // [groups][nb][scPerBlock]: D[nsub][16] then M[nsub][16] (no M for Q4_0)
 	f       []float32 // famF32: [groups][In][16]
@@ -124,6 +125,8 @@ var decoders = map[model.DType]rowDecoder{
 	model.Q4_1: {famNib, 32, 1, true, decodeQ4_1},
 	model.Q4_K: {famNib, 32, 1, true, decodeQ4K},
 	model.Q8_0: {famByte, 32, 1, false, decodeQ8_0},
+	model.Q5_0: {famByte, 32, 1, false, decodeQ5_0},
+	model.Q5_1: {famByte, 32, 1, true, decodeQ5_1},
 	model.Q6_K: {famByte, 16, 2, false, decodeQ6K},
 	model.Q5_K: {famByte, 32, 1, true, decodeQ5K},
 }
@@ -220,7 +223,7 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 		}
 	}
 	if !compactK && (m.fam == famNib || m.nsub == 1 && !m.hasMin) {
-		m.sc.compress() // Q6_K and Q5_K keep float32: their kernels read that
+		m.sc.compress() // Q6_K, Q5_K and Q5_1 keep float32: their kernels read that
 	}
 	if t.Type == model.Q4_0 && m.sc.h != nil {
 		m.sc.dropM()
@@ -421,6 +424,34 @@ func decodeQ8_0(row []byte, q []int8, d, _ []float32) {
 		d[b] = half(blk)
 		for i, v := range blk[2:34] {
 			q[32*b+i] = max(int8(v), -127)
+		}
+	}
+}
+
+// decodeQ5_0 gives q − 16 in [-16, 15], so that Q5_0 multiplies like
+// Q8_0: one float16 scale per 32, no offset.
+func decodeQ5_0(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 32 {
+		blk := row[22*b : 22*b+22]
+		d[b] = half(blk)
+		qh := binary.LittleEndian.Uint32(blk[2:])
+		for i, v := range blk[6:22] {
+			q[32*b+i] = int8(v&0xf|byte(qh>>i&1)<<4) - 16
+			q[32*b+16+i] = int8(v>>4|byte(qh>>(i+16)&1)<<4) - 16
+		}
+	}
+}
+
+// decodeQ5_1 gives q in [0, 31] with D = d and M = m: Q5_K's kernels, for
+// blocks of 32 without a super-block.
+func decodeQ5_1(row []byte, q []int8, d, m []float32) {
+	for b := range len(q) / 32 {
+		blk := row[24*b : 24*b+24]
+		d[b], m[b] = half(blk), half(blk[2:])
+		qh := binary.LittleEndian.Uint32(blk[4:])
+		for i, v := range blk[8:24] {
+			q[32*b+i] = int8(v&0xf | byte(qh>>i&1)<<4)
+			q[32*b+16+i] = int8(v>>4 | byte(qh>>(i+16)&1)<<4)
 		}
 	}
 }

@@ -3,9 +3,10 @@ package kernels
 import "github.com/tandem-llm/tandem/enginecore/model"
 
 // scales are a matrix's D and M, as float16 when every one is exactly
-// representable (Q4_0, Q4_1, Q8_0: they are the file's own f16 scales) —
-// decode is memory-bound, and this saves 17% of a Q4_1 matrix — else
-// float32 (K-quants, whose sub-block scales are products).
+// representable (Q4_0, Q4_1, Q8_0, Q5_0: they are the file's own f16
+// scales) — decode is memory-bound, and this saves 17% of a Q4_1 matrix —
+// else float32 (K-quants, whose sub-block scales are products, and Q5_1,
+// whose exact f16 D and M go to Q5_K's float32 kernels).
 type scales struct {
 	f []float32 // nil when h or k is used
 	h []uint16  // float16 bits

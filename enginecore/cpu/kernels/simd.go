@@ -32,7 +32,8 @@ func detectLevel() simdLevel {
 }
 
 // asm512 reports whether m's matmuls have AVX-512 assembly kernels:
-// float16-scaled 4-bit matrices and Q8_0 (one scale per 32, no offsets).
+// float16-scaled 4-bit matrices, Q8_0 and Q5_0 (one scale per 32, no
+// offsets).
 func (m *Matrix) asm512() bool {
 	return m.sc.h != nil && m.nb > 0 && (m.fam == famNib || m.fam == famByte && m.nsub == 1 && !m.hasMin)
 }
@@ -40,7 +41,7 @@ func (m *Matrix) asm512() bool {
 // kernel names the kernels mulGroupsSIMD runs for m: "amx+" and the
 // kernel of the remaining rows where whole tiles of 16 rows go through
 // AMX. An AVX-512 CPU runs the AVX2 assembly for the types that have no AVX-512 assembly (Q4_K
-// with float32 scales, Q6_K, Q5_K): at half the width it is still 10–40×
+// with float32 scales, Q6_K, Q5_K, Q5_1): at half the width it is still 10–40×
 // the archsimd kernels, whose registers Go 1.26 spills.
 func (m *Matrix) kernel() string {
 	if level < m.packLevel() {

@@ -20,8 +20,8 @@ const (
 	vnniNibF                 // 4-bit, float32 scales (Q4_K below the VNNI level's packing)
 	vnniNibK                 // 4-bit, compact Q4_K scales (scales.k)
 	vnniQ6C                  // compact Q6_K (famQ6): unpacked per group for the Q6_K kernels
-	vnniQ8                   // Q8_0
-	vnniQ5                   // Q5_K
+	vnniQ8                   // Q8_0, Q5_0
+	vnniQ5                   // Q5_K, Q5_1
 	vnniQ6                   // Q6_K
 )
 
