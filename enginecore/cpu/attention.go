@@ -205,7 +205,7 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 	c := &b.cfg
 	hd, bs := c.HeadDim, b.blockSize
 	kvh := int(tl.h0) / (c.NumHeads / c.NumKVHeads)
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := b.scale
 	table := j.step.Seqs[tl.seq].BlockTable
 	q, acc, l := st.q[:rows*hd], st.acc[:rows*hd], st.l[:rows*kernels.BlockB]
 	for r := range rows {
@@ -213,8 +213,13 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 	}
 	clear(acc)
 	clear(l)
+	win := 0 // positions a row attends to, its own included; 0: all before it
+	if c.Local(j.layer) {
+		win = c.SlidingWindow
+		b0 = max(b0, st.windowStart(rows, win)/bs)
+	}
 	if bs != kernels.BlockB {
-		j.spanAnyBlock(st, rows, maxN, b0, b1, table, kvh, scale)
+		j.spanAnyBlock(st, rows, maxN, b0, b1, table, kvh, scale, win)
 		return
 	}
 	sc := st.scores[:rows*bs]
@@ -225,6 +230,7 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 			np := min(bs, maxN-pos)
 			kOff, vOff := b.blockOffsets(int(table[blk]), kvh)
 			kernels.BlockScoresHalf(sc, q, kc[kOff:], scale)
+			st.maskWindow(sc, rows, pos, win)
 			kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
 			kernels.BlockAccumHalf(acc, hd, sc, np, vc[vOff:], b.kvDim)
 		}
@@ -235,8 +241,46 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 		np := min(bs, maxN-pos)
 		k, v, stride := j.block(st, int(table[blk]), kvh, np)
 		kernels.BlockScores(sc, q, k, scale)
+		st.maskWindow(sc, rows, pos, win)
 		kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
 		kernels.BlockAccum(acc, hd, sc, np, v, stride)
+	}
+}
+
+// maskedScore stands for a score outside a row's sliding window. Finite,
+// so that a row whose first attended block is all masked gets a finite
+// running max (not −Inf − −Inf = NaN); its weights there are then
+// rescaled by exp(maskedScore − m) = 0 at the row's first real score,
+// and outside the first block they are exp(maskedScore − m) = 0 (or the
+// AVX2 exp's floor, 1.2e-38) from the start. Every row attends at least
+// to its own position, so its real scores always come.
+const maskedScore = -1e30
+
+// windowStart is the first position any of the rows' windows of win
+// positions reaches.
+func (st *attnState) windowStart(rows, win int) int {
+	lo := math.MaxInt
+	for r := range rows {
+		lo = min(lo, max(0, int(st.rowN[r])-win))
+	}
+	return lo
+}
+
+// maskWindow sets the scores sc ([rows][B], block at pos) of positions
+// before each row's window of win positions to maskedScore; win 0 masks
+// nothing.
+func (st *attnState) maskWindow(sc []float32, rows, pos, win int) {
+	if win == 0 {
+		return
+	}
+	bb := kernels.BlockB
+	for r := range rows {
+		if lo := int(st.rowN[r]) - win; lo > pos {
+			row := sc[r*bb : (r+1)*bb]
+			for i := range min(lo-pos, bb) {
+				row[i] = maskedScore
+			}
+		}
 	}
 }
 
@@ -314,21 +358,27 @@ func (st *attnState) softmaxStep(r int, s []float32, out []float32) {
 
 // spanAnyBlock is span's block walk for block sizes other than
 // kernels.BlockB: one row and block at a time.
-func (j *attnJob) spanAnyBlock(st *attnState, rows, maxN, b0, b1 int, table []int32, kvh int, scale float32) {
+// Rows skip the positions before their window of win (0: none).
+func (j *attnJob) spanAnyBlock(st *attnState, rows, maxN, b0, b1 int, table []int32, kvh int, scale float32, win int) {
 	hd, bs := j.b.cfg.HeadDim, j.b.blockSize
 	for blk := b0; blk < b1; blk++ {
 		pos := blk * bs
 		k, v, stride := j.block(st, int(table[blk]), kvh, min(bs, maxN-pos))
 		for r := range rows {
 			n := int(st.rowN[r])
-			if pos >= n {
+			off := 0 // the row's first position in the block
+			if win > 0 {
+				off = max(0, n-win-pos)
+			}
+			if pos+off >= n || off >= bs {
 				continue
 			}
 			s := st.scores[:min(bs, n-pos)]
 			kernels.DotCols(s, st.q[r*hd:(r+1)*hd], k, bs, scale)
+			s = s[off:]
 			out := st.acc[r*hd : (r+1)*hd]
 			st.softmaxStep(r, s, out)
-			kernels.AddRows(out, s, v, stride)
+			kernels.AddRows(out, s, v[off*stride:], stride)
 		}
 	}
 }

@@ -32,6 +32,8 @@ type Backend struct {
 	qDim   int       // H*D
 	kvDim  int       // Hkv*D
 	freq   []float64 // [D/2] RoPE inverse frequencies, scaled (see ropeFreqs)
+	freqL  []float64 // [D/2] local layers' RoPE inverse frequencies; nil: freq
+	scale  float32   // attention scores' scale (model.Config.Scale)
 
 	// KV cache: [L] × {K [numBlocks][Hkv][D][B], V [numBlocks][B][Hkv][D]}, see the package doc.
 	kv        []float32 // float32 cache, or nil
@@ -53,6 +55,8 @@ type Backend struct {
 	hb2    []float32 // [T][F] up
 	cos    []float32 // [T][D/2] RoPE cosines per token
 	sin    []float32 // [T][D/2]
+	cosL   []float32 // [T][D/2] local layers' RoPE cosines; nil unless freqL
+	sinL   []float32 // [T][D/2]
 	tokSeq []int32   // [T] index into Step.Seqs of each token
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
 
@@ -110,6 +114,8 @@ func New(cfg model.Config, w *model.Weights, threads int, opts ...Option) (*Back
 		qDim:  cfg.NumHeads * cfg.HeadDim,
 		kvDim: cfg.NumKVHeads * cfg.HeadDim,
 		freq:  freq,
+		freqL: model.LocalRopeFrequencies(cfg),
+		scale: float32(cfg.Scale()),
 	}
 	if err := b.pack(threads, o.packDir); err != nil {
 		return nil, err
@@ -276,6 +282,10 @@ func (b *Backend) grow(numTok int) {
 		b.hb2 = make([]float32, n*c.FFNDim)
 		b.cos = make([]float32, n*len(b.freq))
 		b.sin = make([]float32, n*len(b.freq))
+		if b.freqL != nil {
+			b.cosL = make([]float32, n*len(b.freqL))
+			b.sinL = make([]float32, n*len(b.freqL))
+		}
 		b.tokSeq = make([]int32, n)
 		b.tokPrecise = make([]bool, n)
 		b.capTok = n

@@ -75,6 +75,21 @@ func randomModel(types model.RandomTypes, edit func(*model.Config)) func() (mode
 
 func noEdit(*model.Config) {}
 
+// gemma3 edits a config into Gemma 3's shape: scaled embeddings, QK
+// norm, GELU, post-norms, another attention scale; with a window, layer
+// 0 is local (window positions, RoPE base 100) and layer 1 global; with
+// a softcap, logits are capped.
+func gemma3(window int, softcap float64) func(*model.Config) {
+	return func(c *model.Config) {
+		c.Arch, c.EmbedScale, c.FFNAct, c.PostNorms, c.QKNorm, c.RopeNeox = "gemma3", 16, model.ActGELUTanh, true, true, true
+		c.AttnScale, c.FinalSoftcap = 0.1, softcap
+		if window > 0 {
+			c.SlidingWindow, c.LocalRopeTheta = window, 100
+			c.LocalLayers = []bool{true, false}
+		}
+	}
+}
+
 func smallK(c *model.Config) { c.NumLayers, c.FFNDim = 1, 256 }
 
 // TestMatchesReference compares prefill and decode logits with the float64
@@ -104,6 +119,8 @@ func TestMatchesReference(t *testing.T) {
 		{"rope_freqs tensor", ropeFreqsModel, 20, 0},
 		{"qwen2 qkv bias", randomModel(f32, func(c *model.Config) { c.QKVBias, c.RopeNeox = true, true }), 9, 0},
 		{"qwen3 qk norm", randomModel(f32, func(c *model.Config) { c.QKNorm, c.RopeNeox = true, true }), 9, 0},
+		{"gemma3 window 5", randomModel(f32, gemma3(5, 0)), 20, 0},
+		{"gemma3 softcap", randomModel(f32, gemma3(0, 8)), 9, 0},
 		{"F16", randomModel(typed(model.F16, model.F16, model.BF16), noEdit), 9, 0},
 		{"Q4_0", randomModel(typed(model.Q4_0, model.Q4_0, model.Q4_0), noEdit), 9, 0.03},
 		{"Q4_1 tied Q8_0", randomModel(typed(model.Q4_1, model.Q8_0, 0), func(c *model.Config) { c.TiedEmbeddings = true }), 9, 0.03},

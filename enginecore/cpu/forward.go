@@ -35,13 +35,21 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	c := &b.cfg
 	dim, half := c.Dim, len(b.freq)
 	for t, id := range step.TokenIDs {
-		if err := b.w.TokenEmbed.DequantizeRow(int(id), b.x[t*dim:(t+1)*dim]); err != nil {
+		x := b.x[t*dim : (t+1)*dim]
+		if err := b.w.TokenEmbed.DequantizeRow(int(id), x); err != nil {
 			return fmt.Errorf("cpu: embedding of token %d: %w", id, err)
+		}
+		if c.EmbedScale > 0 {
+			scaleVec(x, float32(c.EmbedScale))
 		}
 		pos := float64(step.Positions[t])
 		for i, f := range b.freq {
 			s, co := math.Sincos(pos * f)
 			b.cos[t*half+i], b.sin[t*half+i] = float32(co), float32(s)
+		}
+		for i, f := range b.freqL {
+			s, co := math.Sincos(pos * f)
+			b.cosL[t*half+i], b.sinL[t*half+i] = float32(co), float32(s)
 		}
 	}
 	for l := range c.NumLayers {
@@ -63,6 +71,9 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	if numRows > 0 {
 		b.precise = b.rowPrecise
 		b.matmul(b.xl[:numRows*dim], numRows, matmulOp{out: logits, m: b.output})
+		if c.FinalSoftcap > 0 {
+			softcap(logits[:numRows*c.VocabSize], float32(c.FinalSoftcap))
+		}
 	}
 	return nil
 }
@@ -87,10 +98,11 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	b.attn.step = nil
 	b.matmul(b.att[:numTok*b.qDim], numTok, matmulOp{out: b.xb2, m: m.wo})
 
-	// MLP: residual, norm, gate and up, SwiGLU, down, residual.
+	// MLP: (post-norm,) residual, norm, gate and up, SwiGLU or GeGLU,
+	// down, (post-norm,) residual.
 	b.perToken(stageFFNNorm, l, step)
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: b.hb, m: m.w1}, matmulOp{out: b.hb2, m: m.w3})
-	b.perToken(stageSiLU, l, step)
+	b.perToken(stageGate, l, step)
 	b.matmul(b.hb[:numTok*f], numTok, matmulOp{out: b.xb2, m: m.w2})
 	b.perToken(stageAdd, l, step)
 }

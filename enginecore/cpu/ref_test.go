@@ -18,6 +18,7 @@ type refModel struct {
 	outNorm []float32
 	layers  []refLayer
 	freq    []float64     // [D/2]
+	freqL   []float64     // [D/2] local layers' (LocalRopeTheta); nil: freq
 	k       [][][]float64 // [L][pos][Hkv*D] keys after RoPE
 	v       [][][]float64 // [L][pos][Hkv*D]
 }
@@ -68,6 +69,9 @@ func newRef(t testing.TB, cfg model.Config, w *model.Weights) *refModel {
 			}
 		}
 		r.freq = append(r.freq, f)
+		if cfg.LocalRopeTheta > 0 {
+			r.freqL = append(r.freqL, 1/math.Pow(cfg.LocalRopeTheta, 2*float64(i)/d))
+		}
 	}
 	return r
 }
@@ -104,11 +108,15 @@ func headwise(x []float64, d int, f func(head []float64) []float64) {
 	}
 }
 
-// rope rotates every head of x in place for position pos.
-func (r *refModel) rope(x []float64, pos int) {
+// rope rotates every head of x in place for position pos in layer l.
+func (r *refModel) rope(x []float64, pos, l int) {
 	d := r.cfg.HeadDim
+	freq := r.freq
+	if r.freqL != nil && r.local(l) {
+		freq = r.freqL
+	}
 	headwise(x, d, func(head []float64) []float64 {
-		for i, f := range r.freq {
+		for i, f := range freq {
 			theta := float64(pos) * f
 			a, b := 2*i, 2*i+1
 			if r.cfg.RopeNeox {
@@ -129,6 +137,13 @@ func (r *refModel) next(tok int32) []float64 {
 	x := make([]float64, c.Dim)
 	for i := range x {
 		x[i] = float64(r.embed[int(tok)*c.Dim+i])
+		if c.EmbedScale > 0 {
+			x[i] *= c.EmbedScale
+		}
+	}
+	scale := 1 / math.Sqrt(float64(c.HeadDim))
+	if c.AttnScale > 0 {
+		scale = c.AttnScale
 	}
 	hd := c.HeadDim
 	bias := func(v []float64, b []float32) {
@@ -148,27 +163,35 @@ func (r *refModel) next(tok int32) []float64 {
 			headwise(q, hd, func(h []float64) []float64 { return refRMSNorm(h, w.QNorm, c.NormEps) })
 			headwise(k, hd, func(h []float64) []float64 { return refRMSNorm(h, w.KNorm, c.NormEps) })
 		}
-		r.rope(q, pos)
-		r.rope(k, pos)
+		r.rope(q, pos, l)
+		r.rope(k, pos, l)
 		r.k[l] = append(r.k[l], k)
 		r.v[l] = append(r.v[l], v)
 		att := make([]float64, c.NumHeads*hd)
 		for h := range c.NumHeads {
 			kvh := h / (c.NumHeads / c.NumKVHeads)
+			first := 0 // the window's first position
+			if r.local(l) {
+				first = max(0, pos+1-c.SlidingWindow)
+			}
 			scores := make([]float64, pos+1)
-			for p := range scores {
+			for p := first; p <= pos; p++ {
 				var s float64
 				for d := range hd {
 					s += q[h*hd+d] * r.k[l][p][kvh*hd+d]
 				}
-				scores[p] = s / math.Sqrt(float64(hd))
+				scores[p] = s * scale
 			}
 			maxS := math.Inf(-1)
-			for _, s := range scores {
+			for _, s := range scores[first:] {
 				maxS = math.Max(maxS, s)
 			}
 			var sum float64
 			for p := range scores {
+				if p < first {
+					scores[p] = 0
+					continue
+				}
 				scores[p] = math.Exp(scores[p] - maxS)
 				sum += scores[p]
 			}
@@ -179,6 +202,9 @@ func (r *refModel) next(tok int32) []float64 {
 			}
 		}
 		o := refMatvec(w.wo, att, c.Dim)
+		if c.PostNorms {
+			o = refRMSNorm(o, w.PostAttnNorm, c.NormEps)
+		}
 		for i := range x {
 			x[i] += o[i]
 		}
@@ -186,12 +212,30 @@ func (r *refModel) next(tok int32) []float64 {
 		gate := refMatvec(w.w1, xb, c.FFNDim)
 		up := refMatvec(w.w3, xb, c.FFNDim)
 		for i, g := range gate {
-			gate[i] = g / (1 + math.Exp(-g)) * up[i]
+			if c.FFNAct == model.ActGELUTanh {
+				gate[i] = 0.5 * g * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(g+0.044715*g*g*g))) * up[i]
+			} else {
+				gate[i] = g / (1 + math.Exp(-g)) * up[i]
+			}
 		}
 		down := refMatvec(w.w2, gate, c.Dim)
+		if c.PostNorms {
+			down = refRMSNorm(down, w.PostFFNNorm, c.NormEps)
+		}
 		for i := range x {
 			x[i] += down[i]
 		}
 	}
-	return refMatvec(r.output, refRMSNorm(x, r.outNorm, c.NormEps), c.VocabSize)
+	logits := refMatvec(r.output, refRMSNorm(x, r.outNorm, c.NormEps), c.VocabSize)
+	if cp := c.FinalSoftcap; cp > 0 {
+		for i, v := range logits {
+			logits[i] = cp * math.Tanh(v/cp)
+		}
+	}
+	return logits
+}
+
+// local reports whether layer l attends over a sliding window.
+func (r *refModel) local(l int) bool {
+	return r.cfg.SlidingWindow > 0 && r.cfg.LocalLayers[l]
 }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
+	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
@@ -14,9 +15,9 @@ type tokenStage uint8
 const (
 	stageAttnNorm tokenStage = iota // xb = rmsnorm(x)·attn_norm
 	stageRoPEKV                     // biases, QK norm, RoPE; K, V into the cache
-	stageFFNNorm                    // x += xb2, then xb = rmsnorm(x)·ffn_norm
-	stageSiLU                       // hb = silu(hb)·hb2
-	stageAdd                        // x += xb2
+	stageFFNNorm                    // (xb2 = rmsnorm(xb2)·post_attention_norm,) x += xb2, then xb = rmsnorm(x)·ffn_norm
+	stageGate                       // hb = act(hb)·hb2, act SiLU or GELU
+	stageAdd                        // (xb2 = rmsnorm(xb2)·post_ffw_norm,) x += xb2
 )
 
 // tokenJob runs one stage of layer l over a share of the step's tokens
@@ -41,7 +42,7 @@ func (b *Backend) perToken(stage tokenStage, l int, step *runner.Step) {
 	j.b, j.stage, j.l, j.step = b, stage, l, step
 	n := len(step.TokenIDs)
 	work := n * b.cfg.Dim * 8 // a rough multiply-add count of a stage
-	if stage == stageSiLU {
+	if stage == stageGate {
 		work = n * b.cfg.FFNDim * 8
 	}
 	b.pool.run(j, work)
@@ -70,16 +71,31 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 				headNorm(kt, c.NumKVHeads, w.KNorm, b.eps)
 			}
 			cs, sn := b.cos[t*half:(t+1)*half], b.sin[t*half:(t+1)*half]
+			if b.freqL != nil && c.Local(l) {
+				cs, sn = b.cosL[t*half:(t+1)*half], b.sinL[t*half:(t+1)*half]
+			}
 			rope(qt, c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
 			rope(kt, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
 			b.writeKV(l, int(step.SlotMapping[t]), kt, vt)
 		case stageFFNNorm:
-			add(x, b.xb2[t*dim:(t+1)*dim])
+			out := b.xb2[t*dim : (t+1)*dim]
+			if c.PostNorms {
+				rmsnorm(out, out, w.PostAttnNorm, b.eps)
+			}
+			add(x, out)
 			rmsnorm(xb, x, w.FFNNorm, b.eps)
-		case stageSiLU:
-			kernels.SiLUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
+		case stageGate:
+			if c.FFNAct == model.ActGELUTanh {
+				geluMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
+			} else {
+				kernels.SiLUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
+			}
 		case stageAdd:
-			add(x, b.xb2[t*dim:(t+1)*dim])
+			out := b.xb2[t*dim : (t+1)*dim]
+			if c.PostNorms {
+				rmsnorm(out, out, w.PostFFNNorm, b.eps)
+			}
+			add(x, out)
 		}
 	}
 }

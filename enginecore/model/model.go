@@ -3,12 +3,14 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ErrShape reports weights whose sizes do not match their Config.
 var ErrShape = errors.New("model: weight shape mismatch")
 
-// Config is a Llama-family model's hyper-parameters.
+// Config is a decoder-only transformer's hyper-parameters: Llama's, and
+// the options other families (Qwen, Gemma) add to it.
 type Config struct {
 	Name           string  // served name, e.g. "dummy" or a file base name
 	Arch           string  // architecture, e.g. "llama"
@@ -29,6 +31,48 @@ type Config struct {
 	RopeScaling    RopeScaling
 	QKVBias        bool // Q, K and V projections have biases (Qwen2)
 	QKNorm         bool // per-head RMSNorm of Q and K before RoPE (Qwen3)
+
+	// Gemma-style options; their zero values are Llama's behaviour.
+	EmbedScale     float64    // token embeddings are multiplied by it (Gemma: √Dim); 0: 1
+	FFNAct         Activation // the MLP's gate activation
+	PostNorms      bool       // each sublayer's output is RMS-normalized (Layer.PostAttnNorm, PostFFNNorm) before the residual add
+	AttnScale      float64    // attention scores' scale; 0: 1/√HeadDim
+	SlidingWindow  int        // positions a local layer attends to, its own included; 0: none
+	LocalLayers    []bool     // [L] which layers are local (sliding-window) ones; nil: none
+	LocalRopeTheta float64    // RoPE base of local layers, which take no RopeScaling; 0: RopeTheta and RopeScaling
+	FinalSoftcap   float64    // logits become c·tanh(logits/c) when c > 0 (Gemma 2)
+}
+
+// Activation is the MLP's gate activation: out = act(gate)·up.
+type Activation uint8
+
+const (
+	ActSiLU     Activation = iota // x·σ(x) (Llama, Qwen)
+	ActGELUTanh                   // ½x(1+tanh(√(2/π)(x+0.044715x³))) (Gemma)
+)
+
+// String names the activation as transformers' hidden_act does.
+func (a Activation) String() string {
+	switch a {
+	case ActSiLU:
+		return "silu"
+	case ActGELUTanh:
+		return "gelu_pytorch_tanh"
+	}
+	return fmt.Sprintf("Activation(%d)", uint8(a))
+}
+
+// Scale is the attention scores' scale: AttnScale, or 1/√HeadDim.
+func (c *Config) Scale() float64 {
+	if c.AttnScale > 0 {
+		return c.AttnScale
+	}
+	return 1 / math.Sqrt(float64(c.HeadDim))
+}
+
+// Local reports whether layer l attends over a sliding window.
+func (c *Config) Local(l int) bool {
+	return c.SlidingWindow > 0 && l < len(c.LocalLayers) && c.LocalLayers[l]
 }
 
 // RopeScaling stretches RoPE to longer contexts.
@@ -57,6 +101,9 @@ type Layer struct {
 	W1       *Tensor   // [F][Dim] gate
 	W3       *Tensor   // [F][Dim] up
 	W2       *Tensor   // [Dim][F] down
+
+	PostAttnNorm []float32 // [Dim] RMSNorm gain of the attention's output; nil unless Config.PostNorms
+	PostFFNNorm  []float32 // [Dim] RMSNorm gain of the MLP's output; nil unless Config.PostNorms
 }
 
 // Weights are a model's parameters. Tensors may be quantized and their
@@ -83,6 +130,12 @@ func (w *Weights) Validate(cfg Config) error {
 		return fmt.Errorf("%w: odd head dim %d", ErrShape, cfg.HeadDim)
 	case len(w.Layers) != cfg.NumLayers:
 		return fmt.Errorf("%w: %d layers, config says %d", ErrShape, len(w.Layers), cfg.NumLayers)
+	case cfg.LocalLayers != nil && len(cfg.LocalLayers) != cfg.NumLayers:
+		return fmt.Errorf("%w: %d local-layer flags for %d layers", ErrShape, len(cfg.LocalLayers), cfg.NumLayers)
+	case cfg.SlidingWindow < 0, cfg.EmbedScale < 0, cfg.AttnScale < 0, cfg.FinalSoftcap < 0, cfg.LocalRopeTheta < 0:
+		return fmt.Errorf("%w: negative window, scale or softcap in %+v", ErrShape, cfg)
+	case cfg.FFNAct > ActGELUTanh:
+		return fmt.Errorf("%w: activation %v", ErrShape, cfg.FFNAct)
 	}
 	v, d, f := cfg.VocabSize, cfg.Dim, cfg.FFNDim
 	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
@@ -118,6 +171,8 @@ func (w *Weights) Validate(cfg Config) error {
 			checkMatrix(p+"ffn_gate.weight", l.W1, d, f),
 			checkMatrix(p+"ffn_up.weight", l.W3, d, f),
 			checkMatrix(p+"ffn_down.weight", l.W2, f, d),
+			vec(p+"post_attention_norm.weight", l.PostAttnNorm, d, cfg.PostNorms),
+			vec(p+"post_ffw_norm.weight", l.PostFFNNorm, d, cfg.PostNorms),
 		)
 	}
 	return errors.Join(errs...)

@@ -69,6 +69,9 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 		l.W1 = matrix(p+"ffn_gate.weight", m, f, d, 1/math.Sqrt(float64(d)))
 		l.W3 = matrix(p+"ffn_up.weight", m, f, d, 1/math.Sqrt(float64(d)))
 		l.W2 = matrix(p+"ffn_down.weight", down, d, f, 1/math.Sqrt(float64(f)))
+		if cfg.PostNorms {
+			l.PostAttnNorm, l.PostFFNNorm = normal(d, 1, 0.02), normal(d, 1, 0.02)
+		}
 		w.Layers = append(w.Layers, l)
 	}
 	w.OutNorm = normal(d, 1, 0.02)
@@ -111,6 +114,8 @@ func (w *Weights) Tensors() map[string]*Tensor {
 		vec(p+"attn_q_norm.weight", l.QNorm)
 		vec(p+"attn_k_norm.weight", l.KNorm)
 		vec(p+"ffn_norm.weight", l.FFNNorm)
+		vec(p+"post_attention_norm.weight", l.PostAttnNorm)
+		vec(p+"post_ffw_norm.weight", l.PostFFNNorm)
 		for name, t := range map[string]*Tensor{
 			"attn_q.weight": l.Wq, "attn_k.weight": l.Wk, "attn_v.weight": l.Wv, "attn_output.weight": l.Wo,
 			"ffn_gate.weight": l.W1, "ffn_up.weight": l.W3, "ffn_down.weight": l.W2,

@@ -58,3 +58,18 @@ func RopeFrequencies(cfg Config, factors []float32) ([]float64, error) {
 	}
 	return freq, nil
 }
+
+// LocalRopeFrequencies returns the D/2 inverse frequencies of local
+// (sliding-window) layers: base LocalRopeTheta, unscaled (llama.cpp's
+// rope_freq_base_train_swa with a freq scale of 1), or nil when local
+// layers rotate as the others do (LocalRopeTheta 0).
+func LocalRopeFrequencies(cfg Config) []float64 {
+	if cfg.LocalRopeTheta <= 0 {
+		return nil
+	}
+	freq := make([]float64, cfg.HeadDim/2)
+	for i := range freq {
+		freq[i] = math.Pow(cfg.LocalRopeTheta, -float64(2*i)/float64(cfg.HeadDim))
+	}
+	return freq
+}

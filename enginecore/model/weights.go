@@ -14,7 +14,9 @@ var ErrMissingTensor = errors.New("model: missing tensor")
 //	token_embd), rope_freqs.weight (optional), and per layer N:
 //	blk.N.attn_norm.weight, blk.N.attn_{q,k,v,output}.weight,
 //	blk.N.attn_{q,k,v}.bias (cfg.QKVBias), blk.N.attn_{q,k}_norm.weight
-//	(cfg.QKNorm), blk.N.ffn_norm.weight, blk.N.ffn_{gate,up,down}.weight.
+//	(cfg.QKNorm), blk.N.ffn_norm.weight, blk.N.ffn_{gate,up,down}.weight,
+//	blk.N.post_attention_norm.weight and blk.N.post_ffw_norm.weight
+//	(cfg.PostNorms).
 //
 // Matrices are kept as given (any supported type, Data not copied); norm
 // gains and biases (F32, F16 or BF16) are converted to float32. Unknown
@@ -76,6 +78,10 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 		if cfg.QKNorm {
 			l.QNorm = vec(p+"attn_q_norm.weight", cfg.HeadDim)
 			l.KNorm = vec(p+"attn_k_norm.weight", cfg.HeadDim)
+		}
+		if cfg.PostNorms {
+			l.PostAttnNorm = vec(p+"post_attention_norm.weight", cfg.Dim)
+			l.PostFFNNorm = vec(p+"post_ffw_norm.weight", cfg.Dim)
 		}
 		w.Layers = append(w.Layers, l)
 	}
