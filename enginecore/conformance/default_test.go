@@ -120,14 +120,23 @@ func TestDefaultModel(t *testing.T) {
 	t.Logf("max |Δ log-softmax| %.3g (bound %.3g) at %s; %d positions; near-ties flipped: %d, widest margin %.2g",
 		a.maxDelta, bound, a.worst, a.positions, a.nearTies, a.widestTie)
 
-	// Greedy, free-running up to the first disagreement.
-	g := want.Greedy[0]
+	checkGreedy(t, e, prompts[0], gen, want.Greedy[0], tie)
+}
+
+// checkGreedy checks our greedy continuation gen of prompt against
+// llama.cpp's g: equal, free-running, up to the first difference, which
+// must be a near-tie in llama.cpp (a top-2 margin under tie); from there
+// on, llama.cpp's tokens are teacher-forced through our engine (whose
+// cache holds prompt and gen) and each must be our top-1 unless
+// llama.cpp's margin was a near-tie.
+func checkGreedy(t *testing.T, e *engine, prompt, gen []int32, g greedyResult, tie float64) {
+	t.Helper()
 	same := commonPrefix(gen, g.Tokens)
 	t.Logf("greedy: %d of llama.cpp's %d tokens equal before the first difference\nours      %v\nllama.cpp %v", same, len(g.Tokens), gen, g.Tokens)
 	if same == len(g.Tokens) {
 		// llama.cpp may have stopped early, at an end-of-generation token
 		// it does not return: so must we.
-		if same < numGen && !slices.Contains(e.cfg.EOSTokenIDs, gen[same]) {
+		if same < len(gen) && !slices.Contains(e.cfg.EOSTokenIDs, gen[same]) {
 			t.Errorf("llama.cpp ended generation after %d tokens; we went on with %d (EOS ids %v)", same, gen[same], e.cfg.EOSTokenIDs)
 		}
 		return
@@ -136,12 +145,12 @@ func TestDefaultModel(t *testing.T) {
 		t.Errorf("greedy token %d: ours %d, llama.cpp %d, not a near-tie (its top-2 margin %.3f nats)", same, gen[same], g.Tokens[same], g.Margins[same])
 	}
 	// Teacher-force llama.cpp's continuation past the difference: the
-	// cache holds prompt 0 and g.Tokens[:same].
+	// cache holds prompt and g.Tokens[:same].
 	if same+1 >= len(g.Tokens) {
 		return
 	}
-	seq := append(slices.Clone(prompts[0]), g.Tokens[:len(g.Tokens)-1]...)
-	forced := e.prefillFrom(t, seq, len(prompts[0])+same) // predicts g.Tokens[same+1:]
+	seq := append(slices.Clone(prompt), g.Tokens[:len(g.Tokens)-1]...)
+	forced := e.prefillFrom(t, seq, len(prompt)+same) // predicts g.Tokens[same+1:]
 	flips := 0
 	for j, logits := range forced {
 		i := same + 1 + j

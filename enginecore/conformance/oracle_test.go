@@ -19,6 +19,7 @@ const oracleScript = "../../scripts/oracle/logits.mjs"
 type oracleRequest struct {
 	Model    string          `json:"model"`
 	Prompts  [][]int32       `json:"prompts,omitempty"`  // [prompt][token]
+	From     []int           `json:"from,omitempty"`     // [prompt] first position whose distribution comes back; nil: 0
 	TopK     int             `json:"topk,omitempty"`     // oracle's top tokens per position
 	Probe    []int32         `json:"probe,omitempty"`    // ids whose log-probs come back at every position
 	Tokenize []string        `json:"tokenize,omitempty"` // texts, special tokens parsed, no BOS added
@@ -132,8 +133,12 @@ func checkResponse(t *testing.T, req *oracleRequest, resp *oracleResponse) {
 			len(resp.Prompts), len(resp.Tokens), len(resp.Greedy), len(req.Prompts), len(req.Tokenize), len(req.Greedy))
 	}
 	for i, p := range resp.Prompts {
-		if len(p) != len(req.Prompts[i]) {
-			t.Fatalf("oracle on %s: prompt %d: %d positions for %d tokens", req.Model, i, len(p), len(req.Prompts[i]))
+		from := 0
+		if i < len(req.From) {
+			from = req.From[i]
+		}
+		if len(p) != len(req.Prompts[i])-from {
+			t.Fatalf("oracle on %s: prompt %d: %d positions for %d tokens from %d", req.Model, i, len(p), len(req.Prompts[i]), from)
 		}
 		for j, pos := range p {
 			if len(pos.Probe) != len(req.Probe) || len(pos.TopIDs) != len(pos.TopLogps) || len(pos.TopIDs) == 0 {

@@ -96,6 +96,9 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 		r.errs = append(r.errs, unsupported("partial RoPE (%d of %d dims) is not supported", rd, cfg.HeadDim))
 	}
 	cfg.RopeScaling = r.ropeScaling()
+	if a.gemma {
+		r.gemma(&cfg)
+	}
 	if bos, ok := r.tokenID("tokenizer.ggml.bos_token_id"); ok {
 		cfg.BOSTokenID = bos
 	}
@@ -224,4 +227,47 @@ func finishConfig(cfg *model.Config, tensors map[string]*model.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// gemma reads what Gemma 3 adds, as llama.cpp's gemma3 model does: token
+// embeddings scaled by √Dim, GELU, post-norms, queries scaled by
+// 1/√HeadDim (1/√(Dim/H) for the 62-layer 27B), and, with
+// attention.sliding_window, local layers: all but every
+// sliding_window_pattern-th (default 6), or those an array of flags
+// marks, attending over the window with RoPE base rope.freq_base_swa
+// (default 10000) and no scaling. final_logit_softcapping applies when
+// present.
+func (r *kvReader) gemma(cfg *model.Config) {
+	cfg.EmbedScale = math.Sqrt(float64(cfg.Dim))
+	cfg.FFNAct = model.ActGELUTanh
+	cfg.PostNorms = true
+	if cfg.NumLayers == 62 && cfg.NumHeads > 0 {
+		cfg.AttnScale = 1 / math.Sqrt(float64(cfg.Dim/cfg.NumHeads))
+	}
+	if _, ok := r.md.KV(r.prefix + "final_logit_softcapping"); ok {
+		cfg.FinalSoftcap = r.float("final_logit_softcapping", 0)
+	}
+	if _, ok := r.md.KV(r.prefix + "attention.sliding_window"); !ok {
+		return
+	}
+	cfg.SlidingWindow = r.int("attention.sliding_window", 0)
+	if cfg.SlidingWindow == 0 || cfg.NumLayers <= 0 {
+		return
+	}
+	cfg.LocalRopeTheta = r.float("rope.freq_base_swa", 10000)
+	cfg.LocalLayers = make([]bool, cfg.NumLayers)
+	key := r.prefix + "attention.sliding_window_pattern"
+	if flags, ok := r.md.Array(key); ok {
+		local, ok := flags.([]bool)
+		if !ok || len(local) != cfg.NumLayers {
+			r.errs = append(r.errs, invalid("%s is not one flag per layer", key))
+			return
+		}
+		copy(cfg.LocalLayers, local)
+		return
+	}
+	period := r.int("attention.sliding_window_pattern", 6)
+	for l := range cfg.LocalLayers {
+		cfg.LocalLayers[l] = period == 0 || l%period < period-1
+	}
 }

@@ -59,11 +59,14 @@ type Model struct {
 	Vocab *gguf.Vocab
 }
 
-// supported lists the architectures by GGUF name.
-var supported = map[string]struct{ neox, qkvBias, qkNorm bool }{
-	"llama": {},
-	"qwen2": {neox: true, qkvBias: true},
-	"qwen3": {neox: true, qkNorm: true},
+// supported lists the architectures by GGUF name. gemma: Gemma 3's
+// scaled embeddings, GELU, post-norms and sliding-window layers
+// (gemmaConfig).
+var supported = map[string]struct{ neox, qkvBias, qkNorm, gemma bool }{
+	"llama":  {},
+	"qwen2":  {neox: true, qkvBias: true},
+	"qwen3":  {neox: true, qkNorm: true},
+	"gemma3": {neox: true, qkNorm: true, gemma: true},
 }
 
 func supportedList() string {
@@ -160,6 +163,10 @@ func expectedShapes(cfg *model.Config) map[string]struct {
 		if cfg.QKNorm {
 			m[p+"attn_q_norm.weight"] = want{[]int{cfg.HeadDim}, false}
 			m[p+"attn_k_norm.weight"] = want{[]int{cfg.HeadDim}, false}
+		}
+		if cfg.PostNorms {
+			m[p+"post_attention_norm.weight"] = want{[]int{d}, false}
+			m[p+"post_ffw_norm.weight"] = want{[]int{d}, false}
 		}
 	}
 	return m

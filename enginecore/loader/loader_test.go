@@ -233,11 +233,11 @@ func TestGGUFRefused(t *testing.T) {
 	base := testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 1, NumHeads: 2, FFNDim: 32}
 	runErrorCases(t, []errorCase{
 		{"architecture", func(t *testing.T, dir string) string {
-			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("general.architecture", "gemma3") })
-		}, loader.ErrUnsupported, `loader: architecture "gemma3" is not supported (supported: llama, qwen2, qwen3)`},
+			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("general.architecture", "mamba") })
+		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: gemma3, llama, qwen2, qwen3)`},
 		{"tensor type", func(t *testing.T, dir string) string {
-			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("blk.0.ffn_up.weight", 6) }) // Q5_0
-		}, loader.ErrUnsupported, `tensor "blk.0.ffn_up.weight" has type Q5_0, which is not supported`},
+			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("blk.0.ffn_up.weight", 20) }) // IQ4_NL
+		}, loader.ErrUnsupported, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},
 		{"vector type", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("output_norm.weight", 8) }) // Q8_0
 		}, loader.ErrUnsupported, `vector "output_norm.weight" has type Q8_0`},

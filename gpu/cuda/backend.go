@@ -114,10 +114,48 @@ func New(cfg model.Config, w *model.Weights, opts Options) (*Backend, error) {
 	return b, nil
 }
 
+// checkFamily refuses what the kernels do not compute: Gemma's scaled
+// embeddings, GELU, post-norms, query scale, sliding windows and logit
+// softcap (the CPU backend has them).
+func checkFamily(cfg model.Config) error {
+	if cfg.EmbedScale != 0 || cfg.FFNAct != model.ActSiLU || cfg.PostNorms || cfg.AttnScale != 0 ||
+		cfg.SlidingWindow != 0 || cfg.FinalSoftcap != 0 {
+		return fmt.Errorf("%w: architecture %q (Gemma's embedding scale, GELU, post-norms, sliding window or softcap) runs on the CPU backend only", ErrUnsupported, cfg.Arch)
+	}
+	return nil
+}
+
+// kernelTypes are the tensor types the dequant kernel decodes
+// (kernels/dequant.cu); the CPU backend reads more.
+var kernelTypes = []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K}
+
+// checkTypes refuses a matrix of a type the kernels do not decode.
+func checkTypes(w *model.Weights) error {
+	check := func(t *model.Tensor) error {
+		if t != nil && !slices.Contains(kernelTypes, t.Type) {
+			return fmt.Errorf("%w: %s has type %v, which the CUDA backend does not decode (it does %v; the CPU backend does)", ErrUnsupported, t.Name, t.Type, kernelTypes)
+		}
+		return nil
+	}
+	errs := []error{check(w.TokenEmbed), check(w.Output)}
+	for _, l := range w.Layers {
+		for _, t := range []*model.Tensor{l.Wq, l.Wk, l.Wv, l.Wo, l.W1, l.W2, l.W3} {
+			errs = append(errs, check(t))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // newBackend builds a Backend on dev, which it then owns.
 func newBackend(dev device, cfg model.Config, w *model.Weights) (*Backend, error) {
 	if err := w.Validate(cfg); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if err := checkFamily(cfg); err != nil {
+		return nil, err
+	}
+	if err := checkTypes(w); err != nil {
+		return nil, err
 	}
 	if err := checkAttentionShape(cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -448,6 +449,38 @@ func TestAvailableExplains(t *testing.T) {
 	t.Logf("Available() = false: %s", why)
 	if _, err := New(model.Config{}, &model.Weights{}, Options{}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("New without a device: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestNewRejectsWhatKernelsLack checks that a model the kernels would
+// compute wrongly is refused, naming why: Gemma's layers, and a matrix
+// type the dequant kernel does not decode.
+func TestNewRejectsWhatKernelsLack(t *testing.T) {
+	f32 := model.RandomTypes{Matrix: model.F32, Embed: model.F32, Output: model.F32}
+	llama := model.Config{Arch: "llama", VocabSize: 300, Dim: 128, NumLayers: 2, NumHeads: 4, NumKVHeads: 1, HeadDim: 64,
+		FFNDim: 256, RopeTheta: 1e4, NormEps: 1e-6, MaxContextLen: 64}
+	gemma := llama
+	gemma.Arch, gemma.RopeNeox, gemma.QKNorm, gemma.EmbedScale, gemma.FFNAct, gemma.PostNorms = "gemma3", true, true, math.Sqrt(128), model.ActGELUTanh, true
+	gemma.SlidingWindow, gemma.LocalLayers = 16, []bool{true, false}
+	for _, tc := range []struct {
+		name  string
+		cfg   model.Config
+		types model.RandomTypes
+		want  string
+	}{
+		{"gemma3", gemma, f32, "CPU backend only"},
+		{"Q5_0 matrices", llama, model.RandomTypes{Matrix: model.Q5_0, Embed: model.F32, Output: model.F32}, "has type Q5_0, which the CUDA backend does not decode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := model.Random(tc.cfg, tc.types, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = newBackend(openTestDevice(t, "emu"), tc.cfg, w)
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("newBackend = %v, want ErrUnsupported saying %q", err, tc.want)
+			}
+		})
 	}
 }
 

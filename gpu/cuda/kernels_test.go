@@ -16,7 +16,7 @@ import (
 // relative-norm bound elsewhere (stated per test).
 
 func TestKernelDequant(t *testing.T) {
-	types := []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K}
+	types := kernelTypes
 	forDevices(t, func(t *testing.T, dev device) {
 		o := testOps(t, dev)
 		r := newRand(t)

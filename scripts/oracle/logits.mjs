@@ -15,6 +15,7 @@
 //   {
 //     "model":    "/path/model.gguf",
 //     "prompts":  [[id, ...], ...],  // teacher-forced: next-token log-probs at every position
+//     "from":     [i, ...],          // per prompt: log-probs only from position i on (default 0)
 //     "topk":     20,                // how many of the oracle's top tokens to return per position
 //     "probe":    [id, ...],         // ids whose log-probs are returned at every position
 //     "tokenize": ["text", ...],     // tokenized with special tokens parsed, no BOS added
@@ -25,7 +26,7 @@
 //     "vocab":  V|null,              // entries in a next-token distribution (null without prompts)
 //     "bos": id|null, "eos": id|null,
 //     "prompts": [                   // one per request prompt
-//       [                            // one per position i: distribution of the token after prompt[0..i]
+//       [                            // one per position i ≥ from: distribution of the token after prompt[0..i]
 //         {"argmax":   id,
 //          "topIds":   [id, ...],            // the topk most probable ids, most probable first
 //          "topLogps": [logp|null, ...],     // their log-probs
@@ -78,10 +79,11 @@ async function answer(req) {
     const seq = context.getSequence();
     const out = { vocab: null, bos: model.tokens.bos ?? null, eos: model.tokens.eos ?? null, prompts: [], tokens: [], greedy: [] };
 
-    for (const prompt of prompts) {
+    for (const [k, prompt] of prompts.entries()) {
         await seq.clearHistory();
-        const res = await seq.controlledEvaluate(prompt.map((t) => [t, { generateNext: { probabilities: true } }]));
-        out.prompts.push(res.map((r, i) => {
+        const from = req.from?.[k] ?? 0;
+        const res = await seq.controlledEvaluate(prompt.map((t, i) => (i < from ? t : [t, { generateNext: { probabilities: true } }])));
+        out.prompts.push(res.slice(from).map((r, i) => {
             const probs = r?.next?.probabilities;
             if (!probs) throw new Error(`logits.mjs: ${req.model}: no probabilities at position ${i}`);
             out.vocab = probs.size;

@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "qwen2" or "qwen3"
+	Arch       string  // "llama", "qwen2", "qwen3" or "gemma3"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -30,6 +30,14 @@ type Spec struct {
 	NormEps    float64 // 0: 1e-5 (qwen: 1e-6)
 	Tied       bool    // no output.weight: the LM head is the embedding
 	Seed       uint64  // PCG seed
+
+	// Gemma 3 only (written when positive): attention.sliding_window,
+	// attention.sliding_window_pattern (llama.cpp's default: 6),
+	// rope.freq_base_swa (default 10000) and final_logit_softcapping.
+	SlidingWindow  int
+	WindowPattern  int
+	LocalRopeTheta float64
+	FinalSoftcap   float64
 
 	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
 	// frequency divisors, llama3 RoPE scaling). GGUF only.
@@ -75,10 +83,12 @@ func (t tensor) ggmlShape() []uint64 {
 
 // resolve fills defaults and checks s.
 func (s Spec) resolve() (Spec, error) {
-	qwen := s.Arch == "qwen2" || s.Arch == "qwen3"
+	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || s.Arch == "gemma3"
 	switch {
 	case s.Arch != "llama" && !qwen:
-		return s, fmt.Errorf("testmodel: architecture %q (want llama, qwen2 or qwen3)", s.Arch)
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, qwen2, qwen3 or gemma3)", s.Arch)
+	case s.Arch != "gemma3" && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0 || s.FinalSoftcap != 0):
+		return s, fmt.Errorf("testmodel: sliding window and softcap are gemma3's, not %s's", s.Arch)
 	case s.Dim <= 0, s.NumLayers <= 0, s.NumHeads <= 0, s.FFNDim <= 0:
 		return s, fmt.Errorf("testmodel: non-positive size in %+v", s)
 	}
@@ -144,7 +154,7 @@ func (s Spec) generate() []tensor {
 				vector(p+"attn_k.bias", kvd, 0, 0.1),
 				vector(p+"attn_v.bias", kvd, 0, 0.1))
 		}
-		if s.Arch == "qwen3" {
+		if s.Arch == "qwen3" || s.Arch == "gemma3" {
 			ts = append(ts,
 				vector(p+"attn_q_norm.weight", s.HeadDim, 1, 0.02),
 				vector(p+"attn_k_norm.weight", s.HeadDim, 1, 0.02))
@@ -155,6 +165,11 @@ func (s Spec) generate() []tensor {
 			matrix(p+"ffn_gate.weight", s.FFNDim, d, in),
 			matrix(p+"ffn_up.weight", s.FFNDim, d, in),
 			matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
+		if s.Arch == "gemma3" {
+			ts = append(ts,
+				vector(p+"post_attention_norm.weight", d, 1, 0.02),
+				vector(p+"post_ffw_norm.weight", d, 1, 0.02))
+		}
 	}
 	ts = append(ts, vector("output_norm.weight", d, 1, 0.02))
 	if !s.Tied {
@@ -243,6 +258,23 @@ func WriteGGUF(path string, spec Spec) error {
 		{a + "rope.freq_base", float32(s.RopeTheta)},
 		{a + "attention.layer_norm_rms_epsilon", float32(s.NormEps)},
 		{a + "vocab_size", uint32(s.VocabSize)},
+	}
+	for _, kv := range []struct {
+		key string
+		v   any
+		on  bool
+	}{
+		{a + "attention.sliding_window", uint32(s.SlidingWindow), s.SlidingWindow > 0},
+		{a + "attention.sliding_window_pattern", uint32(s.WindowPattern), s.WindowPattern > 0},
+		{a + "rope.freq_base_swa", float32(s.LocalRopeTheta), s.LocalRopeTheta > 0},
+		{a + "final_logit_softcapping", float32(s.FinalSoftcap), s.FinalSoftcap > 0},
+	} {
+		if kv.on {
+			kvs = append(kvs, struct {
+				key string
+				v   any
+			}{kv.key, kv.v})
+		}
 	}
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.key, kv.v); err != nil {
