@@ -110,3 +110,70 @@ func TestGemma3Refused(t *testing.T) {
 		}, loader.ErrInvalid, `tensor "blk.1.post_ffw_norm.weight" is missing`},
 	})
 }
+
+// TestLoadHFGemma3 reads Gemma3ForCausalLM's config.json the ways
+// transformers writes it: layer_types, rope_parameters keyed by layer
+// type (v5), and a query_pre_attn_scalar other than the head dim.
+func TestLoadHFGemma3(t *testing.T) {
+	base := testmodel.Spec{Arch: "gemma3", VocabSize: 300, Dim: 16, NumLayers: 4, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
+		FFNDim: 32, Tied: true, Seed: 7, SlidingWindow: 12}
+	tests := []struct {
+		name  string
+		edit  func(cfg map[string]any)
+		check func(t *testing.T, c model.Config)
+	}{
+		{"layer_types", func(cfg map[string]any) {
+			delete(cfg, "sliding_window_pattern")
+			cfg["layer_types"] = []string{"full_attention", "sliding_attention", "sliding_attention", "full_attention"}
+		}, func(t *testing.T, c model.Config) {
+			if !cmp.Equal(c.LocalLayers, []bool{false, true, true, false}) {
+				t.Errorf("local %v", c.LocalLayers)
+			}
+		}},
+		{"rope_parameters by layer type", func(cfg map[string]any) {
+			delete(cfg, "rope_theta")
+			delete(cfg, "rope_local_base_freq")
+			cfg["rope_parameters"] = map[string]any{
+				"full_attention":    map[string]any{"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+				"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 10000.0 / 4},
+			}
+		}, func(t *testing.T, c model.Config) {
+			want := model.RopeScaling{Type: "linear", Factor: 8}
+			if c.RopeTheta != 1e6 || c.RopeScaling != want || c.LocalRopeTheta != 2500 {
+				t.Errorf("rope theta %g, scaling %+v, local theta %g", c.RopeTheta, c.RopeScaling, c.LocalRopeTheta)
+			}
+		}},
+		{"query_pre_attn_scalar", func(cfg map[string]any) { cfg["query_pre_attn_scalar"] = 64 }, func(t *testing.T, c model.Config) {
+			if got := c.Scale(); got != 1.0/8 {
+				t.Errorf("attention scale %g, want 1/8", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			editHF(t, dir, base, func(cfg map[string]any, _ *[]hfTensor) { tt.edit(cfg) })
+			tt.check(t, load(t, dir).Config)
+		})
+	}
+}
+
+// TestHFGemma3Refused checks what Tandem does not compute fails with the
+// reason: Gemma 2's attention softcap, another activation, and
+// layer_types of the wrong length.
+func TestHFGemma3Refused(t *testing.T) {
+	base := testmodel.Spec{Arch: "gemma3", VocabSize: 300, Dim: 16, NumLayers: 2, NumHeads: 2, FFNDim: 32, Seed: 8, SlidingWindow: 8}
+	hf := func(edit func(cfg map[string]any)) func(t *testing.T, dir string) string {
+		return func(t *testing.T, dir string) string {
+			return editHF(t, dir, base, func(cfg map[string]any, _ *[]hfTensor) { edit(cfg) })
+		}
+	}
+	runErrorCases(t, []errorCase{
+		{"attention softcap", hf(func(cfg map[string]any) { cfg["attn_logit_softcapping"] = 50.0 }),
+			loader.ErrUnsupported, "attn_logit_softcapping (Gemma 2) is not supported"},
+		{"erf gelu", hf(func(cfg map[string]any) { cfg["hidden_activation"] = "gelu" }),
+			loader.ErrUnsupported, `hidden_activation "gelu" is not supported`},
+		{"layer_types length", hf(func(cfg map[string]any) { cfg["layer_types"] = []string{"full_attention"} }),
+			loader.ErrInvalid, "layer_types lists 1 layers, num_hidden_layers is 2"},
+	})
+}

@@ -20,6 +20,7 @@ var hfArchitectures = map[string]string{
 	"MistralForCausalLM": "llama",
 	"Qwen2ForCausalLM":   "qwen2",
 	"Qwen3ForCausalLM":   "qwen3",
+	"Gemma3ForCausalLM":  "gemma3",
 }
 
 // hfConfig is the part of config.json Tandem reads. Pointers tell absent
@@ -45,6 +46,7 @@ type hfConfig struct {
 	HiddenAct             string          `json:"hidden_act"`
 	SlidingWindow         *int            `json:"sliding_window"`
 	UseSlidingWindow      *bool           `json:"use_sliding_window"` // Qwen2/3: sliding_window applies only when true
+	hfGemmaConfig
 }
 
 type hfRopeScaling struct {
@@ -66,6 +68,9 @@ func loadHF(dir string) (m *Model, err error) {
 	}
 	var hc hfConfig
 	if err := json.Unmarshal(js, &hc); err != nil {
+		return nil, fmt.Errorf("loader: %s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	if err := hc.ropeByLayerType(js); err != nil {
 		return nil, fmt.Errorf("loader: %s: %w", filepath.Join(dir, "config.json"), err)
 	}
 	cfg, err := hfModelConfig(&hc)
@@ -121,12 +126,12 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	arch, ok := hfArchitectures[hc.Architectures[0]]
 	if !ok {
-		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)", hc.Architectures[0])
-	}
-	if hc.HiddenAct != "" && hc.HiddenAct != "silu" {
-		return model.Config{}, unsupported("hidden_act %q is not supported (supported: silu)", hc.HiddenAct)
+		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
 	}
 	a := supported[arch]
+	if hc.HiddenAct != "" && hc.HiddenAct != "silu" && !a.gemma {
+		return model.Config{}, unsupported("hidden_act %q is not supported (supported: silu)", hc.HiddenAct)
+	}
 	cfg := model.Config{
 		Arch:          arch,
 		Dim:           hc.HiddenSize,
@@ -182,9 +187,15 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 			return model.Config{}, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ)
 		}
 	}
+	if a.gemma {
+		if err := hc.gemma(&cfg); err != nil {
+			return model.Config{}, err
+		}
+	}
 	// Within the window, sliding-window attention equals full attention:
-	// serve no longer context than the window.
-	sliding := hc.SlidingWindow != nil && *hc.SlidingWindow > 0
+	// serve no longer context than the window (Gemma's local layers
+	// attend over theirs instead).
+	sliding := hc.SlidingWindow != nil && *hc.SlidingWindow > 0 && !a.gemma
 	if arch != "llama" { // Qwen: only when use_sliding_window is set
 		sliding = sliding && hc.UseSlidingWindow != nil && *hc.UseSlidingWindow
 	}
@@ -261,6 +272,9 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 			continue // a cache of the RoPE frequencies, recomputed from the config
 		}
 		gname, ok := ggufName(name)
+		if g, isGemma := gemmaName(name); isGemma && cfg.PostNorms {
+			gname, ok = g, true
+		}
 		if !ok {
 			errs = append(errs, unsupported("tensor %q is not supported for architecture %q", name, cfg.Arch))
 			continue
@@ -274,6 +288,12 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 			continue
 		}
 		t.Name = gname
+		if cfg.PostNorms && strings.HasSuffix(gname, "norm.weight") {
+			if t, err = shiftNorm(t); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		if !cfg.RopeNeox {
 			heads := 0
 			switch {

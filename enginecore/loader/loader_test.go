@@ -46,6 +46,15 @@ var specs = []struct {
 			FFNDim: 40, RopeTheta: 1e6, RopeNeox: true, NormEps: 1e-6, MaxContextLen: 2048, BOSTokenID: 1, EOSTokenIDs: []int32{2},
 			QKNorm: true},
 	},
+	{
+		name: "gemma3-window",
+		spec: testmodel.Spec{Arch: "gemma3", VocabSize: 300, Dim: 16, NumLayers: 7, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
+			FFNDim: 32, Tied: true, Seed: 5, SlidingWindow: 12, WindowPattern: 3, LocalRopeTheta: 500, FinalSoftcap: 30},
+		want: model.Config{Arch: "gemma3", VocabSize: 300, Dim: 16, NumLayers: 7, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
+			FFNDim: 32, RopeTheta: 1e6, RopeNeox: true, NormEps: 1e-6, MaxContextLen: 2048, BOSTokenID: 1, EOSTokenIDs: []int32{2},
+			TiedEmbeddings: true, QKNorm: true, EmbedScale: 4, FFNAct: model.ActGELUTanh, PostNorms: true, SlidingWindow: 12,
+			LocalLayers: []bool{true, true, false, true, true, false, true}, LocalRopeTheta: 500, FinalSoftcap: 30},
+	},
 }
 
 // wantShapes lists the tensors a config implies, with ggml shapes.
@@ -71,6 +80,9 @@ func wantShapes(c model.Config) map[string][]int {
 		}
 		if c.QKNorm {
 			m[p+"attn_q_norm.weight"], m[p+"attn_k_norm.weight"] = []int{c.HeadDim}, []int{c.HeadDim}
+		}
+		if c.PostNorms {
+			m[p+"post_attention_norm.weight"], m[p+"post_ffw_norm.weight"] = []int{d}, []int{d}
 		}
 	}
 	return m

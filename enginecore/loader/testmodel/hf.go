@@ -2,6 +2,7 @@ package testmodel
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,9 +14,10 @@ import (
 )
 
 var hfArch = map[string]struct{ class, modelType string }{
-	"llama": {"LlamaForCausalLM", "llama"},
-	"qwen2": {"Qwen2ForCausalLM", "qwen2"},
-	"qwen3": {"Qwen3ForCausalLM", "qwen3"},
+	"llama":  {"LlamaForCausalLM", "llama"},
+	"qwen2":  {"Qwen2ForCausalLM", "qwen2"},
+	"qwen3":  {"Qwen3ForCausalLM", "qwen3"},
+	"gemma3": {"Gemma3ForCausalLM", "gemma3_text"},
 }
 
 var hfDTypes = map[model.DType]string{model.F32: "F32", model.F16: "F16", model.BF16: "BF16"}
@@ -44,6 +46,11 @@ func WriteHF(dir string, spec Spec) error {
 			dtype = dt
 		}
 		values := t.draw()
+		if s.Arch == "gemma3" && strings.HasSuffix(t.name, "norm.weight") {
+			for i := range values {
+				values[i]-- // Gemma3RMSNorm multiplies by 1+w; GGUF stores 1+w
+			}
+		}
 		if s.Arch == "llama" {
 			switch {
 			case strings.HasSuffix(t.name, "attn_q.weight"):
@@ -60,7 +67,7 @@ func WriteHF(dir string, spec Spec) error {
 		if t.matrix() {
 			shape = append(shape, uint64(t.cols))
 		}
-		if err := w.Add(hfName(t.name), dt, shape, data); err != nil {
+		if err := w.Add(hfName(s.Arch, t.name), dt, shape, data); err != nil {
 			return fmt.Errorf("testmodel: %w", err)
 		}
 	}
@@ -88,6 +95,22 @@ func WriteHF(dir string, spec Spec) error {
 		"eos_token_id":            eos,
 		"hidden_act":              "silu",
 		"torch_dtype":             map[string]string{"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+	}
+	if s.Arch == "gemma3" {
+		delete(cfg, "hidden_act")
+		cfg["hidden_activation"] = "gelu_pytorch_tanh"
+		cfg["query_pre_attn_scalar"] = s.HeadDim
+		cfg["final_logit_softcapping"] = nil
+		cfg["attn_logit_softcapping"] = nil
+		cfg["sliding_window"] = nil
+		if s.FinalSoftcap > 0 {
+			cfg["final_logit_softcapping"] = s.FinalSoftcap
+		}
+		if s.SlidingWindow > 0 {
+			cfg["sliding_window"] = s.SlidingWindow
+			cfg["rope_local_base_freq"] = cmp.Or(s.LocalRopeTheta, 10000)
+			cfg["sliding_window_pattern"] = cmp.Or(s.WindowPattern, 6)
+		}
 	}
 	js, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -141,7 +164,14 @@ var hfNames = map[string]string{
 	"ffn_down.weight":    "mlp.down_proj.weight",
 }
 
-func hfName(g string) string {
+// hfGemmaNames are Gemma 3's names where they differ from hfNames.
+var hfGemmaNames = map[string]string{
+	"post_attention_norm.weight": "post_attention_layernorm.weight",
+	"ffn_norm.weight":            "pre_feedforward_layernorm.weight",
+	"post_ffw_norm.weight":       "post_feedforward_layernorm.weight",
+}
+
+func hfName(arch, g string) string {
 	switch g {
 	case "token_embd.weight":
 		return "model.embed_tokens.weight"
@@ -152,5 +182,8 @@ func hfName(g string) string {
 	}
 	rest := strings.TrimPrefix(g, "blk.")
 	n, suffix, _ := strings.Cut(rest, ".")
+	if name, ok := hfGemmaNames[suffix]; ok && arch == "gemma3" {
+		return "model.layers." + n + "." + name
+	}
 	return "model.layers." + n + "." + hfNames[suffix]
 }
