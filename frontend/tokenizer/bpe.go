@@ -101,6 +101,10 @@ type BPE struct {
 	normalizers []normalizer // run on each piece of text between added tokens
 	splitters   []splitter   // pre-tokenizer steps: piece → words
 	stripSpaces int          // Decode drops up to this many leading spaces (SentencePiece prefix)
+	// addedSpaces: added tokens decode with ▁ as a space too (HF's
+	// SentencePiece decoders run over every token; llama.cpp keeps a
+	// user-defined token's text). Gemma's "▁▁" whitespace tokens.
+	addedSpaces bool
 
 	prefix, suffix []int32 // ids Encode adds around the text with addSpecial
 	bos, eos       int32

