@@ -67,18 +67,6 @@ func scaleVec(x []float32, s float32) {
 	}
 }
 
-// geluMul writes gelu(gate)·up into gate, GELU's tanh form
-// (transformers' gelu_pytorch_tanh, ggml's gelu); both [F].
-func geluMul(gate, up []float32) {
-	const c = 0.7978845608028654 // √(2/π)
-	up = up[:len(gate)]
-	for i, x := range gate {
-		y := float64(x)
-		g := 0.5 * y * (1 + math.Tanh(c*(y+0.044715*y*y*y)))
-		gate[i] = float32(g) * up[i]
-	}
-}
-
 // softcap does x = c·tanh(x/c) (Gemma 2's logit soft-capping); x [n].
 func softcap(x []float32, c float32) {
 	for i, v := range x {

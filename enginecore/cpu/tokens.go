@@ -86,7 +86,7 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			rmsnorm(xb, x, w.FFNNorm, b.eps)
 		case stageGate:
 			if c.FFNAct == model.ActGELUTanh {
-				geluMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
+				kernels.GELUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
 			} else {
 				kernels.SiLUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
 			}

@@ -399,6 +399,27 @@ func expShift256(x []float32, m float32) float32 {
 	return total
 }
 
+func geluMul256(gate, up []float32) {
+	one, a, b := archsimd.BroadcastFloat32x8(1), archsimd.BroadcastFloat32x8(geluA), archsimd.BroadcastFloat32x8(geluB)
+	zero := archsimd.Float32x8{}
+	gelu := func(g, u archsimd.Float32x8) archsimd.Float32x8 {
+		z := g.Mul(g.Mul(g).Mul(b).Add(a))
+		return g.Div(exp8(zero.Sub(z)).Add(one)).Mul(u)
+	}
+	i := 0
+	for ; i+8 <= len(gate); i += 8 {
+		gg := (*[8]float32)(gate[i:])
+		gelu(archsimd.LoadFloat32x8(gg), archsimd.LoadFloat32x8((*[8]float32)(up[i:]))).Store(gg)
+	}
+	if i < len(gate) {
+		var gg, uu [8]float32
+		n := copy(gg[:], gate[i:])
+		copy(uu[:], up[i:])
+		gelu(archsimd.LoadFloat32x8(&gg), archsimd.LoadFloat32x8(&uu)).Store(&gg)
+		copy(gate[i:], gg[:n])
+	}
+}
+
 func siluMul256(gate, up []float32) {
 	one := archsimd.BroadcastFloat32x8(1)
 	zero := archsimd.Float32x8{}

@@ -26,6 +26,7 @@ func addScaled(y []float32, s float32, x []float32)      { addScaledGo(y, s, x) 
 func expShift(x []float32, m float32) float32            { return expShiftGo(x, m) }
 func expBlock(x []float32, m float32)                    { expShiftGo(x, m) }
 func siluMul(gate, up []float32)                         { siluMulGo(gate, up) }
+func geluMul(gate, up []float32)                         { geluMulGo(gate, up) }
 func dotCols(out, q, k []float32, stride int, s float32) { dotColsGo(out, q, k, stride, s) }
 func addRows(y, w, v []float32, stride int)              { addRowsGo(y, w, v, stride) }
 

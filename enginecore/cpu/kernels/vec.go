@@ -65,6 +65,28 @@ func siluMulGo(gate, up []float32) {
 	}
 }
 
+// GELU's tanh form is a sigmoid: ½x(1+tanh(u)) = x/(1+exp(-2u)), with
+// 2u = x·(geluA + geluB·x²) = 2√(2/π)(x + 0.044715x³).
+const (
+	geluA = 1.5957691216057308   // 2√(2/π)
+	geluB = 0.071354816272869736 // 2√(2/π)·0.044715
+)
+
+// GELUMul writes gelu(gate[i])·up[i] into gate, GELU's tanh form
+// (transformers' gelu_pytorch_tanh): x/(1+exp(-x(geluA+geluB·x²))), on
+// SiLUMul's exp; len(up) ≥ len(gate).
+func GELUMul(gate, up []float32) {
+	geluMul(gate, up[:len(gate)])
+	clearUpper()
+}
+
+func geluMulGo(gate, up []float32) {
+	for i, g := range gate {
+		z := g * (geluA + geluB*g*g)
+		gate[i] = g / (1 + float32(math.Exp(float64(-z)))) * up[i]
+	}
+}
+
 // DotCols sets out[p] = s·Σ_d q[d]·k[d·stride+p] for p < len(out) ≤
 // stride, with len(q) = D and len(k) ≥ D·stride, and returns max(out)
 // (-Inf when empty): attention scores of one query against one KV block

@@ -74,6 +74,17 @@ func siluMul(gate, up []float32) {
 	}
 }
 
+func geluMul(gate, up []float32) {
+	switch level.vec() {
+	case levelAVX512:
+		geluMul512(gate, up)
+	case levelAVX2:
+		geluMul256(gate, up)
+	default:
+		geluMulGo(gate, up)
+	}
+}
+
 func dotCols(out, q, k []float32, stride int, s float32) {
 	switch level.vec() {
 	case levelAVX512:
@@ -258,5 +269,26 @@ func addRows512(y, w, v []float32, stride int) {
 	}
 	for p, wp := range w {
 		addScaledGo(y[i:], wp, v[p*stride+i:p*stride+d])
+	}
+}
+
+func geluMul512(gate, up []float32) {
+	one, a, b := archsimd.BroadcastFloat32x16(1), archsimd.BroadcastFloat32x16(geluA), archsimd.BroadcastFloat32x16(geluB)
+	zero := archsimd.Float32x16{}
+	gelu := func(g, u archsimd.Float32x16) archsimd.Float32x16 {
+		z := g.Mul(g.Mul(g).Mul(b).Add(a))
+		return g.Div(exp16(zero.Sub(z)).Add(one)).Mul(u)
+	}
+	i := 0
+	for ; i+16 <= len(gate); i += 16 {
+		gg := (*[16]float32)(gate[i:])
+		gelu(archsimd.LoadFloat32x16(gg), archsimd.LoadFloat32x16((*[16]float32)(up[i:]))).Store(gg)
+	}
+	if i < len(gate) {
+		var gg, uu [16]float32
+		n := copy(gg[:], gate[i:])
+		copy(uu[:], up[i:])
+		gelu(archsimd.LoadFloat32x16(&gg), archsimd.LoadFloat32x16(&uu)).Store(&gg)
+		copy(gate[i:], gg[:n])
 	}
 }

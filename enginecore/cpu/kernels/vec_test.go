@@ -62,6 +62,19 @@ func TestVec(t *testing.T) {
 					t.Fatalf("n=%d: silu(%v)·%v = %v, want %v", n, x, b[i], g[i], want)
 				}
 			}
+
+			// GELU, tanh form, against the formula as transformers writes it.
+			for i := range g {
+				g[i] = a[i] * 10
+			}
+			GELUMul(g, b)
+			for i := range g {
+				x := float64(a[i]) * 10
+				want := 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))) * float64(b[i])
+				if math.Abs(float64(g[i])-want) > 2e-6*math.Abs(x*float64(b[i]))+1e-30 {
+					t.Fatalf("n=%d: gelu(%v)·%v = %v, want %v", n, x, b[i], g[i], want)
+				}
+			}
 		}
 	})
 }
