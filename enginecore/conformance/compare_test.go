@@ -18,6 +18,7 @@ type agreement struct {
 	mismatches []string // top-1 differs beyond it, described
 	maxDelta   float64  // max |Δ log-softmax|, nats
 	worst      string   // where maxDelta was seen
+	maxTop     float64  // max |Δ log-softmax| over the oracle's top ids only, nats
 }
 
 // logSoftmax is log(softmax(logits)) in float64.
@@ -54,6 +55,13 @@ func (a *agreement) add(label string, first int, ours [][]float32, oracle []orac
 		for j, id := range probe {
 			if lp := o.Probe[j]; lp != nil {
 				want[id] = *lp
+			}
+		}
+		for _, id := range o.TopIDs {
+			if lp, ok := want[id]; ok {
+				if d := math.Abs(lsm[id] - lp); d > a.maxTop || math.IsNaN(d) {
+					a.maxTop = d
+				}
 			}
 		}
 		for id, lp := range want {
