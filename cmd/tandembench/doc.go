@@ -17,6 +17,10 @@
 //   - decode tok/s: S·D / time of the D decode steps (one token per stream
 //     per step), aggregate over the S streams.
 //
+// --model runs the cpu phase on another GGUF; --tag names such a run
+// (make bench: "gemma3" for Gemma 3 270M), which then writes
+// cpu-TAG-DATE.{json,png} and a doc section of its own.
+//
 // Configurations: single stream (P = --prompt-tokens, D = --gen-tokens)
 // at every --threads, and the concurrency sweep --sweep (threads:streams
 // lists, P = --stream-prompt-tokens, D = --stream-gen-tokens). Prompt ids

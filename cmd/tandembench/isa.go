@@ -74,19 +74,27 @@ func isaTitle(isa string) string {
 	return ""
 }
 
-// fileBase names the run's JSON and PNG: cpu-DATE, or cpu-ISA-DATE.
+// fileBase names the run's JSON and PNG: cpu-DATE, with the tag and
+// the instruction set when set: cpu-TAG-ISA-DATE.
 func (rep *Report) fileBase() string {
-	if rep.ISA != "" {
-		return "cpu-" + rep.ISA + "-" + rep.Date
+	base := "cpu-"
+	for _, s := range []string{rep.Tag, rep.ISA} {
+		if s != "" {
+			base += s + "-"
+		}
 	}
-	return "cpu-" + rep.Date
+	return base + rep.Date
 }
 
 // sectionKey tells the run's doc section from others (a rerun replaces
-// the section of the same key): the date, and the instruction set.
+// the section of the same key): the date, the tag and the instruction
+// set.
 func (rep *Report) sectionKey() string {
-	if rep.ISA != "" {
-		return rep.Date + " " + rep.ISA
+	key := rep.Date
+	for _, s := range []string{rep.Tag, rep.ISA} {
+		if s != "" {
+			key += " " + s
+		}
 	}
-	return rep.Date
+	return key
 }

@@ -99,3 +99,35 @@ func TestISASection(t *testing.T) {
 		t.Errorf("%d sections of the day, want 2 (best and avx2):\n%s", n, doc)
 	}
 }
+
+// TestTagSection: a --tag run (another model) has its own files and doc
+// section, next to the default model's and an --isa run's.
+func TestTagSection(t *testing.T) {
+	rep, tagged, both := sampleReport(), sampleReport(), sampleReport()
+	tagged.Tag = "gemma3"
+	both.Tag, both.ISA = "gemma3", "avx2"
+	for _, tc := range []struct {
+		rep        *Report
+		file, key  string
+		beginMarks string
+	}{
+		{rep, "cpu-2001-02-03", "2001-02-03", "<!-- tandembench:begin 2001-02-03 -->"},
+		{tagged, "cpu-gemma3-2001-02-03", "2001-02-03 gemma3", "<!-- tandembench:begin 2001-02-03 gemma3 -->"},
+		{both, "cpu-gemma3-avx2-2001-02-03", "2001-02-03 gemma3 avx2", "<!-- tandembench:begin 2001-02-03 gemma3 avx2 -->"},
+	} {
+		if tc.rep.fileBase() != tc.file || tc.rep.sectionKey() != tc.key {
+			t.Errorf("file base %q, key %q; want %q, %q", tc.rep.fileBase(), tc.rep.sectionKey(), tc.file, tc.key)
+		}
+		if s := renderSection(tc.rep, "benchmarks"); !strings.Contains(s, tc.beginMarks) || !strings.Contains(s, "(benchmarks/"+tc.file+".png)") {
+			t.Errorf("section of %q lacks its marker or plot:\n%s", tc.key, s)
+		}
+	}
+	doc := spliceSection(docHeader, rep.sectionKey(), renderSection(rep, "benchmarks"))
+	doc = spliceSection(doc, tagged.sectionKey(), renderSection(tagged, "benchmarks"))
+	if again := spliceSection(doc, tagged.sectionKey(), renderSection(tagged, "benchmarks")); again != doc {
+		t.Error("rerunning the tagged section changed the doc elsewhere")
+	}
+	if n := strings.Count(doc, "## 2001-02-03 — CPU engine"); n != 2 {
+		t.Errorf("%d sections of the day, want 2 (default and gemma3):\n%s", n, doc)
+	}
+}

@@ -61,6 +61,7 @@ type options struct {
 	sample       func() cpuSample // nil: sampleCPU (tests fake it)
 	cpuProfile   string           // write a CPU profile of the whole run here ("" = none)
 	isa          string           // "" (each side's best) or an isaRuns key: both sides at one instruction set
+	tag          string           // names a run on another model in file names and the doc section; "" for the default
 	replot       string           // a saved cpu-DATE.json to redraw instead of measuring
 	phase        string           // phaseAll, phaseCPU or phaseStructured
 	// The structured phase (structured.go): stream counts, threads, D.
@@ -128,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.structuredThreads, "structured-threads", 0, "structured phase: threads (default: the largest of --threads)")
 	fs.IntVar(&o.structuredGen, "structured-gen-tokens", 32, "structured phase: decode tokens D per stream")
 	fs.StringVar(&o.isa, "isa", "", "cpu phase: compare at one instruction set: avx2 runs Tandem's AVX2 kernels (set TANDEM_CPU_KERNELS=avx2) against llama.cpp's haswell prebuilt variant, avxvnni Tandem's avxvnni kernels against the alderlake variant; without the native column; files and doc section are tagged with it")
+	fs.StringVar(&o.tag, "tag", "", `cpu phase: a name for a run on another --model (e.g. "gemma3"): files cpu-TAG-DATE.{json,png} and a doc section of their own`)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the run (Tandem's side; llama.cpp runs in its own process) to this file")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: P=16 D=8, 1 rep, no retries, threads 1, sweep 1:1,2; output to a temp dir and no doc unless --out/--doc are given")
 	if err := fs.Parse(args); err != nil {
@@ -372,6 +374,7 @@ func runCPU(ctx context.Context, o options, args []string, stderr io.Writer) err
 	}
 	rep := &Report{
 		ISA:         o.isa,
+		Tag:         o.tag,
 		Date:        o.date,
 		Started:     start.Format(time.RFC3339),
 		Machine:     m,

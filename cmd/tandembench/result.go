@@ -230,7 +230,10 @@ func findRow(rows []Row, kind string, threads, streams int) *Row {
 type Report struct {
 	// ISA is the one instruction set both sides ran at (--isa), "" for
 	// each side's best.
-	ISA     string  `json:"isa,omitempty"`
+	ISA string `json:"isa,omitempty"`
+	// Tag names a run on another model than the default (--tag), ""
+	// for the default's.
+	Tag     string  `json:"tag,omitempty"`
 	Date    string  `json:"date"` // YYYY-MM-DD
 	Started string  `json:"started"`
 	Seconds float64 `json:"seconds"` // wall time of the whole run
