@@ -32,7 +32,7 @@ type llamaGolden struct {
 	Vocab   string `json:"vocab"`
 	GGUF    string `json:"gguf"`     // in the bundle, or the base name of GGUFEnv's file
 	GGUFEnv string `json:"gguf_env"` // the environment variable naming a real model's GGUF; "" for the bundle's
-	Cases []struct {
+	Cases   []struct {
 		Source     string  `json:"source"`
 		Text       string  `json:"text"`
 		IDs        []int32 `json:"ids"`
