@@ -230,6 +230,7 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 			np := min(bs, maxN-pos)
 			kOff, vOff := b.blockOffsets(int(table[blk]), kvh)
 			kernels.BlockScoresHalf(sc, q, kc[kOff:], scale)
+			j.capScores(sc)
 			st.maskWindow(sc, rows, pos, win)
 			kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
 			kernels.BlockAccumHalf(acc, hd, sc, np, vc[vOff:], b.kvDim)
@@ -241,9 +242,19 @@ func (j *attnJob) span(st *attnState, tl attnTile, rows, maxN, b0, b1 int) {
 		np := min(bs, maxN-pos)
 		k, v, stride := j.block(st, int(table[blk]), kvh, np)
 		kernels.BlockScores(sc, q, k, scale)
+		j.capScores(sc)
 		st.maskWindow(sc, rows, pos, win)
 		kernels.BlockSoftmax(sc, st.rowN[:rows], pos, st.m[:rows], l, acc, hd)
 		kernels.BlockAccum(acc, hd, sc, np, v, stride)
+	}
+}
+
+// capScores soft-caps scores, c·tanh(s/c), when the model does (Gemma
+// 2's attn_logit_softcapping); before the window's mask, whose scores
+// it must not cap.
+func (j *attnJob) capScores(sc []float32) {
+	if c := j.b.cfg.AttnSoftcap; c > 0 {
+		kernels.Softcap(sc, float32(c))
 	}
 }
 
@@ -375,6 +386,7 @@ func (j *attnJob) spanAnyBlock(st *attnState, rows, maxN, b0, b1 int, table []in
 			}
 			s := st.scores[:min(bs, n-pos)]
 			kernels.DotCols(s, st.q[r*hd:(r+1)*hd], k, bs, scale)
+			j.capScores(s)
 			s = s[off:]
 			out := st.acc[r*hd : (r+1)*hd]
 			st.softmaxStep(r, s, out)

@@ -121,6 +121,10 @@ func TestMatchesReference(t *testing.T) {
 		{"qwen3 qk norm", randomModel(f32, func(c *model.Config) { c.QKNorm, c.RopeNeox = true, true }), 9, 0},
 		{"gemma3 window 5", randomModel(f32, gemma3(5, 0)), 20, 0},
 		{"gemma3 softcap", randomModel(f32, gemma3(0, 8)), 9, 0},
+		{"gemma2 attention softcap, window 5", randomModel(f32, func(c *model.Config) {
+			gemma3(5, 8)(c)
+			c.Arch, c.QKNorm, c.AttnSoftcap, c.LocalRopeTheta = "gemma2", false, 0.5, 0
+		}), 20, 0},
 		{"F16", randomModel(typed(model.F16, model.F16, model.BF16), noEdit), 9, 0},
 		{"Q4_0", randomModel(typed(model.Q4_0, model.Q4_0, model.Q4_0), noEdit), 9, 0.03},
 		{"Q4_1 tied Q8_0", randomModel(typed(model.Q4_1, model.Q8_0, 0), func(c *model.Config) { c.TiedEmbeddings = true }), 9, 0.03},

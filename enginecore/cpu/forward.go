@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -72,7 +73,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		b.precise = b.rowPrecise
 		b.matmul(b.xl[:numRows*dim], numRows, matmulOp{out: logits, m: b.output})
 		if c.FinalSoftcap > 0 {
-			softcap(logits[:numRows*c.VocabSize], float32(c.FinalSoftcap))
+			kernels.Softcap(logits[:numRows*c.VocabSize], float32(c.FinalSoftcap))
 		}
 	}
 	return nil

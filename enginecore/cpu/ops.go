@@ -66,10 +66,3 @@ func scaleVec(x []float32, s float32) {
 		x[i] *= s
 	}
 }
-
-// softcap does x = c·tanh(x/c) (Gemma 2's logit soft-capping); x [n].
-func softcap(x []float32, c float32) {
-	for i, v := range x {
-		x[i] = c * float32(math.Tanh(float64(v/c)))
-	}
-}

@@ -181,6 +181,9 @@ func (r *refModel) next(tok int32) []float64 {
 					s += q[h*hd+d] * r.k[l][p][kvh*hd+d]
 				}
 				scores[p] = s * scale
+				if cp := c.AttnSoftcap; cp > 0 {
+					scores[p] = cp * math.Tanh(scores[p]/cp)
+				}
 			}
 			maxS := math.Inf(-1)
 			for _, s := range scores[first:] {

@@ -119,7 +119,7 @@ func New(cfg model.Config, w *model.Weights, opts Options) (*Backend, error) {
 // softcap (the CPU backend has them).
 func checkFamily(cfg model.Config) error {
 	if cfg.EmbedScale != 0 || cfg.FFNAct != model.ActSiLU || cfg.PostNorms || cfg.AttnScale != 0 ||
-		cfg.SlidingWindow != 0 || cfg.FinalSoftcap != 0 {
+		cfg.SlidingWindow != 0 || cfg.FinalSoftcap != 0 || cfg.AttnSoftcap != 0 {
 		return fmt.Errorf("%w: architecture %q (Gemma's embedding scale, GELU, post-norms, sliding window or softcap) runs on the CPU backend only", ErrUnsupported, cfg.Arch)
 	}
 	return nil

@@ -399,6 +399,25 @@ func expShift256(x []float32, m float32) float32 {
 	return total
 }
 
+func softcap256(x []float32, c float32) {
+	one, two := archsimd.BroadcastFloat32x8(1), archsimd.BroadcastFloat32x8(2)
+	cv, k := archsimd.BroadcastFloat32x8(c), archsimd.BroadcastFloat32x8(2/c)
+	capped := func(v archsimd.Float32x8) archsimd.Float32x8 { // c·(1 − 2/(exp(2v/c)+1))
+		return one.Sub(two.Div(exp8(v.Mul(k)).Add(one))).Mul(cv)
+	}
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		xx := (*[8]float32)(x[i:])
+		capped(archsimd.LoadFloat32x8(xx)).Store(xx)
+	}
+	if i < len(x) {
+		var xx [8]float32
+		n := copy(xx[:], x[i:])
+		capped(archsimd.LoadFloat32x8(&xx)).Store(&xx)
+		copy(x[i:], xx[:n])
+	}
+}
+
 func geluMul256(gate, up []float32) {
 	one, a, b := archsimd.BroadcastFloat32x8(1), archsimd.BroadcastFloat32x8(geluA), archsimd.BroadcastFloat32x8(geluB)
 	zero := archsimd.Float32x8{}

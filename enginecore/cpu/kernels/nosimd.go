@@ -27,6 +27,7 @@ func expShift(x []float32, m float32) float32            { return expShiftGo(x, 
 func expBlock(x []float32, m float32)                    { expShiftGo(x, m) }
 func siluMul(gate, up []float32)                         { siluMulGo(gate, up) }
 func geluMul(gate, up []float32)                         { geluMulGo(gate, up) }
+func softcap(x []float32, c float32)                     { softcapGo(x, c) }
 func dotCols(out, q, k []float32, stride int, s float32) { dotColsGo(out, q, k, stride, s) }
 func addRows(y, w, v []float32, stride int)              { addRowsGo(y, w, v, stride) }
 

@@ -80,6 +80,21 @@ func GELUMul(gate, up []float32) {
 	clearUpper()
 }
 
+// Softcap does x[i] = c·tanh(x[i]/c) (Gemma 2's soft-capping of
+// attention scores and logits), with tanh(y) = 1 − 2/(exp(2y)+1) on
+// SiLUMul's exp at the SIMD levels (within 1e-6·c of float64) and
+// math.Tanh in Go; c > 0.
+func Softcap(x []float32, c float32) {
+	softcap(x, c)
+	clearUpper()
+}
+
+func softcapGo(x []float32, c float32) {
+	for i, v := range x {
+		x[i] = c * float32(math.Tanh(float64(v/c)))
+	}
+}
+
 func geluMulGo(gate, up []float32) {
 	for i, g := range gate {
 		z := g * (geluA + geluB*g*g)

@@ -74,6 +74,17 @@ func siluMul(gate, up []float32) {
 	}
 }
 
+func softcap(x []float32, c float32) {
+	switch level.vec() {
+	case levelAVX512:
+		softcap512(x, c)
+	case levelAVX2:
+		softcap256(x, c)
+	default:
+		softcapGo(x, c)
+	}
+}
+
 func geluMul(gate, up []float32) {
 	switch level.vec() {
 	case levelAVX512:
@@ -290,5 +301,24 @@ func geluMul512(gate, up []float32) {
 		copy(uu[:], up[i:])
 		gelu(archsimd.LoadFloat32x16(&gg), archsimd.LoadFloat32x16(&uu)).Store(&gg)
 		copy(gate[i:], gg[:n])
+	}
+}
+
+func softcap512(x []float32, c float32) {
+	one, two := archsimd.BroadcastFloat32x16(1), archsimd.BroadcastFloat32x16(2)
+	cv, k := archsimd.BroadcastFloat32x16(c), archsimd.BroadcastFloat32x16(2/c)
+	capped := func(v archsimd.Float32x16) archsimd.Float32x16 { // c·(1 − 2/(exp(2v/c)+1))
+		return one.Sub(two.Div(exp16(v.Mul(k)).Add(one))).Mul(cv)
+	}
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		xx := (*[16]float32)(x[i:])
+		capped(archsimd.LoadFloat32x16(xx)).Store(xx)
+	}
+	if i < len(x) {
+		var xx [16]float32
+		n := copy(xx[:], x[i:])
+		capped(archsimd.LoadFloat32x16(&xx)).Store(&xx)
+		copy(x[i:], xx[:n])
 	}
 }

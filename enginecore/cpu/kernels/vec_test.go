@@ -63,6 +63,19 @@ func TestVec(t *testing.T) {
 				}
 			}
 
+			// Soft-capping, over scores up to ±200 (c = 30: saturated ends).
+			sc := make([]float32, n)
+			for i := range sc {
+				sc[i] = a[i] * 200
+			}
+			Softcap(sc, 30)
+			for i := range sc {
+				want := 30 * math.Tanh(float64(a[i])*200/30)
+				if math.Abs(float64(sc[i])-want) > 3e-5 {
+					t.Fatalf("n=%d: softcap(%v) = %v, want %v", n, a[i]*200, sc[i], want)
+				}
+			}
+
 			// GELU, tanh form, against the formula as transformers writes it.
 			for i := range g {
 				g[i] = a[i] * 10
