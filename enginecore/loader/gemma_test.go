@@ -170,10 +170,26 @@ func TestHFGemma3Refused(t *testing.T) {
 	}
 	runErrorCases(t, []errorCase{
 		{"attention softcap", hf(func(cfg map[string]any) { cfg["attn_logit_softcapping"] = 50.0 }),
-			loader.ErrUnsupported, "attn_logit_softcapping (Gemma 2) is not supported"},
+			loader.ErrUnsupported, "attn_logit_softcapping is Gemma 2's, not gemma3's"},
 		{"erf gelu", hf(func(cfg map[string]any) { cfg["hidden_activation"] = "gelu" }),
 			loader.ErrUnsupported, `hidden_activation "gelu" is not supported`},
 		{"layer_types length", hf(func(cfg map[string]any) { cfg["layer_types"] = []string{"full_attention"} }),
 			loader.ErrInvalid, "layer_types lists 1 layers, num_hidden_layers is 2"},
 	})
+}
+
+// TestLoadGemma2Defaults reads a Gemma 2 file without the optional keys
+// as llama.cpp does: a 4096-token window on every other layer (layer 0
+// local), rotating as the global ones, and soft-caps 50 (attention) and
+// 30 (logits).
+func TestLoadGemma2Defaults(t *testing.T) {
+	spec := testmodel.Spec{Arch: "gemma2", VocabSize: 300, Dim: 16, NumLayers: 4, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
+		FFNDim: 32, Tied: true, Seed: 10}
+	path := rewrite(t, t.TempDir(), spec, func(*kvs, *tensors) {})
+	c := load(t, path).Config
+	if c.SlidingWindow != 4096 || !cmp.Equal(c.LocalLayers, []bool{true, false, true, false}) || c.LocalRopeTheta != 0 ||
+		c.AttnSoftcap != 50 || c.FinalSoftcap != 30 || c.QKNorm || !c.PostNorms || c.EmbedScale != 4 {
+		t.Errorf("window %d, local %v, local theta %g, softcaps %g/%g, QK norm %v, post-norms %v, embed scale %g",
+			c.SlidingWindow, c.LocalLayers, c.LocalRopeTheta, c.AttnSoftcap, c.FinalSoftcap, c.QKNorm, c.PostNorms, c.EmbedScale)
+	}
 }

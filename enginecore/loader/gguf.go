@@ -229,32 +229,45 @@ func finishConfig(cfg *model.Config, tensors map[string]*model.Tensor) error {
 	return nil
 }
 
-// gemma reads what Gemma 3 adds, as llama.cpp's gemma3 model does: token
-// embeddings scaled by √Dim, GELU, post-norms, queries scaled by
-// 1/√HeadDim (1/√(Dim/H) for the 62-layer 27B), and, with
-// attention.sliding_window, local layers: all but every
-// sliding_window_pattern-th (default 6), or those an array of flags
-// marks, attending over the window with RoPE base rope.freq_base_swa
-// (default 10000) and no scaling. final_logit_softcapping applies when
-// present.
+// gemma reads what Gemma 2 and 3 add, as llama.cpp's gemma2 and gemma3
+// models do: token embeddings scaled by √Dim, GELU, post-norms, queries
+// scaled by 1/√HeadDim (1/√(Dim/H) for the 27B: 46 layers in Gemma 2,
+// 62 in Gemma 3), and local layers over attention.sliding_window
+// positions (Gemma 2: 4096 when absent): all but every
+// sliding_window_pattern-th (Gemma 2: every other, layer 0 local; Gemma
+// 3: five of six), or those an array of flags marks. Gemma 3's local
+// layers rotate with rope.freq_base_swa (default 10000) and no scaling,
+// Gemma 2's as the global ones unless the key is present. Soft-caps:
+// final_logit_softcapping (Gemma 2: 30 when absent) and Gemma 2's
+// attn_logit_softcapping (50 when absent).
 func (r *kvReader) gemma(cfg *model.Config) {
+	gemma2 := cfg.Arch == "gemma2"
 	cfg.EmbedScale = math.Sqrt(float64(cfg.Dim))
 	cfg.FFNAct = model.ActGELUTanh
 	cfg.PostNorms = true
-	if cfg.NumLayers == 62 && cfg.NumHeads > 0 {
+	if big := map[bool]int{true: 46, false: 62}[gemma2]; cfg.NumLayers == big && cfg.NumHeads > 0 {
 		cfg.AttnScale = 1 / math.Sqrt(float64(cfg.Dim/cfg.NumHeads))
 	}
-	if _, ok := r.md.KV(r.prefix + "final_logit_softcapping"); ok {
-		cfg.FinalSoftcap = r.float("final_logit_softcapping", 0)
+	if _, ok := r.md.KV(r.prefix + "final_logit_softcapping"); ok || gemma2 {
+		cfg.FinalSoftcap = r.float("final_logit_softcapping", 30)
 	}
-	if _, ok := r.md.KV(r.prefix + "attention.sliding_window"); !ok {
+	if gemma2 {
+		cfg.AttnSoftcap = r.float("attn_logit_softcapping", 50)
+	}
+	window := 0
+	if gemma2 {
+		window = 4096
+	}
+	if _, ok := r.md.KV(r.prefix + "attention.sliding_window"); ok {
+		window = r.int("attention.sliding_window", 0)
+	}
+	if window == 0 || cfg.NumLayers <= 0 {
 		return
 	}
-	cfg.SlidingWindow = r.int("attention.sliding_window", 0)
-	if cfg.SlidingWindow == 0 || cfg.NumLayers <= 0 {
-		return
+	cfg.SlidingWindow = window
+	if _, ok := r.md.KV(r.prefix + "rope.freq_base_swa"); ok || !gemma2 {
+		cfg.LocalRopeTheta = r.float("rope.freq_base_swa", 10000)
 	}
-	cfg.LocalRopeTheta = r.float("rope.freq_base_swa", 10000)
 	cfg.LocalLayers = make([]bool, cfg.NumLayers)
 	key := r.prefix + "attention.sliding_window_pattern"
 	if flags, ok := r.md.Array(key); ok {
@@ -266,7 +279,7 @@ func (r *kvReader) gemma(cfg *model.Config) {
 		copy(cfg.LocalLayers, local)
 		return
 	}
-	period := r.int("attention.sliding_window_pattern", 6)
+	period := r.int("attention.sliding_window_pattern", map[bool]int{true: 2, false: 6}[gemma2])
 	for l := range cfg.LocalLayers {
 		cfg.LocalLayers[l] = period == 0 || l%period < period-1
 	}

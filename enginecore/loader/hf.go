@@ -20,6 +20,7 @@ var hfArchitectures = map[string]string{
 	"MistralForCausalLM": "llama",
 	"Qwen2ForCausalLM":   "qwen2",
 	"Qwen3ForCausalLM":   "qwen3",
+	"Gemma2ForCausalLM":  "gemma2",
 	"Gemma3ForCausalLM":  "gemma3",
 }
 
@@ -126,7 +127,7 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	arch, ok := hfArchitectures[hc.Architectures[0]]
 	if !ok {
-		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
+		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
 	}
 	a := supported[arch]
 	if hc.HiddenAct != "" && hc.HiddenAct != "silu" && !a.gemma {

@@ -53,14 +53,17 @@ func (hc *hfConfig) ropeByLayerType(js []byte) error {
 	return nil
 }
 
-// gemma sets what Gemma 3 adds to cfg, as transformers' Gemma3 model
-// computes it: embeddings scaled by √hidden_size, GELU (tanh form),
-// post-norms, queries scaled by query_pre_attn_scalar^-½, and with a
-// sliding_window, local layers (layer_types, else all but every
-// sliding_window_pattern-th, default 6) with RoPE base
-// rope_local_base_freq (default 10000) and no scaling; a final logit
-// softcap when set. Gemma 2's attention softcap is not supported.
+// gemma sets what Gemma 2 and 3 add to cfg, as transformers' Gemma2 and
+// Gemma3 models compute it: embeddings scaled by √hidden_size, GELU
+// (tanh form), post-norms, queries scaled by query_pre_attn_scalar^-½,
+// and with a sliding_window, local layers (layer_types, else all but
+// every sliding_window_pattern-th: Gemma 2 every other, layer 0 local;
+// Gemma 3 five of six); Gemma 3's rotate with rope_local_base_freq
+// (default 10000) and no scaling, Gemma 2's as the others. Soft-caps
+// when set: final_logit_softcapping, and attn_logit_softcapping (Gemma 2
+// only: Gemma 3 has none).
 func (hc *hfConfig) gemma(cfg *model.Config) error {
+	gemma2 := cfg.Arch == "gemma2"
 	act := hc.HiddenActivation
 	if act == "" {
 		act = hc.HiddenAct
@@ -68,8 +71,14 @@ func (hc *hfConfig) gemma(cfg *model.Config) error {
 	if act != "" && act != "gelu_pytorch_tanh" && act != "gelu_new" {
 		return unsupported("hidden_activation %q is not supported (supported: gelu_pytorch_tanh)", act)
 	}
-	if hc.AttnLogitSoftcapping != nil {
-		return unsupported("attn_logit_softcapping (Gemma 2) is not supported")
+	if c := hc.AttnLogitSoftcapping; c != nil {
+		if !gemma2 {
+			return unsupported("attn_logit_softcapping is Gemma 2's, not %s's", cfg.Arch)
+		}
+		if !(*c > 0) {
+			return invalid("attn_logit_softcapping %g", *c)
+		}
+		cfg.AttnSoftcap = *c
 	}
 	cfg.EmbedScale = math.Sqrt(float64(cfg.Dim))
 	cfg.FFNAct = model.ActGELUTanh
@@ -90,7 +99,9 @@ func (hc *hfConfig) gemma(cfg *model.Config) error {
 		return nil
 	}
 	cfg.SlidingWindow = *hc.SlidingWindow
-	cfg.LocalRopeTheta = 10000
+	if !gemma2 {
+		cfg.LocalRopeTheta = 10000
+	}
 	for _, base := range []*float64{hc.RopeLocalBaseFreq, hc.localTheta} {
 		if base != nil {
 			cfg.LocalRopeTheta = *base
@@ -113,6 +124,9 @@ func (hc *hfConfig) gemma(cfg *model.Config) error {
 		return nil
 	}
 	period := 6
+	if gemma2 {
+		period = 2
+	}
 	if hc.SlidingWindowPattern != nil {
 		period = *hc.SlidingWindowPattern
 	}
@@ -122,7 +136,7 @@ func (hc *hfConfig) gemma(cfg *model.Config) error {
 	return nil
 }
 
-// gemmaLayerNames are Gemma 3's layer norms whose GGUF names differ from
+// gemmaLayerNames are Gemma 2's and 3's layer norms whose GGUF names differ from
 // Llama's mapping: its post_attention_layernorm normalizes the
 // attention's output, and pre_feedforward_layernorm is the MLP's input
 // norm.

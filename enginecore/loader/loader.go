@@ -59,13 +59,14 @@ type Model struct {
 	Vocab *gguf.Vocab
 }
 
-// supported lists the architectures by GGUF name. gemma: Gemma 3's
-// scaled embeddings, GELU, post-norms and sliding-window layers
-// (gemmaConfig).
+// supported lists the architectures by GGUF name. gemma: Gemma 2's and
+// 3's scaled embeddings, GELU, post-norms and sliding-window layers
+// (kvReader.gemma).
 var supported = map[string]struct{ neox, qkvBias, qkNorm, gemma bool }{
 	"llama":  {},
 	"qwen2":  {neox: true, qkvBias: true},
 	"qwen3":  {neox: true, qkNorm: true},
+	"gemma2": {neox: true, gemma: true},
 	"gemma3": {neox: true, qkNorm: true, gemma: true},
 }
 

@@ -47,6 +47,15 @@ var specs = []struct {
 			QKNorm: true},
 	},
 	{
+		name: "gemma2",
+		spec: testmodel.Spec{Arch: "gemma2", VocabSize: 300, Dim: 16, NumLayers: 3, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
+			FFNDim: 32, Tied: true, Seed: 9, SlidingWindow: 12, AttnSoftcap: 20, FinalSoftcap: 10},
+		want: model.Config{Arch: "gemma2", VocabSize: 300, Dim: 16, NumLayers: 3, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
+			FFNDim: 32, RopeTheta: 1e6, RopeNeox: true, NormEps: 1e-6, MaxContextLen: 2048, BOSTokenID: 1, EOSTokenIDs: []int32{2},
+			TiedEmbeddings: true, EmbedScale: 4, FFNAct: model.ActGELUTanh, PostNorms: true, SlidingWindow: 12,
+			LocalLayers: []bool{true, false, true}, FinalSoftcap: 10, AttnSoftcap: 20},
+	},
+	{
 		name: "gemma3-window",
 		spec: testmodel.Spec{Arch: "gemma3", VocabSize: 300, Dim: 16, NumLayers: 7, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
 			FFNDim: 32, Tied: true, Seed: 5, SlidingWindow: 12, WindowPattern: 3, LocalRopeTheta: 500, FinalSoftcap: 30},
@@ -246,7 +255,7 @@ func TestGGUFRefused(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{"architecture", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("general.architecture", "mamba") })
-		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: gemma3, llama, qwen2, qwen3)`},
+		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: gemma2, gemma3, llama, qwen2, qwen3)`},
 		{"tensor type", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("blk.0.ffn_up.weight", 20) }) // IQ4_NL
 		}, loader.ErrUnsupported, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},

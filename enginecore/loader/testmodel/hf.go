@@ -17,6 +17,7 @@ var hfArch = map[string]struct{ class, modelType string }{
 	"llama":  {"LlamaForCausalLM", "llama"},
 	"qwen2":  {"Qwen2ForCausalLM", "qwen2"},
 	"qwen3":  {"Qwen3ForCausalLM", "qwen3"},
+	"gemma2": {"Gemma2ForCausalLM", "gemma2"},
 	"gemma3": {"Gemma3ForCausalLM", "gemma3_text"},
 }
 
@@ -46,7 +47,7 @@ func WriteHF(dir string, spec Spec) error {
 			dtype = dt
 		}
 		values := t.draw()
-		if s.Arch == "gemma3" && strings.HasSuffix(t.name, "norm.weight") {
+		if strings.HasPrefix(s.Arch, "gemma") && strings.HasSuffix(t.name, "norm.weight") {
 			for i := range values {
 				values[i]-- // Gemma3RMSNorm multiplies by 1+w; GGUF stores 1+w
 			}
@@ -95,6 +96,17 @@ func WriteHF(dir string, spec Spec) error {
 		"eos_token_id":            eos,
 		"hidden_act":              "silu",
 		"torch_dtype":             map[string]string{"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+	}
+	if s.Arch == "gemma2" {
+		delete(cfg, "hidden_act")
+		cfg["hidden_activation"] = "gelu_pytorch_tanh"
+		cfg["query_pre_attn_scalar"] = s.HeadDim
+		cfg["final_logit_softcapping"] = cmp.Or(s.FinalSoftcap, 30)
+		cfg["attn_logit_softcapping"] = cmp.Or(s.AttnSoftcap, 50)
+		cfg["sliding_window"] = cmp.Or(s.SlidingWindow, 4096)
+		if s.WindowPattern > 0 {
+			cfg["sliding_window_pattern"] = s.WindowPattern
+		}
 	}
 	if s.Arch == "gemma3" {
 		delete(cfg, "hidden_act")
@@ -182,7 +194,7 @@ func hfName(arch, g string) string {
 	}
 	rest := strings.TrimPrefix(g, "blk.")
 	n, suffix, _ := strings.Cut(rest, ".")
-	if name, ok := hfGemmaNames[suffix]; ok && arch == "gemma3" {
+	if name, ok := hfGemmaNames[suffix]; ok && strings.HasPrefix(arch, "gemma") {
 		return "model.layers." + n + "." + name
 	}
 	return "model.layers." + n + "." + hfNames[suffix]

@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "qwen2", "qwen3" or "gemma3"
+	Arch       string  // "llama", "qwen2", "qwen3", "gemma2" or "gemma3"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -31,13 +31,16 @@ type Spec struct {
 	Tied       bool    // no output.weight: the LM head is the embedding
 	Seed       uint64  // PCG seed
 
-	// Gemma 3 only (written when positive): attention.sliding_window,
-	// attention.sliding_window_pattern (llama.cpp's default: 6),
-	// rope.freq_base_swa (default 10000) and final_logit_softcapping.
+	// Gemma only (written when positive): attention.sliding_window,
+	// attention.sliding_window_pattern (llama.cpp's default: 6 for Gemma
+	// 3, 2 for Gemma 2), rope.freq_base_swa, final_logit_softcapping and
+	// (Gemma 2) attn_logit_softcapping. llama.cpp's defaults where not
+	// written: Gemma 2 has a 4096 window and softcaps 30 and 50.
 	SlidingWindow  int
 	WindowPattern  int
 	LocalRopeTheta float64
 	FinalSoftcap   float64
+	AttnSoftcap    float64
 
 	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
 	// frequency divisors, llama3 RoPE scaling). GGUF only.
@@ -83,12 +86,17 @@ func (t tensor) ggmlShape() []uint64 {
 
 // resolve fills defaults and checks s.
 func (s Spec) resolve() (Spec, error) {
-	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || s.Arch == "gemma3"
+	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
+	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || gemma
 	switch {
 	case s.Arch != "llama" && !qwen:
-		return s, fmt.Errorf("testmodel: architecture %q (want llama, qwen2, qwen3 or gemma3)", s.Arch)
-	case s.Arch != "gemma3" && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0 || s.FinalSoftcap != 0):
-		return s, fmt.Errorf("testmodel: sliding window and softcap are gemma3's, not %s's", s.Arch)
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
+	case !gemma && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0 || s.FinalSoftcap != 0):
+		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's, not %s's", s.Arch)
+	case s.Arch != "gemma2" && s.AttnSoftcap != 0:
+		return s, fmt.Errorf("testmodel: attention softcap is gemma2's, not %s's", s.Arch)
+	case s.Arch == "gemma2" && !s.Tied:
+		return s, errors.New("testmodel: gemma2's LM head is its embedding (llama.cpp reads no output.weight): set Tied")
 	case s.Dim <= 0, s.NumLayers <= 0, s.NumHeads <= 0, s.FFNDim <= 0:
 		return s, fmt.Errorf("testmodel: non-positive size in %+v", s)
 	}
@@ -165,7 +173,7 @@ func (s Spec) generate() []tensor {
 			matrix(p+"ffn_gate.weight", s.FFNDim, d, in),
 			matrix(p+"ffn_up.weight", s.FFNDim, d, in),
 			matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
-		if s.Arch == "gemma3" {
+		if s.Arch == "gemma2" || s.Arch == "gemma3" {
 			ts = append(ts,
 				vector(p+"post_attention_norm.weight", d, 1, 0.02),
 				vector(p+"post_ffw_norm.weight", d, 1, 0.02))
@@ -268,6 +276,7 @@ func WriteGGUF(path string, spec Spec) error {
 		{a + "attention.sliding_window_pattern", uint32(s.WindowPattern), s.WindowPattern > 0},
 		{a + "rope.freq_base_swa", float32(s.LocalRopeTheta), s.LocalRopeTheta > 0},
 		{a + "final_logit_softcapping", float32(s.FinalSoftcap), s.FinalSoftcap > 0},
+		{a + "attn_logit_softcapping", float32(s.AttnSoftcap), s.AttnSoftcap > 0},
 	} {
 		if kv.on {
 			kvs = append(kvs, struct {
