@@ -12,12 +12,15 @@
 // ids must stay under a per-tensor-type bound. Models: random-weight GGUFs
 // written with enginecore/loader/testmodel (every supported tensor type,
 // llama and NEOX RoPE, GQA, Q/K/V bias, QK-norm, tied and untied
-// embeddings, llama3 rope_freqs), and the default model (TANDEM_MODEL),
-// which is also checked on a 32-token greedy continuation.
+// embeddings, llama3 rope_freqs, SmolLM3's NoPE layers; Gemma 2 and 3's
+// layers, sliding windows and soft-caps), the default model
+// (TANDEM_MODEL), which is also checked on a 32-token greedy
+// continuation, and Gemma 3 270M (TANDEM_GEMMA3_MODEL), as stored and
+// dequantized to float32.
 //
 // Environment (set by `make test`): TANDEM_ORACLE_NODE_MODULES, the
 // scripts/oracle/node_modules holding node-llama-cpp; TANDEM_MODEL, the
-// default model file. Tests skip, saying why, when either is unset or
+// default model file; TANDEM_GEMMA3_MODEL, Gemma 3 270M. Tests skip, saying why, when either is unset or
 // missing, or when node is not on PATH.
 //
 // The package has no non-test code and nothing imports it. Its tests

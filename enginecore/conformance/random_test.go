@@ -85,7 +85,8 @@ func quantize(t model.DType, v []float32) []byte {
 // kernels alike; decode and prefill paths give the same values):
 //
 //	model                       max |Δ|        bound   why not ~0
-//	f32, gqa, llama3, qwen2     1.3-2.3e-5     1e-4    float32 summation order
+//	f32, gqa, llama3, qwen2,    1.3-2.3e-5     1e-4    float32 summation order
+//	smollm3, 4-layer llama
 //	f32 tied, qwen3 tied        3.4-5.7e-5     5e-4    same, logits of std ~16 (embedding std 1)
 //	f16                         0.008-0.009    0.02    llama.cpp rounds activations to f16
 //	bf16                        0.061-0.071    0.15    llama.cpp rounds activations to bf16
@@ -164,6 +165,8 @@ func TestRandomModels(t *testing.T) {
 		{"f32 llama3 rope_freqs", with(func(s *testmodel.Spec) { s.RopeTheta, s.RopeFreqs = 500000, llama3 }), 1e-4, 1e-4},
 		{"qwen2 f32 gqa", with(func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads = "qwen2", 8, 2 }), 1e-4, 1e-4},
 		{"qwen3 f32 gqa tied", with(func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads, s.Tied = "qwen3", 8, 2, true }), 5e-4, 5e-4},
+		{"smollm3 f32, layer 3 NoPE", with(func(s *testmodel.Spec) { s.Arch, s.NumLayers = "smollm3", 4 }), 1e-4, 1e-4},
+		{"llama f32, 4 layers", with(func(s *testmodel.Spec) { s.NumLayers = 4 }), 1e-4, 1e-4},
 	}
 	probe := make([]int32, rmVocab) // the whole vocabulary
 	for i := range probe {
@@ -228,6 +231,20 @@ func TestRandomModels(t *testing.T) {
 		}
 		if a.maxDelta < 100*tests[f32].bound || len(a.mismatches) == 0 {
 			t.Errorf("a different RoPE passes for the same: max |Δ| %.3g, %d top-1 mismatches", a.maxDelta, len(a.mismatches))
+		}
+		t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
+	})
+	// And the same 4-layer weights rotated in every layer against
+	// llama.cpp's SmolLM3, whose layer 3 takes no RoPE.
+	t.Run("control: RoPE in every layer vs smollm3", func(t *testing.T) {
+		byName := func(name string) int { return slices.IndexFunc(tests, func(tt testCase) bool { return tt.name == name }) }
+		nope, all := byName("smollm3 f32, layer 3 NoPE"), byName("llama f32, 4 layers")
+		var a agreement
+		for j := range prompts {
+			a.add("prefill", 0, ours[all].prefill[j], want[nope].Prompts[j], probe, tests[nope].tie)
+		}
+		if a.maxDelta < 100*tests[nope].bound {
+			t.Errorf("RoPE in every layer passes for SmolLM3: max |Δ| %.3g, %d top-1 mismatches", a.maxDelta, len(a.mismatches))
 		}
 		t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
 	})

@@ -121,6 +121,7 @@ func TestMatchesReference(t *testing.T) {
 		{"qwen3 qk norm", randomModel(f32, func(c *model.Config) { c.QKNorm, c.RopeNeox = true, true }), 9, 0},
 		{"gemma3 window 5", randomModel(f32, gemma3(5, 0)), 20, 0},
 		{"gemma3 softcap", randomModel(f32, gemma3(0, 8)), 9, 0},
+		{"smollm3 NoPE layer 1", randomModel(f32, func(c *model.Config) { c.Arch, c.NoRopeLayers = "smollm3", []bool{false, true} }), 12, 0},
 		{"gemma2 attention softcap, window 5", randomModel(f32, func(c *model.Config) {
 			gemma3(5, 8)(c)
 			c.Arch, c.QKNorm, c.AttnSoftcap, c.LocalRopeTheta = "gemma2", false, 0.5, 0

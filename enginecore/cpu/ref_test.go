@@ -163,8 +163,10 @@ func (r *refModel) next(tok int32) []float64 {
 			headwise(q, hd, func(h []float64) []float64 { return refRMSNorm(h, w.QNorm, c.NormEps) })
 			headwise(k, hd, func(h []float64) []float64 { return refRMSNorm(h, w.KNorm, c.NormEps) })
 		}
-		r.rope(q, pos, l)
-		r.rope(k, pos, l)
+		if c.NoRopeLayers == nil || !c.NoRopeLayers[l] {
+			r.rope(q, pos, l)
+			r.rope(k, pos, l)
+		}
 		r.k[l] = append(r.k[l], k)
 		r.v[l] = append(r.v[l], v)
 		att := make([]float64, c.NumHeads*hd)

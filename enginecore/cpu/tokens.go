@@ -14,7 +14,7 @@ type tokenStage uint8
 
 const (
 	stageAttnNorm tokenStage = iota // xb = rmsnorm(x)·attn_norm
-	stageRoPEKV                     // biases, QK norm, RoPE; K, V into the cache
+	stageRoPEKV                     // biases, QK norm, RoPE (not in NoPE layers); K, V into the cache
 	stageFFNNorm                    // (xb2 = rmsnorm(xb2)·post_attention_norm,) x += xb2, then xb = rmsnorm(x)·ffn_norm
 	stageGate                       // hb = act(hb)·hb2, act SiLU or GELU
 	stageAdd                        // (xb2 = rmsnorm(xb2)·post_ffw_norm,) x += xb2
@@ -74,8 +74,10 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			if b.freqL != nil && c.Local(l) {
 				cs, sn = b.cosL[t*half:(t+1)*half], b.sinL[t*half:(t+1)*half]
 			}
-			rope(qt, c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
-			rope(kt, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
+			if c.NoRopeLayers == nil || !c.NoRopeLayers[l] {
+				rope(qt, c.NumHeads, c.HeadDim, cs, sn, c.RopeNeox)
+				rope(kt, c.NumKVHeads, c.HeadDim, cs, sn, c.RopeNeox)
+			}
 			b.writeKV(l, int(step.SlotMapping[t]), kt, vt)
 		case stageFFNNorm:
 			out := b.xb2[t*dim : (t+1)*dim]

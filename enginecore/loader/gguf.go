@@ -99,6 +99,7 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 	if a.gemma {
 		r.gemma(&cfg)
 	}
+	cfg.NoRopeLayers = noRopeEvery(cfg.NumLayers, a.noRopeEvery)
 	if bos, ok := r.tokenID("tokenizer.ggml.bos_token_id"); ok {
 		cfg.BOSTokenID = bos
 	}
@@ -283,4 +284,17 @@ func (r *kvReader) gemma(cfg *model.Config) {
 	for l := range cfg.LocalLayers {
 		cfg.LocalLayers[l] = period == 0 || l%period < period-1
 	}
+}
+
+// noRopeEvery flags every n-th of numLayers layers (layers n-1, 2n-1, …)
+// as taking no RoPE; nil when n is 0.
+func noRopeEvery(numLayers, n int) []bool {
+	if n <= 0 || numLayers <= 0 {
+		return nil
+	}
+	flags := make([]bool, numLayers)
+	for l := range flags {
+		flags[l] = (l+1)%n == 0
+	}
+	return flags
 }

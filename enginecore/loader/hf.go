@@ -20,6 +20,7 @@ var hfArchitectures = map[string]string{
 	"MistralForCausalLM": "llama",
 	"Qwen2ForCausalLM":   "qwen2",
 	"Qwen3ForCausalLM":   "qwen3",
+	"SmolLM3ForCausalLM": "smollm3",
 	"Gemma2ForCausalLM":  "gemma2",
 	"Gemma3ForCausalLM":  "gemma3",
 }
@@ -46,7 +47,9 @@ type hfConfig struct {
 	AttentionBias         bool            `json:"attention_bias"`
 	HiddenAct             string          `json:"hidden_act"`
 	SlidingWindow         *int            `json:"sliding_window"`
-	UseSlidingWindow      *bool           `json:"use_sliding_window"` // Qwen2/3: sliding_window applies only when true
+	UseSlidingWindow      *bool           `json:"use_sliding_window"`     // Qwen2/3: sliding_window applies only when true
+	NoRopeLayers          []int           `json:"no_rope_layers"`         // SmolLM3: per layer, 1 rotates, 0 does not
+	NoRopeLayerInterval   *int            `json:"no_rope_layer_interval"` // SmolLM3: without the list, every n-th layer does not
 	hfGemmaConfig
 }
 
@@ -127,7 +130,7 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	arch, ok := hfArchitectures[hc.Architectures[0]]
 	if !ok {
-		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
+		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, SmolLM3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
 	}
 	a := supported[arch]
 	if hc.HiddenAct != "" && hc.HiddenAct != "silu" && !a.gemma {
@@ -190,6 +193,11 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	if a.gemma {
 		if err := hc.gemma(&cfg); err != nil {
+			return model.Config{}, err
+		}
+	}
+	if a.noRopeEvery > 0 {
+		if err := hc.noRope(&cfg, a.noRopeEvery); err != nil {
 			return model.Config{}, err
 		}
 	}
@@ -447,4 +455,25 @@ func hfRopeFreqs(hc *hfConfig, cfg *model.Config, tensors map[string]*model.Tens
 func putF32(b []byte, v float32) {
 	u := math.Float32bits(v)
 	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}
+
+// noRope sets SmolLM3's NoPE layers from no_rope_layers (1: the layer
+// rotates, 0: it does not) or, without it, every no_rope_layer_interval-th
+// layer (default every).
+func (hc *hfConfig) noRope(cfg *model.Config, every int) error {
+	if hc.NoRopeLayers == nil {
+		if hc.NoRopeLayerInterval != nil {
+			every = *hc.NoRopeLayerInterval
+		}
+		cfg.NoRopeLayers = noRopeEvery(cfg.NumLayers, every)
+		return nil
+	}
+	if len(hc.NoRopeLayers) != cfg.NumLayers {
+		return invalid("no_rope_layers lists %d layers, num_hidden_layers is %d", len(hc.NoRopeLayers), cfg.NumLayers)
+	}
+	cfg.NoRopeLayers = make([]bool, cfg.NumLayers)
+	for l, v := range hc.NoRopeLayers {
+		cfg.NoRopeLayers[l] = v == 0
+	}
+	return nil
 }

@@ -47,6 +47,13 @@ var specs = []struct {
 			QKNorm: true},
 	},
 	{
+		name: "smollm3",
+		spec: testmodel.Spec{Arch: "smollm3", VocabSize: 300, Dim: 32, NumLayers: 5, NumHeads: 4, NumKVHeads: 2, FFNDim: 48, Tied: true, Seed: 13},
+		want: model.Config{Arch: "smollm3", VocabSize: 300, Dim: 32, NumLayers: 5, NumHeads: 4, NumKVHeads: 2, HeadDim: 8,
+			FFNDim: 48, RopeTheta: 10000, NormEps: 1e-5, MaxContextLen: 2048, BOSTokenID: 1, EOSTokenIDs: []int32{2},
+			TiedEmbeddings: true, NoRopeLayers: []bool{false, false, false, true, false}},
+	},
+	{
 		name: "gemma2",
 		spec: testmodel.Spec{Arch: "gemma2", VocabSize: 300, Dim: 16, NumLayers: 3, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
 			FFNDim: 32, Tied: true, Seed: 9, SlidingWindow: 12, AttnSoftcap: 20, FinalSoftcap: 10},
@@ -255,7 +262,7 @@ func TestGGUFRefused(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{"architecture", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("general.architecture", "mamba") })
-		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: gemma2, gemma3, llama, qwen2, qwen3)`},
+		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: gemma2, gemma3, llama, qwen2, qwen3, smollm3)`},
 		{"tensor type", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("blk.0.ffn_up.weight", 20) }) // IQ4_NL
 		}, loader.ErrUnsupported, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},

@@ -42,6 +42,7 @@ type Config struct {
 	LocalRopeTheta float64    // RoPE base of local layers, which take no RopeScaling; 0: RopeTheta and RopeScaling
 	FinalSoftcap   float64    // logits become c·tanh(logits/c) when c > 0 (Gemma 2)
 	AttnSoftcap    float64    // attention scores become c·tanh(s/c) when c > 0, before the mask and softmax (Gemma 2)
+	NoRopeLayers   []bool     // [L] layers whose Q and K are not rotated (SmolLM3's NoPE layers); nil: all rotate
 }
 
 // Activation is the MLP's gate activation: out = act(gate)·up.
@@ -133,6 +134,8 @@ func (w *Weights) Validate(cfg Config) error {
 		return fmt.Errorf("%w: %d layers, config says %d", ErrShape, len(w.Layers), cfg.NumLayers)
 	case cfg.LocalLayers != nil && len(cfg.LocalLayers) != cfg.NumLayers:
 		return fmt.Errorf("%w: %d local-layer flags for %d layers", ErrShape, len(cfg.LocalLayers), cfg.NumLayers)
+	case cfg.NoRopeLayers != nil && len(cfg.NoRopeLayers) != cfg.NumLayers:
+		return fmt.Errorf("%w: %d no-RoPE flags for %d layers", ErrShape, len(cfg.NoRopeLayers), cfg.NumLayers)
 	case cfg.SlidingWindow < 0, cfg.EmbedScale < 0, cfg.AttnScale < 0, cfg.FinalSoftcap < 0, cfg.AttnSoftcap < 0, cfg.LocalRopeTheta < 0:
 		return fmt.Errorf("%w: negative window, scale or softcap in %+v", ErrShape, cfg)
 	case cfg.FFNAct > ActGELUTanh:

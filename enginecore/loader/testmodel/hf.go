@@ -14,11 +14,12 @@ import (
 )
 
 var hfArch = map[string]struct{ class, modelType string }{
-	"llama":  {"LlamaForCausalLM", "llama"},
-	"qwen2":  {"Qwen2ForCausalLM", "qwen2"},
-	"qwen3":  {"Qwen3ForCausalLM", "qwen3"},
-	"gemma2": {"Gemma2ForCausalLM", "gemma2"},
-	"gemma3": {"Gemma3ForCausalLM", "gemma3_text"},
+	"llama":   {"LlamaForCausalLM", "llama"},
+	"qwen2":   {"Qwen2ForCausalLM", "qwen2"},
+	"qwen3":   {"Qwen3ForCausalLM", "qwen3"},
+	"smollm3": {"SmolLM3ForCausalLM", "smollm3"},
+	"gemma2":  {"Gemma2ForCausalLM", "gemma2"},
+	"gemma3":  {"Gemma3ForCausalLM", "gemma3_text"},
 }
 
 var hfDTypes = map[model.DType]string{model.F32: "F32", model.F16: "F16", model.BF16: "BF16"}
@@ -52,7 +53,7 @@ func WriteHF(dir string, spec Spec) error {
 				values[i]-- // Gemma3RMSNorm multiplies by 1+w; GGUF stores 1+w
 			}
 		}
-		if s.Arch == "llama" {
+		if s.Arch == "llama" || s.Arch == "smollm3" {
 			switch {
 			case strings.HasSuffix(t.name, "attn_q.weight"):
 				values = toHFOrder(values, s.NumHeads, s.HeadDim, t.cols)
@@ -96,6 +97,14 @@ func WriteHF(dir string, spec Spec) error {
 		"eos_token_id":            eos,
 		"hidden_act":              "silu",
 		"torch_dtype":             map[string]string{"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+	}
+	if s.Arch == "smollm3" {
+		rope := make([]int, s.NumLayers) // SmolLM3-3B's config: every fourth layer 0
+		for l := range rope {
+			rope[l] = min(1, (l+1)%4)
+		}
+		cfg["no_rope_layers"] = rope
+		cfg["no_rope_layer_interval"] = 4
 	}
 	if s.Arch == "gemma2" {
 		delete(cfg, "hidden_act")

@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "qwen2", "qwen3", "gemma2" or "gemma3"
+	Arch       string  // "llama", "smollm3", "qwen2", "qwen3", "gemma2" or "gemma3"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -89,8 +89,8 @@ func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
 	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || gemma
 	switch {
-	case s.Arch != "llama" && !qwen:
-		return s, fmt.Errorf("testmodel: architecture %q (want llama, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
+	case s.Arch != "llama" && s.Arch != "smollm3" && !qwen:
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
 	case !gemma && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0 || s.FinalSoftcap != 0):
 		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's, not %s's", s.Arch)
 	case s.Arch != "gemma2" && s.AttnSoftcap != 0:
