@@ -237,7 +237,9 @@ func TestRandomModels(t *testing.T) {
 	// And the same 4-layer weights rotated in every layer against
 	// llama.cpp's SmolLM3, whose layer 3 takes no RoPE.
 	t.Run("control: RoPE in every layer vs smollm3", func(t *testing.T) {
-		byName := func(name string) int { return slices.IndexFunc(tests, func(tt testCase) bool { return tt.name == name }) }
+		byName := func(name string) int {
+			return slices.IndexFunc(tests, func(tt testCase) bool { return tt.name == name })
+		}
 		nope, all := byName("smollm3 f32, layer 3 NoPE"), byName("llama f32, 4 layers")
 		var a agreement
 		for j := range prompts {
