@@ -167,6 +167,12 @@ func TestRandomModels(t *testing.T) {
 		{"qwen3 f32 gqa tied", with(func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads, s.Tied = "qwen3", 8, 2, true }), 5e-4, 5e-4},
 		{"smollm3 f32, layer 3 NoPE", with(func(s *testmodel.Spec) { s.Arch, s.NumLayers = "smollm3", 4 }), 1e-4, 1e-4},
 		{"llama f32, 4 layers", with(func(s *testmodel.Spec) { s.NumLayers = 4 }), 1e-4, 1e-4},
+		{"granite f32, scales", with(func(s *testmodel.Spec) {
+			s.Arch, s.Granite = "granite", testmodel.GraniteScales{Embedding: 12, Attention: 0.0078125, Residual: 0.22, Logit: 8}
+		}), 1e-4, 1e-4},
+		{"granite f32, logit scale only", with(func(s *testmodel.Spec) {
+			s.Arch, s.Granite = "granite", testmodel.GraniteScales{Logit: 8}
+		}), 1e-4, 1e-4},
 	}
 	probe := make([]int32, rmVocab) // the whole vocabulary
 	for i := range probe {
@@ -231,6 +237,22 @@ func TestRandomModels(t *testing.T) {
 		}
 		if a.maxDelta < 100*tests[f32].bound || len(a.mismatches) == 0 {
 			t.Errorf("a different RoPE passes for the same: max |Δ| %.3g, %d top-1 mismatches", a.maxDelta, len(a.mismatches))
+		}
+		t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
+	})
+	// Granite's scales left out (but the logit scale) against llama.cpp
+	// with them.
+	t.Run("control: granite without its scales", func(t *testing.T) {
+		byName := func(name string) int {
+			return slices.IndexFunc(tests, func(tt testCase) bool { return tt.name == name })
+		}
+		scaled, plain := byName("granite f32, scales"), byName("granite f32, logit scale only")
+		var a agreement
+		for j := range prompts {
+			a.add("prefill", 0, ours[plain].prefill[j], want[scaled].Prompts[j], probe, tests[scaled].tie)
+		}
+		if a.maxDelta < 100*tests[scaled].bound {
+			t.Errorf("Granite without its scales passes: max |Δ| %.3g", a.maxDelta)
 		}
 		t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
 	})

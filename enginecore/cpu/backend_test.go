@@ -121,6 +121,9 @@ func TestMatchesReference(t *testing.T) {
 		{"qwen3 qk norm", randomModel(f32, func(c *model.Config) { c.QKNorm, c.RopeNeox = true, true }), 9, 0},
 		{"gemma3 window 5", randomModel(f32, gemma3(5, 0)), 20, 0},
 		{"gemma3 softcap", randomModel(f32, gemma3(0, 8)), 9, 0},
+		{"granite scales", randomModel(f32, func(c *model.Config) {
+			c.Arch, c.EmbedScale, c.AttnScale, c.ResidualScale, c.LogitScale = "granite", 12, 0.0078125, 0.22, 8
+		}), 12, 0},
 		{"smollm3 NoPE layer 1", randomModel(f32, func(c *model.Config) { c.Arch, c.NoRopeLayers = "smollm3", []bool{false, true} }), 12, 0},
 		{"gemma2 attention softcap, window 5", randomModel(f32, func(c *model.Config) {
 			gemma3(5, 8)(c)

@@ -72,6 +72,9 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	if numRows > 0 {
 		b.precise = b.rowPrecise
 		b.matmul(b.xl[:numRows*dim], numRows, matmulOp{out: logits, m: b.output})
+		if c.LogitScale > 0 {
+			scaleVec(logits[:numRows*c.VocabSize], float32(1/c.LogitScale))
+		}
 		if c.FinalSoftcap > 0 {
 			kernels.Softcap(logits[:numRows*c.VocabSize], float32(c.FinalSoftcap))
 		}

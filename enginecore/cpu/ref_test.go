@@ -210,6 +210,11 @@ func (r *refModel) next(tok int32) []float64 {
 		if c.PostNorms {
 			o = refRMSNorm(o, w.PostAttnNorm, c.NormEps)
 		}
+		if c.ResidualScale > 0 {
+			for i := range o {
+				o[i] *= c.ResidualScale
+			}
+		}
 		for i := range x {
 			x[i] += o[i]
 		}
@@ -227,11 +232,21 @@ func (r *refModel) next(tok int32) []float64 {
 		if c.PostNorms {
 			down = refRMSNorm(down, w.PostFFNNorm, c.NormEps)
 		}
+		if c.ResidualScale > 0 {
+			for i := range down {
+				down[i] *= c.ResidualScale
+			}
+		}
 		for i := range x {
 			x[i] += down[i]
 		}
 	}
 	logits := refMatvec(r.output, refRMSNorm(x, r.outNorm, c.NormEps), c.VocabSize)
+	if c.LogitScale > 0 {
+		for i := range logits {
+			logits[i] /= c.LogitScale
+		}
+	}
 	if cp := c.FinalSoftcap; cp > 0 {
 		for i, v := range logits {
 			logits[i] = cp * math.Tanh(v/cp)

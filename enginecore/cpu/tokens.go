@@ -15,9 +15,9 @@ type tokenStage uint8
 const (
 	stageAttnNorm tokenStage = iota // xb = rmsnorm(x)·attn_norm
 	stageRoPEKV                     // biases, QK norm, RoPE (not in NoPE layers); K, V into the cache
-	stageFFNNorm                    // (xb2 = rmsnorm(xb2)·post_attention_norm,) x += xb2, then xb = rmsnorm(x)·ffn_norm
+	stageFFNNorm                    // (xb2 = rmsnorm(xb2)·post_attention_norm,) (xb2 *= residual scale,) x += xb2, then xb = rmsnorm(x)·ffn_norm
 	stageGate                       // hb = act(hb)·hb2, act SiLU or GELU
-	stageAdd                        // (xb2 = rmsnorm(xb2)·post_ffw_norm,) x += xb2
+	stageAdd                        // (xb2 = rmsnorm(xb2)·post_ffw_norm,) (xb2 *= residual scale,) x += xb2
 )
 
 // tokenJob runs one stage of layer l over a share of the step's tokens
@@ -84,6 +84,9 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			if c.PostNorms {
 				rmsnorm(out, out, w.PostAttnNorm, b.eps)
 			}
+			if c.ResidualScale > 0 {
+				scaleVec(out, float32(c.ResidualScale))
+			}
 			add(x, out)
 			rmsnorm(xb, x, w.FFNNorm, b.eps)
 		case stageGate:
@@ -96,6 +99,9 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			out := b.xb2[t*dim : (t+1)*dim]
 			if c.PostNorms {
 				rmsnorm(out, out, w.PostFFNNorm, b.eps)
+			}
+			if c.ResidualScale > 0 {
+				scaleVec(out, float32(c.ResidualScale))
 			}
 			add(x, out)
 		}

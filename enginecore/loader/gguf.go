@@ -100,6 +100,9 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 		r.gemma(&cfg)
 	}
 	cfg.NoRopeLayers = noRopeEvery(cfg.NumLayers, a.noRopeEvery)
+	if a.granite {
+		r.granite(&cfg)
+	}
 	if bos, ok := r.tokenID("tokenizer.ggml.bos_token_id"); ok {
 		cfg.BOSTokenID = bos
 	}
@@ -297,4 +300,23 @@ func noRopeEvery(numLayers, n int) []bool {
 		flags[l] = (l+1)%n == 0
 	}
 	return flags
+}
+
+// granite reads Granite 3's scales as llama.cpp's granite model does:
+// logit_scale (required: logits are divided by it), and, when present,
+// embedding_scale, attention.scale (the scores' scale, instead of
+// 1/√HeadDim) and residual_scale (each sublayer's output). A file whose
+// rope.scaling.finetuned is false rotates nothing, which is refused.
+func (r *kvReader) granite(cfg *model.Config) {
+	opt := func(key string) float64 {
+		if _, ok := r.md.KV(r.prefix + key); !ok {
+			return 0
+		}
+		return r.float(key, 0)
+	}
+	cfg.LogitScale = r.float("logit_scale", 0)
+	cfg.EmbedScale, cfg.AttnScale, cfg.ResidualScale = opt("embedding_scale"), opt("attention.scale"), opt("residual_scale")
+	if rope, ok := r.md.Bool(r.prefix + "rope.scaling.finetuned"); ok && !rope {
+		r.errs = append(r.errs, unsupported("granite without RoPE (rope.scaling.finetuned false) is not supported"))
+	}
 }

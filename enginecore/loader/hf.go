@@ -21,6 +21,7 @@ var hfArchitectures = map[string]string{
 	"Qwen2ForCausalLM":   "qwen2",
 	"Qwen3ForCausalLM":   "qwen3",
 	"SmolLM3ForCausalLM": "smollm3",
+	"GraniteForCausalLM": "granite",
 	"Gemma2ForCausalLM":  "gemma2",
 	"Gemma3ForCausalLM":  "gemma3",
 }
@@ -50,6 +51,10 @@ type hfConfig struct {
 	UseSlidingWindow      *bool           `json:"use_sliding_window"`     // Qwen2/3: sliding_window applies only when true
 	NoRopeLayers          []int           `json:"no_rope_layers"`         // SmolLM3: per layer, 1 rotates, 0 does not
 	NoRopeLayerInterval   *int            `json:"no_rope_layer_interval"` // SmolLM3: without the list, every n-th layer does not
+	EmbeddingMultiplier   float64         `json:"embedding_multiplier"`   // Granite
+	AttentionMultiplier   float64         `json:"attention_multiplier"`   // Granite: the scores' scale
+	ResidualMultiplier    float64         `json:"residual_multiplier"`    // Granite
+	LogitsScaling         float64         `json:"logits_scaling"`         // Granite: logits are divided by it
 	hfGemmaConfig
 }
 
@@ -130,7 +135,7 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	arch, ok := hfArchitectures[hc.Architectures[0]]
 	if !ok {
-		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, SmolLM3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
+		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
 	}
 	a := supported[arch]
 	if hc.HiddenAct != "" && hc.HiddenAct != "silu" && !a.gemma {
@@ -159,8 +164,12 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	if hc.NumAttentionHeads > 0 {
 		cfg.HeadDim = hc.HiddenSize / hc.NumAttentionHeads
 	}
-	if hc.HeadDim != nil {
+	if hc.HeadDim != nil && !a.granite { // llama.cpp's converter drops Granite's head_dim
 		cfg.HeadDim = *hc.HeadDim
+	}
+	if a.granite {
+		cfg.EmbedScale, cfg.AttnScale = hc.EmbeddingMultiplier, hc.AttentionMultiplier
+		cfg.ResidualScale, cfg.LogitScale = hc.ResidualMultiplier, hc.LogitsScaling
 	}
 	if hc.RMSNormEps != nil {
 		cfg.NormEps = *hc.RMSNormEps

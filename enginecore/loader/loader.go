@@ -62,15 +62,18 @@ type Model struct {
 // supported lists the architectures by GGUF name. gemma: Gemma 2's and
 // 3's scaled embeddings, GELU, post-norms and sliding-window layers
 // (kvReader.gemma). noRopeEvery: SmolLM3's NoPE layers, every fourth
-// (llama.cpp's n_no_rope_layer_step, which no key sets).
+// (llama.cpp's n_no_rope_layer_step, which no key sets). granite: IBM
+// Granite 3's embedding, attention, residual and logit scales
+// (kvReader.granite).
 var supported = map[string]struct {
-	neox, qkvBias, qkNorm, gemma bool
-	noRopeEvery                  int // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
+	neox, qkvBias, qkNorm, gemma, granite bool
+	noRopeEvery                           int // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
 }{
 	"llama":   {},
 	"qwen2":   {neox: true, qkvBias: true},
 	"qwen3":   {neox: true, qkNorm: true},
 	"smollm3": {noRopeEvery: 4},
+	"granite": {granite: true},
 	"gemma2":  {neox: true, gemma: true},
 	"gemma3":  {neox: true, qkNorm: true, gemma: true},
 }

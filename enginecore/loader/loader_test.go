@@ -54,6 +54,14 @@ var specs = []struct {
 			TiedEmbeddings: true, NoRopeLayers: []bool{false, false, false, true, false}},
 	},
 	{
+		name: "granite",
+		spec: testmodel.Spec{Arch: "granite", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 48, Tied: true, Seed: 15,
+			Granite: testmodel.GraniteScales{Embedding: 12, Attention: 0.0078125, Residual: 0.22, Logit: 8}},
+		want: model.Config{Arch: "granite", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, HeadDim: 8,
+			FFNDim: 48, RopeTheta: 10000, NormEps: 1e-5, MaxContextLen: 2048, BOSTokenID: 1, EOSTokenIDs: []int32{2},
+			TiedEmbeddings: true, EmbedScale: 12, AttnScale: 0.0078125, ResidualScale: 0.22, LogitScale: 8},
+	},
+	{
 		name: "gemma2",
 		spec: testmodel.Spec{Arch: "gemma2", VocabSize: 300, Dim: 16, NumLayers: 3, NumHeads: 2, NumKVHeads: 1, HeadDim: 32,
 			FFNDim: 32, Tied: true, Seed: 9, SlidingWindow: 12, AttnSoftcap: 20, FinalSoftcap: 10},
@@ -262,7 +270,7 @@ func TestGGUFRefused(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{"architecture", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("general.architecture", "mamba") })
-		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: gemma2, gemma3, llama, qwen2, qwen3, smollm3)`},
+		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: gemma2, gemma3, granite, llama, qwen2, qwen3, smollm3)`},
 		{"tensor type", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("blk.0.ffn_up.weight", 20) }) // IQ4_NL
 		}, loader.ErrUnsupported, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},

@@ -32,7 +32,8 @@ type Config struct {
 	QKVBias        bool // Q, K and V projections have biases (Qwen2)
 	QKNorm         bool // per-head RMSNorm of Q and K before RoPE (Qwen3)
 
-	// Gemma-style options; their zero values are Llama's behaviour.
+	// Gemma's, SmolLM3's and Granite's options; their zero values are
+	// Llama's behaviour.
 	EmbedScale     float64    // token embeddings are multiplied by it (Gemma: √Dim); 0: 1
 	FFNAct         Activation // the MLP's gate activation
 	PostNorms      bool       // each sublayer's output is RMS-normalized (Layer.PostAttnNorm, PostFFNNorm) before the residual add
@@ -43,6 +44,8 @@ type Config struct {
 	FinalSoftcap   float64    // logits become c·tanh(logits/c) when c > 0 (Gemma 2)
 	AttnSoftcap    float64    // attention scores become c·tanh(s/c) when c > 0, before the mask and softmax (Gemma 2)
 	NoRopeLayers   []bool     // [L] layers whose Q and K are not rotated (SmolLM3's NoPE layers); nil: all rotate
+	ResidualScale  float64    // each sublayer's output is multiplied by it before the residual add (Granite); 0: 1
+	LogitScale     float64    // logits are divided by it (Granite's logits_scaling); 0: 1
 }
 
 // Activation is the MLP's gate activation: out = act(gate)·up.
@@ -136,7 +139,8 @@ func (w *Weights) Validate(cfg Config) error {
 		return fmt.Errorf("%w: %d local-layer flags for %d layers", ErrShape, len(cfg.LocalLayers), cfg.NumLayers)
 	case cfg.NoRopeLayers != nil && len(cfg.NoRopeLayers) != cfg.NumLayers:
 		return fmt.Errorf("%w: %d no-RoPE flags for %d layers", ErrShape, len(cfg.NoRopeLayers), cfg.NumLayers)
-	case cfg.SlidingWindow < 0, cfg.EmbedScale < 0, cfg.AttnScale < 0, cfg.FinalSoftcap < 0, cfg.AttnSoftcap < 0, cfg.LocalRopeTheta < 0:
+	case cfg.SlidingWindow < 0, cfg.EmbedScale < 0, cfg.AttnScale < 0, cfg.FinalSoftcap < 0, cfg.AttnSoftcap < 0, cfg.LocalRopeTheta < 0,
+		cfg.ResidualScale < 0, cfg.LogitScale < 0:
 		return fmt.Errorf("%w: negative window, scale or softcap in %+v", ErrShape, cfg)
 	case cfg.FFNAct > ActGELUTanh:
 		return fmt.Errorf("%w: activation %v", ErrShape, cfg.FFNAct)

@@ -116,11 +116,13 @@ func New(cfg model.Config, w *model.Weights, opts Options) (*Backend, error) {
 
 // checkFamily refuses what the kernels do not compute: Gemma's scaled
 // embeddings, GELU, post-norms, query scale, sliding windows and
-// soft-caps, SmolLM3's layers without RoPE (the CPU backend has them).
+// soft-caps, SmolLM3's layers without RoPE, Granite's residual and logit
+// scales (the CPU backend has them).
 func checkFamily(cfg model.Config) error {
 	if cfg.EmbedScale != 0 || cfg.FFNAct != model.ActSiLU || cfg.PostNorms || cfg.AttnScale != 0 ||
-		cfg.SlidingWindow != 0 || cfg.FinalSoftcap != 0 || cfg.AttnSoftcap != 0 || cfg.NoRopeLayers != nil {
-		return fmt.Errorf("%w: architecture %q (Gemma's embedding scale, GELU, post-norms, sliding window or softcap, or SmolLM3's NoPE layers) runs on the CPU backend only", ErrUnsupported, cfg.Arch)
+		cfg.SlidingWindow != 0 || cfg.FinalSoftcap != 0 || cfg.AttnSoftcap != 0 || cfg.NoRopeLayers != nil ||
+		cfg.ResidualScale != 0 || cfg.LogitScale != 0 {
+		return fmt.Errorf("%w: architecture %q (Gemma's embedding scale, GELU, post-norms, sliding window or softcap, SmolLM3's NoPE layers, or Granite's scales) runs on the CPU backend only", ErrUnsupported, cfg.Arch)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ var hfArch = map[string]struct{ class, modelType string }{
 	"qwen2":   {"Qwen2ForCausalLM", "qwen2"},
 	"qwen3":   {"Qwen3ForCausalLM", "qwen3"},
 	"smollm3": {"SmolLM3ForCausalLM", "smollm3"},
+	"granite": {"GraniteForCausalLM", "granite"},
 	"gemma2":  {"Gemma2ForCausalLM", "gemma2"},
 	"gemma3":  {"Gemma3ForCausalLM", "gemma3_text"},
 }
@@ -53,7 +54,7 @@ func WriteHF(dir string, spec Spec) error {
 				values[i]-- // Gemma3RMSNorm multiplies by 1+w; GGUF stores 1+w
 			}
 		}
-		if s.Arch == "llama" || s.Arch == "smollm3" {
+		if s.Arch == "llama" || s.Arch == "smollm3" || s.Arch == "granite" {
 			switch {
 			case strings.HasSuffix(t.name, "attn_q.weight"):
 				values = toHFOrder(values, s.NumHeads, s.HeadDim, t.cols)
@@ -97,6 +98,11 @@ func WriteHF(dir string, spec Spec) error {
 		"eos_token_id":            eos,
 		"hidden_act":              "silu",
 		"torch_dtype":             map[string]string{"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+	}
+	if s.Arch == "granite" {
+		g := s.Granite
+		cfg["embedding_multiplier"], cfg["attention_multiplier"] = g.Embedding, g.Attention
+		cfg["residual_multiplier"], cfg["logits_scaling"] = g.Residual, g.Logit
 	}
 	if s.Arch == "smollm3" {
 		rope := make([]int, s.NumLayers) // SmolLM3-3B's config: every fourth layer 0

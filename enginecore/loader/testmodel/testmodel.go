@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "smollm3", "qwen2", "qwen3", "gemma2" or "gemma3"
+	Arch       string  // "llama", "smollm3", "granite", "qwen2", "qwen3", "gemma2" or "gemma3"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -42,6 +42,9 @@ type Spec struct {
 	FinalSoftcap   float64
 	AttnSoftcap    float64
 
+	// Granite's scales (granite only; written when positive).
+	Granite GraniteScales
+
 	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
 	// frequency divisors, llama3 RoPE scaling). GGUF only.
 	RopeFreqs []float32
@@ -61,6 +64,12 @@ type Spec struct {
 	// Tokenizer holds tokenizer.* metadata written as is (values of the
 	// types gguf.Writer accepts, e.g. from ReadTokenizer). nil: ByteVocab.
 	Tokenizer map[string]any
+}
+
+// GraniteScales are Granite's multipliers, as config.json names them;
+// zero ones are not written.
+type GraniteScales struct {
+	Embedding, Attention, Residual, Logit float64
 }
 
 // tensor is one generated weight.
@@ -89,8 +98,12 @@ func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
 	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || gemma
 	switch {
-	case s.Arch != "llama" && s.Arch != "smollm3" && !qwen:
-		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
+	case s.Arch != "llama" && s.Arch != "smollm3" && s.Arch != "granite" && !qwen:
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
+	case s.Arch != "granite" && s.Granite != (GraniteScales{}):
+		return s, fmt.Errorf("testmodel: Granite's scales on %s", s.Arch)
+	case s.Arch == "granite" && !(s.Granite.Logit > 0):
+		return s, errors.New("testmodel: granite needs Granite.Logit (llama.cpp requires logit_scale)")
 	case !gemma && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0 || s.FinalSoftcap != 0):
 		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's, not %s's", s.Arch)
 	case s.Arch != "gemma2" && s.AttnSoftcap != 0:
@@ -277,6 +290,10 @@ func WriteGGUF(path string, spec Spec) error {
 		{a + "rope.freq_base_swa", float32(s.LocalRopeTheta), s.LocalRopeTheta > 0},
 		{a + "final_logit_softcapping", float32(s.FinalSoftcap), s.FinalSoftcap > 0},
 		{a + "attn_logit_softcapping", float32(s.AttnSoftcap), s.AttnSoftcap > 0},
+		{a + "embedding_scale", float32(s.Granite.Embedding), s.Granite.Embedding > 0},
+		{a + "attention.scale", float32(s.Granite.Attention), s.Granite.Attention > 0},
+		{a + "residual_scale", float32(s.Granite.Residual), s.Granite.Residual > 0},
+		{a + "logit_scale", float32(s.Granite.Logit), s.Granite.Logit > 0},
 	} {
 		if kv.on {
 			kvs = append(kvs, struct {
