@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,14 +15,7 @@ import (
 // TANDEM_GEMMA3_MODEL.
 func gemma3Model(t *testing.T) string {
 	t.Helper()
-	path := os.Getenv("TANDEM_GEMMA3_MODEL")
-	if path == "" {
-		t.Skip("TANDEM_GEMMA3_MODEL is not set (make test sets it after make model-gemma3 fetches Gemma 3 270M)")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("Gemma 3 270M missing: %v (run make model-gemma3)", err)
-	}
-	return path
+	return envModel(t, "TANDEM_GEMMA3_MODEL", "Gemma 3 270M", "make model-gemma3")
 }
 
 // TestGemma3Serves serves the real Gemma 3 270M as the README says to

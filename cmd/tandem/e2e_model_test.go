@@ -15,12 +15,19 @@ import (
 // defaultModel is the GGUF `make model` fetches; make test sets TANDEM_MODEL.
 func defaultModel(t *testing.T) string {
 	t.Helper()
-	path := os.Getenv("TANDEM_MODEL")
+	return envModel(t, "TANDEM_MODEL", "SmolLM2-135M-Instruct", "make model")
+}
+
+// envModel is the model file $env names, or skips t saying how to get it
+// (what: the model's name; fetch: the make target).
+func envModel(t *testing.T, env, what, fetch string) string {
+	t.Helper()
+	path := os.Getenv(env)
 	if path == "" {
-		t.Skip("TANDEM_MODEL is not set (make test sets it after make model fetches SmolLM2-135M-Instruct)")
+		t.Skipf("%s is not set (make test sets it after %s fetches %s)", env, fetch, what)
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("default model missing: %v (run make model)", err)
+		t.Skipf("%s missing: %v (run %s)", what, err, fetch)
 	}
 	return path
 }

@@ -19,14 +19,18 @@ func chat(user string) string {
 }
 
 // defaultModel is TANDEM_MODEL, or skips t.
-func defaultModel(t *testing.T) string {
+func defaultModel(t *testing.T) string { return envModel(t, "TANDEM_MODEL", "make model") }
+
+// envModel is the model file $env names, or skips t saying how to get
+// it (fetch: the make target).
+func envModel(t *testing.T, env, fetch string) string {
 	t.Helper()
-	path := os.Getenv("TANDEM_MODEL")
+	path := os.Getenv(env)
 	if path == "" {
-		t.Skip("TANDEM_MODEL is unset (run `make model`, or `make test`, which sets it)")
+		t.Skipf("%s is unset (run `%s`, or `make test`, which sets it)", env, fetch)
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("TANDEM_MODEL: %v (run `make model`)", err)
+		t.Skipf("%s: %v (run `%s`)", env, err, fetch)
 	}
 	return path
 }

@@ -60,85 +60,19 @@ func TestGemmaModels(t *testing.T) {
 		{"gemma2 f32, softcaps", gemma2(3), 5e-3, 5e-3},
 		{"gemma2 f32, default attention softcap (50)", gemma2(0), 5e-3, 5e-3},
 	}
-	probe := make([]int32, rmVocab)
-	for i := range probe {
-		probe[i] = int32(i)
-	}
-	dir := t.TempDir()
-	prompts := randomPrompts(rmVocab, 3)
-	reqs := make([]oracleRequest, len(tests))
-	for i, tt := range tests {
-		reqs[i] = oracleRequest{Model: filepath.Join(dir, fmt.Sprintf("g%02d.gguf", i)), Prompts: prompts, TopK: 4, Probe: probe}
-		if err := testmodel.WriteGGUF(reqs[i].Model, tt.spec); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-	}
-	wait := startOracle(t, reqs...)
-	type logits struct{ decode, prefill [][][]float32 }
-	ours := make([]logits, len(tests))
-	for i, req := range reqs {
-		e := openEngine(t, req.Model, 80)
-		for _, p := range req.Prompts {
-			ours[i].decode = append(ours[i].decode, e.decodeAll(t, p))
-			ours[i].prefill = append(ours[i].prefill, e.prefillFrom(t, p, 0))
-		}
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := wait()
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var decode, prefill agreement
-			for j := range prompts {
-				decode.add("decode", 0, ours[i].decode[j], want[i].Prompts[j], probe, tt.tie)
-				prefill.add("prefill", 0, ours[i].prefill[j], want[i].Prompts[j], probe, tt.tie)
-			}
-			check(t, &decode, tt.bound)
-			check(t, &prefill, tt.bound)
-			t.Logf("max |Δ log-softmax| decode %.2g, prefill %.2g (bound %.2g); %d positions; near-ties flipped: %d+%d, widest margin %.2g",
-				decode.maxDelta, prefill.maxDelta, tt.bound, decode.positions, decode.nearTies, prefill.nearTies,
-				max(decode.widestTie, prefill.widestTie))
-		})
-	}
-
-	// Negative controls: the same weights, our side without the window
-	// (or with the global RoPE base on local layers), must miss llama.cpp's
-	// answers with them by far more than the bound (top-1 mostly survives:
-	// 1.1-1.7 nats move no argmax here).
-	for _, c := range []struct {
-		name         string
-		ours, oracle int
-	}{
-		{"control: no window vs window", 1, 0},
-		{"control: global rope base vs local base 500", 0, 2},
-		{"control: gemma2 attention softcap 50 vs 3", 6, 5},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var a agreement
-			for j := range prompts {
-				a.add("prefill", 0, ours[c.ours].prefill[j], want[c.oracle].Prompts[j], probe, tests[c.oracle].tie)
-			}
-			if a.maxDelta < 100*tests[c.oracle].bound {
-				t.Errorf("passes for the same: max |Δ| %.3g, %d top-1 mismatches", a.maxDelta, len(a.mismatches))
-			}
-			t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
-		})
-	}
+	r := runModels(t, tests, randomPrompts(rmVocab, 3))
+	r.checkAll(t)
+	// Negative controls: the same weights, our side without the window,
+	// with the global RoPE base on local layers, or Gemma 2's default
+	// softcap, must miss llama.cpp's answers with them by far more than
+	// the bound (top-1 mostly survives: 1.1-1.8 nats move few argmaxes).
+	r.control(t, "no window vs window", "f32 no window", "f32 window", false)
+	r.control(t, "global rope base vs local base 500", "f32 window", "f32 window, local rope base 500", false)
+	r.control(t, "gemma2 attention softcap 50 vs 3", "gemma2 f32, default attention softcap (50)", "gemma2 f32, softcaps", false)
 }
 
 // gemma3Model is TANDEM_GEMMA3_MODEL, or skips t.
-func gemma3Model(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("TANDEM_GEMMA3_MODEL")
-	if path == "" {
-		t.Skip("TANDEM_GEMMA3_MODEL is unset (run `make model-gemma3`, or `make test`, which sets it)")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("TANDEM_GEMMA3_MODEL: %v (run `make model-gemma3`)", err)
-	}
-	return path
-}
+func gemma3Model(t *testing.T) string { return envModel(t, "TANDEM_GEMMA3_MODEL", "make model-gemma3") }
 
 // longText is a few hundred words of prose, numbered so that no two
 // paragraphs are the same.

@@ -1,13 +1,9 @@
 package conformance
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
 	"github.com/tandem-llm/tandem/enginecore/model"
@@ -174,112 +170,15 @@ func TestRandomModels(t *testing.T) {
 			s.Arch, s.Granite = "granite", testmodel.GraniteScales{Logit: 8}
 		}), 1e-4, 1e-4},
 	}
-	probe := make([]int32, rmVocab) // the whole vocabulary
-	for i := range probe {
-		probe[i] = int32(i)
-	}
-
-	// All files first, then llama.cpp on all of them in the background
-	// while our engine computes its side.
-	start := time.Now()
-	dir := t.TempDir()
-	prompts := randomPrompts(rmVocab, 1)
-	reqs := make([]oracleRequest, len(tests))
-	for i, tt := range tests {
-		reqs[i] = oracleRequest{Model: filepath.Join(dir, fmt.Sprintf("m%02d.gguf", i)),
-			Prompts: prompts, TopK: 4, Probe: probe}
-		if err := testmodel.WriteGGUF(reqs[i].Model, tt.spec); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-	}
-	wait := startOracle(t, reqs...)
-	type logits struct{ decode, prefill [][][]float32 } // [prompt][position][V]
-	ours := make([]logits, len(tests))
-	for i, req := range reqs {
-		e := openEngine(t, req.Model, 80)
-		for _, p := range req.Prompts {
-			ours[i].decode = append(ours[i].decode, e.decodeAll(t, p))
-			ours[i].prefill = append(ours[i].prefill, e.prefillFrom(t, p, 0))
-		}
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tOurs := time.Since(start)
-	want := wait()
-	t.Logf("%d models: our engine %v, llama.cpp (in parallel) %v", len(tests), tOurs.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if want[i].Vocab != rmVocab {
-				t.Fatalf("oracle sees a vocabulary of %d, want %d", want[i].Vocab, rmVocab)
-			}
-			var decode, prefill agreement
-			for j := range reqs[i].Prompts {
-				decode.add("decode", 0, ours[i].decode[j], want[i].Prompts[j], probe, tt.tie)
-				prefill.add("prefill", 0, ours[i].prefill[j], want[i].Prompts[j], probe, tt.tie)
-			}
-			check(t, &decode, tt.bound)
-			check(t, &prefill, tt.bound)
-			t.Logf("max |Δ log-softmax| decode %.2g, prefill %.2g (bound %.2g); %d positions; near-ties flipped: %d+%d, widest margin %.2g",
-				decode.maxDelta, prefill.maxDelta, tt.bound, decode.positions, decode.nearTies, prefill.nearTies,
-				max(decode.widestTie, prefill.widestTie))
-		})
-	}
-
-	// Negative control: the same weights with another RoPE (llama3
-	// rope_freqs, θ 500000) against llama.cpp's f32 answers must fail.
-	t.Run("control: other rope vs f32", func(t *testing.T) {
-		f32, other := 0, slices.IndexFunc(tests, func(tt testCase) bool { return tt.spec.RopeFreqs != nil })
-		var a agreement
-		for j := range prompts {
-			a.add("prefill", 0, ours[other].prefill[j], want[f32].Prompts[j], probe, tests[f32].tie)
-		}
-		if a.maxDelta < 100*tests[f32].bound || len(a.mismatches) == 0 {
-			t.Errorf("a different RoPE passes for the same: max |Δ| %.3g, %d top-1 mismatches", a.maxDelta, len(a.mismatches))
-		}
-		t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
-	})
-	// Granite's scales left out (but the logit scale) against llama.cpp
-	// with them.
-	t.Run("control: granite without its scales", func(t *testing.T) {
-		byName := func(name string) int {
-			return slices.IndexFunc(tests, func(tt testCase) bool { return tt.name == name })
-		}
-		scaled, plain := byName("granite f32, scales"), byName("granite f32, logit scale only")
-		var a agreement
-		for j := range prompts {
-			a.add("prefill", 0, ours[plain].prefill[j], want[scaled].Prompts[j], probe, tests[scaled].tie)
-		}
-		if a.maxDelta < 100*tests[scaled].bound {
-			t.Errorf("Granite without its scales passes: max |Δ| %.3g", a.maxDelta)
-		}
-		t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
-	})
-	// And the same 4-layer weights rotated in every layer against
-	// llama.cpp's SmolLM3, whose layer 3 takes no RoPE.
-	t.Run("control: RoPE in every layer vs smollm3", func(t *testing.T) {
-		byName := func(name string) int {
-			return slices.IndexFunc(tests, func(tt testCase) bool { return tt.name == name })
-		}
-		nope, all := byName("smollm3 f32, layer 3 NoPE"), byName("llama f32, 4 layers")
-		var a agreement
-		for j := range prompts {
-			a.add("prefill", 0, ours[all].prefill[j], want[nope].Prompts[j], probe, tests[nope].tie)
-		}
-		if a.maxDelta < 100*tests[nope].bound {
-			t.Errorf("RoPE in every layer passes for SmolLM3: max |Δ| %.3g, %d top-1 mismatches", a.maxDelta, len(a.mismatches))
-		}
-		t.Logf("max |Δ| %.3g, %d of %d top-1 differ", a.maxDelta, len(a.mismatches), a.positions)
-	})
-}
-
-// testCase is one random model of TestRandomModels.
-type testCase struct {
-	name  string
-	spec  testmodel.Spec
-	bound float64 // max |Δ log-softmax|, nats
-	tie   float64 // oracle top-2 margin under which top-1 may differ, nats
+	r := runModels(t, tests, randomPrompts(rmVocab, 1))
+	r.checkAll(t)
+	// Negative controls: the same weights with another RoPE (llama3
+	// rope_freqs, θ 500000), Granite without its scales (but the logit
+	// scale), and SmolLM3's 4 layers rotated in every one, against
+	// llama.cpp's answers with them, must fail.
+	r.control(t, "other rope vs f32", "f32 llama3 rope_freqs", "f32", true)
+	r.control(t, "granite without its scales", "granite f32, logit scale only", "granite f32, scales", false)
+	r.control(t, "RoPE in every layer vs smollm3", "llama f32, 4 layers", "smollm3 f32, layer 3 NoPE", false)
 }
 
 // check fails t on a top-1 mismatch or a Δ above bound.
