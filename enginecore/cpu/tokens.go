@@ -80,14 +80,7 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			}
 			b.writeKV(l, int(step.SlotMapping[t]), kt, vt)
 		case stageFFNNorm:
-			out := b.xb2[t*dim : (t+1)*dim]
-			if c.PostNorms {
-				rmsnorm(out, out, w.PostAttnNorm, b.eps)
-			}
-			if c.ResidualScale > 0 {
-				scaleVec(out, float32(c.ResidualScale))
-			}
-			add(x, out)
+			b.residual(x, b.xb2[t*dim:(t+1)*dim], w.PostAttnNorm)
 			rmsnorm(xb, x, w.FFNNorm, b.eps)
 		case stageGate:
 			if c.FFNAct == model.ActGELUTanh {
@@ -96,14 +89,21 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 				kernels.SiLUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
 			}
 		case stageAdd:
-			out := b.xb2[t*dim : (t+1)*dim]
-			if c.PostNorms {
-				rmsnorm(out, out, w.PostFFNNorm, b.eps)
-			}
-			if c.ResidualScale > 0 {
-				scaleVec(out, float32(c.ResidualScale))
-			}
-			add(x, out)
+			b.residual(x, b.xb2[t*dim:(t+1)*dim], w.PostFFNNorm)
 		}
 	}
+}
+
+// residual adds a sublayer's output out ([Dim], overwritten) to the
+// residual stream x: after the post-norm of gain g and the residual
+// scale, where the model has them.
+func (b *Backend) residual(x, out, g []float32) {
+	c := &b.cfg
+	if c.PostNorms {
+		rmsnorm(out, out, g, b.eps)
+	}
+	if c.ResidualScale > 0 {
+		scaleVec(out, float32(c.ResidualScale))
+	}
+	add(x, out)
 }

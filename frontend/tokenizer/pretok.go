@@ -286,16 +286,22 @@ func newRegexSplitter(pattern string) (*regexSplitter, error) {
 	return &regexSplitter{re: re}, nil
 }
 
-func (r *regexSplitter) split(dst []string, s string, _ bool) []string {
-	runes := []rune(s)
-	// off[k] is the byte offset of runes[k]; invalid bytes are one rune each.
-	off := make([]int, 0, len(runes)+1)
+// runeOffsets returns s's runes for regexp2 and off, off[k] the byte
+// offset of runes[k] (and off[len(runes)] = len(s)); invalid bytes are
+// one rune each.
+func runeOffsets(s string) (runes []rune, off []int) {
+	runes = []rune(s)
+	off = make([]int, 0, len(runes)+1)
 	for i := 0; i < len(s); {
 		_, w := utf8.DecodeRuneInString(s[i:])
 		off = append(off, i)
 		i += w
 	}
-	off = append(off, len(s))
+	return runes, append(off, len(s))
+}
+
+func (r *regexSplitter) split(dst []string, s string, _ bool) []string {
+	runes, off := runeOffsets(s)
 	start := 0
 	m, err := r.re.FindRunesMatch(runes)
 	for err == nil && m != nil {

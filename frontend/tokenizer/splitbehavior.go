@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 )
@@ -102,14 +101,7 @@ func (sp *behaviorSplitter) split(dst []string, s string, _ bool) []string {
 // pieces cuts s into the pattern's non-empty matches and the spans
 // between them, in order, marking matches (or, inverted, the spans).
 func (sp *behaviorSplitter) pieces(s string) []piece {
-	runes := []rune(s)
-	off := make([]int, 0, len(runes)+1) // off[k]: byte offset of runes[k]
-	for i := 0; i < len(s); {
-		_, w := utf8.DecodeRuneInString(s[i:])
-		off = append(off, i)
-		i += w
-	}
-	off = append(off, len(s))
+	runes, off := runeOffsets(s)
 	var out []piece
 	start := 0
 	m, err := sp.re.FindRunesMatch(runes)
