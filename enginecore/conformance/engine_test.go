@@ -19,7 +19,7 @@ const kvBlockSize = 16
 // engine is our side: a model file loaded as the server loads it, on the
 // CPU backend with one thread.
 type engine struct {
-	m     *loader.Model
+	m     *loader.Served
 	be    *cpu.Backend
 	cfg   model.Config
 	vocab int // V
@@ -27,22 +27,18 @@ type engine struct {
 	table []int32
 }
 
-// openEngine loads path (loader.Load → model.FromTensors → cpu.New) with
-// a KV cache of maxLen positions. Close releases it.
+// openEngine loads path as the engine serves it with a context of maxLen
+// positions (loader.Open → cpu.New), with a KV cache of maxLen
+// positions. Close releases it.
 func openEngine(t *testing.T, path string, maxLen int) *engine {
 	t.Helper()
-	m, err := loader.Load(path)
+	m, err := loader.Open(path, maxLen)
 	if err != nil {
 		t.Fatalf("load %s: %v", path, err)
 	}
-	w, err := model.FromTensors(m.Config, m.Tensors)
+	be, err := cpu.New(m.Config, m.Weights, 1)
 	if err != nil {
-		m.Close()
-		t.Fatalf("weights of %s: %v", path, err)
-	}
-	be, err := cpu.New(m.Config, w, 1)
-	if err != nil {
-		m.Close()
+		m.Release()
 		t.Fatalf("backend for %s: %v", path, err)
 	}
 	e := &engine{m: m, be: be, cfg: m.Config, vocab: be.Model().VocabSize}
@@ -60,7 +56,7 @@ func openEngine(t *testing.T, path string, maxLen int) *engine {
 
 // Close stops the backend and unmaps the file.
 func (e *engine) Close() error {
-	return errors.Join(e.be.Close(), e.m.Close())
+	return errors.Join(e.be.Close(), e.m.Release())
 }
 
 // seq is the Seq of one sequence whose tokens [start, start+n) sit at

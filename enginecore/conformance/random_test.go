@@ -169,6 +169,19 @@ func TestRandomModels(t *testing.T) {
 		{"granite f32, logit scale only", with(func(s *testmodel.Spec) {
 			s.Arch, s.Granite = "granite", testmodel.GraniteScales{Logit: 8}
 		}), 1e-4, 1e-4},
+		{"phi3 f32, fused", with(func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads = "phi3", 8, 2 }), 1e-4, 1e-4},
+		{"phi3 q8_0, fused", with(func(s *testmodel.Spec) { s.Arch, s.MatrixType = "phi3", model.Q8_0 }), 0.4, 0.4},
+		// LongRoPE: both engines serve contexts of 80-ish positions, over
+		// an original context of 4096 (short factors) or 64 (long ones).
+		{"phi3 f32, LongRoPE short", with(func(s *testmodel.Spec) {
+			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(1.5), Long: phi3Factors(8), OrigContextLen: 4096, AttnFactor: 1.19}
+		}), 1e-4, 1e-4},
+		{"phi3 f32, LongRoPE long", with(func(s *testmodel.Spec) {
+			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(1.5), Long: phi3Factors(8), OrigContextLen: 64, AttnFactor: 1.19}
+		}), 1e-4, 1e-4},
+		{"phi3 f32, LongRoPE long, no attn_factor", with(func(s *testmodel.Spec) {
+			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(1.5), Long: phi3Factors(8), OrigContextLen: 64}
+		}), 1e-4, 1e-4},
 	}
 	r := runModels(t, tests, randomPrompts(rmVocab, 1))
 	r.checkAll(t)
@@ -179,6 +192,8 @@ func TestRandomModels(t *testing.T) {
 	r.control(t, "other rope vs f32", "f32 llama3 rope_freqs", "f32", true)
 	r.control(t, "granite without its scales", "granite f32, logit scale only", "granite f32, scales", false)
 	r.control(t, "RoPE in every layer vs smollm3", "llama f32, 4 layers", "smollm3 f32, layer 3 NoPE", false)
+	r.control(t, "phi3 without its attn_factor", "phi3 f32, LongRoPE long, no attn_factor", "phi3 f32, LongRoPE long", false)
+	r.control(t, "phi3 short factors vs long", "phi3 f32, LongRoPE short", "phi3 f32, LongRoPE long", false)
 }
 
 // check fails t on a top-1 mismatch or a Δ above bound.
@@ -193,4 +208,14 @@ func check(t *testing.T, a *agreement, bound float64) {
 	if a.positions == 0 || a.pairs == 0 {
 		t.Error("nothing compared")
 	}
+}
+
+// phi3Factors are LongRoPE divisors of the RoPE frequencies ([D/2]),
+// rising from 1 to top, as Phi-3's short (near 1) and long factors do.
+func phi3Factors(top float32) []float32 {
+	f := make([]float32, rmDim/4/2) // head dim 64 at 4 heads
+	for i := range f {
+		f[i] = 1 + (top-1)*float32(i)/float32(len(f)-1) + 0.05*float32(i%3)
+	}
+	return f
 }

@@ -117,6 +117,11 @@ func TestMatchesReference(t *testing.T) {
 			c.RopeScaling = model.RopeScaling{Type: "linear", Factor: 4}
 		}), 20, 0},
 		{"rope_freqs tensor", ropeFreqsModel, 20, 0},
+		{"rope attn_factor (phi3 LongRoPE)", func() (model.Config, *model.Weights) {
+			cfg, w := ropeFreqsModel()
+			cfg.RopeNeox, cfg.RopeAttnFactor = true, 1.19
+			return cfg, w
+		}, 20, 0},
 		{"qwen2 qkv bias", randomModel(f32, func(c *model.Config) { c.QKVBias, c.RopeNeox = true, true }), 9, 0},
 		{"qwen3 qk norm", randomModel(f32, func(c *model.Config) { c.QKNorm, c.RopeNeox = true, true }), 9, 0},
 		{"gemma3 window 5", randomModel(f32, gemma3(5, 0)), 20, 0},

@@ -35,6 +35,10 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 
 	c := &b.cfg
 	dim, half := c.Dim, len(b.freq)
+	mscale := 1.0 // RoPE's attn_factor: cosines and sines scaled by it
+	if c.RopeAttnFactor > 0 {
+		mscale = c.RopeAttnFactor
+	}
 	for t, id := range step.TokenIDs {
 		x := b.x[t*dim : (t+1)*dim]
 		if err := b.w.TokenEmbed.DequantizeRow(int(id), x); err != nil {
@@ -46,11 +50,11 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		pos := float64(step.Positions[t])
 		for i, f := range b.freq {
 			s, co := math.Sincos(pos * f)
-			b.cos[t*half+i], b.sin[t*half+i] = float32(co), float32(s)
+			b.cos[t*half+i], b.sin[t*half+i] = float32(co*mscale), float32(s*mscale)
 		}
 		for i, f := range b.freqL {
 			s, co := math.Sincos(pos * f)
-			b.cosL[t*half+i], b.sinL[t*half+i] = float32(co), float32(s)
+			b.cosL[t*half+i], b.sinL[t*half+i] = float32(co*mscale), float32(s*mscale)
 		}
 	}
 	for l := range c.NumLayers {

@@ -123,8 +123,12 @@ func (r *refModel) rope(x []float64, pos, l int) {
 				a, b = i, i+d/2
 			}
 			x0, x1 := head[a], head[b]
-			head[a] = x0*math.Cos(theta) - x1*math.Sin(theta)
-			head[b] = x0*math.Sin(theta) + x1*math.Cos(theta)
+			m := 1.0
+			if r.cfg.RopeAttnFactor > 0 {
+				m = r.cfg.RopeAttnFactor
+			}
+			head[a] = m * (x0*math.Cos(theta) - x1*math.Sin(theta))
+			head[b] = m * (x0*math.Sin(theta) + x1*math.Cos(theta))
 		}
 		return head
 	})

@@ -48,6 +48,13 @@ func loadGGUF(path string) (m *Model, err error) {
 	if _, ok := tensors["blk.0.attn_q.bias"]; ok && cfg.Arch == "llama" {
 		cfg.QKVBias = true // llama.cpp's llama arch takes optional Q/K/V biases
 	}
+	var longRope *model.Tensor
+	if cfg.Arch == "phi3" {
+		if err := splitFused(&cfg, tensors); err != nil {
+			return nil, err
+		}
+		longRope = ropeFactors(tensors)
+	}
 	if err := finishConfig(&cfg, tensors); err != nil {
 		return nil, err
 	}
@@ -58,7 +65,14 @@ func loadGGUF(path string) (m *Model, err error) {
 		return nil, err
 	}
 	vocab, _ := f.Metadata.Vocab() // nil for a tokenizer it does not read: structured outputs are then unavailable
-	return &Model{Config: cfg, Tensors: tensors, Source: path, Close: f.Close, Vocab: vocab}, nil
+	orig := cfg.MaxContextLen
+	if u, ok := f.Uint(cfg.Arch + ".rope.scaling.original_context_length"); ok && u > 0 && u <= math.MaxInt32 {
+		orig = int(u)
+	}
+	if longRope != nil && !shapeIs(longRope.Shape, []int{cfg.HeadDim / 2}) {
+		return nil, invalid("tensor %q has shape %v, want [%d]", "rope_factors_long.weight", longRope.Shape, cfg.HeadDim/2)
+	}
+	return &Model{Config: cfg, Tensors: tensors, Source: path, Close: f.Close, Vocab: vocab, LongRope: longRope, OrigContextLen: orig}, nil
 }
 
 // ggufConfig reads the hyper-parameters of a supported architecture.
@@ -100,6 +114,9 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 		r.gemma(&cfg)
 	}
 	cfg.NoRopeLayers = noRopeEvery(cfg.NumLayers, a.noRopeEvery)
+	if _, ok := md.KV(r.prefix + "rope.scaling.attn_factor"); ok && a.phi3 {
+		cfg.RopeAttnFactor = r.float("rope.scaling.attn_factor", 1)
+	}
 	if a.granite {
 		r.granite(&cfg)
 	}

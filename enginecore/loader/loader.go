@@ -57,6 +57,12 @@ type Model struct {
 	// a Hugging Face directory's tokenizer.json (hfvocab.go); nil for a
 	// tokenizer neither reads.
 	Vocab *gguf.Vocab
+
+	// LongRope is Phi-3's long LongRoPE factors ([D/2]), which Open puts
+	// in rope_freqs.weight's place when the context it serves exceeds
+	// OrigContextLen (Tensors holds the short ones); nil without them.
+	LongRope       *model.Tensor
+	OrigContextLen int
 }
 
 // supported lists the architectures by GGUF name. gemma: Gemma 2's and
@@ -64,16 +70,17 @@ type Model struct {
 // (kvReader.gemma). noRopeEvery: SmolLM3's NoPE layers, every fourth
 // (llama.cpp's n_no_rope_layer_step, which no key sets). granite: IBM
 // Granite 3's embedding, attention, residual and logit scales
-// (kvReader.granite).
+// (kvReader.granite). phi3: fused matrices and LongRoPE (phi3.go).
 var supported = map[string]struct {
-	neox, qkvBias, qkNorm, gemma, granite bool
-	noRopeEvery                           int // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
+	neox, qkvBias, qkNorm, gemma, granite, phi3 bool
+	noRopeEvery                                 int // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
 }{
 	"llama":   {},
 	"qwen2":   {neox: true, qkvBias: true},
 	"qwen3":   {neox: true, qkNorm: true},
 	"smollm3": {noRopeEvery: 4},
 	"granite": {granite: true},
+	"phi3":    {neox: true, phi3: true},
 	"gemma2":  {neox: true, gemma: true},
 	"gemma3":  {neox: true, qkNorm: true, gemma: true},
 }
@@ -281,6 +288,9 @@ func Open(name string, maxContextLen int) (*Served, error) {
 	m, err := Load(name)
 	if err != nil {
 		return nil, err
+	}
+	if served := min(maxContextLen, m.Config.MaxContextLen); m.LongRope != nil && maxContextLen > 0 && served > m.OrigContextLen {
+		m.Tensors["rope_freqs.weight"] = m.LongRope // as llama.cpp picks them: by the context served
 	}
 	w, err := model.FromTensors(m.Config, m.Tensors)
 	if err != nil {

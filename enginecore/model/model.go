@@ -46,6 +46,7 @@ type Config struct {
 	NoRopeLayers   []bool     // [L] layers whose Q and K are not rotated (SmolLM3's NoPE layers); nil: all rotate
 	ResidualScale  float64    // each sublayer's output is multiplied by it before the residual add (Granite); 0: 1
 	LogitScale     float64    // logits are divided by it (Granite's logits_scaling); 0: 1
+	RopeAttnFactor float64    // RoPE's cosines and sines are multiplied by it (Phi-3's LongRoPE attn_factor), so Q·K by its square; 0: 1
 }
 
 // Activation is the MLP's gate activation: out = act(gate)·up.
@@ -140,7 +141,7 @@ func (w *Weights) Validate(cfg Config) error {
 	case cfg.NoRopeLayers != nil && len(cfg.NoRopeLayers) != cfg.NumLayers:
 		return fmt.Errorf("%w: %d no-RoPE flags for %d layers", ErrShape, len(cfg.NoRopeLayers), cfg.NumLayers)
 	case cfg.SlidingWindow < 0, cfg.EmbedScale < 0, cfg.AttnScale < 0, cfg.FinalSoftcap < 0, cfg.AttnSoftcap < 0, cfg.LocalRopeTheta < 0,
-		cfg.ResidualScale < 0, cfg.LogitScale < 0:
+		cfg.ResidualScale < 0, cfg.LogitScale < 0, cfg.RopeAttnFactor < 0:
 		return fmt.Errorf("%w: negative window, scale or softcap in %+v", ErrShape, cfg)
 	case cfg.FFNAct > ActGELUTanh:
 		return fmt.Errorf("%w: activation %v", ErrShape, cfg.FFNAct)

@@ -121,8 +121,8 @@ func New(cfg model.Config, w *model.Weights, opts Options) (*Backend, error) {
 func checkFamily(cfg model.Config) error {
 	if cfg.EmbedScale != 0 || cfg.FFNAct != model.ActSiLU || cfg.PostNorms || cfg.AttnScale != 0 ||
 		cfg.SlidingWindow != 0 || cfg.FinalSoftcap != 0 || cfg.AttnSoftcap != 0 || cfg.NoRopeLayers != nil ||
-		cfg.ResidualScale != 0 || cfg.LogitScale != 0 {
-		return fmt.Errorf("%w: architecture %q (Gemma's embedding scale, GELU, post-norms, sliding window or softcap, SmolLM3's NoPE layers, or Granite's scales) runs on the CPU backend only", ErrUnsupported, cfg.Arch)
+		cfg.ResidualScale != 0 || cfg.LogitScale != 0 || cfg.RopeAttnFactor != 0 {
+		return fmt.Errorf("%w: architecture %q (Gemma's embedding scale, GELU, post-norms, sliding window or softcap, SmolLM3's NoPE layers, Granite's scales, or Phi-3's RoPE attn_factor) runs on the CPU backend only", ErrUnsupported, cfg.Arch)
 	}
 	return nil
 }

@@ -36,6 +36,9 @@ func WriteHF(dir string, spec Spec) error {
 	if s.RopeFreqs != nil {
 		return fmt.Errorf("testmodel: RopeFreqs is GGUF only")
 	}
+	if s.Arch == "phi3" {
+		return fmt.Errorf("testmodel: phi3 is GGUF only")
+	}
 	w := safetensors.NewWriter()
 	w.Metadata = map[string]string{"format": "pt"}
 	dtype := "F32"

@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "smollm3", "granite", "qwen2", "qwen3", "gemma2" or "gemma3"
+	Arch       string  // "llama", "smollm3", "granite", "phi3", "qwen2", "qwen3", "gemma2" or "gemma3"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -45,6 +45,10 @@ type Spec struct {
 	// Granite's scales (granite only; written when positive).
 	Granite GraniteScales
 
+	// Phi3 is Phi-3's LongRoPE (phi3 only, whose attn_qkv and ffn_up are
+	// written fused, as its files have them).
+	Phi3 LongRope
+
 	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
 	// frequency divisors, llama3 RoPE scaling). GGUF only.
 	RopeFreqs []float32
@@ -64,6 +68,16 @@ type Spec struct {
 	// Tokenizer holds tokenizer.* metadata written as is (values of the
 	// types gguf.Writer accepts, e.g. from ReadTokenizer). nil: ByteVocab.
 	Tokenizer map[string]any
+}
+
+// LongRope is Phi-3's 128k RoPE: rope_factors_short.weight and
+// rope_factors_long.weight ([D/2] each; nil: none),
+// rope.scaling.original_context_length (OrigContextLen, written when
+// positive) and rope.scaling.attn_factor (when positive).
+type LongRope struct {
+	Short, Long    []float32
+	OrigContextLen int
+	AttnFactor     float64
 }
 
 // GraniteScales are Granite's multipliers, as config.json names them;
@@ -98,8 +112,12 @@ func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
 	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || gemma
 	switch {
-	case s.Arch != "llama" && s.Arch != "smollm3" && s.Arch != "granite" && !qwen:
-		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
+	case s.Arch != "llama" && s.Arch != "smollm3" && s.Arch != "granite" && s.Arch != "phi3" && !qwen:
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, phi3, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
+	case s.Arch != "phi3" && (s.Phi3.Short != nil || s.Phi3.AttnFactor != 0):
+		return s, fmt.Errorf("testmodel: LongRoPE on %s", s.Arch)
+	case len(s.Phi3.Short) != len(s.Phi3.Long):
+		return s, errors.New("testmodel: LongRoPE needs short and long factors alike")
 	case s.Arch != "granite" && s.Granite != (GraniteScales{}):
 		return s, fmt.Errorf("testmodel: Granite's scales on %s", s.Arch)
 	case s.Arch == "granite" && !(s.Granite.Logit > 0):
@@ -164,11 +182,15 @@ func (s Spec) generate() []tensor {
 	for i := range s.NumLayers {
 		p := fmt.Sprintf("blk.%d.", i)
 		in := 1 / math.Sqrt(float64(d))
-		ts = append(ts,
-			vector(p+"attn_norm.weight", d, 1, 0.02),
-			matrix(p+"attn_q.weight", qd, d, in),
-			matrix(p+"attn_k.weight", kvd, d, in),
-			matrix(p+"attn_v.weight", kvd, d, in))
+		ts = append(ts, vector(p+"attn_norm.weight", d, 1, 0.02))
+		if s.Arch == "phi3" { // fused, Q then K then V
+			ts = append(ts, matrix(p+"attn_qkv.weight", qd+2*kvd, d, in))
+		} else {
+			ts = append(ts,
+				matrix(p+"attn_q.weight", qd, d, in),
+				matrix(p+"attn_k.weight", kvd, d, in),
+				matrix(p+"attn_v.weight", kvd, d, in))
+		}
 		if s.Arch == "qwen2" {
 			ts = append(ts,
 				vector(p+"attn_q.bias", qd, 0, 0.1),
@@ -182,10 +204,15 @@ func (s Spec) generate() []tensor {
 		}
 		ts = append(ts,
 			matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd))),
-			vector(p+"ffn_norm.weight", d, 1, 0.02),
-			matrix(p+"ffn_gate.weight", s.FFNDim, d, in),
-			matrix(p+"ffn_up.weight", s.FFNDim, d, in),
-			matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
+			vector(p+"ffn_norm.weight", d, 1, 0.02))
+		if s.Arch == "phi3" { // fused, gate then up
+			ts = append(ts, matrix(p+"ffn_up.weight", 2*s.FFNDim, d, in))
+		} else {
+			ts = append(ts,
+				matrix(p+"ffn_gate.weight", s.FFNDim, d, in),
+				matrix(p+"ffn_up.weight", s.FFNDim, d, in))
+		}
+		ts = append(ts, matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
 		if s.Arch == "gemma2" || s.Arch == "gemma3" {
 			ts = append(ts,
 				vector(p+"post_attention_norm.weight", d, 1, 0.02),
@@ -265,7 +292,10 @@ func WriteGGUF(path string, spec Spec) error {
 		v   any
 	}{
 		{"general.architecture", s.Arch},
-		{"general.name", "tandem-testmodel-" + s.Arch},
+		// Not the architecture's name: llama.cpp sets Phi-3's token
+		// attributes on "</s>" and "<|endoftext|>" when general.name
+		// contains "phi3", and a byte vocabulary has neither.
+		{"general.name", "tandem-testmodel"},
 		{gguf.KeyAlignment, uint32(gguf.DefaultAlignment)},
 		{a + "context_length", uint32(s.ContextLen)},
 		{a + "embedding_length", uint32(s.Dim)},
@@ -294,6 +324,8 @@ func WriteGGUF(path string, spec Spec) error {
 		{a + "attention.scale", float32(s.Granite.Attention), s.Granite.Attention > 0},
 		{a + "residual_scale", float32(s.Granite.Residual), s.Granite.Residual > 0},
 		{a + "logit_scale", float32(s.Granite.Logit), s.Granite.Logit > 0},
+		{a + "rope.scaling.original_context_length", uint32(s.Phi3.OrigContextLen), s.Phi3.OrigContextLen > 0},
+		{a + "rope.scaling.attn_factor", float32(s.Phi3.AttnFactor), s.Phi3.AttnFactor > 0},
 	} {
 		if kv.on {
 			kvs = append(kvs, struct {
@@ -320,6 +352,10 @@ func WriteGGUF(path string, spec Spec) error {
 	ts := s.generate()
 	if s.RopeFreqs != nil {
 		ts = append(ts, tensor{"rope_freqs.weight", len(s.RopeFreqs), 0, func() []float32 { return s.RopeFreqs }})
+	}
+	if s.Phi3.Short != nil {
+		ts = append(ts, tensor{"rope_factors_long.weight", len(s.Phi3.Long), 0, func() []float32 { return s.Phi3.Long }},
+			tensor{"rope_factors_short.weight", len(s.Phi3.Short), 0, func() []float32 { return s.Phi3.Short }})
 	}
 	for _, t := range ts {
 		typ := s.typeOf(t)

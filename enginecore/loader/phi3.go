@@ -1,0 +1,97 @@
+package loader
+
+import (
+	"strconv"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// Phi-3 (GGUF phi3: Phi-3 and Phi-3.5 mini and medium, Phi-4) is Llama
+// with NEOX RoPE, two fused matrices and, in its 128k versions,
+// LongRoPE. llama.cpp's phi3 model reads them so:
+//
+//   - blk.N.attn_qkv.weight: rows [0, H·D) are Q, the next Hkv·D K, the
+//     last Hkv·D V (or separate attn_q, attn_k, attn_v);
+//   - blk.N.ffn_up.weight: 2F rows, the first F the gate (ggml's swiglu:
+//     silu of the first half times the second), the last F the up
+//     projection;
+//   - rope_factors_short.weight and rope_factors_long.weight: divisors of
+//     the RoPE frequencies, short ones when the context served is at most
+//     rope.scaling.original_context_length, long ones beyond; and
+//     rope.scaling.attn_factor scales RoPE's cosines and sines.
+//
+// The attention.sliding_window some files carry is ignored, as llama.cpp
+// does (its Phi-3 SWA is disabled).
+
+// splitFused replaces Phi-3's fused attn_qkv and ffn_up by the separate
+// tensors the rest of the engine reads: slices of the same bytes, whole
+// rows each.
+func splitFused(cfg *model.Config, tensors map[string]*model.Tensor) error {
+	qd, kvd, f := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim, cfg.FFNDim
+	for l := range cfg.NumLayers {
+		p := "blk." + strconv.Itoa(l) + "."
+		if qkv, ok := tensors[p+"attn_qkv.weight"]; ok {
+			parts, err := splitRows(qkv, []string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qd, kvd, kvd})
+			if err != nil {
+				return err
+			}
+			delete(tensors, p+"attn_qkv.weight")
+			for _, t := range parts {
+				tensors[t.Name] = t
+			}
+		}
+		if _, separate := tensors[p+"ffn_gate.weight"]; separate {
+			continue
+		}
+		up, ok := tensors[p+"ffn_up.weight"]
+		if !ok {
+			continue // checkTensors says it is missing
+		}
+		parts, err := splitRows(up, []string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{f, f})
+		if err != nil {
+			return err
+		}
+		for _, t := range parts {
+			tensors[t.Name] = t
+		}
+	}
+	return nil
+}
+
+// splitRows cuts t ([in, Σ rows] in ggml order) into tensors of rows[i]
+// rows each, named names[i], sharing t's bytes.
+func splitRows(t *model.Tensor, names []string, rows []int) ([]*model.Tensor, error) {
+	total := 0
+	for _, n := range rows {
+		total += n
+	}
+	if len(t.Shape) < 2 || t.Rows() != total || !t.Type.Supported() || t.Shape[0]%t.Type.BlockSize() != 0 {
+		return nil, invalid("fused tensor %q (%v %v) is not %v rows of a supported type", t.Name, typeName(t.Type), t.Shape, rows)
+	}
+	rb := t.Type.RowBytes(t.Shape[0])
+	if len(t.Data) != rb*total {
+		return nil, invalid("fused tensor %q has %d bytes of data, want %d", t.Name, len(t.Data), rb*total)
+	}
+	out := make([]*model.Tensor, len(rows))
+	r0 := 0
+	for i, n := range rows {
+		out[i] = &model.Tensor{Name: names[i], Type: t.Type, Shape: []int{t.Shape[0], n}, Data: t.Data[r0*rb : (r0+n)*rb : (r0+n)*rb]}
+		r0 += n
+	}
+	return out, nil
+}
+
+// ropeFactors makes Phi-3's short LongRoPE factors the rope_freqs.weight
+// the engine reads and returns the long ones, for Open to put in their
+// place when the served context exceeds the original one; nil without
+// them.
+func ropeFactors(tensors map[string]*model.Tensor) (long *model.Tensor) {
+	short, ok := tensors["rope_factors_short.weight"]
+	long = tensors["rope_factors_long.weight"]
+	delete(tensors, "rope_factors_short.weight")
+	delete(tensors, "rope_factors_long.weight")
+	if ok {
+		tensors["rope_freqs.weight"] = short
+	}
+	return long
+}
