@@ -56,7 +56,11 @@ const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
 const FLT_MIN = 1.1754943508222875e-38;
 const logp = (p) => (p >= FLT_MIN ? Math.log(p) : null);
 
-const input = JSON.parse(fs.readFileSync(0, "utf8"));
+// stdin read as a stream: readFileSync(0) throws EAGAIN when the pipe is
+// non-blocking and the request has not all arrived yet (large requests).
+const chunks = [];
+for await (const chunk of process.stdin) chunks.push(chunk);
+const input = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 const llama = await getLlama({
     gpu: false, build: "never", skipDownload: true, usePrebuiltBinaries: true,
     maxThreads: 1, logLevel: LlamaLogLevel.error, progressLogs: false,
