@@ -22,6 +22,7 @@ var hfArchitectures = map[string]string{
 	"Qwen3ForCausalLM":   "qwen3",
 	"SmolLM3ForCausalLM": "smollm3",
 	"GraniteForCausalLM": "granite",
+	"Phi3ForCausalLM":    "phi3",
 	"Gemma2ForCausalLM":  "gemma2",
 	"Gemma3ForCausalLM":  "gemma3",
 }
@@ -48,24 +49,29 @@ type hfConfig struct {
 	AttentionBias         bool            `json:"attention_bias"`
 	HiddenAct             string          `json:"hidden_act"`
 	SlidingWindow         *int            `json:"sliding_window"`
-	UseSlidingWindow      *bool           `json:"use_sliding_window"`     // Qwen2/3: sliding_window applies only when true
-	NoRopeLayers          []int           `json:"no_rope_layers"`         // SmolLM3: per layer, 1 rotates, 0 does not
-	NoRopeLayerInterval   *int            `json:"no_rope_layer_interval"` // SmolLM3: without the list, every n-th layer does not
-	EmbeddingMultiplier   float64         `json:"embedding_multiplier"`   // Granite
-	AttentionMultiplier   float64         `json:"attention_multiplier"`   // Granite: the scores' scale
-	ResidualMultiplier    float64         `json:"residual_multiplier"`    // Granite
-	LogitsScaling         float64         `json:"logits_scaling"`         // Granite: logits are divided by it
+	UseSlidingWindow      *bool           `json:"use_sliding_window"`               // Qwen2/3: sliding_window applies only when true
+	NoRopeLayers          []int           `json:"no_rope_layers"`                   // SmolLM3: per layer, 1 rotates, 0 does not
+	NoRopeLayerInterval   *int            `json:"no_rope_layer_interval"`           // SmolLM3: without the list, every n-th layer does not
+	EmbeddingMultiplier   float64         `json:"embedding_multiplier"`             // Granite
+	AttentionMultiplier   float64         `json:"attention_multiplier"`             // Granite: the scores' scale
+	ResidualMultiplier    float64         `json:"residual_multiplier"`              // Granite
+	LogitsScaling         float64         `json:"logits_scaling"`                   // Granite: logits are divided by it
+	OrigMaxPos            *int            `json:"original_max_position_embeddings"` // Phi-3: LongRoPE's original context
+	PartialRotaryFactor   *float64        `json:"partial_rotary_factor"`
 	hfGemmaConfig
 }
 
 type hfRopeScaling struct {
-	RopeType       string   `json:"rope_type"`
-	Type           string   `json:"type"` // older spelling of rope_type
-	RopeTheta      *float64 `json:"rope_theta"`
-	Factor         float64  `json:"factor"`
-	LowFreqFactor  *float64 `json:"low_freq_factor"`
-	HighFreqFactor *float64 `json:"high_freq_factor"`
-	OrigMaxPos     *int     `json:"original_max_position_embeddings"`
+	RopeType       string    `json:"rope_type"`
+	Type           string    `json:"type"` // older spelling of rope_type
+	RopeTheta      *float64  `json:"rope_theta"`
+	Factor         float64   `json:"factor"`
+	LowFreqFactor  *float64  `json:"low_freq_factor"`
+	HighFreqFactor *float64  `json:"high_freq_factor"`
+	OrigMaxPos     *int      `json:"original_max_position_embeddings"`
+	ShortFactor    []float64 `json:"short_factor"`     // Phi-3 LongRoPE
+	LongFactor     []float64 `json:"long_factor"`      // Phi-3 LongRoPE
+	AttnFactor     *float64  `json:"attention_factor"` // Phi-3 LongRoPE; absent: from the context lengths
 }
 
 // loadHF reads a Hugging Face directory: config.json, optional
@@ -105,6 +111,15 @@ func loadHF(dir string) (m *Model, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var longRope *model.Tensor
+	if cfg.Arch == "phi3" {
+		if err := splitFused(&cfg, tensors); err != nil {
+			return nil, err
+		}
+		if longRope, err = hc.longRope(&cfg, tensors); err != nil {
+			return nil, err
+		}
+	}
 	if hc.TieWordEmbeddings != nil && *hc.TieWordEmbeddings {
 		delete(tensors, "output.weight") // tied: lm_head, when saved, is the embedding
 	}
@@ -124,7 +139,7 @@ func loadHF(dir string) (m *Model, err error) {
 		return nil, err
 	}
 	vocab, _ := hfVocab(dir, cfg.VocabSize) // nil without a tokenizer.json it reads: structured outputs are then unavailable
-	return &Model{Config: cfg, Tensors: tensors, Source: dir, Close: set.Close, Vocab: vocab}, nil
+	return &Model{Config: cfg, Tensors: tensors, Source: dir, Close: set.Close, Vocab: vocab, LongRope: longRope, OrigContextLen: hc.origContext(&cfg)}, nil
 }
 
 // hfModelConfig converts config.json to a Config, without what the tensors
@@ -135,7 +150,7 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	arch, ok := hfArchitectures[hc.Architectures[0]]
 	if !ok {
-		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
+		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
 	}
 	a := supported[arch]
 	if hc.HiddenAct != "" && hc.HiddenAct != "silu" && !a.gemma {
@@ -196,6 +211,11 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 			}
 		case "llama3":
 			// Becomes rope_freqs.weight once the head dim is final.
+		case "longrope", "su":
+			if arch != "phi3" {
+				return model.Config{}, unsupported("RoPE scaling %q is Phi-3's, not %s's", typ, arch)
+			}
+			// Becomes the LongRoPE factors in hfLongRope.
 		default:
 			return model.Config{}, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ)
 		}
@@ -345,6 +365,8 @@ var hfLayerNames = map[string]string{
 	"self_attn.v_proj.bias":           "attn_v.bias",
 	"self_attn.o_proj.bias":           "attn_output.bias",
 	"self_attn.q_norm.weight":         "attn_q_norm.weight",
+	"self_attn.qkv_proj.weight":       "attn_qkv.weight", // Phi-3: Q, K, V (splitFused)
+	"mlp.gate_up_proj.weight":         "ffn_up.weight",   // Phi-3: gate, up (splitFused)
 	"self_attn.k_norm.weight":         "attn_k_norm.weight",
 	"post_attention_layernorm.weight": "ffn_norm.weight",
 	"mlp.gate_proj.weight":            "ffn_gate.weight",

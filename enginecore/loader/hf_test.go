@@ -360,8 +360,8 @@ func TestHFRefused(t *testing.T) {
 	}
 	runErrorCases(t, []errorCase{
 		{"architecture", hf(func(cfg map[string]any, _ *[]hfTensor) {
-			cfg["architectures"] = []string{"Phi3ForCausalLM"}
-		}), loader.ErrUnsupported, `architecture "Phi3ForCausalLM" is not supported`},
+			cfg["architectures"] = []string{"MambaForCausalLM"}
+		}), loader.ErrUnsupported, `architecture "MambaForCausalLM" is not supported`},
 		{"no architecture", hf(func(cfg map[string]any, _ *[]hfTensor) { delete(cfg, "architectures") }),
 			loader.ErrInvalid, "want exactly one"},
 		{"yarn", hf(func(cfg map[string]any, _ *[]hfTensor) {

@@ -54,6 +54,14 @@ var specs = []struct {
 			TiedEmbeddings: true, NoRopeLayers: []bool{false, false, false, true, false}},
 	},
 	{
+		name: "phi3-longrope",
+		spec: testmodel.Spec{Arch: "phi3", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 48, ContextLen: 4096, Seed: 17,
+			Phi3: testmodel.LongRope{Short: []float32{1, 1.25, 1.5, 2}, Long: []float32{2, 3, 5, 8}, OrigContextLen: 1024, AttnFactor: 1.1}},
+		want: model.Config{Arch: "phi3", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, HeadDim: 8,
+			FFNDim: 48, RopeTheta: 10000, RopeNeox: true, NormEps: 1e-5, MaxContextLen: 4096, BOSTokenID: 1, EOSTokenIDs: []int32{2},
+			RopeAttnFactor: 1.1},
+	},
+	{
 		name: "granite",
 		spec: testmodel.Spec{Arch: "granite", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 48, Tied: true, Seed: 15,
 			Granite: testmodel.GraniteScales{Embedding: 12, Attention: 0.0078125, Residual: 0.22, Logit: 8}},
@@ -108,6 +116,9 @@ func wantShapes(c model.Config) map[string][]int {
 		if c.PostNorms {
 			m[p+"post_attention_norm.weight"], m[p+"post_ffw_norm.weight"] = []int{d}, []int{d}
 		}
+	}
+	if c.RopeAttnFactor > 0 { // the specs' LongRoPE models: the short factors
+		m["rope_freqs.weight"] = []int{c.HeadDim / 2}
 	}
 	return m
 }

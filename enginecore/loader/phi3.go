@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
@@ -91,7 +92,70 @@ func ropeFactors(tensors map[string]*model.Tensor) (long *model.Tensor) {
 	delete(tensors, "rope_factors_short.weight")
 	delete(tensors, "rope_factors_long.weight")
 	if ok {
-		tensors["rope_freqs.weight"] = short
+		renamed := *short
+		renamed.Name = "rope_freqs.weight"
+		tensors[renamed.Name] = &renamed
 	}
 	return long
+}
+
+// origContext is the context LongRoPE's short factors cover:
+// original_max_position_embeddings (in rope_scaling or at the top), else
+// the model's.
+func (hc *hfConfig) origContext(cfg *model.Config) int {
+	for _, rs := range []*hfRopeScaling{hc.RopeScaling, hc.RopeParameters} {
+		if rs != nil && rs.OrigMaxPos != nil {
+			return *rs.OrigMaxPos
+		}
+	}
+	if hc.OrigMaxPos != nil {
+		return *hc.OrigMaxPos
+	}
+	return cfg.MaxContextLen
+}
+
+// longRope turns a Phi-3 config.json's longrope scaling into what the
+// GGUF converter writes: the short factors as rope_freqs.weight (the
+// long ones returned, for Open), and attention_factor, or
+// sqrt(1 + ln(s)/ln(original)) with s = max_position_embeddings/original,
+// as RopeAttnFactor. Partial rotary is refused.
+func (hc *hfConfig) longRope(cfg *model.Config, tensors map[string]*model.Tensor) (*model.Tensor, error) {
+	if f := hc.PartialRotaryFactor; f != nil && *f != 1 {
+		return nil, unsupported("partial_rotary_factor %g (partial RoPE) is not supported", *f)
+	}
+	rs := hc.RopeScaling
+	if hc.RopeParameters != nil {
+		rs = hc.RopeParameters
+	}
+	if rs == nil || (rs.ShortFactor == nil && rs.LongFactor == nil) {
+		return nil, nil
+	}
+	half := cfg.HeadDim / 2
+	if len(rs.ShortFactor) != half || len(rs.LongFactor) != half {
+		return nil, invalid("LongRoPE has %d short and %d long factors, want %d each", len(rs.ShortFactor), len(rs.LongFactor), half)
+	}
+	vec := func(name string, v []float64) (*model.Tensor, error) {
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		return model.NewTensor(name, model.F32, []int{len(f)}, f)
+	}
+	short, err := vec("rope_freqs.weight", rs.ShortFactor)
+	if err != nil {
+		return nil, err
+	}
+	long, err := vec("rope_factors_long.weight", rs.LongFactor)
+	if err != nil {
+		return nil, err
+	}
+	tensors["rope_freqs.weight"] = short
+	orig := hc.origContext(cfg)
+	switch scale := float64(cfg.MaxContextLen) / float64(orig); {
+	case rs.AttnFactor != nil:
+		cfg.RopeAttnFactor = *rs.AttnFactor
+	case scale > 1 && orig > 1:
+		cfg.RopeAttnFactor = math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig)))
+	}
+	return long, nil
 }

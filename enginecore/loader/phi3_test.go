@@ -1,6 +1,7 @@
 package loader_test
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -58,4 +59,30 @@ func TestLoadPhi3(t *testing.T) {
 	if got := factors(4096); !slices.Equal(got, long) {
 		t.Errorf("serving 4096: factors %v, want the long ones %v", got, long)
 	}
+}
+
+// TestHFPhi3LongRope: without attention_factor, config.json's LongRoPE
+// scales RoPE by sqrt(1 + ln(s)/ln(original)), s the context over the
+// original, as HF and llama.cpp's converter do; partial rotary (Phi-4
+// mini) and longrope on another architecture are refused.
+func TestHFPhi3LongRope(t *testing.T) {
+	spec := testmodel.Spec{Arch: "phi3", VocabSize: 300, Dim: 32, NumLayers: 1, NumHeads: 4, FFNDim: 48, ContextLen: 131072, Seed: 18,
+		Phi3: testmodel.LongRope{Short: []float32{1, 1, 1, 1}, Long: []float32{2, 2, 2, 2}, OrigContextLen: 4096}}
+	dir := t.TempDir()
+	editHF(t, dir, spec, func(map[string]any, *[]hfTensor) {})
+	want := math.Sqrt(1 + math.Log(32)/math.Log(4096))
+	if got := load(t, dir).Config.RopeAttnFactor; math.Abs(got-want) > 1e-12 {
+		t.Errorf("RopeAttnFactor %v, want %v", got, want)
+	}
+	runErrorCases(t, []errorCase{
+		{"partial rotary", func(t *testing.T, dir string) string {
+			return editHF(t, dir, spec, func(cfg map[string]any, _ *[]hfTensor) { cfg["partial_rotary_factor"] = 0.75 })
+		}, loader.ErrUnsupported, "partial_rotary_factor 0.75"},
+		{"longrope on llama", func(t *testing.T, dir string) string {
+			llama := testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 1, NumHeads: 2, FFNDim: 32}
+			return editHF(t, dir, llama, func(cfg map[string]any, _ *[]hfTensor) {
+				cfg["rope_scaling"] = map[string]any{"type": "longrope", "short_factor": []float64{1}, "long_factor": []float64{1}}
+			})
+		}, loader.ErrUnsupported, `RoPE scaling "longrope" is Phi-3's, not llama's`},
+	})
 }

@@ -19,6 +19,7 @@ var hfArch = map[string]struct{ class, modelType string }{
 	"qwen3":   {"Qwen3ForCausalLM", "qwen3"},
 	"smollm3": {"SmolLM3ForCausalLM", "smollm3"},
 	"granite": {"GraniteForCausalLM", "granite"},
+	"phi3":    {"Phi3ForCausalLM", "phi3"},
 	"gemma2":  {"Gemma2ForCausalLM", "gemma2"},
 	"gemma3":  {"Gemma3ForCausalLM", "gemma3_text"},
 }
@@ -36,9 +37,7 @@ func WriteHF(dir string, spec Spec) error {
 	if s.RopeFreqs != nil {
 		return fmt.Errorf("testmodel: RopeFreqs is GGUF only")
 	}
-	if s.Arch == "phi3" {
-		return fmt.Errorf("testmodel: phi3 is GGUF only")
-	}
+
 	w := safetensors.NewWriter()
 	w.Metadata = map[string]string{"format": "pt"}
 	dtype := "F32"
@@ -101,6 +100,21 @@ func WriteHF(dir string, spec Spec) error {
 		"eos_token_id":            eos,
 		"hidden_act":              "silu",
 		"torch_dtype":             map[string]string{"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+	}
+	if s.Arch == "phi3" && s.Phi3.Short != nil {
+		f64 := func(v []float32) []float64 {
+			out := make([]float64, len(v))
+			for i, x := range v {
+				out[i] = float64(x)
+			}
+			return out
+		}
+		rs := map[string]any{"type": "longrope", "short_factor": f64(s.Phi3.Short), "long_factor": f64(s.Phi3.Long)}
+		if s.Phi3.AttnFactor > 0 {
+			rs["attention_factor"] = s.Phi3.AttnFactor
+		}
+		cfg["rope_scaling"] = rs
+		cfg["original_max_position_embeddings"] = s.Phi3.OrigContextLen
 	}
 	if s.Arch == "granite" {
 		g := s.Granite
@@ -182,6 +196,7 @@ var hfNames = map[string]string{
 	"attn_q.weight":      "self_attn.q_proj.weight",
 	"attn_k.weight":      "self_attn.k_proj.weight",
 	"attn_v.weight":      "self_attn.v_proj.weight",
+	"attn_qkv.weight":    "self_attn.qkv_proj.weight",
 	"attn_output.weight": "self_attn.o_proj.weight",
 	"attn_q.bias":        "self_attn.q_proj.bias",
 	"attn_k.bias":        "self_attn.k_proj.bias",
@@ -212,6 +227,9 @@ func hfName(arch, g string) string {
 	}
 	rest := strings.TrimPrefix(g, "blk.")
 	n, suffix, _ := strings.Cut(rest, ".")
+	if suffix == "ffn_up.weight" && arch == "phi3" {
+		return "model.layers." + n + ".mlp.gate_up_proj.weight" // fused: gate, up
+	}
 	if name, ok := hfGemmaNames[suffix]; ok && strings.HasPrefix(arch, "gemma") {
 		return "model.layers." + n + "." + name
 	}
