@@ -5,8 +5,14 @@
 //
 // Architectures: llama (Llama 2/3, SmolLM2, Mistral dense; HF
 // LlamaForCausalLM, MistralForCausalLM), qwen2 (Q/K/V biases, NEOX RoPE;
-// Qwen2ForCausalLM) and qwen3 (Q/K RMSNorm, NEOX RoPE; Qwen3ForCausalLM).
-// Anything else — another architecture, an unknown tensor, a tensor type
+// Qwen2ForCausalLM), qwen3 (Q/K RMSNorm, NEOX RoPE; Qwen3ForCausalLM),
+// smollm3 (Llama with every fourth layer unrotated; SmolLM3ForCausalLM),
+// granite (Llama with four multipliers; GraniteForCausalLM), phi3 (fused
+// matrices split here, LongRoPE; phi3.go, Phi3ForCausalLM), gemma2 and
+// gemma3 (scaled embeddings, GELU, post-norms, sliding-window layers,
+// soft-caps; kvReader.gemma, hfgemma.go, Gemma2ForCausalLM,
+// Gemma3ForCausalLM; every norm gain w of a checkpoint becomes 1+w, as
+// the converter stores it). Anything else — another architecture, an unknown tensor, a tensor type
 // the kernels lack, partial RoPE, YaRN scaling — is refused at load with
 // an error wrapping [ErrUnsupported] that names it; inconsistent files
 // (missing tensors, shapes that contradict the hyper-parameters) wrap

@@ -32,8 +32,8 @@ type Config struct {
 	QKVBias        bool // Q, K and V projections have biases (Qwen2)
 	QKNorm         bool // per-head RMSNorm of Q and K before RoPE (Qwen3)
 
-	// Gemma's, SmolLM3's and Granite's options; their zero values are
-	// Llama's behaviour.
+	// Gemma's, SmolLM3's, Granite's and Phi-3's options; their zero
+	// values are Llama's behaviour.
 	EmbedScale     float64    // token embeddings are multiplied by it (Gemma: √Dim); 0: 1
 	FFNAct         Activation // the MLP's gate activation
 	PostNorms      bool       // each sublayer's output is RMS-normalized (Layer.PostAttnNorm, PostFFNNorm) before the residual add
