@@ -49,16 +49,25 @@ func TestLongContextMatchesReference(t *testing.T) {
 // (whole-group tiles), and at 1 and 3 threads gives the same bits.
 func TestAttentionBitsIgnoreTiling(t *testing.T) {
 	cfg, w := dummy()
-	const n, bs = 300, 16
-	long := prompt(n, 8)
+	checkBitsIgnoreTiling(t, cfg, w, prompt(300, 8), 150, 7)
+}
+
+// checkBitsIgnoreTiling checks that token tok's logits after ctx (fed
+// in chunks of at most chunk tokens, KV blocks of 16) have the same bits
+// decoded alone at 1, 2 and 3 threads and next to 20 short sequences,
+// and returns them.
+func checkBitsIgnoreTiling(t *testing.T, cfg model.Config, w *model.Weights, ctx []int32, chunk int, tok int32) []float32 {
+	t.Helper()
+	const bs = 16
+	n := len(ctx) + 1
 	run := func(threads, others int) []float32 {
 		h := newHarness(t, cfg, w, threads, n/bs+8+others*2, bs, uint64(threads*100+others))
 		var s seqState
-		for c := 0; c < n; c += 150 {
-			h.feed(&s, long[c:c+150])
+		for c := 0; c < len(ctx); c += chunk {
+			h.feed(&s, ctx[c:min(c+chunk, len(ctx))])
 		}
 		var step runner.Step
-		h.add(&step, &s, []int32{7}, true)
+		h.add(&step, &s, []int32{tok}, true)
 		for i := range others {
 			h.add(&step, &seqState{}, prompt(3+i%5, uint64(i)), true)
 		}
@@ -72,6 +81,7 @@ func TestAttentionBitsIgnoreTiling(t *testing.T) {
 			}
 		})
 	}
+	return want
 }
 
 // TestPlanTiles checks the tiling covers every (token, head, block)

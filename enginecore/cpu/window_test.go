@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tandem-llm/tandem/enginecore/model"
-	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
 // windowed is the dummy model with layers 0, 1 and 3 local: a window of
@@ -78,25 +77,7 @@ func TestSlidingWindowBitsIgnoreTiling(t *testing.T) {
 	cfg, w := windowed()
 	const n, bs = 200, 16
 	long := prompt(n, 8)
-	decode := func(threads, others int) []float32 {
-		h := newHarness(t, cfg, w, threads, n/bs+8+others*2, bs, uint64(threads*100+others))
-		var s seqState
-		h.feed(&s, long[:n-1])
-		var step runner.Step
-		h.add(&step, &s, long[n-1:], true)
-		for i := range others {
-			h.add(&step, &seqState{}, prompt(3+i%5, uint64(i)), true)
-		}
-		return h.forward(&step)[0]
-	}
-	want := decode(1, 0)
-	for _, tc := range []struct{ threads, others int }{{2, 0}, {3, 0}, {2, 20}} {
-		t.Run(fmt.Sprintf("threads=%d/others=%d", tc.threads, tc.others), func(t *testing.T) {
-			if diff := cmp.Diff(want, decode(tc.threads, tc.others)); diff != "" {
-				t.Errorf("logits differ from 1 thread alone:\n%s", diff)
-			}
-		})
-	}
+	want := checkBitsIgnoreTiling(t, cfg, w, long[:n-1], n, long[n-1])
 	t.Run("last row of a prefill chunk", func(t *testing.T) {
 		h := newHarness(t, cfg, w, 2, n/bs+8, bs, 9)
 		var s seqState
