@@ -215,7 +215,7 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 			if arch != "phi3" {
 				return model.Config{}, unsupported("RoPE scaling %q is Phi-3's, not %s's", typ, arch)
 			}
-			// Becomes the LongRoPE factors in hfLongRope.
+			// Becomes the LongRoPE factors in hfConfig.longRope.
 		default:
 			return model.Config{}, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ)
 		}
@@ -310,8 +310,10 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 			continue // a cache of the RoPE frequencies, recomputed from the config
 		}
 		gname, ok := ggufName(name)
-		if g, isGemma := gemmaName(name); isGemma && cfg.PostNorms {
-			gname, ok = g, true
+		if cfg.PostNorms { // Gemma, whose norms are named its own way
+			if g, isNorm := gemmaName(name); isNorm {
+				gname, ok = g, true
+			}
 		}
 		if !ok {
 			errs = append(errs, unsupported("tensor %q is not supported for architecture %q", name, cfg.Arch))

@@ -31,55 +31,45 @@ func splitFused(cfg *model.Config, tensors map[string]*model.Tensor) error {
 	qd, kvd, f := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim, cfg.FFNDim
 	for l := range cfg.NumLayers {
 		p := "blk." + strconv.Itoa(l) + "."
-		if qkv, ok := tensors[p+"attn_qkv.weight"]; ok {
-			parts, err := splitRows(qkv, []string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qd, kvd, kvd})
-			if err != nil {
-				return err
-			}
-			delete(tensors, p+"attn_qkv.weight")
-			for _, t := range parts {
-				tensors[t.Name] = t
-			}
+		if err := splitRows(tensors, p+"attn_qkv.weight", []string{p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, []int{qd, kvd, kvd}); err != nil {
+			return err
 		}
 		if _, separate := tensors[p+"ffn_gate.weight"]; separate {
 			continue
 		}
-		up, ok := tensors[p+"ffn_up.weight"]
-		if !ok {
-			continue // checkTensors says it is missing
-		}
-		parts, err := splitRows(up, []string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{f, f})
-		if err != nil {
+		if err := splitRows(tensors, p+"ffn_up.weight", []string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{f, f}); err != nil {
 			return err
-		}
-		for _, t := range parts {
-			tensors[t.Name] = t
 		}
 	}
 	return nil
 }
 
-// splitRows cuts t ([in, Σ rows] in ggml order) into tensors of rows[i]
-// rows each, named names[i], sharing t's bytes.
-func splitRows(t *model.Tensor, names []string, rows []int) ([]*model.Tensor, error) {
+// splitRows replaces tensors[fused] ([in, Σ rows] in ggml order), when
+// present, by tensors of rows[i] rows each, named names[i], sharing its
+// bytes; an absent one is left for checkTensors to report.
+func splitRows(tensors map[string]*model.Tensor, fused string, names []string, rows []int) error {
+	t, ok := tensors[fused]
+	if !ok {
+		return nil
+	}
 	total := 0
 	for _, n := range rows {
 		total += n
 	}
 	if len(t.Shape) < 2 || t.Rows() != total || !t.Type.Supported() || t.Shape[0]%t.Type.BlockSize() != 0 {
-		return nil, invalid("fused tensor %q (%v %v) is not %v rows of a supported type", t.Name, typeName(t.Type), t.Shape, rows)
+		return invalid("fused tensor %q (%v %v) is not %v rows of a supported type", t.Name, typeName(t.Type), t.Shape, rows)
 	}
 	rb := t.Type.RowBytes(t.Shape[0])
 	if len(t.Data) != rb*total {
-		return nil, invalid("fused tensor %q has %d bytes of data, want %d", t.Name, len(t.Data), rb*total)
+		return invalid("fused tensor %q has %d bytes of data, want %d", t.Name, len(t.Data), rb*total)
 	}
-	out := make([]*model.Tensor, len(rows))
+	delete(tensors, fused)
 	r0 := 0
 	for i, n := range rows {
-		out[i] = &model.Tensor{Name: names[i], Type: t.Type, Shape: []int{t.Shape[0], n}, Data: t.Data[r0*rb : (r0+n)*rb : (r0+n)*rb]}
+		tensors[names[i]] = &model.Tensor{Name: names[i], Type: t.Type, Shape: []int{t.Shape[0], n}, Data: t.Data[r0*rb : (r0+n)*rb : (r0+n)*rb]}
 		r0 += n
 	}
-	return out, nil
+	return nil
 }
 
 // ropeFactors makes Phi-3's short LongRoPE factors the rope_freqs.weight

@@ -67,9 +67,8 @@ func LocalRopeFrequencies(cfg Config) []float64 {
 	if cfg.LocalRopeTheta <= 0 {
 		return nil
 	}
-	freq := make([]float64, cfg.HeadDim/2)
-	for i := range freq {
-		freq[i] = math.Pow(cfg.LocalRopeTheta, -float64(2*i)/float64(cfg.HeadDim))
-	}
+	local := cfg
+	local.RopeTheta, local.RopeScaling = cfg.LocalRopeTheta, RopeScaling{}
+	freq, _ := RopeFrequencies(local, nil) // unscaled: cannot fail
 	return freq
 }
