@@ -287,10 +287,11 @@ func WriteGGUF(path string, spec Spec) error {
 	}
 	w := gguf.NewWriter()
 	a := s.Arch + "."
-	kvs := []struct {
+	type keyValue struct {
 		key string
 		v   any
-	}{
+	}
+	kvs := []keyValue{
 		{"general.architecture", s.Arch},
 		// Not the architecture's name: llama.cpp sets Phi-3's token
 		// attributes on "</s>" and "<|endoftext|>" when general.name
@@ -310,28 +311,25 @@ func WriteGGUF(path string, spec Spec) error {
 		{a + "attention.layer_norm_rms_epsilon", float32(s.NormEps)},
 		{a + "vocab_size", uint32(s.VocabSize)},
 	}
+	// Written only when set (llama.cpp's defaults apply otherwise).
 	for _, kv := range []struct {
-		key string
-		v   any
-		on  bool
+		keyValue
+		on bool
 	}{
-		{a + "attention.sliding_window", uint32(s.SlidingWindow), s.SlidingWindow > 0},
-		{a + "attention.sliding_window_pattern", uint32(s.WindowPattern), s.WindowPattern > 0},
-		{a + "rope.freq_base_swa", float32(s.LocalRopeTheta), s.LocalRopeTheta > 0},
-		{a + "final_logit_softcapping", float32(s.FinalSoftcap), s.FinalSoftcap > 0},
-		{a + "attn_logit_softcapping", float32(s.AttnSoftcap), s.AttnSoftcap > 0},
-		{a + "embedding_scale", float32(s.Granite.Embedding), s.Granite.Embedding > 0},
-		{a + "attention.scale", float32(s.Granite.Attention), s.Granite.Attention > 0},
-		{a + "residual_scale", float32(s.Granite.Residual), s.Granite.Residual > 0},
-		{a + "logit_scale", float32(s.Granite.Logit), s.Granite.Logit > 0},
-		{a + "rope.scaling.original_context_length", uint32(s.Phi3.OrigContextLen), s.Phi3.OrigContextLen > 0},
-		{a + "rope.scaling.attn_factor", float32(s.Phi3.AttnFactor), s.Phi3.AttnFactor > 0},
+		{keyValue{a + "attention.sliding_window", uint32(s.SlidingWindow)}, s.SlidingWindow > 0},
+		{keyValue{a + "attention.sliding_window_pattern", uint32(s.WindowPattern)}, s.WindowPattern > 0},
+		{keyValue{a + "rope.freq_base_swa", float32(s.LocalRopeTheta)}, s.LocalRopeTheta > 0},
+		{keyValue{a + "final_logit_softcapping", float32(s.FinalSoftcap)}, s.FinalSoftcap > 0},
+		{keyValue{a + "attn_logit_softcapping", float32(s.AttnSoftcap)}, s.AttnSoftcap > 0},
+		{keyValue{a + "embedding_scale", float32(s.Granite.Embedding)}, s.Granite.Embedding > 0},
+		{keyValue{a + "attention.scale", float32(s.Granite.Attention)}, s.Granite.Attention > 0},
+		{keyValue{a + "residual_scale", float32(s.Granite.Residual)}, s.Granite.Residual > 0},
+		{keyValue{a + "logit_scale", float32(s.Granite.Logit)}, s.Granite.Logit > 0},
+		{keyValue{a + "rope.scaling.original_context_length", uint32(s.Phi3.OrigContextLen)}, s.Phi3.OrigContextLen > 0},
+		{keyValue{a + "rope.scaling.attn_factor", float32(s.Phi3.AttnFactor)}, s.Phi3.AttnFactor > 0},
 	} {
 		if kv.on {
-			kvs = append(kvs, struct {
-				key string
-				v   any
-			}{kv.key, kv.v})
+			kvs = append(kvs, kv.keyValue)
 		}
 	}
 	for _, kv := range kvs {
