@@ -10,7 +10,8 @@ import (
 var ErrShape = errors.New("model: weight shape mismatch")
 
 // Config is a decoder-only transformer's hyper-parameters: Llama's, and
-// the options other families (Qwen, Gemma) add to it.
+// the options other families (Qwen, Gemma, SmolLM3, Granite, Phi-3) add
+// to it.
 type Config struct {
 	Name           string  // served name, e.g. "dummy" or a file base name
 	Arch           string  // architecture, e.g. "llama"
