@@ -44,7 +44,6 @@
 // A log-prob is null when its probability is below float32's smallest
 // normal number (1.2e-38), where that softmax has lost its precision.
 // Errors go to stderr with a non-zero exit status.
-import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
