@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -24,6 +25,29 @@ func TestServeMetricsSeveralFrontends(t *testing.T) {
 		"--threads", "2", "--max-model-len", "1024", "--kv-cache-memory", "32Mi", "--run-dir", dir)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, base, p)
+	// /health answered by one frontend; the other may still be waiting
+	// for its engine cores (503, Retry-After) on the shared port. Each
+	// serves its own socket only once ready: wait for both.
+	own := make([]*http.Client, 2)
+	for i := range own {
+		sock := filepath.Join(dir, fmt.Sprintf("metrics-%d.sock", i))
+		own[i] = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			resp, err := own[i].Get("http://frontend/metrics")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("frontend %d never served its own metrics socket: %v", i, err)
+			}
+		}
+	}
 
 	// Fresh connections, so SO_REUSEPORT spreads requests and scrapes
 	// over both frontends.
@@ -37,13 +61,8 @@ func TestServeMetricsSeveralFrontends(t *testing.T) {
 	}
 	// Each frontend's own share, from the socket it serves it on.
 	var shares []float64
-	for i := range 2 {
-		sock := filepath.Join(dir, fmt.Sprintf("metrics-%d.sock", i))
-		own := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}}
-		shares = append(shares, successes(scrapeWith(t, own, "http://frontend")))
+	for _, c := range own {
+		shares = append(shares, successes(scrapeWith(t, c, "http://frontend")))
 	}
 	if shares[0]+shares[1] != numRequests {
 		t.Fatalf("the frontends' own counts %v do not add up to %d requests", shares, numRequests)
