@@ -51,7 +51,7 @@ type Backend struct {
 	k      []float32 // [T][Hkv*D]
 	v      []float32 // [T][Hkv*D]
 	att    []float32 // [T][H*D] attention output
-	hb     []float32 // [T][F] gate, then silu(gate)·up
+	hb     []float32 // [T][F] gate, then silu(gate)·up (F: max(Fe, Fs) in a mixture of experts)
 	hb2    []float32 // [T][F] up
 	cos    []float32 // [T][D/2] RoPE cosines per token
 	sin    []float32 // [T][D/2]
@@ -59,6 +59,7 @@ type Backend struct {
 	sinL   []float32 // [T][D/2]
 	tokSeq []int32   // [T] index into Step.Seqs of each token
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
+	moe    moeScratch
 
 	precision  Precision
 	tokPrecise []bool // [capTok] backing array of precise
@@ -79,10 +80,17 @@ type Backend struct {
 	kvRelease func()
 }
 
-// layer is one block's matrices, packed for the kernels.
+// layer is one block's matrices, packed for the kernels; a mixture of
+// experts has router, experts and shared instead of w1, w3 and w2.
 type layer struct {
 	wq, wk, wv, wo, w1, w3, w2 *kernels.Matrix
+	router                     *kernels.Matrix // [E][Dim]
+	experts                    []expert        // [E]
+	shared                     expert          // nil matrices without a shared expert
 }
+
+// expert is one expert's matrices, packed.
+type expert struct{ w1, w3, w2 *kernels.Matrix }
 
 var _ runner.Backend = (*Backend)(nil)
 
@@ -135,8 +143,19 @@ func (b *Backend) pack(threads int, dir string) error {
 	tasks := []packTask{{&b.output, b.w.Output}}
 	for i := range b.w.Layers {
 		l, w := &b.layers[i], &b.w.Layers[i]
-		tasks = append(tasks, packTask{&l.wq, w.Wq}, packTask{&l.wk, w.Wk}, packTask{&l.wv, w.Wv}, packTask{&l.wo, w.Wo},
-			packTask{&l.w1, w.W1}, packTask{&l.w3, w.W3}, packTask{&l.w2, w.W2})
+		tasks = append(tasks, packTask{&l.wq, w.Wq}, packTask{&l.wk, w.Wk}, packTask{&l.wv, w.Wv}, packTask{&l.wo, w.Wo})
+		if w.Router == nil {
+			tasks = append(tasks, packTask{&l.w1, w.W1}, packTask{&l.w3, w.W3}, packTask{&l.w2, w.W2})
+			continue
+		}
+		l.experts = make([]expert, len(w.Experts))
+		tasks = append(tasks, packTask{&l.router, w.Router})
+		for e := range w.Experts {
+			tasks = append(tasks, l.experts[e].tasks(w.Experts[e])...)
+		}
+		if w.Shared.W1 != nil {
+			tasks = append(tasks, l.shared.tasks(w.Shared)...)
+		}
 	}
 	if dir != "" {
 		err := b.packCached(tasks, threads, dir)
@@ -278,8 +297,13 @@ func (b *Backend) grow(numTok int) {
 		b.att = make([]float32, n*b.qDim)
 		b.k = make([]float32, n*b.kvDim)
 		b.v = make([]float32, n*b.kvDim)
-		b.hb = make([]float32, n*c.FFNDim)
-		b.hb2 = make([]float32, n*c.FFNDim)
+		f := c.FFNDim
+		if c.NumExperts > 0 {
+			f = max(c.ExpertFFNDim, c.SharedExpertFFNDim)
+			b.growMoE(n)
+		}
+		b.hb = make([]float32, n*f)
+		b.hb2 = make([]float32, n*f)
 		b.cos = make([]float32, n*len(b.freq))
 		b.sin = make([]float32, n*len(b.freq))
 		if b.freqL != nil {

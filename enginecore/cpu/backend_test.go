@@ -92,6 +92,18 @@ func gemma3(window int, softcap float64) func(*model.Config) {
 
 func smallK(c *model.Config) { c.NumLayers, c.FFNDim = 1, 256 }
 
+// experts edits a config into a mixture of e experts, k per token, 128
+// wide: Mixtral's (renormalized) or, with shared, Qwen2-MoE's (not
+// renormalized, a 192-wide shared expert).
+func experts(e, k int, shared bool) func(*model.Config) {
+	return func(c *model.Config) {
+		c.Arch, c.NumExperts, c.NumExpertsUsed, c.ExpertFFNDim, c.ExpertWeightsNorm = "llama", e, k, 128, true
+		if shared {
+			c.Arch, c.ExpertWeightsNorm, c.SharedExpertFFNDim, c.QKVBias, c.RopeNeox = "qwen2moe", false, 192, true, true
+		}
+	}
+}
+
 // TestMatchesReference compares prefill and decode logits with the float64
 // oracle on the dequantized weights. Float models must agree to 1e-4;
 // quantized ones differ by the 8-bit activation quantization of every
@@ -134,6 +146,12 @@ func TestMatchesReference(t *testing.T) {
 			gemma3(5, 8)(c)
 			c.Arch, c.QKNorm, c.AttnSoftcap, c.LocalRopeTheta = "gemma2", false, 0.5, 0
 		}), 20, 0},
+		{"mixtral 8 experts, 2 per token", randomModel(f32, experts(8, 2, false)), 12, 0},
+		{"qwen2moe 4 experts, 3 per token, shared expert", randomModel(f32, experts(4, 3, true)), 12, 0},
+		{"qwen3moe Q8_0 16 experts, 4 per token", randomModel(typed(model.Q8_0, model.Q8_0, model.Q8_0), func(c *model.Config) {
+			experts(16, 4, false)(c)
+			c.Arch, c.QKNorm, c.RopeNeox = "qwen3moe", true, true
+		}), 9, 0.03},
 		{"F16", randomModel(typed(model.F16, model.F16, model.BF16), noEdit), 9, 0},
 		{"Q4_0", randomModel(typed(model.Q4_0, model.Q4_0, model.Q4_0), noEdit), 9, 0.03},
 		{"Q4_1 tied Q8_0", randomModel(typed(model.Q4_1, model.Q8_0, 0), func(c *model.Config) { c.TiedEmbeddings = true }), 9, 0.03},
@@ -221,9 +239,24 @@ func TestChunkedPrefill(t *testing.T) {
 // TestBatchedMatchesAlone runs several sequences together in mixed steps
 // (prefills of different lengths, then decodes alongside a new prefill),
 // with interleaved shuffled block tables, and compares every logits row
-// with the same sequence run alone.
+// with the same sequence run alone: on the dummy model, and on a
+// mixture of experts, whose experts see other rows when batched.
 func TestBatchedMatchesAlone(t *testing.T) {
-	cfg, w := dummy()
+	f32 := model.RandomTypes{Matrix: model.F32, Embed: model.F32, Output: model.F32}
+	for _, tt := range []struct {
+		name  string
+		model func() (model.Config, *model.Weights)
+	}{
+		{"dummy", dummy},
+		{"qwen2moe", randomModel(f32, experts(4, 2, true))},
+		{"Q8_0 mixtral", randomModel(model.RandomTypes{Matrix: model.Q8_0, Embed: model.Q8_0, Output: model.Q8_0}, experts(8, 2, false))},
+	} {
+		t.Run(tt.name, func(t *testing.T) { batchedMatchesAlone(t, tt.model) })
+	}
+}
+
+func batchedMatchesAlone(t *testing.T, build func() (model.Config, *model.Weights)) {
+	cfg, w := build()
 	prompts := [][]int32{prompt(3, 1), prompt(9, 2), prompt(17, 3), prompt(1, 4)}
 	late := prompt(6, 5) // joins at the decode step
 
@@ -301,6 +334,7 @@ func TestForwardAllocatesNothing(t *testing.T) {
 	}{
 		{"dummy", dummy, PrecisionPrompt},
 		{"Q4_1 precise", q41, PrecisionHigh},
+		{"Q4_1 qwen2moe", randomModel(model.RandomTypes{Matrix: model.Q4_1, Embed: model.Q8_0, Output: model.Q8_0}, experts(4, 2, true)), PrecisionHigh},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, w := tt.model()

@@ -107,8 +107,13 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	b.matmul(b.att[:numTok*b.qDim], numTok, matmulOp{out: b.xb2, m: m.wo})
 
 	// MLP: (post-norm,) residual, norm, gate and up, SwiGLU or GeGLU,
-	// down, (post-norm,) residual.
+	// down, (post-norm,) residual; or the mixture of experts.
 	b.perToken(stageFFNNorm, l, step)
+	if m.router != nil {
+		b.moeLayer(l, numTok)
+		b.perToken(stageAdd, l, step)
+		return
+	}
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: b.hb, m: m.w1}, matmulOp{out: b.hb2, m: m.w3})
 	b.perToken(stageGate, l, step)
 	b.matmul(b.hb[:numTok*f], numTok, matmulOp{out: b.xb2, m: m.w2})

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sort"
 	"testing"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
@@ -27,7 +28,12 @@ type refLayer struct {
 	model.Layer    // norms, biases
 	wq, wk, wv, wo []float32
 	w1, w3, w2     []float32
+	router         []float32     // [E][Dim]
+	experts        [][3]float32s // [E] {gate, up, down}
+	shared         [3]float32s
 }
+
+type float32s = []float32
 
 func newRef(t testing.TB, cfg model.Config, w *model.Weights) *refModel {
 	t.Helper()
@@ -42,9 +48,21 @@ func newRef(t testing.TB, cfg model.Config, w *model.Weights) *refModel {
 		cfg: cfg, embed: deq(w.TokenEmbed), output: deq(w.Output), outNorm: w.OutNorm,
 		k: make([][][]float64, cfg.NumLayers), v: make([][][]float64, cfg.NumLayers),
 	}
+	deqMaybe := func(x *model.Tensor) []float32 {
+		if x == nil {
+			return nil
+		}
+		return deq(x)
+	}
 	for _, l := range w.Layers {
-		r.layers = append(r.layers, refLayer{Layer: l,
-			wq: deq(l.Wq), wk: deq(l.Wk), wv: deq(l.Wv), wo: deq(l.Wo), w1: deq(l.W1), w3: deq(l.W3), w2: deq(l.W2)})
+		rl := refLayer{Layer: l,
+			wq: deq(l.Wq), wk: deq(l.Wk), wv: deq(l.Wv), wo: deq(l.Wo), w1: deqMaybe(l.W1), w3: deqMaybe(l.W3), w2: deqMaybe(l.W2),
+			router: deqMaybe(l.Router)}
+		for _, x := range append(l.Experts, l.Shared) {
+			rl.experts = append(rl.experts, [3]float32s{deqMaybe(x.W1), deqMaybe(x.W3), deqMaybe(x.W2)})
+		}
+		rl.experts, rl.shared = rl.experts[:len(l.Experts)], rl.experts[len(l.Experts)]
+		r.layers = append(r.layers, rl)
 	}
 	d := float64(cfg.HeadDim)
 	sc := cfg.RopeScaling
@@ -223,16 +241,12 @@ func (r *refModel) next(tok int32) []float64 {
 			x[i] += o[i]
 		}
 		xb = refRMSNorm(x, w.FFNNorm, c.NormEps)
-		gate := refMatvec(w.w1, xb, c.FFNDim)
-		up := refMatvec(w.w3, xb, c.FFNDim)
-		for i, g := range gate {
-			if c.FFNAct == model.ActGELUTanh {
-				gate[i] = 0.5 * g * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(g+0.044715*g*g*g))) * up[i]
-			} else {
-				gate[i] = g / (1 + math.Exp(-g)) * up[i]
-			}
+		var down []float64
+		if c.NumExperts > 0 {
+			down = r.moe(&w, xb)
+		} else {
+			down = r.mlp([3]float32s{w.w1, w.w3, w.w2}, xb, c.FFNDim)
 		}
-		down := refMatvec(w.w2, gate, c.Dim)
 		if c.PostNorms {
 			down = refRMSNorm(down, w.PostFFNNorm, c.NormEps)
 		}
@@ -257,6 +271,70 @@ func (r *refModel) next(tok int32) []float64 {
 		}
 	}
 	return logits
+}
+
+// mlp is the gated MLP of weights {gate, up, down}, f wide, on xb.
+func (r *refModel) mlp(w [3]float32s, xb []float64, f int) []float64 {
+	gate := refMatvec(w[0], xb, f)
+	up := refMatvec(w[1], xb, f)
+	for i, g := range gate {
+		if r.cfg.FFNAct == model.ActGELUTanh {
+			gate[i] = 0.5 * g * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(g+0.044715*g*g*g))) * up[i]
+		} else {
+			gate[i] = g / (1 + math.Exp(-g)) * up[i]
+		}
+	}
+	return refMatvec(w[2], gate, r.cfg.Dim)
+}
+
+// moe is the mixture of experts on xb, written from transformers'
+// MixtralSparseMoeBlock and Qwen2MoeSparseMoeBlock: softmax over the
+// router's logits, the top K (renormalized when ExpertWeightsNorm), each
+// expert's output weighted, plus the shared expert's gated by a sigmoid.
+func (r *refModel) moe(w *refLayer, xb []float64) []float64 {
+	c := r.cfg
+	p := refMatvec(w.router, xb, c.NumExperts)
+	maxP := math.Inf(-1)
+	for _, v := range p {
+		maxP = math.Max(maxP, v)
+	}
+	var sum float64
+	for i, v := range p {
+		p[i] = math.Exp(v - maxP)
+		sum += p[i]
+	}
+	idx := make([]int, len(p))
+	for i := range idx {
+		idx[i] = i
+		p[i] /= sum
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] > p[idx[b]] })
+	top := idx[:c.NumExpertsUsed]
+	var topSum float64
+	for _, e := range top {
+		topSum += p[e]
+	}
+	out := make([]float64, c.Dim)
+	for _, e := range top {
+		wt := p[e]
+		if c.ExpertWeightsNorm {
+			wt /= topSum
+		}
+		for i, v := range r.mlp(w.experts[e], xb, c.ExpertFFNDim) {
+			out[i] += wt * v
+		}
+	}
+	if c.SharedExpertFFNDim > 0 {
+		var z float64
+		for i, v := range xb {
+			z += v * float64(w.SharedGate[i])
+		}
+		g := 1 / (1 + math.Exp(-z))
+		for i, v := range r.mlp(w.shared, xb, c.SharedExpertFFNDim) {
+			out[i] += g * v
+		}
+	}
+	return out
 }
 
 // local reports whether layer l attends over a sliding window.

@@ -10,8 +10,8 @@ import (
 var ErrShape = errors.New("model: weight shape mismatch")
 
 // Config is a decoder-only transformer's hyper-parameters: Llama's, and
-// the options other families (Qwen, Gemma, SmolLM3, Granite, Phi-3) add
-// to it.
+// the options other families (Qwen, Gemma, SmolLM3, Granite, Phi-3, and
+// the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE) add to it.
 type Config struct {
 	Name           string  // served name, e.g. "dummy" or a file base name
 	Arch           string  // architecture, e.g. "llama"
@@ -48,6 +48,17 @@ type Config struct {
 	ResidualScale  float64    // each sublayer's output is multiplied by it before the residual add (Granite); 0: 1
 	LogitScale     float64    // logits are divided by it (Granite's logits_scaling); 0: 1
 	RopeAttnFactor float64    // RoPE's cosines and sines are multiplied by it (Phi-3's LongRoPE attn_factor), so Q·K by its square; 0: 1
+
+	// A mixture of experts (Mixtral, Qwen2-MoE, Qwen3-MoE): when
+	// NumExperts > 0, every layer's MLP is a router (Layer.Router) that
+	// sends each token to the NumExpertsUsed experts of highest softmax
+	// probability, and sums their outputs weighted by those
+	// probabilities (see Layer.Router). FFNDim is then unused.
+	NumExperts         int  // E, experts per layer
+	NumExpertsUsed     int  // K, experts per token
+	ExpertFFNDim       int  // Fe, hidden width of each expert's SwiGLU
+	ExpertWeightsNorm  bool // the K routing weights are divided by their sum (Mixtral, Qwen3-MoE)
+	SharedExpertFFNDim int  // Fs: a shared expert every token takes, gated by σ(x·Layer.SharedGate) (Qwen2-MoE); 0: none
 }
 
 // Activation is the MLP's gate activation: out = act(gate)·up.
@@ -111,6 +122,21 @@ type Layer struct {
 
 	PostAttnNorm []float32 // [Dim] RMSNorm gain of the attention's output; nil unless Config.PostNorms
 	PostFFNNorm  []float32 // [Dim] RMSNorm gain of the MLP's output; nil unless Config.PostNorms
+
+	// A mixture-of-experts MLP (Config.NumExperts > 0) instead of W1, W3
+	// and W2, which are then nil.
+	Router     *Tensor   // [E][Dim] routing logits (ffn_gate_inp)
+	Experts    []Expert  // [E]
+	Shared     Expert    // Fs wide; zero unless Config.SharedExpertFFNDim
+	SharedGate []float32 // [Dim] the shared expert's gate logit weights; nil unless Config.SharedExpertFFNDim
+}
+
+// Expert is one SwiGLU MLP of a mixture of experts, F = Config.ExpertFFNDim
+// wide (Config.SharedExpertFFNDim for the shared expert).
+type Expert struct {
+	W1 *Tensor // [F][Dim] gate
+	W3 *Tensor // [F][Dim] up
+	W2 *Tensor // [Dim][F] down
 }
 
 // Weights are a model's parameters. Tensors may be quantized and their
@@ -147,6 +173,9 @@ func (w *Weights) Validate(cfg Config) error {
 	case cfg.FFNAct > ActGELUTanh:
 		return fmt.Errorf("%w: activation %v", ErrShape, cfg.FFNAct)
 	}
+	if err := cfg.validateMoE(); err != nil {
+		return err
+	}
 	v, d, f := cfg.VocabSize, cfg.Dim, cfg.FFNDim
 	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
 	vec := func(name string, got []float32, want int, present bool) error {
@@ -178,11 +207,20 @@ func (w *Weights) Validate(cfg Config) error {
 			vec(p+"attn_q_norm.weight", l.QNorm, cfg.HeadDim, cfg.QKNorm),
 			vec(p+"attn_k_norm.weight", l.KNorm, cfg.HeadDim, cfg.QKNorm),
 			vec(p+"ffn_norm.weight", l.FFNNorm, d, true),
+			vec(p+"post_attention_norm.weight", l.PostAttnNorm, d, cfg.PostNorms),
+			vec(p+"post_ffw_norm.weight", l.PostFFNNorm, d, cfg.PostNorms),
+		)
+		if cfg.NumExperts > 0 {
+			errs = append(errs, l.validateMoE(cfg, p))
+			continue
+		}
+		if l.Router != nil || l.Experts != nil || l.SharedGate != nil {
+			errs = append(errs, fmt.Errorf("%w: %sexperts present but the config has none", ErrShape, p))
+		}
+		errs = append(errs,
 			checkMatrix(p+"ffn_gate.weight", l.W1, d, f),
 			checkMatrix(p+"ffn_up.weight", l.W3, d, f),
 			checkMatrix(p+"ffn_down.weight", l.W2, f, d),
-			vec(p+"post_attention_norm.weight", l.PostAttnNorm, d, cfg.PostNorms),
-			vec(p+"post_ffw_norm.weight", l.PostFFNNorm, d, cfg.PostNorms),
 		)
 	}
 	return errors.Join(errs...)

@@ -23,7 +23,9 @@ type RandomTypes struct {
 // vLLM's --load-format dummy). Matrices have std 1/sqrt(in), token_embd
 // std 1, an untied output 4/sqrt(Dim), norm gains 1+0.02·N, biases
 // 0.1·N; draws come from PCG(seed, 0) in GGUF tensor order. Vectors are
-// float32. Quantizing is the slow part: about 1 s per 100M weights.
+// float32. A mixture of experts draws its router (float32, std
+// 1/sqrt(Dim)), then each expert's matrices, then the shared expert's
+// and its gate. Quantizing is the slow part: about 1 s per 100M weights.
 func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	normal := func(n int, mean, std float64) []float32 {
@@ -66,9 +68,26 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 		}
 		l.Wo = matrix(p+"attn_output.weight", m, d, qd, 1/math.Sqrt(float64(qd)))
 		l.FFNNorm = normal(d, 1, 0.02)
-		l.W1 = matrix(p+"ffn_gate.weight", m, f, d, 1/math.Sqrt(float64(d)))
-		l.W3 = matrix(p+"ffn_up.weight", m, f, d, 1/math.Sqrt(float64(d)))
-		l.W2 = matrix(p+"ffn_down.weight", down, d, f, 1/math.Sqrt(float64(f)))
+		mlp := func(infix string, f int) Expert {
+			return Expert{
+				W1: matrix(p+"ffn_gate"+infix+".weight", m, f, d, 1/math.Sqrt(float64(d))),
+				W3: matrix(p+"ffn_up"+infix+".weight", m, f, d, 1/math.Sqrt(float64(d))),
+				W2: matrix(p+"ffn_down"+infix+".weight", down, d, f, 1/math.Sqrt(float64(f))),
+			}
+		}
+		if cfg.NumExperts > 0 {
+			l.Router = matrix(p+"ffn_gate_inp.weight", F32, cfg.NumExperts, d, 1/math.Sqrt(float64(d)))
+			for e := range cfg.NumExperts {
+				l.Experts = append(l.Experts, mlp("."+strconv.Itoa(e), cfg.ExpertFFNDim))
+			}
+			if cfg.SharedExpertFFNDim > 0 {
+				l.Shared = mlp("_shexp", cfg.SharedExpertFFNDim)
+				l.SharedGate = normal(d, 0, 1/math.Sqrt(float64(d)))
+			}
+		} else {
+			x := mlp("", f)
+			l.W1, l.W3, l.W2 = x.W1, x.W3, x.W2
+		}
 		if cfg.PostNorms {
 			l.PostAttnNorm, l.PostFFNNorm = normal(d, 1, 0.02), normal(d, 1, 0.02)
 		}
@@ -90,8 +109,9 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 }
 
 // Tensors returns w keyed by GGUF name (the inverse of FromTensors), with
-// vectors as F32 tensors; output.weight is left out when tied. Matrices
-// are shared, not copied.
+// vectors as F32 tensors; output.weight is left out when tied, experts
+// are one ffn_{gate,up,down}.E.weight each. Matrices are shared, not
+// copied.
 func (w *Weights) Tensors() map[string]*Tensor {
 	ts := map[string]*Tensor{"token_embd.weight": w.TokenEmbed}
 	vec := func(name string, v []float32) {
@@ -116,11 +136,21 @@ func (w *Weights) Tensors() map[string]*Tensor {
 		vec(p+"ffn_norm.weight", l.FFNNorm)
 		vec(p+"post_attention_norm.weight", l.PostAttnNorm)
 		vec(p+"post_ffw_norm.weight", l.PostFFNNorm)
-		for name, t := range map[string]*Tensor{
+		vec(p+"ffn_gate_inp_shexp.weight", l.SharedGate)
+		mats := map[string]*Tensor{
 			"attn_q.weight": l.Wq, "attn_k.weight": l.Wk, "attn_v.weight": l.Wv, "attn_output.weight": l.Wo,
-			"ffn_gate.weight": l.W1, "ffn_up.weight": l.W3, "ffn_down.weight": l.W2,
-		} {
-			ts[p+name] = t
+			"ffn_gate.weight": l.W1, "ffn_up.weight": l.W3, "ffn_down.weight": l.W2, "ffn_gate_inp.weight": l.Router,
+			"ffn_gate_shexp.weight": l.Shared.W1, "ffn_up_shexp.weight": l.Shared.W3, "ffn_down_shexp.weight": l.Shared.W2,
+		}
+		for e, x := range l.Experts {
+			for name, t := range map[string]*Tensor{"ffn_gate": x.W1, "ffn_up": x.W3, "ffn_down": x.W2} {
+				mats[name+"."+strconv.Itoa(e)+".weight"] = t
+			}
+		}
+		for name, t := range mats {
+			if t != nil {
+				ts[p+name] = t
+			}
 		}
 	}
 	return ts

@@ -16,7 +16,12 @@ var ErrMissingTensor = errors.New("model: missing tensor")
 //	blk.N.attn_{q,k,v}.bias (cfg.QKVBias), blk.N.attn_{q,k}_norm.weight
 //	(cfg.QKNorm), blk.N.ffn_norm.weight, blk.N.ffn_{gate,up,down}.weight,
 //	blk.N.post_attention_norm.weight and blk.N.post_ffw_norm.weight
-//	(cfg.PostNorms).
+//	(cfg.PostNorms); a mixture of experts (cfg.NumExperts) has instead
+//	blk.N.ffn_gate_inp.weight and blk.N.ffn_{gate,up,down}_exps.weight
+//	(ggml Shape [in, out, E], viewed as E matrices) or
+//	blk.N.ffn_{gate,up,down}.E.weight, and a shared expert's
+//	blk.N.ffn_{gate,up,down}_shexp.weight and
+//	blk.N.ffn_gate_inp_shexp.weight.
 //
 // Matrices are kept as given (any supported type, Data not copied); norm
 // gains and biases (F32, F16 or BF16) are converted to float32. Unknown
@@ -66,9 +71,13 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 			Wv:       need(p + "attn_v.weight"),
 			Wo:       need(p + "attn_output.weight"),
 			FFNNorm:  vec(p+"ffn_norm.weight", cfg.Dim),
-			W1:       need(p + "ffn_gate.weight"),
-			W3:       need(p + "ffn_up.weight"),
-			W2:       need(p + "ffn_down.weight"),
+		}
+		if cfg.NumExperts > 0 {
+			if err := l.moeFromTensors(cfg, ts, p, need, vec); err != nil {
+				errs = append(errs, err)
+			}
+		} else {
+			l.W1, l.W3, l.W2 = need(p+"ffn_gate.weight"), need(p+"ffn_up.weight"), need(p+"ffn_down.weight")
 		}
 		if cfg.QKVBias {
 			l.BQ = vec(p+"attn_q.bias", qd)
