@@ -11,14 +11,15 @@ import (
 // agreement accumulates the comparison of our logits with the oracle's
 // over many positions.
 type agreement struct {
-	positions  int      // positions compared
-	pairs      int      // (position, id) log-probs compared
-	nearTies   int      // top-1 differs, within the oracle's tie margin
-	widestTie  float64  // widest oracle margin (nats) of those near-ties
-	mismatches []string // top-1 differs beyond it, described
-	maxDelta   float64  // max |Δ log-softmax|, nats
-	worst      string   // where maxDelta was seen
-	maxTop     float64  // max |Δ log-softmax| over the oracle's top ids only, nats
+	positions  int       // positions compared
+	pairs      int       // (position, id) log-probs compared
+	nearTies   int       // top-1 differs, within the oracle's tie margin
+	widestTie  float64   // widest oracle margin (nats) of those near-ties
+	mismatches []string  // top-1 differs beyond it, described
+	maxDelta   float64   // max |Δ log-softmax|, nats
+	worst      string    // where maxDelta was seen
+	maxTop     float64   // max |Δ log-softmax| over the oracle's top ids only, nats
+	deltas     []float64 // [positions] max |Δ log-softmax| at each position, nats
 }
 
 // logSoftmax is log(softmax(logits)) in float64.
@@ -64,12 +65,18 @@ func (a *agreement) add(label string, first int, ours [][]float32, oracle []orac
 				}
 			}
 		}
+		posDelta := 0.0
 		for id, lp := range want {
-			if d := math.Abs(lsm[id] - lp); d > a.maxDelta || math.IsNaN(d) {
+			d := math.Abs(lsm[id] - lp)
+			if d > a.maxDelta || math.IsNaN(d) {
 				a.maxDelta = d
 				a.worst = fmt.Sprintf("%s position %d token %d: ours %.6f, llama.cpp %.6f", label, first+i, id, lsm[id], lp)
 			}
+			if d > posDelta || math.IsNaN(d) {
+				posDelta = d
+			}
 		}
+		a.deltas = append(a.deltas, posDelta)
 		a.pairs += len(want)
 		a.positions++
 

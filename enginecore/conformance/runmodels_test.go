@@ -26,6 +26,11 @@ type modelRuns struct {
 	probe   []int32                                   // the whole vocabulary
 	ours    []struct{ decode, prefill [][][]float32 } // [test] → [prompt][position][V]
 	want    []oracleResponse                          // [test]
+	// flips, by test name, is how many positions may miss the bound, by
+	// at most 10×, and change top-1: a mixture of experts' router on a
+	// near-tie picks another expert when the engines' 8-bit activation
+	// roundings differ, as they do in quantized models.
+	flips map[string]int
 }
 
 // runModels writes every test's GGUF, then runs llama.cpp on all of them
@@ -76,11 +81,16 @@ func (r *modelRuns) checkAll(t *testing.T) {
 				decode.add("decode", 0, r.ours[i].decode[j], r.want[i].Prompts[j], r.probe, tt.tie)
 				prefill.add("prefill", 0, r.ours[i].prefill[j], r.want[i].Prompts[j], r.probe, tt.tie)
 			}
-			check(t, &decode, tt.bound)
-			check(t, &prefill, tt.bound)
-			t.Logf("max |Δ log-softmax| decode %.2g, prefill %.2g (bound %.2g); %d positions; near-ties flipped: %d+%d, widest margin %.2g",
-				decode.maxDelta, prefill.maxDelta, tt.bound, decode.positions, decode.nearTies, prefill.nearTies,
-				max(decode.widestTie, prefill.widestTie))
+			if n := r.flips[tt.name]; n > 0 {
+				checkFlips(t, &decode, tt.bound, n)
+				checkFlips(t, &prefill, tt.bound, n)
+			} else {
+				check(t, &decode, tt.bound)
+				check(t, &prefill, tt.bound)
+			}
+			t.Logf("max |Δ log-softmax| decode %.2g, prefill %.2g (bound %.2g, over it at %d+%d positions); %d positions; near-ties flipped: %d+%d, widest margin %.2g",
+				decode.maxDelta, prefill.maxDelta, tt.bound, overBound(&decode, tt.bound), overBound(&prefill, tt.bound),
+				decode.positions, decode.nearTies, prefill.nearTies, max(decode.widestTie, prefill.widestTie))
 		})
 	}
 }
@@ -110,4 +120,31 @@ func (r *modelRuns) index(t *testing.T, name string) int {
 		t.Fatalf("no model %q", name)
 	}
 	return i
+}
+
+// checkFlips is check allowing up to n positions whose max |Δ| exceeds
+// bound, by at most 10×, or whose top-1 differs (see modelRuns.flips).
+func checkFlips(t *testing.T, a *agreement, bound float64, n int) {
+	t.Helper()
+	if over := overBound(a, bound); over > n || len(a.mismatches) > n {
+		t.Errorf("%d positions over the bound %.3g and %d top-1 mismatches, at most %d allowed (router flips): %v",
+			overBound(a, bound), bound, len(a.mismatches), n, a.mismatches)
+	}
+	if !(a.maxDelta <= 10*bound) {
+		t.Errorf("max |Δ log-softmax| %.4g > 10× bound %.4g at %s", a.maxDelta, bound, a.worst)
+	}
+	if a.positions == 0 || a.pairs == 0 {
+		t.Error("nothing compared")
+	}
+}
+
+// overBound counts a's positions whose max |Δ| exceeds bound.
+func overBound(a *agreement, bound float64) int {
+	n := 0
+	for _, d := range a.deltas {
+		if !(d <= bound) {
+			n++
+		}
+	}
+	return n
 }

@@ -12,7 +12,11 @@
 // gemma3 (scaled embeddings, GELU, post-norms, sliding-window layers,
 // soft-caps; kvReader.gemma, hfgemma.go, Gemma2ForCausalLM,
 // Gemma3ForCausalLM; every norm gain w of a checkpoint becomes 1+w, as
-// the converter stores it). Anything else — another architecture, an unknown tensor, a tensor type
+// the converter stores it), and the mixtures of experts llama with
+// expert_count (Mixtral; MixtralForCausalLM), qwen2moe (with a shared
+// expert; Qwen2MoeForCausalLM) and qwen3moe (Qwen3MoeForCausalLM;
+// moe.go: GGUF's stacked ffn_*_exps, a checkpoint's one tensor per
+// expert as blk.N.ffn_*.E.weight). Anything else — another architecture, an unknown tensor, a tensor type
 // the kernels lack, partial RoPE, YaRN scaling — is refused at load with
 // an error wrapping [ErrUnsupported] that names it; inconsistent files
 // (missing tensors, shapes that contradict the hyper-parameters) wrap

@@ -120,6 +120,9 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 	if a.granite {
 		r.granite(&cfg)
 	}
+	if a.moe {
+		r.moe(&cfg, a.sharedExpert)
+	}
 	if bos, ok := r.tokenID("tokenizer.ggml.bos_token_id"); ok {
 		cfg.BOSTokenID = bos
 	}

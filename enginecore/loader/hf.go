@@ -16,15 +16,18 @@ import (
 
 // hfArchitectures maps config.json "architectures" to GGUF names.
 var hfArchitectures = map[string]string{
-	"LlamaForCausalLM":   "llama",
-	"MistralForCausalLM": "llama",
-	"Qwen2ForCausalLM":   "qwen2",
-	"Qwen3ForCausalLM":   "qwen3",
-	"SmolLM3ForCausalLM": "smollm3",
-	"GraniteForCausalLM": "granite",
-	"Phi3ForCausalLM":    "phi3",
-	"Gemma2ForCausalLM":  "gemma2",
-	"Gemma3ForCausalLM":  "gemma3",
+	"LlamaForCausalLM":    "llama",
+	"MistralForCausalLM":  "llama",
+	"Qwen2ForCausalLM":    "qwen2",
+	"Qwen3ForCausalLM":    "qwen3",
+	"SmolLM3ForCausalLM":  "smollm3",
+	"GraniteForCausalLM":  "granite",
+	"Phi3ForCausalLM":     "phi3",
+	"Gemma2ForCausalLM":   "gemma2",
+	"Gemma3ForCausalLM":   "gemma3",
+	"MixtralForCausalLM":  "llama",
+	"Qwen2MoeForCausalLM": "qwen2moe",
+	"Qwen3MoeForCausalLM": "qwen3moe",
 }
 
 // hfConfig is the part of config.json Tandem reads. Pointers tell absent
@@ -59,6 +62,7 @@ type hfConfig struct {
 	OrigMaxPos            *int            `json:"original_max_position_embeddings"` // Phi-3: LongRoPE's original context
 	PartialRotaryFactor   *float64        `json:"partial_rotary_factor"`
 	hfGemmaConfig
+	hfMoEConfig
 }
 
 type hfRopeScaling struct {
@@ -150,7 +154,7 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	arch, ok := hfArchitectures[hc.Architectures[0]]
 	if !ok {
-		return model.Config{}, unsupported("architecture %q is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)", hc.Architectures[0])
+		return model.Config{}, unsupported("architecture %q is not supported (supported: %s)", hc.Architectures[0], hfSupportedList())
 	}
 	a := supported[arch]
 	if hc.HiddenAct != "" && hc.HiddenAct != "silu" && !a.gemma {
@@ -227,6 +231,11 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 	}
 	if a.noRopeEvery > 0 {
 		if err := hc.noRope(&cfg, a.noRopeEvery); err != nil {
+			return model.Config{}, err
+		}
+	}
+	if a.moe {
+		if err := hc.moe(&cfg, a.sharedExpert); err != nil {
 			return model.Config{}, err
 		}
 	}
@@ -309,7 +318,7 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 		if strings.HasSuffix(name, "rotary_emb.inv_freq") {
 			continue // a cache of the RoPE frequencies, recomputed from the config
 		}
-		gname, ok := ggufName(name)
+		gname, ok := ggufName(name, cfg.NumExperts > 0)
 		if cfg.PostNorms { // Gemma, whose norms are named its own way
 			if g, isNorm := gemmaName(name); isNorm {
 				gname, ok = g, true
@@ -376,8 +385,9 @@ var hfLayerNames = map[string]string{
 	"mlp.down_proj.weight":            "ffn_down.weight",
 }
 
-// ggufName is llama.cpp's name for a Hugging Face tensor name.
-func ggufName(hf string) (string, bool) {
+// ggufName is llama.cpp's name for a Hugging Face tensor name, a
+// mixture of experts' among them when moe.
+func ggufName(hf string, moe bool) (string, bool) {
 	switch hf {
 	case "model.embed_tokens.weight":
 		return "token_embd.weight", true
@@ -396,6 +406,9 @@ func ggufName(hf string) (string, bool) {
 		return "", false
 	}
 	g, ok := hfLayerNames[suffix]
+	if !ok && moe {
+		return hfExpertName(n, suffix)
+	}
 	if !ok {
 		return "", false
 	}

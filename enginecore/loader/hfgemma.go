@@ -158,7 +158,7 @@ func gemmaName(hf string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	gname, ok := ggufName("model.layers." + num + ".input_layernorm.weight") // checks num
+	gname, ok := ggufName("model.layers."+num+".input_layernorm.weight", false) // checks num
 	if !ok {
 		return "", false
 	}

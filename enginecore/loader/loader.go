@@ -70,19 +70,23 @@ type Model struct {
 // (kvReader.gemma). noRopeEvery: SmolLM3's NoPE layers, every fourth
 // (llama.cpp's n_no_rope_layer_step, which no key sets). granite: IBM
 // Granite 3's embedding, attention, residual and logit scales
-// (kvReader.granite). phi3: fused matrices and LongRoPE (phi3.go).
+// (kvReader.granite). phi3: fused matrices and LongRoPE (phi3.go). moe:
+// Mixtral's, Qwen2-MoE's and Qwen3-MoE's experts (kvReader.moe).
 var supported = map[string]struct {
 	neox, qkvBias, qkNorm, gemma, granite, phi3 bool
-	noRopeEvery                                 int // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
+	moe, sharedExpert                           bool // a mixture of experts (llama: when expert_count > 0), with a shared expert
+	noRopeEvery                                 int  // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
 }{
-	"llama":   {},
-	"qwen2":   {neox: true, qkvBias: true},
-	"qwen3":   {neox: true, qkNorm: true},
-	"smollm3": {noRopeEvery: 4},
-	"granite": {granite: true},
-	"phi3":    {neox: true, phi3: true},
-	"gemma2":  {neox: true, gemma: true},
-	"gemma3":  {neox: true, qkNorm: true, gemma: true},
+	"llama":    {moe: true},
+	"qwen2":    {neox: true, qkvBias: true},
+	"qwen3":    {neox: true, qkNorm: true},
+	"qwen2moe": {neox: true, qkvBias: true, moe: true, sharedExpert: true},
+	"qwen3moe": {neox: true, qkNorm: true, moe: true},
+	"smollm3":  {noRopeEvery: 4},
+	"granite":  {granite: true},
+	"phi3":     {neox: true, phi3: true},
+	"gemma2":   {neox: true, gemma: true},
+	"gemma3":   {neox: true, qkNorm: true, gemma: true},
 }
 
 func supportedList() string {
@@ -143,8 +147,9 @@ func checkConfig(cfg *model.Config) error {
 }
 
 // expectedShapes is every tensor the config implies, by GGUF name, with
-// its ggml shape; optional ones are marked.
-func expectedShapes(cfg *model.Config) map[string]struct {
+// its ggml shape; optional ones are marked. A mixture of experts' are
+// stacked (ffn_*_exps) or one per expert (ffn_*.E).
+func expectedShapes(cfg *model.Config, stacked bool) map[string]struct {
 	shape    []int
 	optional bool
 } {
@@ -184,6 +189,9 @@ func expectedShapes(cfg *model.Config) map[string]struct {
 			m[p+"post_attention_norm.weight"] = want{[]int{d}, false}
 			m[p+"post_ffw_norm.weight"] = want{[]int{d}, false}
 		}
+		if cfg.NumExperts > 0 {
+			moeShapes(cfg, i, m, stacked)
+		}
 	}
 	return m
 }
@@ -195,7 +203,8 @@ func checkTensors(cfg *model.Config, tensors map[string]*model.Tensor) error {
 	if cfg.NumLayers > len(tensors) { // before expectedShapes allocates per layer
 		return invalid("%d layers but only %d tensors", cfg.NumLayers, len(tensors))
 	}
-	want := expectedShapes(cfg)
+	_, stacked := tensors["blk.0.ffn_gate_exps.weight"] // experts in one tensor (GGUF) or one each (Hugging Face)
+	want := expectedShapes(cfg, stacked)
 	var errs []error
 	names := make([]string, 0, len(tensors))
 	for n := range tensors {

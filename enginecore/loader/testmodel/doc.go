@@ -1,5 +1,7 @@
 // Package testmodel writes random-weight models of the supported
-// architectures (llama, qwen2, qwen3) as GGUF files or Hugging Face
+// architectures (llama, smollm3, granite, phi3, qwen2, qwen3, gemma2,
+// gemma3, and the mixtures of experts llama with Experts (Mixtral),
+// qwen2moe and qwen3moe) as GGUF files or Hugging Face
 // directories, for tests and benchmarks that need a real model file
 // without downloading one.
 //
@@ -7,7 +9,8 @@
 // NormFloat64 per element, tensor by tensor in this order: token_embd, then
 // per layer attn_norm, attn_q, attn_k, attn_v, the Q/K/V biases (qwen2),
 // attn_q_norm and attn_k_norm (qwen3), attn_output, ffn_norm, ffn_gate,
-// ffn_up, ffn_down, then output_norm and output (unless tied). Matrices
+// ffn_up, ffn_down (a mixture of experts: its router and experts, see
+// Spec.experts), then output_norm and output (unless tied). Matrices
 // have std 1/sqrt(in), the embedding std 1, the output 4/sqrt(Dim), norm
 // gains 1+0.02·N, biases 0.1·N. The values are those llama.cpp would see:
 // WriteHF stores Llama's Q/K rows in Hugging Face order, so loading either

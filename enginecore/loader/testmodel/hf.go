@@ -14,14 +14,17 @@ import (
 )
 
 var hfArch = map[string]struct{ class, modelType string }{
-	"llama":   {"LlamaForCausalLM", "llama"},
-	"qwen2":   {"Qwen2ForCausalLM", "qwen2"},
-	"qwen3":   {"Qwen3ForCausalLM", "qwen3"},
-	"smollm3": {"SmolLM3ForCausalLM", "smollm3"},
-	"granite": {"GraniteForCausalLM", "granite"},
-	"phi3":    {"Phi3ForCausalLM", "phi3"},
-	"gemma2":  {"Gemma2ForCausalLM", "gemma2"},
-	"gemma3":  {"Gemma3ForCausalLM", "gemma3_text"},
+	"llama":    {"LlamaForCausalLM", "llama"},
+	"qwen2":    {"Qwen2ForCausalLM", "qwen2"},
+	"qwen3":    {"Qwen3ForCausalLM", "qwen3"},
+	"smollm3":  {"SmolLM3ForCausalLM", "smollm3"},
+	"granite":  {"GraniteForCausalLM", "granite"},
+	"phi3":     {"Phi3ForCausalLM", "phi3"},
+	"gemma2":   {"Gemma2ForCausalLM", "gemma2"},
+	"gemma3":   {"Gemma3ForCausalLM", "gemma3_text"},
+	"qwen2moe": {"Qwen2MoeForCausalLM", "qwen2_moe"},
+	"qwen3moe": {"Qwen3MoeForCausalLM", "qwen3_moe"},
+	"mixtral":  {"MixtralForCausalLM", "mixtral"}, // llama with experts
 }
 
 var hfDTypes = map[model.DType]string{model.F32: "F32", model.F16: "F16", model.BF16: "BF16"}
@@ -64,16 +67,22 @@ func WriteHF(dir string, spec Spec) error {
 				values = toHFOrder(values, s.NumKVHeads, s.HeadDim, t.cols)
 			}
 		}
-		data, err := s.encode(t.name, typ, values)
-		if err != nil {
-			return err
-		}
-		shape := []uint64{uint64(t.rows)}
-		if t.matrix() {
-			shape = append(shape, uint64(t.cols))
-		}
-		if err := w.Add(hfName(s.Arch, t.name), dt, shape, data); err != nil {
-			return fmt.Errorf("testmodel: %w", err)
+		for e := range max(t.depth, 1) { // a stack of experts: one tensor each
+			n := len(values) / max(t.depth, 1)
+			data, err := s.encode(t.name, typ, values[e*n:(e+1)*n])
+			if err != nil {
+				return err
+			}
+			shape := []uint64{uint64(t.rows)}
+			switch {
+			case t.matrix():
+				shape = append(shape, uint64(t.cols))
+			case strings.HasSuffix(t.name, "ffn_gate_inp_shexp.weight"):
+				shape = []uint64{1, uint64(t.rows)} // Qwen2-MoE's shared_expert_gate: a Linear(hidden, 1)
+			}
+			if err := w.Add(hfName(s.Arch, t.name, e), dt, shape, data); err != nil {
+				return fmt.Errorf("testmodel: %w", err)
+			}
 		}
 	}
 	bos, eos := uint32(1), uint32(2)
@@ -82,6 +91,9 @@ func WriteHF(dir string, spec Spec) error {
 		eos, _ = s.Tokenizer["tokenizer.ggml.eos_token_id"].(uint32)
 	}
 	a := hfArch[s.Arch]
+	if s.Arch == "llama" && s.Experts > 0 {
+		a = hfArch["mixtral"]
+	}
 	cfg := map[string]any{
 		"architectures":           []string{a.class},
 		"model_type":              a.modelType,
@@ -115,6 +127,9 @@ func WriteHF(dir string, spec Spec) error {
 		}
 		cfg["rope_scaling"] = rs
 		cfg["original_max_position_embeddings"] = s.Phi3.OrigContextLen
+	}
+	if s.Experts > 0 {
+		hfExperts(cfg, s)
 	}
 	if s.Arch == "granite" {
 		g := s.Granite
@@ -216,7 +231,9 @@ var hfGemmaNames = map[string]string{
 	"post_ffw_norm.weight":       "post_feedforward_layernorm.weight",
 }
 
-func hfName(arch, g string) string {
+// hfName is the Hugging Face name of GGUF tensor g, expert e of it when
+// g is a stack of experts.
+func hfName(arch, g string, e int) string {
 	switch g {
 	case "token_embd.weight":
 		return "model.embed_tokens.weight"
@@ -227,6 +244,9 @@ func hfName(arch, g string) string {
 	}
 	rest := strings.TrimPrefix(g, "blk.")
 	n, suffix, _ := strings.Cut(rest, ".")
+	if name, ok := hfExpertName(arch, suffix, e); ok {
+		return "model.layers." + n + "." + name
+	}
 	if suffix == "ffn_up.weight" && arch == "phi3" {
 		return "model.layers." + n + ".mlp.gate_up_proj.weight" // fused: gate, up
 	}

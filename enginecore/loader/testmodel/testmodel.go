@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "smollm3", "granite", "phi3", "qwen2", "qwen3", "gemma2" or "gemma3"
+	Arch       string  // "llama", "smollm3", "granite", "phi3", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2" or "gemma3"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -48,6 +48,14 @@ type Spec struct {
 	// Phi3 is Phi-3's LongRoPE (phi3 only, whose attn_qkv and ffn_up are
 	// written fused, as its files have them).
 	Phi3 LongRope
+
+	// A mixture of experts (llama: Mixtral; qwen2moe and qwen3moe need
+	// one): Experts experts per layer, ExpertsUsed per token, each
+	// ExpertFFNDim wide (0: FFNDim; written as expert_feed_forward_length
+	// but for llama); qwen2moe's shared expert is SharedFFNDim wide (0:
+	// FFNDim). NormTopK (HF only) is config.json's norm_topk_prob.
+	Experts, ExpertsUsed, ExpertFFNDim, SharedFFNDim int
+	NormTopK                                         bool
 
 	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
 	// frequency divisors, llama3 RoPE scaling). GGUF only.
@@ -88,9 +96,10 @@ type GraniteScales struct {
 
 // tensor is one generated weight.
 type tensor struct {
-	name string // GGUF name
-	rows int    // out
-	cols int    // in (contiguous); 0 for a vector
+	name  string // GGUF name
+	rows  int    // out
+	cols  int    // in (contiguous); 0 for a vector
+	depth int    // experts stacked (ggml's third dim); 0 for one matrix
 	// draw makes the values, row-major, rows×cols (or rows for a vector).
 	// The tensors of one generate share a generator: call each draw once,
 	// in order, so that a file never holds more than one tensor's floats.
@@ -101,7 +110,10 @@ func (t tensor) matrix() bool { return t.cols > 0 }
 
 // ggmlShape is the tensor's shape in ggml order.
 func (t tensor) ggmlShape() []uint64 {
-	if t.matrix() {
+	switch {
+	case t.depth > 0:
+		return []uint64{uint64(t.cols), uint64(t.rows), uint64(t.depth)}
+	case t.matrix():
 		return []uint64{uint64(t.cols), uint64(t.rows)}
 	}
 	return []uint64{uint64(t.rows)}
@@ -110,10 +122,17 @@ func (t tensor) ggmlShape() []uint64 {
 // resolve fills defaults and checks s.
 func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
-	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || gemma
+	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe"
+	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || gemma || moe
 	switch {
 	case s.Arch != "llama" && s.Arch != "smollm3" && s.Arch != "granite" && s.Arch != "phi3" && !qwen:
-		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, phi3, qwen2, qwen3, gemma2 or gemma3)", s.Arch)
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, phi3, qwen2, qwen3, qwen2moe, qwen3moe, gemma2 or gemma3)", s.Arch)
+	case moe && s.Experts == 0, s.Experts > 0 && s.Arch != "llama" && !moe:
+		return s, fmt.Errorf("testmodel: %d experts on %s", s.Experts, s.Arch)
+	case s.Experts > 0 && (s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts), s.Experts < 0:
+		return s, fmt.Errorf("testmodel: %d of %d experts per token", s.ExpertsUsed, s.Experts)
+	case s.SharedFFNDim != 0 && s.Arch != "qwen2moe":
+		return s, fmt.Errorf("testmodel: a shared expert is qwen2moe's, not %s's", s.Arch)
 	case s.Arch != "phi3" && (s.Phi3.Short != nil || s.Phi3.AttnFactor != 0):
 		return s, fmt.Errorf("testmodel: LongRoPE on %s", s.Arch)
 	case len(s.Phi3.Short) != len(s.Phi3.Long):
@@ -137,6 +156,12 @@ func (s Spec) resolve() (Spec, error) {
 	}
 	if s.NumKVHeads == 0 {
 		s.NumKVHeads = s.NumHeads
+	}
+	if s.Experts > 0 && (s.ExpertFFNDim == 0 || s.Arch == "llama") {
+		s.ExpertFFNDim = s.FFNDim // llama.cpp's llama experts are feed_forward_length wide
+	}
+	if s.Arch == "qwen2moe" && s.SharedFFNDim == 0 {
+		s.SharedFFNDim = s.FFNDim
 	}
 	if s.HeadDim == 0 {
 		s.HeadDim = s.Dim / s.NumHeads
@@ -172,10 +197,10 @@ func (s Spec) generate() []tensor {
 		return v
 	}
 	matrix := func(name string, rows, cols int, std float64) tensor {
-		return tensor{name, rows, cols, func() []float32 { return normal(rows*cols, 0, std) }}
+		return tensor{name, rows, cols, 0, func() []float32 { return normal(rows*cols, 0, std) }}
 	}
 	vector := func(name string, n int, mean, std float64) tensor {
-		return tensor{name, n, 0, func() []float32 { return normal(n, mean, std) }}
+		return tensor{name, n, 0, 0, func() []float32 { return normal(n, mean, std) }}
 	}
 	d, qd, kvd := s.Dim, s.NumHeads*s.HeadDim, s.NumKVHeads*s.HeadDim
 	ts := []tensor{matrix("token_embd.weight", s.VocabSize, d, 1)}
@@ -191,13 +216,13 @@ func (s Spec) generate() []tensor {
 				matrix(p+"attn_k.weight", kvd, d, in),
 				matrix(p+"attn_v.weight", kvd, d, in))
 		}
-		if s.Arch == "qwen2" {
+		if s.Arch == "qwen2" || s.Arch == "qwen2moe" {
 			ts = append(ts,
 				vector(p+"attn_q.bias", qd, 0, 0.1),
 				vector(p+"attn_k.bias", kvd, 0, 0.1),
 				vector(p+"attn_v.bias", kvd, 0, 0.1))
 		}
-		if s.Arch == "qwen3" || s.Arch == "gemma3" {
+		if s.Arch == "qwen3" || s.Arch == "qwen3moe" || s.Arch == "gemma3" {
 			ts = append(ts,
 				vector(p+"attn_q_norm.weight", s.HeadDim, 1, 0.02),
 				vector(p+"attn_k_norm.weight", s.HeadDim, 1, 0.02))
@@ -205,14 +230,19 @@ func (s Spec) generate() []tensor {
 		ts = append(ts,
 			matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd))),
 			vector(p+"ffn_norm.weight", d, 1, 0.02))
-		if s.Arch == "phi3" { // fused, gate then up
+		switch {
+		case s.Experts > 0:
+			ts = append(ts, s.experts(p, normal)...)
+		case s.Arch == "phi3": // fused, gate then up
 			ts = append(ts, matrix(p+"ffn_up.weight", 2*s.FFNDim, d, in))
-		} else {
+		default:
 			ts = append(ts,
 				matrix(p+"ffn_gate.weight", s.FFNDim, d, in),
 				matrix(p+"ffn_up.weight", s.FFNDim, d, in))
 		}
-		ts = append(ts, matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
+		if s.Experts == 0 {
+			ts = append(ts, matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
+		}
 		if s.Arch == "gemma2" || s.Arch == "gemma3" {
 			ts = append(ts,
 				vector(p+"post_attention_norm.weight", d, 1, 0.02),
@@ -230,6 +260,12 @@ func (s Spec) generate() []tensor {
 func (s Spec) typeOf(t tensor) model.DType {
 	if !t.matrix() {
 		return model.F32
+	}
+	if _, ok := s.Types[t.name]; !ok && strings.HasSuffix(t.name, "ffn_gate_inp.weight") {
+		if typ, ok := s.Types["ffn_gate_inp.weight"]; ok {
+			return typ
+		}
+		return model.F32 // a router stays float32, as llama.cpp's quantizer leaves it
 	}
 	if typ, ok := s.Types[t.name]; ok {
 		return typ
@@ -327,6 +363,10 @@ func WriteGGUF(path string, spec Spec) error {
 		{keyValue{a + "logit_scale", float32(s.Granite.Logit)}, s.Granite.Logit > 0},
 		{keyValue{a + "rope.scaling.original_context_length", uint32(s.Phi3.OrigContextLen)}, s.Phi3.OrigContextLen > 0},
 		{keyValue{a + "rope.scaling.attn_factor", float32(s.Phi3.AttnFactor)}, s.Phi3.AttnFactor > 0},
+		{keyValue{a + "expert_count", uint32(s.Experts)}, s.Experts > 0},
+		{keyValue{a + "expert_used_count", uint32(s.ExpertsUsed)}, s.Experts > 0},
+		{keyValue{a + "expert_feed_forward_length", uint32(s.ExpertFFNDim)}, s.Experts > 0 && s.Arch != "llama"},
+		{keyValue{a + "expert_shared_feed_forward_length", uint32(s.SharedFFNDim)}, s.SharedFFNDim > 0},
 	} {
 		if kv.on {
 			kvs = append(kvs, kv.keyValue)
@@ -349,11 +389,11 @@ func WriteGGUF(path string, spec Spec) error {
 	}
 	ts := s.generate()
 	if s.RopeFreqs != nil {
-		ts = append(ts, tensor{"rope_freqs.weight", len(s.RopeFreqs), 0, func() []float32 { return s.RopeFreqs }})
+		ts = append(ts, tensor{"rope_freqs.weight", len(s.RopeFreqs), 0, 0, func() []float32 { return s.RopeFreqs }})
 	}
 	if s.Phi3.Short != nil {
-		ts = append(ts, tensor{"rope_factors_long.weight", len(s.Phi3.Long), 0, func() []float32 { return s.Phi3.Long }},
-			tensor{"rope_factors_short.weight", len(s.Phi3.Short), 0, func() []float32 { return s.Phi3.Short }})
+		ts = append(ts, tensor{"rope_factors_long.weight", len(s.Phi3.Long), 0, 0, func() []float32 { return s.Phi3.Long }},
+			tensor{"rope_factors_short.weight", len(s.Phi3.Short), 0, 0, func() []float32 { return s.Phi3.Short }})
 	}
 	for _, t := range ts {
 		typ := s.typeOf(t)

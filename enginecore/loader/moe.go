@@ -1,0 +1,181 @@
+package loader
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// moe reads a mixture of experts' sizes as llama.cpp's llama (Mixtral),
+// qwen2moe and qwen3moe models do: expert_count (for llama, absent or 0
+// means a dense model), expert_used_count, and each expert's width,
+// expert_feed_forward_length (default feed_forward_length/K; llama's
+// experts are feed_forward_length wide); Qwen2-MoE's shared expert is
+// expert_shared_feed_forward_length wide (default feed_forward_length).
+// The routing weights are renormalized to sum 1 but for Qwen2-MoE.
+func (r *kvReader) moe(cfg *model.Config, shared bool) {
+	n, ok := r.md.KV(r.prefix + "expert_count")
+	if !ok && cfg.Arch == "llama" || n == uint32(0) || n == uint64(0) {
+		if cfg.Arch != "llama" {
+			r.errs = append(r.errs, invalid("%s is a mixture of experts but %sexpert_count is %v", cfg.Arch, r.prefix, n))
+		}
+		return
+	}
+	cfg.NumExperts = r.int("expert_count", 0)
+	cfg.NumExpertsUsed = r.int("expert_used_count", 0)
+	if cfg.NumExpertsUsed > cfg.NumExperts {
+		r.errs = append(r.errs, invalid("%d experts used per token of %d", cfg.NumExpertsUsed, cfg.NumExperts))
+	}
+	cfg.ExpertWeightsNorm = cfg.Arch != "qwen2moe"
+	cfg.ExpertFFNDim = cfg.FFNDim
+	if cfg.Arch != "llama" && cfg.NumExpertsUsed > 0 {
+		cfg.ExpertFFNDim = r.int("expert_feed_forward_length", max(cfg.FFNDim/cfg.NumExpertsUsed, 1))
+	}
+	if shared {
+		cfg.SharedExpertFFNDim = r.int("expert_shared_feed_forward_length", max(cfg.FFNDim, 1))
+	}
+}
+
+// moeShapes adds layer l's mixture-of-experts tensors to m, replacing
+// the dense MLP's: the experts stacked in ffn_*_exps.weight, or one
+// ffn_*.E.weight each.
+func moeShapes(cfg *model.Config, l int, m map[string]struct {
+	shape    []int
+	optional bool
+}, stacked bool) {
+	type want = struct {
+		shape    []int
+		optional bool
+	}
+	p := fmt.Sprintf("blk.%d.", l)
+	d, e, fe, fs := cfg.Dim, cfg.NumExperts, cfg.ExpertFFNDim, cfg.SharedExpertFFNDim
+	for _, name := range []string{"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"} {
+		delete(m, p+name)
+	}
+	m[p+"ffn_gate_inp.weight"] = want{[]int{d, e}, false}
+	if stacked {
+		m[p+"ffn_gate_exps.weight"] = want{[]int{d, fe, e}, false}
+		m[p+"ffn_up_exps.weight"] = want{[]int{d, fe, e}, false}
+		m[p+"ffn_down_exps.weight"] = want{[]int{fe, d, e}, false}
+	} else {
+		for x := range e {
+			m[expertName(l, x, "ffn_gate")] = want{[]int{d, fe}, false}
+			m[expertName(l, x, "ffn_up")] = want{[]int{d, fe}, false}
+			m[expertName(l, x, "ffn_down")] = want{[]int{fe, d}, false}
+		}
+	}
+	if fs > 0 {
+		m[p+"ffn_gate_inp_shexp.weight"] = want{[]int{d}, false}
+		m[p+"ffn_gate_shexp.weight"] = want{[]int{d, fs}, false}
+		m[p+"ffn_up_shexp.weight"] = want{[]int{d, fs}, false}
+		m[p+"ffn_down_shexp.weight"] = want{[]int{fs, d}, false}
+	}
+}
+
+// expertName is the GGUF name an expert's matrix takes when a checkpoint
+// stores one per expert: blk.N.ffn_gate.E.weight (as llama.cpp's older
+// Mixtral files do; model.FromTensors reads either form).
+func expertName(layer, expert int, part string) string {
+	return fmt.Sprintf("blk.%d.%s.%d.weight", layer, part, expert)
+}
+
+// hfMoEConfig is config.json's mixture of experts.
+type hfMoEConfig struct {
+	NumExperts             int   `json:"num_experts"`       // Qwen2-MoE, Qwen3-MoE
+	NumLocalExperts        int   `json:"num_local_experts"` // Mixtral
+	NumExpertsPerTok       int   `json:"num_experts_per_tok"`
+	MoEIntermediateSize    int   `json:"moe_intermediate_size"`           // Qwen: each expert's width
+	SharedIntermediateSize int   `json:"shared_expert_intermediate_size"` // Qwen2-MoE
+	NormTopKProb           *bool `json:"norm_topk_prob"`                  // Qwen: absent is false
+	DecoderSparseStep      *int  `json:"decoder_sparse_step"`             // Qwen: every n-th layer is sparse
+	MLPOnlyLayers          []int `json:"mlp_only_layers"`                 // Qwen: dense layers
+}
+
+// moe reads the experts as transformers does: Mixtral's
+// num_local_experts (0 or absent: a dense Mistral) of intermediate_size,
+// renormalized; Qwen's num_experts of moe_intermediate_size,
+// renormalized when norm_topk_prob, and Qwen2-MoE's shared expert of
+// shared_expert_intermediate_size. Layers that are dense among sparse
+// ones (decoder_sparse_step other than 1, mlp_only_layers) are refused.
+func (hc *hfConfig) moe(cfg *model.Config, shared bool) error {
+	m := &hc.hfMoEConfig
+	if cfg.Arch == "llama" {
+		if m.NumLocalExperts == 0 {
+			return nil
+		}
+		cfg.NumExperts, cfg.ExpertFFNDim, cfg.ExpertWeightsNorm = m.NumLocalExperts, cfg.FFNDim, true
+	} else {
+		cfg.NumExperts, cfg.ExpertFFNDim = m.NumExperts, m.MoEIntermediateSize
+		cfg.ExpertWeightsNorm = m.NormTopKProb != nil && *m.NormTopKProb
+		if shared {
+			cfg.SharedExpertFFNDim = m.SharedIntermediateSize
+			if cfg.SharedExpertFFNDim <= 0 {
+				return invalid("shared_expert_intermediate_size %d", cfg.SharedExpertFFNDim)
+			}
+		}
+		if m.DecoderSparseStep != nil && *m.DecoderSparseStep != 1 || len(m.MLPOnlyLayers) > 0 {
+			return unsupported("dense MLP layers among the experts (decoder_sparse_step %d, mlp_only_layers %v) are not supported",
+				*cmp.Or(m.DecoderSparseStep, new(int)), m.MLPOnlyLayers)
+		}
+	}
+	cfg.NumExpertsUsed = m.NumExpertsPerTok
+	if cfg.NumExperts <= 0 || cfg.NumExpertsUsed <= 0 || cfg.NumExpertsUsed > cfg.NumExperts || cfg.ExpertFFNDim <= 0 {
+		return invalid("%d experts, %d per token, %d wide", cfg.NumExperts, cfg.NumExpertsUsed, cfg.ExpertFFNDim)
+	}
+	return nil
+}
+
+// hfExpertParts maps the Hugging Face names of an expert's matrices to
+// GGUF's: Qwen's gate_proj, up_proj, down_proj and Mixtral's w1, w3, w2.
+var hfExpertParts = map[string]string{
+	"gate_proj.weight": "ffn_gate", "up_proj.weight": "ffn_up", "down_proj.weight": "ffn_down",
+	"w1.weight": "ffn_gate", "w3.weight": "ffn_up", "w2.weight": "ffn_down",
+}
+
+// hfExpertName is the GGUF name of a mixture-of-experts tensor of layer
+// n, suffix being its name after "model.layers.N.": the router
+// (mlp.gate, block_sparse_moe.gate), an expert's matrix
+// (mlp.experts.E.*, block_sparse_moe.experts.E.*: blk.N.ffn_*.E.weight)
+// and Qwen2-MoE's shared expert (mlp.shared_expert.*,
+// mlp.shared_expert_gate).
+func hfExpertName(n int, suffix string) (string, bool) {
+	p := "blk." + strconv.Itoa(n) + "."
+	switch suffix {
+	case "mlp.gate.weight", "block_sparse_moe.gate.weight":
+		return p + "ffn_gate_inp.weight", true
+	case "mlp.shared_expert_gate.weight":
+		return p + "ffn_gate_inp_shexp.weight", true
+	}
+	if rest, ok := strings.CutPrefix(suffix, "mlp.shared_expert."); ok {
+		part, ok := hfExpertParts[rest]
+		return p + part + "_shexp.weight", ok && strings.HasSuffix(rest, "_proj.weight")
+	}
+	rest, ok := strings.CutPrefix(suffix, "mlp.experts.")
+	if !ok {
+		rest, ok = strings.CutPrefix(suffix, "block_sparse_moe.experts.")
+	}
+	if !ok {
+		return "", false
+	}
+	num, part, _ := strings.Cut(rest, ".")
+	e, err := strconv.Atoi(num)
+	g, known := hfExpertParts[part]
+	if err != nil || e < 0 || strconv.Itoa(e) != num || !known {
+		return "", false
+	}
+	return expertName(n, e, g), true
+}
+
+// hfSupportedList names the config.json architectures Tandem reads.
+func hfSupportedList() string {
+	names := make([]string, 0, len(hfArchitectures))
+	for n := range hfArchitectures {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,129 @@
+package loader_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tandem-llm/tandem/enginecore/loader"
+	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// moeSpecs are small mixtures of experts of each family, with the
+// config each must load as.
+var moeSpecs = []struct {
+	name string
+	spec testmodel.Spec
+	want model.Config // the MoE fields only
+}{
+	{"mixtral", testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 48,
+		Experts: 4, ExpertsUsed: 2, Seed: 21},
+		model.Config{NumExperts: 4, NumExpertsUsed: 2, ExpertFFNDim: 48, ExpertWeightsNorm: true}},
+	{"qwen2moe", testmodel.Spec{Arch: "qwen2moe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 64,
+		Experts: 6, ExpertsUsed: 3, ExpertFFNDim: 16, SharedFFNDim: 40, Seed: 22},
+		model.Config{NumExperts: 6, NumExpertsUsed: 3, ExpertFFNDim: 16, SharedExpertFFNDim: 40}},
+	{"qwen3moe", testmodel.Spec{Arch: "qwen3moe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 64,
+		Experts: 8, ExpertsUsed: 2, ExpertFFNDim: 24, NormTopK: true, Seed: 23},
+		model.Config{NumExperts: 8, NumExpertsUsed: 2, ExpertFFNDim: 24, ExpertWeightsNorm: true}},
+}
+
+// moeFields is the MoE part of c.
+func moeFields(c model.Config) model.Config {
+	return model.Config{NumExperts: c.NumExperts, NumExpertsUsed: c.NumExpertsUsed, ExpertFFNDim: c.ExpertFFNDim,
+		ExpertWeightsNorm: c.ExpertWeightsNorm, SharedExpertFFNDim: c.SharedExpertFFNDim}
+}
+
+// TestLoadMoE loads each family's mixture of experts from GGUF (experts
+// stacked in ffn_*_exps, viewed in place) and from a Hugging Face
+// directory (one tensor per expert), and checks both give the config
+// llama.cpp and transformers read and the same weights, expert by
+// expert.
+func TestLoadMoE(t *testing.T) {
+	for _, tt := range moeSpecs {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "m.gguf")
+			if err := testmodel.WriteGGUF(path, tt.spec); err != nil {
+				t.Fatal(err)
+			}
+			hf := filepath.Join(dir, "hf")
+			if err := testmodel.WriteHF(hf, tt.spec); err != nil {
+				t.Fatal(err)
+			}
+			var weights []map[string][]float32
+			for _, p := range []string{path, hf} {
+				s, err := loader.Open(p, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Release() })
+				if got := moeFields(s.Config); !cmp.Equal(got, tt.want) {
+					t.Errorf("%s: MoE config %+v, want %+v", filepath.Base(p), got, tt.want)
+				}
+				l := s.Weights.Layers[1]
+				if l.W1 != nil || len(l.Experts) != tt.want.NumExperts || (l.SharedGate != nil) != (tt.want.SharedExpertFFNDim > 0) {
+					t.Fatalf("%s: layer 1 has dense %v, %d experts, shared gate %v", filepath.Base(p), l.W1 != nil, len(l.Experts), l.SharedGate != nil)
+				}
+				floats := map[string][]float32{}
+				for name, x := range s.Weights.Tensors() {
+					if floats[name], err = x.Float32s(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				weights = append(weights, floats)
+			}
+			if _, ok := weights[0]["blk.1.ffn_down.3.weight"]; !ok {
+				t.Fatalf("no expert 3 in %v", keys(weights[0]))
+			}
+			if diff := cmp.Diff(weights[0], weights[1]); diff != "" {
+				t.Errorf("GGUF and Hugging Face weights differ (-gguf +hf):\n%.2000s", diff)
+			}
+		})
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestLoadMoERefused checks what a mixture of experts is refused for.
+func TestLoadMoERefused(t *testing.T) {
+	qwen3 := moeSpecs[2].spec
+	runErrorCases(t, []errorCase{
+		{"no expert_count", func(t *testing.T, dir string) string {
+			return rewrite(t, dir, qwen3, func(k *kvs, _ *tensors) { k.drop("qwen3moe.expert_count") })
+		}, loader.ErrInvalid, "no qwen3moe.expert_count"},
+		{"more experts used than there are", func(t *testing.T, dir string) string {
+			return rewrite(t, dir, qwen3, func(k *kvs, _ *tensors) { k.set("qwen3moe.expert_used_count", uint32(9)) })
+		}, loader.ErrInvalid, "9 experts used per token of 8"},
+		{"experts used per layer", func(t *testing.T, dir string) string {
+			return rewrite(t, dir, qwen3, func(k *kvs, _ *tensors) { k.set("qwen3moe.expert_used_count", []uint32{2, 2}) })
+		}, loader.ErrUnsupported, "per-layer qwen3moe.expert_used_count"},
+		{"a missing expert stack", func(t *testing.T, dir string) string {
+			return rewrite(t, dir, qwen3, func(_ *kvs, ts *tensors) { ts.drop("blk.1.ffn_up_exps.weight") })
+		}, loader.ErrInvalid, `"blk.1.ffn_up_exps.weight" is missing`},
+		{"a dense MLP in a mixture", func(t *testing.T, dir string) string {
+			return rewrite(t, dir, qwen3, func(_ *kvs, ts *tensors) { ts.add("blk.0.ffn_gate.weight", 32) })
+		}, loader.ErrUnsupported, `"blk.0.ffn_gate.weight" is not supported`},
+		{"hf dense layers among experts", func(t *testing.T, dir string) string {
+			return editHF(t, dir, qwen3, func(cfg map[string]any, _ *[]hfTensor) { cfg["mlp_only_layers"] = []int{0} })
+		}, loader.ErrUnsupported, "dense MLP layers among the experts"},
+		{"hf a missing expert", func(t *testing.T, dir string) string {
+			return editHF(t, dir, qwen3, func(_ map[string]any, ts *[]hfTensor) {
+				for i, e := range *ts {
+					if e.name == "model.layers.0.mlp.experts.5.up_proj.weight" {
+						*ts = append((*ts)[:i], (*ts)[i+1:]...)
+						return
+					}
+				}
+				t.Fatal("no expert 5")
+			})
+		}, loader.ErrInvalid, `"blk.0.ffn_up.5.weight" is missing`},
+	})
+}

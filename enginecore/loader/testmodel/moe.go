@@ -1,0 +1,81 @@
+package testmodel
+
+import (
+	"math"
+	"strconv"
+)
+
+// experts lists layer p's mixture-of-experts weights in drawing order:
+// the router ffn_gate_inp ([E][Dim], std 1/sqrt(Dim)), then
+// ffn_gate_exps and ffn_up_exps ([E][Fe][Dim]) and ffn_down_exps
+// ([E][Dim][Fe]) with the dense MLP's stds, then qwen2moe's shared
+// expert: ffn_gate_inp_shexp ([Dim], std 1/sqrt(Dim)) and
+// ffn_{gate,up,down}_shexp.
+func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32) []tensor {
+	d, e, fe := s.Dim, s.Experts, s.ExpertFFNDim
+	stack := func(name string, rows, cols, depth int) tensor {
+		std := 1 / math.Sqrt(float64(cols))
+		return tensor{p + name, rows, cols, depth, func() []float32 { return normal(rows*cols*max(depth, 1), 0, std) }}
+	}
+	ts := []tensor{
+		stack("ffn_gate_inp.weight", e, d, 0),
+		stack("ffn_gate_exps.weight", fe, d, e),
+		stack("ffn_up_exps.weight", fe, d, e),
+		stack("ffn_down_exps.weight", d, fe, e),
+	}
+	if fs := s.SharedFFNDim; fs > 0 {
+		ts = append(ts,
+			tensor{p + "ffn_gate_inp_shexp.weight", d, 0, 0, func() []float32 { return normal(d, 0, 1/math.Sqrt(float64(d))) }},
+			stack("ffn_gate_shexp.weight", fs, d, 0),
+			stack("ffn_up_shexp.weight", fs, d, 0),
+			stack("ffn_down_shexp.weight", d, fs, 0))
+	}
+	return ts
+}
+
+// hfExperts adds a mixture of experts' keys to config.json: Mixtral's
+// (num_local_experts) for llama, Qwen's (num_experts,
+// moe_intermediate_size, norm_topk_prob; Qwen2-MoE's
+// shared_expert_intermediate_size) otherwise.
+func hfExperts(cfg map[string]any, s Spec) {
+	cfg["num_experts_per_tok"] = s.ExpertsUsed
+	if s.Arch == "llama" {
+		cfg["num_local_experts"] = s.Experts
+		return
+	}
+	cfg["num_experts"] = s.Experts
+	cfg["moe_intermediate_size"] = s.ExpertFFNDim
+	cfg["norm_topk_prob"] = s.NormTopK
+	cfg["decoder_sparse_step"] = 1
+	cfg["mlp_only_layers"] = []int{}
+	if s.SharedFFNDim > 0 {
+		cfg["shared_expert_intermediate_size"] = s.SharedFFNDim
+	}
+}
+
+// hfExpertName is the Hugging Face name (after "model.layers.N.") of
+// expert e's part of a GGUF mixture-of-experts tensor (suffix after
+// "blk.N."): Mixtral's block_sparse_moe.* for llama, Qwen's mlp.* else.
+func hfExpertName(arch, suffix string, e int) (string, bool) {
+	x := strconv.Itoa(e)
+	if arch == "llama" {
+		name, ok := map[string]string{
+			"ffn_gate_inp.weight":  "block_sparse_moe.gate.weight",
+			"ffn_gate_exps.weight": "block_sparse_moe.experts." + x + ".w1.weight",
+			"ffn_down_exps.weight": "block_sparse_moe.experts." + x + ".w2.weight",
+			"ffn_up_exps.weight":   "block_sparse_moe.experts." + x + ".w3.weight",
+		}[suffix]
+		return name, ok
+	}
+	name, ok := map[string]string{
+		"ffn_gate_inp.weight":       "mlp.gate.weight",
+		"ffn_gate_exps.weight":      "mlp.experts." + x + ".gate_proj.weight",
+		"ffn_up_exps.weight":        "mlp.experts." + x + ".up_proj.weight",
+		"ffn_down_exps.weight":      "mlp.experts." + x + ".down_proj.weight",
+		"ffn_gate_inp_shexp.weight": "mlp.shared_expert_gate.weight",
+		"ffn_gate_shexp.weight":     "mlp.shared_expert.gate_proj.weight",
+		"ffn_up_shexp.weight":       "mlp.shared_expert.up_proj.weight",
+		"ffn_down_shexp.weight":     "mlp.shared_expert.down_proj.weight",
+	}[suffix]
+	return name, ok
+}
