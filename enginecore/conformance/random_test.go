@@ -174,13 +174,21 @@ func TestRandomModels(t *testing.T) {
 		// LongRoPE: both engines serve contexts of 80-ish positions, over
 		// an original context of 4096 (short factors) or 64 (long ones).
 		{"phi3 f32, LongRoPE short", with(func(s *testmodel.Spec) {
-			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(1.5), Long: phi3Factors(8), OrigContextLen: 4096, AttnFactor: 1.19}
+			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(32, 1.5), Long: phi3Factors(32, 8), OrigContextLen: 4096, AttnFactor: 1.19}
 		}), 1e-4, 1e-4},
 		{"phi3 f32, LongRoPE long", with(func(s *testmodel.Spec) {
-			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(1.5), Long: phi3Factors(8), OrigContextLen: 64, AttnFactor: 1.19}
+			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(32, 1.5), Long: phi3Factors(32, 8), OrigContextLen: 64, AttnFactor: 1.19}
 		}), 1e-4, 1e-4},
 		{"phi3 f32, LongRoPE long, no attn_factor", with(func(s *testmodel.Spec) {
-			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(1.5), Long: phi3Factors(8), OrigContextLen: 64}
+			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(32, 1.5), Long: phi3Factors(32, 8), OrigContextLen: 64}
+		}), 1e-4, 1e-4},
+		// Phi-4-mini's partial RoPE: 3/4 of each head rotates (96 of its
+		// 128 dims; here 48 of 64), with LongRoPE factors for those only.
+		{"phi3 f32", with(func(s *testmodel.Spec) { s.Arch = "phi3" }), 1e-4, 1e-4},
+		{"phi3 f32, partial RoPE 48 of 64", with(func(s *testmodel.Spec) { s.Arch, s.RopeDim = "phi3", 48 }), 1e-4, 1e-4},
+		{"phi3 f32, partial RoPE, LongRoPE long", with(func(s *testmodel.Spec) {
+			s.Arch, s.RopeDim = "phi3", 48
+			s.Phi3 = testmodel.LongRope{Short: phi3Factors(24, 1.5), Long: phi3Factors(24, 8), OrigContextLen: 64, AttnFactor: 1.19}
 		}), 1e-4, 1e-4},
 	}
 	r := runModels(t, tests, randomPrompts(rmVocab, 1))
@@ -194,6 +202,7 @@ func TestRandomModels(t *testing.T) {
 	r.control(t, "RoPE in every layer vs smollm3", "llama f32, 4 layers", "smollm3 f32, layer 3 NoPE", false)
 	r.control(t, "phi3 without its attn_factor", "phi3 f32, LongRoPE long, no attn_factor", "phi3 f32, LongRoPE long", false)
 	r.control(t, "phi3 short factors vs long", "phi3 f32, LongRoPE short", "phi3 f32, LongRoPE long", false)
+	r.control(t, "phi3 full RoPE vs partial", "phi3 f32", "phi3 f32, partial RoPE 48 of 64", false)
 }
 
 // check fails t on a top-1 mismatch or a Δ above bound.
@@ -210,10 +219,11 @@ func check(t *testing.T, a *agreement, bound float64) {
 	}
 }
 
-// phi3Factors are LongRoPE divisors of the RoPE frequencies ([D/2]),
-// rising from 1 to top, as Phi-3's short (near 1) and long factors do.
-func phi3Factors(top float32) []float32 {
-	f := make([]float32, rmDim/4/2) // head dim 64 at 4 heads
+// phi3Factors are n LongRoPE divisors of the RoPE frequencies (R/2 of
+// them: 32 for head dim 64 at 4 heads), rising from 1 to top, as
+// Phi-3's short (near 1) and long factors do.
+func phi3Factors(n int, top float32) []float32 {
+	f := make([]float32, n)
 	for i := range f {
 		f[i] = 1 + (top-1)*float32(i)/float32(len(f)-1) + 0.05*float32(i%3)
 	}

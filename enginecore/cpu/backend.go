@@ -31,8 +31,8 @@ type Backend struct {
 	eps    float32
 	qDim   int       // H*D
 	kvDim  int       // Hkv*D
-	freq   []float64 // [D/2] RoPE inverse frequencies, scaled (see ropeFreqs)
-	freqL  []float64 // [D/2] local layers' RoPE inverse frequencies; nil: freq
+	freq   []float64 // [R/2] RoPE inverse frequencies, scaled (see ropeFreqs); R = RotaryDim
+	freqL  []float64 // [R/2] local layers' RoPE inverse frequencies; nil: freq
 	scale  float32   // attention scores' scale (model.Config.Scale)
 
 	// KV cache: [L] × {K [numBlocks][Hkv][D][B], V [numBlocks][B][Hkv][D]}, see the package doc.
@@ -53,10 +53,10 @@ type Backend struct {
 	att    []float32 // [T][H*D] attention output
 	hb     []float32 // [T][F] gate, then silu(gate)·up (F: max(Fe, Fs) in a mixture of experts)
 	hb2    []float32 // [T][F] up
-	cos    []float32 // [T][D/2] RoPE cosines per token
-	sin    []float32 // [T][D/2]
-	cosL   []float32 // [T][D/2] local layers' RoPE cosines; nil unless freqL
-	sinL   []float32 // [T][D/2]
+	cos    []float32 // [T][R/2] RoPE cosines per token
+	sin    []float32 // [T][R/2]
+	cosL   []float32 // [T][R/2] local layers' RoPE cosines; nil unless freqL
+	sinL   []float32 // [T][R/2]
 	tokSeq []int32   // [T] index into Step.Seqs of each token
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
 	moe    moeScratch

@@ -134,6 +134,8 @@ func TestMatchesReference(t *testing.T) {
 			cfg.RopeNeox, cfg.RopeAttnFactor = true, 1.19
 			return cfg, w
 		}, 20, 0},
+		{"phi3 partial rope, 48 of 64 dims", randomModel(f32, func(c *model.Config) { c.Arch, c.RopeNeox, c.RopeDim = "phi3", true, 48 }), 12, 0},
+		{"partial rope, adjacent pairs, 32 of 64 dims", randomModel(f32, func(c *model.Config) { c.RopeDim = 32 }), 12, 0},
 		{"qwen2 qkv bias", randomModel(f32, func(c *model.Config) { c.QKVBias, c.RopeNeox = true, true }), 9, 0},
 		{"qwen3 qk norm", randomModel(f32, func(c *model.Config) { c.QKNorm, c.RopeNeox = true, true }), 9, 0},
 		{"gemma3 window 5", randomModel(f32, gemma3(5, 0)), 20, 0},

@@ -33,11 +33,12 @@ func headNorm(v []float32, numHeads int, g []float32, eps float32) {
 	}
 }
 
-// rope rotates each head of v ([numHeads][D]) by the angles whose cosines
-// and sines are cs, sn ([D/2]): adjacent pairs (x[2i], x[2i+1]) in normal
-// mode, (x[i], x[i+D/2]) in NEOX mode.
+// rope rotates the first R dims of each head of v ([numHeads][D]) by the
+// angles whose cosines and sines are cs, sn ([R/2]): adjacent pairs
+// (x[2i], x[2i+1]) in normal mode, (x[i], x[i+R/2]) in NEOX mode; dims R
+// to D pass through (partial RoPE).
 func rope(v []float32, numHeads, headDim int, cs, sn []float32, neox bool) {
-	half := headDim / 2
+	half := len(cs)
 	for h := range numHeads {
 		x := v[h*headDim : (h+1)*headDim]
 		for i := range half {

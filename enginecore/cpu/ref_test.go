@@ -64,9 +64,9 @@ func newRef(t testing.TB, cfg model.Config, w *model.Weights) *refModel {
 		rl.experts, rl.shared = rl.experts[:len(l.Experts)], rl.experts[len(l.Experts)]
 		r.layers = append(r.layers, rl)
 	}
-	d := float64(cfg.HeadDim)
+	d := float64(cfg.RotaryDim())
 	sc := cfg.RopeScaling
-	for i := 0; i < cfg.HeadDim/2; i++ {
+	for i := 0; i < cfg.RotaryDim()/2; i++ {
 		f := 1 / math.Pow(cfg.RopeTheta, 2*float64(i)/d)
 		switch {
 		case w.RopeFreqs != nil:
@@ -138,7 +138,7 @@ func (r *refModel) rope(x []float64, pos, l int) {
 			theta := float64(pos) * f
 			a, b := 2*i, 2*i+1
 			if r.cfg.RopeNeox {
-				a, b = i, i+d/2
+				a, b = i, i+len(freq) // the rotated dims' halves; dims past 2·len(freq) stay
 			}
 			x0, x1 := head[a], head[b]
 			m := 1.0

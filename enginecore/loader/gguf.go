@@ -69,8 +69,8 @@ func loadGGUF(path string) (m *Model, err error) {
 	if u, ok := f.Uint(cfg.Arch + ".rope.scaling.original_context_length"); ok && u > 0 && u <= math.MaxInt32 {
 		orig = int(u)
 	}
-	if longRope != nil && !shapeIs(longRope.Shape, []int{cfg.HeadDim / 2}) {
-		return nil, invalid("tensor %q has shape %v, want [%d]", "rope_factors_long.weight", longRope.Shape, cfg.HeadDim/2)
+	if longRope != nil && !shapeIs(longRope.Shape, []int{cfg.RotaryDim() / 2}) {
+		return nil, invalid("tensor %q has shape %v, want [%d]", "rope_factors_long.weight", longRope.Shape, cfg.RotaryDim()/2)
 	}
 	return &Model{Config: cfg, Tensors: tensors, Source: path, Close: f.Close, Vocab: vocab, LongRope: longRope, OrigContextLen: orig}, nil
 }
@@ -106,8 +106,14 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 	if vd := r.int("attention.value_length", cfg.HeadDim); vd != cfg.HeadDim {
 		r.errs = append(r.errs, unsupported("value head dim %d differs from key head dim %d", vd, cfg.HeadDim))
 	}
-	if rd := r.int("rope.dimension_count", cfg.HeadDim); rd != cfg.HeadDim {
-		r.errs = append(r.errs, unsupported("partial RoPE (%d of %d dims) is not supported", rd, cfg.HeadDim))
+	switch rd := r.int("rope.dimension_count", cfg.HeadDim); {
+	case rd == cfg.HeadDim:
+	case !a.phi3: // llama.cpp's other graphs assert n_rot == head dim
+		r.errs = append(r.errs, unsupported("partial RoPE (%d of %d dims) is not supported for %s (only phi3)", rd, cfg.HeadDim, arch))
+	case rd <= 0, rd%2 != 0, rd > cfg.HeadDim:
+		r.errs = append(r.errs, invalid("RoPE over %d of %d dims", rd, cfg.HeadDim))
+	default:
+		cfg.RopeDim = rd // Phi-4-mini: 96 of 128
 	}
 	cfg.RopeScaling = r.ropeScaling()
 	if a.gemma {

@@ -224,6 +224,16 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 			return model.Config{}, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ)
 		}
 	}
+	if f := hc.PartialRotaryFactor; f != nil && *f != 1 {
+		r := int(float64(cfg.HeadDim) * *f) // transformers' int(head_dim * partial_rotary_factor)
+		switch {
+		case !a.phi3:
+			return model.Config{}, unsupported("partial_rotary_factor %g (partial RoPE) is not supported for %s (only Phi3ForCausalLM)", *f, arch)
+		case r <= 0, r%2 != 0, r > cfg.HeadDim:
+			return model.Config{}, invalid("partial_rotary_factor %g: RoPE over %d of %d dims", *f, r, cfg.HeadDim)
+		}
+		cfg.RopeDim = r
+	}
 	if a.gemma {
 		if err := hc.gemma(&cfg); err != nil {
 			return model.Config{}, err
@@ -478,7 +488,7 @@ func hfRopeFreqs(hc *hfConfig, cfg *model.Config, tensors map[string]*model.Tens
 		return invalid("llama3 rope_scaling factor %g, low %g, high %g, original context %g", factor, low, high, orig)
 	}
 	lowWavelen, highWavelen := orig/low, orig/high
-	d := cfg.HeadDim
+	d := cfg.RotaryDim()
 	data := make([]byte, 4*(d/2))
 	for i := range d / 2 {
 		freq := 1 / math.Pow(cfg.RopeTheta, float64(2*i)/float64(d))

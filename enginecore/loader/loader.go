@@ -163,7 +163,7 @@ func expectedShapes(cfg *model.Config, stacked bool) map[string]struct {
 		"token_embd.weight":  {[]int{d, v}, false},
 		"output_norm.weight": {[]int{d}, false},
 		"output.weight":      {[]int{d, v}, true},
-		"rope_freqs.weight":  {[]int{cfg.HeadDim / 2}, true},
+		"rope_freqs.weight":  {[]int{cfg.RotaryDim() / 2}, true},
 	}
 	for i := range cfg.NumLayers {
 		p := fmt.Sprintf("blk.%d.", i)

@@ -296,7 +296,7 @@ func TestGGUFRefused(t *testing.T) {
 		}, loader.ErrUnsupported, `RoPE scaling "yarn"`},
 		{"partial rope", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("llama.rope.dimension_count", uint32(8)) })
-		}, loader.ErrUnsupported, "partial RoPE"},
+		}, loader.ErrUnsupported, "partial RoPE (8 of 16 dims) is not supported for llama (only phi3)"},
 		{"per-layer heads", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("llama.attention.head_count", []uint32{2}) })
 		}, loader.ErrUnsupported, "per-layer llama.attention.head_count"},

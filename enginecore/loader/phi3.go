@@ -108,11 +108,9 @@ func (hc *hfConfig) origContext(cfg *model.Config) int {
 // GGUF converter writes: the short factors as rope_freqs.weight (the
 // long ones returned, for Open), and attention_factor, or
 // sqrt(1 + ln(s)/ln(original)) with s = max_position_embeddings/original,
-// as RopeAttnFactor. Partial rotary is refused.
+// as RopeAttnFactor. With partial RoPE (Phi-4-mini) there are R/2 of
+// each.
 func (hc *hfConfig) longRope(cfg *model.Config, tensors map[string]*model.Tensor) (*model.Tensor, error) {
-	if f := hc.PartialRotaryFactor; f != nil && *f != 1 {
-		return nil, unsupported("partial_rotary_factor %g (partial RoPE) is not supported", *f)
-	}
 	rs := hc.RopeScaling
 	if hc.RopeParameters != nil {
 		rs = hc.RopeParameters
@@ -120,7 +118,7 @@ func (hc *hfConfig) longRope(cfg *model.Config, tensors map[string]*model.Tensor
 	if rs == nil || (rs.ShortFactor == nil && rs.LongFactor == nil) {
 		return nil, nil
 	}
-	half := cfg.HeadDim / 2
+	half := cfg.RotaryDim() / 2
 	if len(rs.ShortFactor) != half || len(rs.LongFactor) != half {
 		return nil, invalid("LongRoPE has %d short and %d long factors, want %d each", len(rs.ShortFactor), len(rs.LongFactor), half)
 	}

@@ -63,8 +63,9 @@ func TestLoadPhi3(t *testing.T) {
 
 // TestHFPhi3LongRope: without attention_factor, config.json's LongRoPE
 // scales RoPE by sqrt(1 + ln(s)/ln(original)), s the context over the
-// original, as HF and llama.cpp's converter do; partial rotary (Phi-4
-// mini) and longrope on another architecture are refused.
+// original, as HF and llama.cpp's converter do; longrope on another
+// architecture, and partial rotary there or over an odd number of dims,
+// are refused.
 func TestHFPhi3LongRope(t *testing.T) {
 	spec := testmodel.Spec{Arch: "phi3", VocabSize: 300, Dim: 32, NumLayers: 1, NumHeads: 4, FFNDim: 48, ContextLen: 131072, Seed: 18,
 		Phi3: testmodel.LongRope{Short: []float32{1, 1, 1, 1}, Long: []float32{2, 2, 2, 2}, OrigContextLen: 4096}}
@@ -75,9 +76,13 @@ func TestHFPhi3LongRope(t *testing.T) {
 		t.Errorf("RopeAttnFactor %v, want %v", got, want)
 	}
 	runErrorCases(t, []errorCase{
-		{"partial rotary", func(t *testing.T, dir string) string {
-			return editHF(t, dir, spec, func(cfg map[string]any, _ *[]hfTensor) { cfg["partial_rotary_factor"] = 0.75 })
-		}, loader.ErrUnsupported, "partial_rotary_factor 0.75"},
+		{"partial rotary over an odd number of dims", func(t *testing.T, dir string) string {
+			return editHF(t, dir, spec, func(cfg map[string]any, _ *[]hfTensor) { cfg["partial_rotary_factor"] = 0.375 })
+		}, loader.ErrInvalid, "partial_rotary_factor 0.375: RoPE over 3 of 8 dims"},
+		{"partial rotary on llama", func(t *testing.T, dir string) string {
+			llama := testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 1, NumHeads: 2, FFNDim: 32}
+			return editHF(t, dir, llama, func(cfg map[string]any, _ *[]hfTensor) { cfg["partial_rotary_factor"] = 0.5 })
+		}, loader.ErrUnsupported, "partial_rotary_factor 0.5 (partial RoPE) is not supported for llama"},
 		{"longrope on llama", func(t *testing.T, dir string) string {
 			llama := testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 1, NumHeads: 2, FFNDim: 32}
 			return editHF(t, dir, llama, func(cfg map[string]any, _ *[]hfTensor) {
@@ -85,4 +90,31 @@ func TestHFPhi3LongRope(t *testing.T) {
 			})
 		}, loader.ErrUnsupported, `RoPE scaling "longrope" is Phi-3's, not llama's`},
 	})
+}
+
+// TestLoadPhi3PartialRope reads Phi-4-mini's partial RoPE from GGUF
+// (rope.dimension_count) and from config.json (partial_rotary_factor)
+// alike, with LongRoPE factors for the rotated dims only.
+func TestLoadPhi3PartialRope(t *testing.T) {
+	spec := testmodel.Spec{Arch: "phi3", VocabSize: 300, Dim: 64, NumLayers: 1, NumHeads: 4, FFNDim: 48, RopeDim: 12, Seed: 19,
+		ContextLen: 8192, Phi3: testmodel.LongRope{Short: []float32{1, 1, 1, 1, 1, 1}, Long: []float32{2, 2, 2, 3, 3, 3}, OrigContextLen: 4096, AttnFactor: 1.2}}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.gguf")
+	if err := testmodel.WriteGGUF(path, spec); err != nil {
+		t.Fatal(err)
+	}
+	hf := filepath.Join(dir, "hf")
+	if err := testmodel.WriteHF(hf, spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, hf} {
+		s, err := loader.Open(p, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Config.RopeDim != 12 || s.Config.HeadDim != 16 || !slices.Equal(s.Weights.RopeFreqs, spec.Phi3.Long) {
+			t.Errorf("%s: RoPE over %d of %d dims, factors %v; want 12 of 16, %v", filepath.Base(p), s.Config.RopeDim, s.Config.HeadDim, s.Weights.RopeFreqs, spec.Phi3.Long)
+		}
+		s.Release()
+	}
 }

@@ -23,7 +23,8 @@ type Config struct {
 	HeadDim        int     // D, per head; usually Dim/H
 	FFNDim         int     // F, hidden width of the SwiGLU MLP
 	RopeTheta      float64 // RoPE base
-	RopeNeox       bool    // rotate (x[i], x[i+D/2]) (NEOX, Qwen) instead of (x[2i], x[2i+1])
+	RopeNeox       bool    // rotate (x[i], x[i+R/2]) (NEOX, Qwen) instead of (x[2i], x[2i+1])
+	RopeDim        int     // R, the leading dims of each head RoPE rotates (Phi-4-mini: 96 of 128); 0: HeadDim
 	NormEps        float64 // RMSNorm epsilon
 	MaxContextLen  int     // trained context length, tokens
 	BOSTokenID     int32   // beginning-of-sequence token
@@ -88,6 +89,15 @@ func (c *Config) Scale() float64 {
 	return 1 / math.Sqrt(float64(c.HeadDim))
 }
 
+// RotaryDim is R, the dims of each head RoPE rotates: RopeDim, or
+// HeadDim. The rest pass through unrotated.
+func (c *Config) RotaryDim() int {
+	if c.RopeDim > 0 {
+		return c.RopeDim
+	}
+	return c.HeadDim
+}
+
 // Local reports whether layer l attends over a sliding window.
 func (c *Config) Local(l int) bool {
 	return c.SlidingWindow > 0 && l < len(c.LocalLayers) && c.LocalLayers[l]
@@ -146,7 +156,7 @@ type Weights struct {
 	Layers     []Layer   // [L]
 	OutNorm    []float32 // [Dim] final RMSNorm gain
 	Output     *Tensor   // [V][Dim] LM head; the same *Tensor as TokenEmbed when tied
-	RopeFreqs  []float32 // [D/2] optional per-frequency divisors (GGUF rope_freqs.weight); nil if absent
+	RopeFreqs  []float32 // [R/2] optional per-frequency divisors (R = Config.RotaryDim) (GGUF rope_freqs.weight); nil if absent
 }
 
 // Validate checks that cfg is consistent and every tensor of w has the
@@ -161,6 +171,8 @@ func (w *Weights) Validate(cfg Config) error {
 		return fmt.Errorf("%w: %d heads not a multiple of %d KV heads", ErrShape, cfg.NumHeads, cfg.NumKVHeads)
 	case cfg.HeadDim%2 != 0:
 		return fmt.Errorf("%w: odd head dim %d", ErrShape, cfg.HeadDim)
+	case cfg.RopeDim < 0, cfg.RopeDim%2 != 0, cfg.RopeDim > cfg.HeadDim:
+		return fmt.Errorf("%w: RoPE over %d of %d dims", ErrShape, cfg.RopeDim, cfg.HeadDim)
 	case len(w.Layers) != cfg.NumLayers:
 		return fmt.Errorf("%w: %d layers, config says %d", ErrShape, len(w.Layers), cfg.NumLayers)
 	case cfg.LocalLayers != nil && len(cfg.LocalLayers) != cfg.NumLayers:
@@ -191,7 +203,7 @@ func (w *Weights) Validate(cfg Config) error {
 		checkMatrix("token_embd.weight", w.TokenEmbed, d, v),
 		vec("output_norm.weight", w.OutNorm, d, true),
 		checkMatrix("output.weight", w.Output, d, v),
-		vec("rope_freqs.weight", w.RopeFreqs, cfg.HeadDim/2, w.RopeFreqs != nil),
+		vec("rope_freqs.weight", w.RopeFreqs, cfg.RotaryDim()/2, w.RopeFreqs != nil),
 	}
 	for i, l := range w.Layers {
 		p := fmt.Sprintf("blk.%d.", i)

@@ -9,14 +9,14 @@ import (
 // ErrRopeScaling reports a RoPE scaling Tandem does not implement.
 var ErrRopeScaling = errors.New("model: unsupported rope scaling")
 
-// RopeFrequencies returns the D/2 RoPE inverse frequencies
-// θ_i = base^(-2i/D), scaled: divided by the GGUF rope_freqs factors when
+// RopeFrequencies returns the R/2 RoPE inverse frequencies
+// θ_i = base^(-2i/R), R = cfg.RotaryDim(), scaled: divided by the GGUF rope_freqs factors when
 // the file has them (llama.cpp's freq_factors), else by cfg.RopeScaling —
 // "linear" divides every frequency by Factor (positions by Factor),
 // "llama3" is Llama 3.1's piecewise rule (transformers'
 // _compute_llama3_parameters). Every backend uses this one rule.
 func RopeFrequencies(cfg Config, factors []float32) ([]float64, error) {
-	d := cfg.HeadDim
+	d := cfg.RotaryDim()
 	freq := make([]float64, d/2)
 	for i := range freq {
 		freq[i] = math.Pow(cfg.RopeTheta, -float64(2*i)/float64(d))
@@ -59,7 +59,7 @@ func RopeFrequencies(cfg Config, factors []float32) ([]float64, error) {
 	return freq, nil
 }
 
-// LocalRopeFrequencies returns the D/2 inverse frequencies of local
+// LocalRopeFrequencies returns the R/2 inverse frequencies of local
 // (sliding-window) layers: base LocalRopeTheta, unscaled (llama.cpp's
 // rope_freq_base_train_swa with a freq scale of 1), or nil when local
 // layers rotate as the others do (LocalRopeTheta 0).

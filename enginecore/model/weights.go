@@ -59,7 +59,7 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 		w.Output = w.TokenEmbed
 	}
 	if _, ok := ts["rope_freqs.weight"]; ok {
-		w.RopeFreqs = vec("rope_freqs.weight", cfg.HeadDim/2)
+		w.RopeFreqs = vec("rope_freqs.weight", cfg.RotaryDim()/2)
 	}
 	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
 	for i := range max(cfg.NumLayers, 0) {

@@ -124,6 +124,9 @@ func checkFamily(cfg model.Config) error {
 		cfg.ResidualScale != 0 || cfg.LogitScale != 0 || cfg.RopeAttnFactor != 0 {
 		return fmt.Errorf("%w: architecture %q (Gemma's embedding scale, GELU, post-norms, sliding window or softcap, SmolLM3's NoPE layers, Granite's scales, or Phi-3's RoPE attn_factor) runs on the CPU backend only", ErrUnsupported, cfg.Arch)
 	}
+	if cfg.RopeDim != 0 && cfg.RopeDim != cfg.HeadDim {
+		return fmt.Errorf("%w: architecture %q rotates %d of %d dims per head (partial RoPE), which runs on the CPU backend only", ErrUnsupported, cfg.Arch, cfg.RopeDim, cfg.HeadDim)
+	}
 	if cfg.NumExperts > 0 {
 		return fmt.Errorf("%w: architecture %q is a mixture of %d experts, which runs on the CPU backend only", ErrUnsupported, cfg.Arch, cfg.NumExperts)
 	}

@@ -454,7 +454,8 @@ func TestAvailableExplains(t *testing.T) {
 
 // TestNewRejectsWhatKernelsLack checks that a model the kernels would
 // compute wrongly is refused, naming why: Gemma's layers, a mixture of
-// experts, and a matrix type the dequant kernel does not decode.
+// experts, partial RoPE, and a matrix type the dequant kernel does not
+// decode.
 func TestNewRejectsWhatKernelsLack(t *testing.T) {
 	f32 := model.RandomTypes{Matrix: model.F32, Embed: model.F32, Output: model.F32}
 	llama := model.Config{Arch: "llama", VocabSize: 300, Dim: 128, NumLayers: 2, NumHeads: 4, NumKVHeads: 1, HeadDim: 64,
@@ -462,6 +463,8 @@ func TestNewRejectsWhatKernelsLack(t *testing.T) {
 	gemma := llama
 	gemma.Arch, gemma.RopeNeox, gemma.QKNorm, gemma.EmbedScale, gemma.FFNAct, gemma.PostNorms = "gemma3", true, true, math.Sqrt(128), model.ActGELUTanh, true
 	gemma.SlidingWindow, gemma.LocalLayers = 16, []bool{true, false}
+	partial := llama
+	partial.Arch, partial.RopeNeox, partial.RopeDim = "phi3", true, 32
 	moe := llama
 	moe.Arch, moe.NumExperts, moe.NumExpertsUsed, moe.ExpertFFNDim, moe.ExpertWeightsNorm = "qwen3moe", 4, 2, 64, true
 	for _, tc := range []struct {
@@ -472,6 +475,7 @@ func TestNewRejectsWhatKernelsLack(t *testing.T) {
 	}{
 		{"gemma3", gemma, f32, "CPU backend only"},
 		{"mixture of experts", moe, f32, "mixture of 4 experts, which runs on the CPU backend only"},
+		{"partial RoPE", partial, f32, "rotates 32 of 64 dims per head (partial RoPE)"},
 		{"Q5_0 matrices", llama, model.RandomTypes{Matrix: model.Q5_0, Embed: model.F32, Output: model.F32}, "has type Q5_0, which the CUDA backend does not decode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

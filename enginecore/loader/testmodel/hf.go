@@ -128,6 +128,9 @@ func WriteHF(dir string, spec Spec) error {
 		cfg["rope_scaling"] = rs
 		cfg["original_max_position_embeddings"] = s.Phi3.OrigContextLen
 	}
+	if s.RopeDim > 0 {
+		cfg["partial_rotary_factor"] = float64(s.RopeDim) / float64(s.HeadDim)
+	}
 	if s.Experts > 0 {
 		hfExperts(cfg, s)
 	}

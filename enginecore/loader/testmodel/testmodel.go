@@ -24,6 +24,7 @@ type Spec struct {
 	NumHeads   int     // H
 	NumKVHeads int     // Hkv; 0: H
 	HeadDim    int     // D; 0: Dim/H
+	RopeDim    int     // R, dims of a head RoPE rotates (phi3's partial RoPE); 0: D
 	FFNDim     int     // F
 	ContextLen int     // tokens; 0: 2048
 	RopeTheta  float64 // 0: 10000 (qwen: 1e6)
@@ -180,8 +181,10 @@ func (s Spec) resolve() (Spec, error) {
 		return s, errors.New("testmodel: no VocabSize and no tokenizer.ggml.tokens")
 	case s.NumHeads%s.NumKVHeads != 0, s.HeadDim%2 != 0:
 		return s, fmt.Errorf("testmodel: %d heads, %d KV heads, head dim %d", s.NumHeads, s.NumKVHeads, s.HeadDim)
-	case s.RopeFreqs != nil && len(s.RopeFreqs) != s.HeadDim/2:
-		return s, fmt.Errorf("testmodel: %d rope freqs for head dim %d", len(s.RopeFreqs), s.HeadDim)
+	case s.RopeDim < 0, s.RopeDim > s.HeadDim, s.RopeDim%2 != 0, s.RopeDim > 0 && s.Arch != "phi3":
+		return s, fmt.Errorf("testmodel: RoPE over %d of %d dims on %s (partial RoPE is phi3's)", s.RopeDim, s.HeadDim, s.Arch)
+	case s.RopeFreqs != nil && len(s.RopeFreqs) != s.rotary()/2:
+		return s, fmt.Errorf("testmodel: %d rope freqs for %d rotated dims", len(s.RopeFreqs), s.rotary())
 	}
 	return s, nil
 }
@@ -254,6 +257,14 @@ func (s Spec) generate() []tensor {
 		ts = append(ts, matrix("output.weight", s.VocabSize, d, 4/math.Sqrt(float64(d))))
 	}
 	return ts
+}
+
+// rotary is R: RopeDim, or HeadDim.
+func (s Spec) rotary() int {
+	if s.RopeDim > 0 {
+		return s.RopeDim
+	}
+	return s.HeadDim
 }
 
 // typeOf is the storage type of t.
@@ -342,7 +353,7 @@ func WriteGGUF(path string, spec Spec) error {
 		{a + "attention.head_count_kv", uint32(s.NumKVHeads)},
 		{a + "attention.key_length", uint32(s.HeadDim)},
 		{a + "attention.value_length", uint32(s.HeadDim)},
-		{a + "rope.dimension_count", uint32(s.HeadDim)},
+		{a + "rope.dimension_count", uint32(s.rotary())},
 		{a + "rope.freq_base", float32(s.RopeTheta)},
 		{a + "attention.layer_norm_rms_epsilon", float32(s.NormEps)},
 		{a + "vocab_size", uint32(s.VocabSize)},
