@@ -24,13 +24,18 @@ type benchShape struct {
 	spec testmodel.Spec // no types, no quantizer
 }
 
-// benchShapes are the shapes --scale-models names: Llama 3.2 1B's and
-// 3B's widths with a 32k vocabulary and an untied output (as issue 16
-// sets them), and a tiny one for --quick.
+// benchShapes are the shapes --scale-models and --model bench:SHAPE-QUANT
+// name: Llama 3.2 1B's and 3B's widths with a 32k vocabulary and an
+// untied output (as issue 16 sets them), a tiny one for --quick, and a
+// mixture of experts of Qwen3-30B-A3B's widths (2048 wide, 32 heads of
+// 128, 4 KV heads, experts 768 wide, 8 per token) at 16 layers of 32
+// experts instead of 48 of 128: 2.9B parameters, 0.8B active.
 var benchShapes = map[string]benchShape{
 	"1b":   {"1b", testmodel.Spec{Arch: "llama", VocabSize: 32000, Dim: 2048, NumLayers: 16, NumHeads: 32, NumKVHeads: 8, FFNDim: 8192, ContextLen: 16384, RopeTheta: 500000, Seed: 1}},
 	"3b":   {"3b", testmodel.Spec{Arch: "llama", VocabSize: 32000, Dim: 3072, NumLayers: 28, NumHeads: 24, NumKVHeads: 8, FFNDim: 8192, ContextLen: 16384, RopeTheta: 500000, Seed: 1}},
 	"tiny": {"tiny", testmodel.Spec{Arch: "llama", VocabSize: 512, Dim: 256, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 512, ContextLen: 4096, Seed: 1}},
+	"moe": {"moe", testmodel.Spec{Arch: "qwen3moe", VocabSize: 32000, Dim: 2048, NumLayers: 16, NumHeads: 32, NumKVHeads: 4, HeadDim: 128,
+		FFNDim: 6144, Experts: 32, ExpertsUsed: 8, ExpertFFNDim: 768, ContextLen: 16384, Seed: 1}},
 }
 
 // benchQuants are the quantization mixes --scale-models names, each as
@@ -42,15 +47,16 @@ var benchQuants = map[string]func(layers int) (base model.DType, types map[strin
 	},
 	// Q8_0: every matrix Q8_0.
 	"q8_0": func(int) (model.DType, map[string]model.DType) { return model.Q8_0, nil },
-	// Q4_K_M: Q4_K, the output Q6_K, and attn_v and ffn_down Q6_K in the
-	// layers llama.cpp's use_more_bits picks (the first and last eighth,
-	// and every third between).
+	// Q4_K_M: Q4_K, the output Q6_K, and attn_v and ffn_down (a mixture's
+	// ffn_down_exps) Q6_K in the layers llama.cpp's use_more_bits picks
+	// (the first and last eighth, and every third between).
 	"q4_k_m": func(layers int) (model.DType, map[string]model.DType) {
 		types := map[string]model.DType{"output.weight": model.Q6_K}
 		for i := range layers {
 			if i < layers/8 || i >= 7*layers/8 || (i-layers/8)%3 == 2 {
 				types[fmt.Sprintf("blk.%d.attn_v.weight", i)] = model.Q6_K
 				types[fmt.Sprintf("blk.%d.ffn_down.weight", i)] = model.Q6_K
+				types[fmt.Sprintf("blk.%d.ffn_down_exps.weight", i)] = model.Q6_K
 			}
 		}
 		return model.Q4_K, types
@@ -142,6 +148,22 @@ func ensureBenchModel(dir, name string, stderr io.Writer) (benchModel, error) {
 		return benchModel{}, err
 	}
 	return benchModel{Name: name, Path: path, Bytes: st.Size(), GeneratedSeconds: time.Since(start).Seconds()}, nil
+}
+
+// resolveBenchModel turns --model bench:SHAPE-QUANT into the path of
+// that random-weight GGUF under --scale-model-dir, writing it first if
+// it is not there; other values are left alone.
+func resolveBenchModel(o *options, stderr io.Writer) error {
+	name, ok := strings.CutPrefix(o.model, "bench:")
+	if !ok {
+		return nil
+	}
+	m, err := ensureBenchModel(o.scale.dir, name, stderr)
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	o.model = m.Path
+	return nil
 }
 
 // quantizeParallel is model.Quantize split across the CPUs in runs of

@@ -17,9 +17,12 @@
 //   - decode tok/s: S·D / time of the D decode steps (one token per stream
 //     per step), aggregate over the S streams.
 //
-// --model runs the cpu phase on another GGUF; --tag names such a run
-// (make bench: "gemma3" for Gemma 3 270M), which then writes
-// cpu-TAG-DATE.{json,png} and a doc section of its own.
+// --model runs the cpu phase on another GGUF, or on a random-weight one
+// of the scale phase's shapes (bench:SHAPE-QUANT, written once into
+// --scale-model-dir; make bench: bench:moe-q4_k_m, a Qwen3-MoE of 32
+// experts); --tag names such a run (make bench: "gemma3" for Gemma 3
+// 270M, "moe"), which then writes cpu-TAG-DATE.{json,png} and a doc
+// section of its own.
 //
 // Configurations: single stream (P = --prompt-tokens, D = --gen-tokens)
 // at every --threads, and the concurrency sweep --sweep (threads:streams

@@ -96,7 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("tandembench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.model, "model", "models/SmolLM2-135M-Instruct.Q4_1.gguf", "GGUF model both engines run (scripts/model.sh fetches the default)")
+	fs.StringVar(&o.model, "model", "models/SmolLM2-135M-Instruct.Q4_1.gguf", "GGUF model both engines run (scripts/model.sh fetches the default), or bench:SHAPE-QUANT for a random-weight one written into --scale-model-dir (e.g. bench:moe-q4_k_m)")
 	fs.StringVar(&o.llamaBin, "llamabench", ".cache/llamabench", "llama.cpp bench binary on node-llama-cpp's prebuilt libraries (scripts/llamabench/build.sh builds it)")
 	fs.StringVar(&o.nativeBin, "llamabench-native", ".cache/llamabench-native", `llama.cpp bench binary on llama.cpp built for this machine (scripts/llamabench/native.sh, then build.sh; "" = none)`)
 	fs.BoolVar(&o.noLlama, "no-llama", false, "measure Tandem only (no ratios, no llama.cpp targets)")
@@ -312,6 +312,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if o.phase == phaseFrontend {
 		return runFrontend(ctx, o, stderr)
+	}
+	if err := resolveBenchModel(&o, stderr); err != nil {
+		return err
 	}
 	if err := checkFile("model", o.model, "run scripts/model.sh, or pass --model"); err != nil {
 		return err

@@ -62,7 +62,7 @@ type scaleOptions struct {
 
 func (s *scaleOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.partsFlag, "scale", "models,long,memory", "scale phase: parts to run: models (1B/3B GGUFs vs the DRAM bound), long (long prompts), memory (peak RSS of tandem serve vs llama.cpp)")
-	fs.StringVar(&s.modelsFlag, "scale-models", "1b:q4_0,q4_k_m,q8_0 3b:q4_k_m", "scale phase: random-weight GGUFs, space-separated SHAPE:QUANT,… (shapes 1b, 3b, tiny; quantizations q4_0, q4_k_m, q8_0)")
+	fs.StringVar(&s.modelsFlag, "scale-models", "1b:q4_0,q4_k_m,q8_0 3b:q4_k_m", "scale phase: random-weight GGUFs, space-separated SHAPE:QUANT,… (shapes 1b, 3b, tiny, moe; quantizations q4_0, q4_k_m, q8_0)")
 	fs.StringVar(&s.threadFlag, "scale-threads", "1,2", "scale phase: thread counts")
 	fs.IntVar(&s.prompt, "scale-prompt-tokens", 128, "scale phase, models: prompt tokens P")
 	fs.IntVar(&s.gen, "scale-gen-tokens", 32, "scale phase, models: decode tokens D")

@@ -241,3 +241,49 @@ func TestScaleQuick(t *testing.T) {
 		t.Errorf("replotted doc lacks the rows:\n%s", md2)
 	}
 }
+
+// TestResolveBenchModel: --model bench:SHAPE-QUANT writes that random
+// GGUF once into --scale-model-dir and benchmarks it; a path is kept; an
+// unknown shape is an error.
+func TestResolveBenchModel(t *testing.T) {
+	dir := t.TempDir()
+	o := options{model: "bench:tiny-q8_0"}
+	o.scale.dir = dir
+	if err := resolveBenchModel(&o, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(o.model) != dir || !strings.HasPrefix(filepath.Base(o.model), "tiny-q8_0-") {
+		t.Fatalf("model %q, want tiny-q8_0-KEY.gguf in %s", o.model, dir)
+	}
+	m, err := testmodel.ReadTokenizer(o.model) // a readable GGUF
+	if err != nil || m == nil {
+		t.Fatalf("reading %s: %v", o.model, err)
+	}
+	again := options{model: "bench:tiny-q8_0"}
+	again.scale.dir = dir
+	if err := resolveBenchModel(&again, io.Discard); err != nil || again.model != o.model {
+		t.Errorf("second resolve: %q, %v; want the cached %q", again.model, err, o.model)
+	}
+	kept := options{model: "models/x.gguf"}
+	if err := resolveBenchModel(&kept, io.Discard); err != nil || kept.model != "models/x.gguf" {
+		t.Errorf("a path: %q, %v", kept.model, err)
+	}
+	bad := options{model: "bench:7b-q4_0"}
+	bad.scale.dir = dir
+	if err := resolveBenchModel(&bad, io.Discard); err == nil {
+		t.Error("bench:7b-q4_0 resolved")
+	}
+}
+
+// TestMoEShape: the moe bench shape loads as a Qwen3-MoE of 32 experts,
+// 8 per token, and its Q4_K_M gives the down projections of the first
+// layers Q6_K as llama.cpp does.
+func TestMoEShape(t *testing.T) {
+	s, err := benchSpec("moe-q4_k_m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Arch != "qwen3moe" || s.Experts != 32 || s.ExpertsUsed != 8 || s.Types["blk.0.ffn_down_exps.weight"] != model.Q6_K {
+		t.Errorf("spec %+v", s)
+	}
+}
