@@ -11,9 +11,10 @@ import (
 // mixtures of experts, as TestRandomModels does for dense models:
 // Mixtral (llama with expert_count: 8 experts, 2 per token,
 // renormalized), Qwen3-MoE (QK norm, 16 experts of 128, 4 per token,
-// renormalized) and Qwen2-MoE (Q/K/V biases, 8 experts, 2 per token, not
-// renormalized, and a shared expert behind a sigmoid gate), in float32
-// and quantized. Every prompt token routes through every layer, so the
+// renormalized), Qwen2-MoE (Q/K/V biases, 8 experts, 2 per token, not
+// renormalized, and a shared expert behind a sigmoid gate) and Granite
+// MoE (Granite's four scales, 8 experts, 2 per token, with and without
+// GraniteMoeShared's ungated shared expert), in float32 and quantized. Every prompt token routes through every layer, so the
 // prompts exercise many expert combinations, and prefill batches tokens
 // that go to different experts. A negative control: our engine taking 2
 // experts per token where llama.cpp takes 4 must miss.
@@ -35,6 +36,9 @@ func TestMoEModels(t *testing.T) {
 		FFNDim: rmFFN, Experts: 16, ExpertsUsed: 4, ExpertFFNDim: 128, Seed: 32, Quantize: quantize}
 	qwen2 := testmodel.Spec{Arch: "qwen2moe", VocabSize: rmVocab, Dim: rmDim, NumLayers: rmLayers, NumHeads: 4, NumKVHeads: 2,
 		FFNDim: rmFFN, Experts: 8, ExpertsUsed: 2, ExpertFFNDim: 128, SharedFFNDim: 256, Seed: 33, Quantize: quantize}
+	granite := testmodel.Spec{Arch: "granitemoe", VocabSize: rmVocab, Dim: rmDim, NumLayers: rmLayers, NumHeads: 4, NumKVHeads: 2,
+		FFNDim: 128, Experts: 8, ExpertsUsed: 2, Seed: 34, Quantize: quantize,
+		Granite: testmodel.GraniteScales{Embedding: 12, Attention: 0.0078125, Residual: 0.22, Logit: 8}}
 	with := func(s testmodel.Spec, f func(s *testmodel.Spec)) testmodel.Spec {
 		f(&s)
 		return s
@@ -47,11 +51,14 @@ func TestMoEModels(t *testing.T) {
 		{"qwen3moe q4_k, experts 256 wide", with(qwen3, func(s *testmodel.Spec) { s.MatrixType, s.ExpertFFNDim = model.Q4_K, 256 }), 0.7, 0.7},
 		{"qwen2moe f32, shared expert", qwen2, 1e-4, 1e-4},
 		{"qwen2moe q8_0, shared expert", with(qwen2, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
+		{"granitemoe f32", granite, 1e-4, 1e-4},
+		{"granitemoe f32, shared expert", with(granite, func(s *testmodel.Spec) { s.SharedFFNDim = 256 }), 1e-4, 1e-4},
+		{"granitemoe q8_0, shared expert", with(granite, func(s *testmodel.Spec) { s.SharedFFNDim, s.MatrixType = 256, model.Q8_0 }), 0.4, 0.4},
 	}
 	r := runModels(t, tests, randomPrompts(rmVocab, 3))
 	// Of 137 positions, a few may route differently in quantized models
 	// (modelRuns.flips); in float32 none may.
-	r.flips = map[string]int{"mixtral q8_0": 3, "qwen3moe q4_k, experts 256 wide": 3, "qwen2moe q8_0, shared expert": 3}
+	r.flips = map[string]int{"mixtral q8_0": 3, "qwen3moe q4_k, experts 256 wide": 3, "qwen2moe q8_0, shared expert": 3, "granitemoe q8_0, shared expert": 3}
 	r.checkAll(t)
 	r.control(t, "2 experts per token vs 4", "qwen3moe f32, 2 per token", "qwen3moe f32", true)
 }

@@ -99,7 +99,7 @@ func experts(e, k int, shared bool) func(*model.Config) {
 	return func(c *model.Config) {
 		c.Arch, c.NumExperts, c.NumExpertsUsed, c.ExpertFFNDim, c.ExpertWeightsNorm = "llama", e, k, 128, true
 		if shared {
-			c.Arch, c.ExpertWeightsNorm, c.SharedExpertFFNDim, c.QKVBias, c.RopeNeox = "qwen2moe", false, 192, true, true
+			c.Arch, c.ExpertWeightsNorm, c.SharedExpertFFNDim, c.SharedExpertGate, c.QKVBias, c.RopeNeox = "qwen2moe", false, 192, true, true, true
 		}
 	}
 }
@@ -150,6 +150,11 @@ func TestMatchesReference(t *testing.T) {
 		}), 20, 0},
 		{"mixtral 8 experts, 2 per token", randomModel(f32, experts(8, 2, false)), 12, 0},
 		{"qwen2moe 4 experts, 3 per token, shared expert", randomModel(f32, experts(4, 3, true)), 12, 0},
+		{"granitemoe, ungated shared expert, scales", randomModel(f32, func(c *model.Config) {
+			experts(4, 2, false)(c)
+			c.Arch, c.SharedExpertFFNDim = "granitemoe", 96
+			c.EmbedScale, c.AttnScale, c.ResidualScale, c.LogitScale = 12, 0.0078125, 0.22, 8
+		}), 12, 0},
 		{"qwen3moe Q8_0 16 experts, 4 per token", randomModel(typed(model.Q8_0, model.Q8_0, model.Q8_0), func(c *model.Config) {
 			experts(16, 4, false)(c)
 			c.Arch, c.QKNorm, c.RopeNeox = "qwen3moe", true, true

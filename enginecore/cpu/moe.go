@@ -116,7 +116,7 @@ func taken(idx []int, i int) bool {
 // expert over the rows routed to it, gathered (so an expert's weights
 // are read once per step however many tokens take it), its output added
 // to those rows' sums weighted; then the shared expert over every row,
-// gated by σ(x·SharedGate). A row's sum adds its experts in index order,
+// gated by σ(x·SharedGate) or not. A row's sum adds its experts in index order,
 // so it does not depend on the other rows of the step.
 func (b *Backend) moeLayer(l, numTok int) {
 	c, s, m := &b.cfg, &b.moe, &b.layers[l]
@@ -149,8 +149,12 @@ func (b *Backend) moeLayer(l, numTok int) {
 	b.expert(m.shared, xb, numTok, c.SharedExpertFFNDim)
 	g := b.w.Layers[l].SharedGate
 	for t := range numTok {
-		z := float64(kernels.Dot(xb[t*dim:(t+1)*dim], g))
-		axpy(out[t*dim:(t+1)*dim], float32(1/(1+math.Exp(-z))), s.y[t*dim:(t+1)*dim])
+		gate := float32(1)
+		if g != nil {
+			z := float64(kernels.Dot(xb[t*dim:(t+1)*dim], g))
+			gate = float32(1 / (1 + math.Exp(-z)))
+		}
+		axpy(out[t*dim:(t+1)*dim], gate, s.y[t*dim:(t+1)*dim])
 	}
 }
 

@@ -290,7 +290,8 @@ func (r *refModel) mlp(w [3]float32s, xb []float64, f int) []float64 {
 // moe is the mixture of experts on xb, written from transformers'
 // MixtralSparseMoeBlock and Qwen2MoeSparseMoeBlock: softmax over the
 // router's logits, the top K (renormalized when ExpertWeightsNorm), each
-// expert's output weighted, plus the shared expert's gated by a sigmoid.
+// expert's output weighted, plus the shared expert's, gated by a sigmoid
+// (Qwen2-MoE) or not (GraniteMoeShared).
 func (r *refModel) moe(w *refLayer, xb []float64) []float64 {
 	c := r.cfg
 	p := refMatvec(w.router, xb, c.NumExperts)
@@ -325,11 +326,14 @@ func (r *refModel) moe(w *refLayer, xb []float64) []float64 {
 		}
 	}
 	if c.SharedExpertFFNDim > 0 {
-		var z float64
-		for i, v := range xb {
-			z += v * float64(w.SharedGate[i])
+		g := 1.0
+		if c.SharedExpertGate {
+			var z float64
+			for i, v := range xb {
+				z += v * float64(w.SharedGate[i])
+			}
+			g = 1 / (1 + math.Exp(-z))
 		}
-		g := 1 / (1 + math.Exp(-z))
 		for i, v := range r.mlp(w.shared, xb, c.SharedExpertFFNDim) {
 			out[i] += g * v
 		}

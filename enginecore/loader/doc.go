@@ -13,8 +13,11 @@
 // soft-caps; kvReader.gemma, hfgemma.go, Gemma2ForCausalLM,
 // Gemma3ForCausalLM; every norm gain w of a checkpoint becomes 1+w, as
 // the converter stores it), and the mixtures of experts llama with
-// expert_count (Mixtral; MixtralForCausalLM), qwen2moe (with a shared
-// expert; Qwen2MoeForCausalLM) and qwen3moe (Qwen3MoeForCausalLM;
+// expert_count (Mixtral; MixtralForCausalLM), granitemoe (Granite's
+// scales, an optional ungated shared expert; GraniteMoeForCausalLM and
+// GraniteMoeSharedForCausalLM, their fused input_linear split here),
+// qwen2moe (with a gated shared expert; Qwen2MoeForCausalLM) and
+// qwen3moe (Qwen3MoeForCausalLM;
 // moe.go: GGUF's stacked ffn_*_exps, a checkpoint's one tensor per
 // expert as blk.N.ffn_*.E.weight). Anything else — another architecture, an unknown tensor, a tensor type
 // the kernels lack, partial RoPE outside phi3, YaRN scaling — is refused at load with

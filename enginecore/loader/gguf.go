@@ -127,7 +127,7 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 		r.granite(&cfg)
 	}
 	if a.moe {
-		r.moe(&cfg, a.sharedExpert)
+		r.moe(&cfg)
 	}
 	if bos, ok := r.tokenID("tokenizer.ggml.bos_token_id"); ok {
 		cfg.BOSTokenID = bos

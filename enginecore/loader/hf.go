@@ -16,18 +16,20 @@ import (
 
 // hfArchitectures maps config.json "architectures" to GGUF names.
 var hfArchitectures = map[string]string{
-	"LlamaForCausalLM":    "llama",
-	"MistralForCausalLM":  "llama",
-	"Qwen2ForCausalLM":    "qwen2",
-	"Qwen3ForCausalLM":    "qwen3",
-	"SmolLM3ForCausalLM":  "smollm3",
-	"GraniteForCausalLM":  "granite",
-	"Phi3ForCausalLM":     "phi3",
-	"Gemma2ForCausalLM":   "gemma2",
-	"Gemma3ForCausalLM":   "gemma3",
-	"MixtralForCausalLM":  "llama",
-	"Qwen2MoeForCausalLM": "qwen2moe",
-	"Qwen3MoeForCausalLM": "qwen3moe",
+	"LlamaForCausalLM":            "llama",
+	"MistralForCausalLM":          "llama",
+	"Qwen2ForCausalLM":            "qwen2",
+	"Qwen3ForCausalLM":            "qwen3",
+	"SmolLM3ForCausalLM":          "smollm3",
+	"GraniteForCausalLM":          "granite",
+	"Phi3ForCausalLM":             "phi3",
+	"Gemma2ForCausalLM":           "gemma2",
+	"Gemma3ForCausalLM":           "gemma3",
+	"MixtralForCausalLM":          "llama",
+	"Qwen2MoeForCausalLM":         "qwen2moe",
+	"Qwen3MoeForCausalLM":         "qwen3moe",
+	"GraniteMoeForCausalLM":       "granitemoe",
+	"GraniteMoeSharedForCausalLM": "granitemoe",
 }
 
 // hfConfig is the part of config.json Tandem reads. Pointers tell absent
@@ -116,6 +118,11 @@ func loadHF(dir string) (m *Model, err error) {
 		return nil, err
 	}
 	var longRope *model.Tensor
+	if cfg.Arch == "granitemoe" {
+		if err := splitGraniteMoE(&cfg, tensors); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Arch == "phi3" {
 		if err := splitFused(&cfg, tensors); err != nil {
 			return nil, err
@@ -245,7 +252,7 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 		}
 	}
 	if a.moe {
-		if err := hc.moe(&cfg, a.sharedExpert); err != nil {
+		if err := hc.moe(&cfg); err != nil {
 			return model.Config{}, err
 		}
 	}

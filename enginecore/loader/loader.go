@@ -71,22 +71,24 @@ type Model struct {
 // (llama.cpp's n_no_rope_layer_step, which no key sets). granite: IBM
 // Granite 3's embedding, attention, residual and logit scales
 // (kvReader.granite). phi3: fused matrices and LongRoPE (phi3.go). moe:
-// Mixtral's, Qwen2-MoE's and Qwen3-MoE's experts (kvReader.moe).
+// Mixtral's, Granite MoE's, Qwen2-MoE's and Qwen3-MoE's experts
+// (kvReader.moe).
 var supported = map[string]struct {
 	neox, qkvBias, qkNorm, gemma, granite, phi3 bool
-	moe, sharedExpert                           bool // a mixture of experts (llama: when expert_count > 0), with a shared expert
+	moe                                         bool // a mixture of experts (llama, granitemoe: when expert_count > 0)
 	noRopeEvery                                 int  // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
 }{
-	"llama":    {moe: true},
-	"qwen2":    {neox: true, qkvBias: true},
-	"qwen3":    {neox: true, qkNorm: true},
-	"qwen2moe": {neox: true, qkvBias: true, moe: true, sharedExpert: true},
-	"qwen3moe": {neox: true, qkNorm: true, moe: true},
-	"smollm3":  {noRopeEvery: 4},
-	"granite":  {granite: true},
-	"phi3":     {neox: true, phi3: true},
-	"gemma2":   {neox: true, gemma: true},
-	"gemma3":   {neox: true, qkNorm: true, gemma: true},
+	"llama":      {moe: true},
+	"qwen2":      {neox: true, qkvBias: true},
+	"qwen3":      {neox: true, qkNorm: true},
+	"qwen2moe":   {neox: true, qkvBias: true, moe: true},
+	"qwen3moe":   {neox: true, qkNorm: true, moe: true},
+	"smollm3":    {noRopeEvery: 4},
+	"granite":    {granite: true},
+	"granitemoe": {granite: true, moe: true},
+	"phi3":       {neox: true, phi3: true},
+	"gemma2":     {neox: true, gemma: true},
+	"gemma3":     {neox: true, qkNorm: true, gemma: true},
 }
 
 func supportedList() string {

@@ -11,16 +11,19 @@ import (
 )
 
 // moe reads a mixture of experts' sizes as llama.cpp's llama (Mixtral),
-// qwen2moe and qwen3moe models do: expert_count (for llama, absent or 0
-// means a dense model), expert_used_count, and each expert's width,
-// expert_feed_forward_length (default feed_forward_length/K; llama's
-// experts are feed_forward_length wide); Qwen2-MoE's shared expert is
-// expert_shared_feed_forward_length wide (default feed_forward_length).
-// The routing weights are renormalized to sum 1 but for Qwen2-MoE.
-func (r *kvReader) moe(cfg *model.Config, shared bool) {
+// granitemoe, qwen2moe and qwen3moe models do: expert_count (for llama
+// and granitemoe, absent or 0 means a dense model), expert_used_count,
+// and each expert's width: feed_forward_length for llama and granitemoe,
+// else expert_feed_forward_length (default feed_forward_length/K). The
+// routing weights are renormalized to sum 1 but for Qwen2-MoE. A shared
+// expert: Qwen2-MoE's, expert_shared_feed_forward_length wide (default
+// feed_forward_length) behind a sigmoid gate; Granite MoE's when that
+// key is there, ungated.
+func (r *kvReader) moe(cfg *model.Config) {
 	n, ok := r.md.KV(r.prefix + "expert_count")
-	if !ok && cfg.Arch == "llama" || n == uint32(0) || n == uint64(0) {
-		if cfg.Arch != "llama" {
+	denseOK := cfg.Arch == "llama" || cfg.Arch == "granitemoe"
+	if !ok && denseOK || n == uint32(0) || n == uint64(0) {
+		if !denseOK {
 			r.errs = append(r.errs, invalid("%s is a mixture of experts but %sexpert_count is %v", cfg.Arch, r.prefix, n))
 		}
 		return
@@ -32,11 +35,16 @@ func (r *kvReader) moe(cfg *model.Config, shared bool) {
 	}
 	cfg.ExpertWeightsNorm = cfg.Arch != "qwen2moe"
 	cfg.ExpertFFNDim = cfg.FFNDim
-	if cfg.Arch != "llama" && cfg.NumExpertsUsed > 0 {
+	if !denseOK && cfg.NumExpertsUsed > 0 {
 		cfg.ExpertFFNDim = r.int("expert_feed_forward_length", max(cfg.FFNDim/cfg.NumExpertsUsed, 1))
 	}
-	if shared {
+	_, hasShared := r.md.KV(r.prefix + "expert_shared_feed_forward_length")
+	switch {
+	case cfg.Arch == "qwen2moe":
 		cfg.SharedExpertFFNDim = r.int("expert_shared_feed_forward_length", max(cfg.FFNDim, 1))
+		cfg.SharedExpertGate = true
+	case cfg.Arch == "granitemoe" && hasShared:
+		cfg.SharedExpertFFNDim = r.int("expert_shared_feed_forward_length", 0)
 	}
 }
 
@@ -68,8 +76,10 @@ func moeShapes(cfg *model.Config, l int, m map[string]struct {
 			m[expertName(l, x, "ffn_down")] = want{[]int{fe, d}, false}
 		}
 	}
-	if fs > 0 {
+	if cfg.SharedExpertGate {
 		m[p+"ffn_gate_inp_shexp.weight"] = want{[]int{d}, false}
+	}
+	if fs > 0 {
 		m[p+"ffn_gate_shexp.weight"] = want{[]int{d, fs}, false}
 		m[p+"ffn_up_shexp.weight"] = want{[]int{d, fs}, false}
 		m[p+"ffn_down_shexp.weight"] = want{[]int{fs, d}, false}
@@ -91,28 +101,37 @@ type hfMoEConfig struct {
 	MoEIntermediateSize    int   `json:"moe_intermediate_size"`           // Qwen: each expert's width
 	SharedIntermediateSize int   `json:"shared_expert_intermediate_size"` // Qwen2-MoE
 	NormTopKProb           *bool `json:"norm_topk_prob"`                  // Qwen: absent is false
+	GraniteSharedSize      int   `json:"shared_intermediate_size"`        // GraniteMoeShared
 	DecoderSparseStep      *int  `json:"decoder_sparse_step"`             // Qwen: every n-th layer is sparse
 	MLPOnlyLayers          []int `json:"mlp_only_layers"`                 // Qwen: dense layers
 }
 
 // moe reads the experts as transformers does: Mixtral's
 // num_local_experts (0 or absent: a dense Mistral) of intermediate_size,
-// renormalized; Qwen's num_experts of moe_intermediate_size,
+// renormalized; GraniteMoe's likewise (its top-K softmax is the
+// renormalized one), with GraniteMoeShared's ungated shared expert of
+// shared_intermediate_size; Qwen's num_experts of moe_intermediate_size,
 // renormalized when norm_topk_prob, and Qwen2-MoE's shared expert of
 // shared_expert_intermediate_size. Layers that are dense among sparse
 // ones (decoder_sparse_step other than 1, mlp_only_layers) are refused.
-func (hc *hfConfig) moe(cfg *model.Config, shared bool) error {
+func (hc *hfConfig) moe(cfg *model.Config) error {
 	m := &hc.hfMoEConfig
-	if cfg.Arch == "llama" {
+	if cfg.Arch == "llama" || cfg.Arch == "granitemoe" {
 		if m.NumLocalExperts == 0 {
+			if cfg.Arch == "granitemoe" {
+				return unsupported("GraniteMoe without experts (num_local_experts 0) is not supported")
+			}
 			return nil
 		}
 		cfg.NumExperts, cfg.ExpertFFNDim, cfg.ExpertWeightsNorm = m.NumLocalExperts, cfg.FFNDim, true
+		if cfg.Arch == "granitemoe" {
+			cfg.SharedExpertFFNDim = m.GraniteSharedSize // GraniteMoeShared's, ungated; 0: none
+		}
 	} else {
 		cfg.NumExperts, cfg.ExpertFFNDim = m.NumExperts, m.MoEIntermediateSize
 		cfg.ExpertWeightsNorm = m.NormTopKProb != nil && *m.NormTopKProb
-		if shared {
-			cfg.SharedExpertFFNDim = m.SharedIntermediateSize
+		if cfg.Arch == "qwen2moe" {
+			cfg.SharedExpertFFNDim, cfg.SharedExpertGate = m.SharedIntermediateSize, true
 			if cfg.SharedExpertFFNDim <= 0 {
 				return invalid("shared_expert_intermediate_size %d", cfg.SharedExpertFFNDim)
 			}
@@ -145,10 +164,18 @@ var hfExpertParts = map[string]string{
 func hfExpertName(n int, suffix string) (string, bool) {
 	p := "blk." + strconv.Itoa(n) + "."
 	switch suffix {
-	case "mlp.gate.weight", "block_sparse_moe.gate.weight":
+	case "mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.layer.weight":
 		return p + "ffn_gate_inp.weight", true
 	case "mlp.shared_expert_gate.weight":
 		return p + "ffn_gate_inp_shexp.weight", true
+	case "block_sparse_moe.input_linear.weight": // GraniteMoe: gate and up of every expert (splitGraniteMoE)
+		return p + "ffn_gate_up_exps.weight", true
+	case "block_sparse_moe.output_linear.weight":
+		return p + "ffn_down_exps.weight", true
+	case "shared_mlp.input_linear.weight":
+		return p + "ffn_gate_up_shexp.weight", true
+	case "shared_mlp.output_linear.weight":
+		return p + "ffn_down_shexp.weight", true
 	}
 	if rest, ok := strings.CutPrefix(suffix, "mlp.shared_expert."); ok {
 		part, ok := hfExpertParts[rest]
@@ -178,4 +205,51 @@ func hfSupportedList() string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// splitGraniteMoE turns GraniteMoe's fused tensors into the ones the
+// engine reads, as llama.cpp's converter does, without copying:
+// input_linear ([E][2Fe][Dim]) into each expert's gate (its first Fe
+// rows) and up projection, output_linear ([E][Dim][Fe]) into each
+// expert's down projection, and the shared expert's input_linear
+// ([2Fs][Dim]) into its gate and up.
+func splitGraniteMoE(cfg *model.Config, tensors map[string]*model.Tensor) error {
+	fe, fs := cfg.ExpertFFNDim, cfg.SharedExpertFFNDim
+	for l := range cfg.NumLayers {
+		p := "blk." + strconv.Itoa(l) + "."
+		if err := splitRows(tensors, p+"ffn_gate_up_shexp.weight", []string{p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"}, []int{fs, fs}); err != nil {
+			return err
+		}
+		for _, part := range []struct {
+			name  string
+			split func(e int, view *model.Tensor) error
+		}{
+			{"ffn_gate_up_exps.weight", func(e int, view *model.Tensor) error {
+				tmp := view.Name
+				tensors[tmp] = view
+				return splitRows(tensors, tmp, []string{expertName(l, e, "ffn_gate"), expertName(l, e, "ffn_up")}, []int{fe, fe})
+			}},
+			{"ffn_down_exps.weight", func(e int, view *model.Tensor) error {
+				view.Name = expertName(l, e, "ffn_down")
+				tensors[view.Name] = view
+				return nil
+			}},
+		} {
+			t, ok := tensors[p+part.name]
+			if !ok {
+				continue // checkTensors reports the experts missing
+			}
+			views, err := t.SplitExperts(cfg.NumExperts)
+			if err != nil {
+				return invalid("%v", err)
+			}
+			delete(tensors, p+part.name)
+			for e, v := range views {
+				if err := part.split(e, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package loader_test
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,26 +14,34 @@ import (
 
 // moeSpecs are small mixtures of experts of each family, with the
 // config each must load as.
-var moeSpecs = []struct {
-	name string
-	spec testmodel.Spec
-	want model.Config // the MoE fields only
-}{
+var moeSpecs = []moeSpec{
 	{"mixtral", testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 48,
 		Experts: 4, ExpertsUsed: 2, Seed: 21},
 		model.Config{NumExperts: 4, NumExpertsUsed: 2, ExpertFFNDim: 48, ExpertWeightsNorm: true}},
 	{"qwen2moe", testmodel.Spec{Arch: "qwen2moe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 64,
 		Experts: 6, ExpertsUsed: 3, ExpertFFNDim: 16, SharedFFNDim: 40, Seed: 22},
-		model.Config{NumExperts: 6, NumExpertsUsed: 3, ExpertFFNDim: 16, SharedExpertFFNDim: 40}},
+		model.Config{NumExperts: 6, NumExpertsUsed: 3, ExpertFFNDim: 16, SharedExpertFFNDim: 40, SharedExpertGate: true}},
+	{"granitemoe", testmodel.Spec{Arch: "granitemoe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 24,
+		Experts: 5, ExpertsUsed: 2, Seed: 24, Granite: testmodel.GraniteScales{Embedding: 12, Attention: 0.015625, Residual: 0.22, Logit: 6}},
+		model.Config{NumExperts: 5, NumExpertsUsed: 2, ExpertFFNDim: 24, ExpertWeightsNorm: true}},
+	{"granitemoe shared", testmodel.Spec{Arch: "granitemoe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 24,
+		Experts: 5, ExpertsUsed: 2, SharedFFNDim: 40, Seed: 25, Granite: testmodel.GraniteScales{Logit: 6}},
+		model.Config{NumExperts: 5, NumExpertsUsed: 2, ExpertFFNDim: 24, ExpertWeightsNorm: true, SharedExpertFFNDim: 40}},
 	{"qwen3moe", testmodel.Spec{Arch: "qwen3moe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 64,
 		Experts: 8, ExpertsUsed: 2, ExpertFFNDim: 24, NormTopK: true, Seed: 23},
 		model.Config{NumExperts: 8, NumExpertsUsed: 2, ExpertFFNDim: 24, ExpertWeightsNorm: true}},
 }
 
+type moeSpec struct {
+	name string
+	spec testmodel.Spec
+	want model.Config // the MoE fields only
+}
+
 // moeFields is the MoE part of c.
 func moeFields(c model.Config) model.Config {
 	return model.Config{NumExperts: c.NumExperts, NumExpertsUsed: c.NumExpertsUsed, ExpertFFNDim: c.ExpertFFNDim,
-		ExpertWeightsNorm: c.ExpertWeightsNorm, SharedExpertFFNDim: c.SharedExpertFFNDim}
+		ExpertWeightsNorm: c.ExpertWeightsNorm, SharedExpertFFNDim: c.SharedExpertFFNDim, SharedExpertGate: c.SharedExpertGate}
 }
 
 // TestLoadMoE loads each family's mixture of experts from GGUF (experts
@@ -63,7 +72,7 @@ func TestLoadMoE(t *testing.T) {
 					t.Errorf("%s: MoE config %+v, want %+v", filepath.Base(p), got, tt.want)
 				}
 				l := s.Weights.Layers[1]
-				if l.W1 != nil || len(l.Experts) != tt.want.NumExperts || (l.SharedGate != nil) != (tt.want.SharedExpertFFNDim > 0) {
+				if l.W1 != nil || len(l.Experts) != tt.want.NumExperts || (l.SharedGate != nil) != tt.want.SharedExpertGate || (l.Shared.W2 != nil) != (tt.want.SharedExpertFFNDim > 0) {
 					t.Fatalf("%s: layer 1 has dense %v, %d experts, shared gate %v", filepath.Base(p), l.W1 != nil, len(l.Experts), l.SharedGate != nil)
 				}
 				floats := map[string][]float32{}
@@ -94,7 +103,7 @@ func keys[V any](m map[string]V) []string {
 
 // TestLoadMoERefused checks what a mixture of experts is refused for.
 func TestLoadMoERefused(t *testing.T) {
-	qwen3 := moeSpecs[2].spec
+	qwen3 := moeSpecs[slices.IndexFunc(moeSpecs, func(m moeSpec) bool { return m.name == "qwen3moe" })].spec
 	runErrorCases(t, []errorCase{
 		{"no expert_count", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, qwen3, func(k *kvs, _ *tensors) { k.drop("qwen3moe.expert_count") })

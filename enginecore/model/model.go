@@ -59,7 +59,8 @@ type Config struct {
 	NumExpertsUsed     int  // K, experts per token
 	ExpertFFNDim       int  // Fe, hidden width of each expert's SwiGLU
 	ExpertWeightsNorm  bool // the K routing weights are divided by their sum (Mixtral, Qwen3-MoE)
-	SharedExpertFFNDim int  // Fs: a shared expert every token takes, gated by σ(x·Layer.SharedGate) (Qwen2-MoE); 0: none
+	SharedExpertFFNDim int  // Fs: a shared expert every token takes (Qwen2-MoE, Granite MoE shared); 0: none
+	SharedExpertGate   bool // the shared expert's output is scaled by σ(x·Layer.SharedGate) (Qwen2-MoE), else added as is
 }
 
 // Activation is the MLP's gate activation: out = act(gate)·up.
@@ -138,7 +139,7 @@ type Layer struct {
 	Router     *Tensor   // [E][Dim] routing logits (ffn_gate_inp)
 	Experts    []Expert  // [E]
 	Shared     Expert    // Fs wide; zero unless Config.SharedExpertFFNDim
-	SharedGate []float32 // [Dim] the shared expert's gate logit weights; nil unless Config.SharedExpertFFNDim
+	SharedGate []float32 // [Dim] the shared expert's gate logit weights; nil unless Config.SharedExpertGate
 }
 
 // Expert is one SwiGLU MLP of a mixture of experts, F = Config.ExpertFFNDim

@@ -10,14 +10,14 @@ import (
 func (c *Config) validateMoE() error {
 	switch {
 	case c.NumExperts == 0 && (c.NumExpertsUsed != 0 || c.ExpertFFNDim != 0 || c.SharedExpertFFNDim != 0 ||
-		c.ExpertWeightsNorm):
+		c.ExpertWeightsNorm || c.SharedExpertGate):
 		return fmt.Errorf("%w: expert settings without experts in %+v", ErrShape, *c)
 	case c.NumExperts == 0:
 		return nil
 	case c.NumExperts < 0, c.NumExpertsUsed <= 0, c.NumExpertsUsed > c.NumExperts:
 		return fmt.Errorf("%w: %d of %d experts per token", ErrShape, c.NumExpertsUsed, c.NumExperts)
-	case c.ExpertFFNDim <= 0, c.SharedExpertFFNDim < 0:
-		return fmt.Errorf("%w: expert width %d, shared expert width %d", ErrShape, c.ExpertFFNDim, c.SharedExpertFFNDim)
+	case c.ExpertFFNDim <= 0, c.SharedExpertFFNDim < 0, c.SharedExpertGate && c.SharedExpertFFNDim == 0:
+		return fmt.Errorf("%w: expert width %d, shared expert width %d (gated %v)", ErrShape, c.ExpertFFNDim, c.SharedExpertFFNDim, c.SharedExpertGate)
 	}
 	return nil
 }
@@ -38,11 +38,14 @@ func (l *Layer) validateMoE(cfg Config, p string) error {
 	switch {
 	case fs > 0:
 		errs = append(errs, l.Shared.check(p, "_shexp", d, fs))
-		if len(l.SharedGate) != d {
-			errs = append(errs, fmt.Errorf("%w: %sffn_gate_inp_shexp.weight has %d elements, want %d", ErrShape, p, len(l.SharedGate), d))
-		}
-	case l.Shared != Expert{}, l.SharedGate != nil:
+	case l.Shared != Expert{}:
 		errs = append(errs, fmt.Errorf("%w: %sshared expert present but the config has none", ErrShape, p))
+	}
+	switch gated := cfg.SharedExpertGate; {
+	case gated && len(l.SharedGate) != d:
+		errs = append(errs, fmt.Errorf("%w: %sffn_gate_inp_shexp.weight has %d elements, want %d", ErrShape, p, len(l.SharedGate), d))
+	case !gated && l.SharedGate != nil:
+		errs = append(errs, fmt.Errorf("%w: %sffn_gate_inp_shexp.weight present but the shared expert is not gated", ErrShape, p))
 	}
 	return errors.Join(errs...)
 }
@@ -87,8 +90,8 @@ func (t *Tensor) SplitExperts(n int) ([]*Tensor, error) {
 // p ("blk.N."): ffn_gate_inp.weight and either the stacked
 // ffn_{gate,up,down}_exps.weight (GGUF) or one ffn_{gate,up,down}.E.weight
 // per expert (Hugging Face checkpoints; llama.cpp's older Mixtral names);
-// the shared expert's ffn_{gate,up,down}_shexp.weight and
-// ffn_gate_inp_shexp.weight when cfg has one. need and vec are
+// the shared expert's ffn_{gate,up,down}_shexp.weight when cfg has one,
+// and its gate's ffn_gate_inp_shexp.weight when that is gated. need and vec are
 // FromTensors' lookups.
 func (l *Layer) moeFromTensors(cfg Config, ts map[string]*Tensor, p string,
 	need func(string) *Tensor, vec func(string, int) []float32) error {
@@ -121,6 +124,8 @@ func (l *Layer) moeFromTensors(cfg Config, ts map[string]*Tensor, p string,
 	}
 	if cfg.SharedExpertFFNDim > 0 {
 		l.Shared = Expert{W1: need(p + "ffn_gate_shexp.weight"), W3: need(p + "ffn_up_shexp.weight"), W2: need(p + "ffn_down_shexp.weight")}
+	}
+	if cfg.SharedExpertGate {
 		l.SharedGate = vec(p+"ffn_gate_inp_shexp.weight", cfg.Dim)
 	}
 	return errors.Join(errs...)

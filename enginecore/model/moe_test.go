@@ -11,7 +11,7 @@ import (
 // with a 96-wide shared expert.
 func moeLike() Config {
 	c := qwenLike()
-	c.Arch, c.NumExperts, c.NumExpertsUsed, c.ExpertFFNDim, c.SharedExpertFFNDim = "qwen2moe", 4, 2, 64, 96
+	c.Arch, c.NumExperts, c.NumExpertsUsed, c.ExpertFFNDim, c.SharedExpertFFNDim, c.SharedExpertGate = "qwen2moe", 4, 2, 64, 96, true
 	return c
 }
 
@@ -87,7 +87,8 @@ func TestValidateMoE(t *testing.T) {
 		{"a dense MLP too", func(_ *Config, w *Weights) { w.Layers[0].W1 = w.Layers[0].Experts[0].W1 }, "present in a mixture of experts"},
 		{"wrong expert width", func(c *Config, _ *Weights) { c.ExpertFFNDim = 32 }, "ffn_gate_exps has shape [256 64], want [256 32]"},
 		{"no shared gate", func(_ *Config, w *Weights) { w.Layers[0].SharedGate = nil }, "ffn_gate_inp_shexp.weight has 0 elements"},
-		{"a shared expert the config lacks", func(c *Config, _ *Weights) { c.SharedExpertFFNDim = 0 }, "shared expert present but the config has none"},
+		{"a shared expert the config lacks", func(c *Config, _ *Weights) { c.SharedExpertFFNDim, c.SharedExpertGate = 0, false }, "shared expert present but the config has none"},
+		{"a gate on an ungated shared expert", func(c *Config, _ *Weights) { c.SharedExpertGate = false }, "present but the shared expert is not gated"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := moeLike()

@@ -82,6 +82,8 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 			}
 			if cfg.SharedExpertFFNDim > 0 {
 				l.Shared = mlp("_shexp", cfg.SharedExpertFFNDim)
+			}
+			if cfg.SharedExpertGate {
 				l.SharedGate = normal(d, 0, 1/math.Sqrt(float64(d)))
 			}
 		} else {

@@ -1,6 +1,6 @@
 // Package testmodel writes random-weight models of the supported
 // architectures (llama, smollm3, granite, phi3, qwen2, qwen3, gemma2,
-// gemma3, and the mixtures of experts llama with Experts (Mixtral),
+// gemma3, and the mixtures of experts llama with Experts (Mixtral), granitemoe,
 // qwen2moe and qwen3moe) as GGUF files or Hugging Face
 // directories, for tests and benchmarks that need a real model file
 // without downloading one.

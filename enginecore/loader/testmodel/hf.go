@@ -14,17 +14,19 @@ import (
 )
 
 var hfArch = map[string]struct{ class, modelType string }{
-	"llama":    {"LlamaForCausalLM", "llama"},
-	"qwen2":    {"Qwen2ForCausalLM", "qwen2"},
-	"qwen3":    {"Qwen3ForCausalLM", "qwen3"},
-	"smollm3":  {"SmolLM3ForCausalLM", "smollm3"},
-	"granite":  {"GraniteForCausalLM", "granite"},
-	"phi3":     {"Phi3ForCausalLM", "phi3"},
-	"gemma2":   {"Gemma2ForCausalLM", "gemma2"},
-	"gemma3":   {"Gemma3ForCausalLM", "gemma3_text"},
-	"qwen2moe": {"Qwen2MoeForCausalLM", "qwen2_moe"},
-	"qwen3moe": {"Qwen3MoeForCausalLM", "qwen3_moe"},
-	"mixtral":  {"MixtralForCausalLM", "mixtral"}, // llama with experts
+	"llama":            {"LlamaForCausalLM", "llama"},
+	"qwen2":            {"Qwen2ForCausalLM", "qwen2"},
+	"qwen3":            {"Qwen3ForCausalLM", "qwen3"},
+	"smollm3":          {"SmolLM3ForCausalLM", "smollm3"},
+	"granite":          {"GraniteForCausalLM", "granite"},
+	"phi3":             {"Phi3ForCausalLM", "phi3"},
+	"gemma2":           {"Gemma2ForCausalLM", "gemma2"},
+	"gemma3":           {"Gemma3ForCausalLM", "gemma3_text"},
+	"qwen2moe":         {"Qwen2MoeForCausalLM", "qwen2_moe"},
+	"qwen3moe":         {"Qwen3MoeForCausalLM", "qwen3_moe"},
+	"mixtral":          {"MixtralForCausalLM", "mixtral"}, // llama with experts
+	"granitemoe":       {"GraniteMoeForCausalLM", "granitemoe"},
+	"granitemoeshared": {"GraniteMoeSharedForCausalLM", "granitemoeshared"}, // granitemoe with a shared expert
 }
 
 var hfDTypes = map[model.DType]string{model.F32: "F32", model.F16: "F16", model.BF16: "BF16"}
@@ -44,6 +46,7 @@ func WriteHF(dir string, spec Spec) error {
 	w := safetensors.NewWriter()
 	w.Metadata = map[string]string{"format": "pt"}
 	dtype := "F32"
+	var stash []float32 // granitemoe: a gate projection, to fuse with its up
 	for _, t := range s.generate() {
 		typ := s.typeOf(t)
 		dt, ok := hfDTypes[typ]
@@ -59,12 +62,28 @@ func WriteHF(dir string, spec Spec) error {
 				values[i]-- // Gemma3RMSNorm multiplies by 1+w; GGUF stores 1+w
 			}
 		}
-		if s.Arch == "llama" || s.Arch == "smollm3" || s.Arch == "granite" {
+		if s.Arch == "llama" || s.Arch == "smollm3" || s.Arch == "granite" || s.Arch == "granitemoe" {
 			switch {
 			case strings.HasSuffix(t.name, "attn_q.weight"):
 				values = toHFOrder(values, s.NumHeads, s.HeadDim, t.cols)
 			case strings.HasSuffix(t.name, "attn_k.weight"):
 				values = toHFOrder(values, s.NumKVHeads, s.HeadDim, t.cols)
+			}
+		}
+		if s.Arch == "granitemoe" {
+			name, shape, fused := fuseGraniteMoE(t, values, &stash)
+			if name == "" {
+				continue // a gate, waiting for its up projection
+			}
+			if name != "-" {
+				data, err := s.encode(t.name, typ, fused)
+				if err != nil {
+					return err
+				}
+				if err := w.Add("model.layers."+layerOf(t.name)+"."+name, dt, shape, data); err != nil {
+					return fmt.Errorf("testmodel: %w", err)
+				}
+				continue
 			}
 		}
 		for e := range max(t.depth, 1) { // a stack of experts: one tensor each
@@ -93,6 +112,9 @@ func WriteHF(dir string, spec Spec) error {
 	a := hfArch[s.Arch]
 	if s.Arch == "llama" && s.Experts > 0 {
 		a = hfArch["mixtral"]
+	}
+	if s.Arch == "granitemoe" && s.SharedFFNDim > 0 {
+		a = hfArch["granitemoeshared"]
 	}
 	cfg := map[string]any{
 		"architectures":           []string{a.class},
@@ -134,7 +156,7 @@ func WriteHF(dir string, spec Spec) error {
 	if s.Experts > 0 {
 		hfExperts(cfg, s)
 	}
-	if s.Arch == "granite" {
+	if s.Arch == "granite" || s.Arch == "granitemoe" {
 		g := s.Granite
 		cfg["embedding_multiplier"], cfg["attention_multiplier"] = g.Embedding, g.Attention
 		cfg["residual_multiplier"], cfg["logits_scaling"] = g.Residual, g.Logit

@@ -3,14 +3,15 @@ package testmodel
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // experts lists layer p's mixture-of-experts weights in drawing order:
 // the router ffn_gate_inp ([E][Dim], std 1/sqrt(Dim)), then
 // ffn_gate_exps and ffn_up_exps ([E][Fe][Dim]) and ffn_down_exps
 // ([E][Dim][Fe]) with the dense MLP's stds, then qwen2moe's shared
-// expert: ffn_gate_inp_shexp ([Dim], std 1/sqrt(Dim)) and
-// ffn_{gate,up,down}_shexp.
+// expert gate ffn_gate_inp_shexp ([Dim], std 1/sqrt(Dim)) and a shared
+// expert's ffn_{gate,up,down}_shexp.
 func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32) []tensor {
 	d, e, fe := s.Dim, s.Experts, s.ExpertFFNDim
 	stack := func(name string, rows, cols, depth int) tensor {
@@ -23,9 +24,11 @@ func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32)
 		stack("ffn_up_exps.weight", fe, d, e),
 		stack("ffn_down_exps.weight", d, fe, e),
 	}
+	if s.Arch == "qwen2moe" {
+		ts = append(ts, tensor{p + "ffn_gate_inp_shexp.weight", d, 0, 0, func() []float32 { return normal(d, 0, 1/math.Sqrt(float64(d))) }})
+	}
 	if fs := s.SharedFFNDim; fs > 0 {
 		ts = append(ts,
-			tensor{p + "ffn_gate_inp_shexp.weight", d, 0, 0, func() []float32 { return normal(d, 0, 1/math.Sqrt(float64(d))) }},
 			stack("ffn_gate_shexp.weight", fs, d, 0),
 			stack("ffn_up_shexp.weight", fs, d, 0),
 			stack("ffn_down_shexp.weight", d, fs, 0))
@@ -34,13 +37,17 @@ func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32)
 }
 
 // hfExperts adds a mixture of experts' keys to config.json: Mixtral's
-// (num_local_experts) for llama, Qwen's (num_experts,
+// (num_local_experts) for llama, GraniteMoe's (num_local_experts,
+// shared_intermediate_size), Qwen's (num_experts,
 // moe_intermediate_size, norm_topk_prob; Qwen2-MoE's
 // shared_expert_intermediate_size) otherwise.
 func hfExperts(cfg map[string]any, s Spec) {
 	cfg["num_experts_per_tok"] = s.ExpertsUsed
-	if s.Arch == "llama" {
+	if s.Arch == "llama" || s.Arch == "granitemoe" {
 		cfg["num_local_experts"] = s.Experts
+		if s.SharedFFNDim > 0 {
+			cfg["shared_intermediate_size"] = s.SharedFFNDim
+		}
 		return
 	}
 	cfg["num_experts"] = s.Experts
@@ -78,4 +85,46 @@ func hfExpertName(arch, suffix string, e int) (string, bool) {
 		"ffn_down_shexp.weight":     "mlp.shared_expert.down_proj.weight",
 	}[suffix]
 	return name, ok
+}
+
+// fuseGraniteMoE names GGUF tensor t (values drawn) as GraniteMoe's
+// checkpoint stores it: each gate projection (experts' ffn_gate_exps,
+// the shared ffn_gate_shexp) is stashed, and the up projection after it
+// fused with it as input_linear (per expert, the gate's rows then the
+// up's: [E][2Fe][Dim], the shared [2Fs][Dim]); ffn_down_exps is
+// block_sparse_moe.output_linear ([E][Dim][Fe]), ffn_down_shexp
+// shared_mlp.output_linear, the router block_sparse_moe.router.layer.
+// name is "" for a stashed gate and "-" for a tensor not of the
+// experts (written as any other).
+func fuseGraniteMoE(t tensor, values []float32, stash *[]float32) (name string, shape []uint64, out []float32) {
+	_, suffix, _ := strings.Cut(strings.TrimPrefix(t.name, "blk."), ".")
+	depth := max(t.depth, 1)
+	switch suffix {
+	case "ffn_gate_exps.weight", "ffn_gate_shexp.weight":
+		*stash = values
+		return "", nil, nil
+	case "ffn_up_exps.weight", "ffn_up_shexp.weight":
+		gate, n := *stash, t.rows*t.cols
+		*stash = nil
+		for e := range depth {
+			out = append(append(out, gate[e*n:(e+1)*n]...), values[e*n:(e+1)*n]...)
+		}
+		if t.depth > 0 {
+			return "block_sparse_moe.input_linear.weight", []uint64{uint64(t.depth), uint64(2 * t.rows), uint64(t.cols)}, out
+		}
+		return "shared_mlp.input_linear.weight", []uint64{uint64(2 * t.rows), uint64(t.cols)}, out
+	case "ffn_down_exps.weight":
+		return "block_sparse_moe.output_linear.weight", []uint64{uint64(t.depth), uint64(t.rows), uint64(t.cols)}, values
+	case "ffn_down_shexp.weight":
+		return "shared_mlp.output_linear.weight", []uint64{uint64(t.rows), uint64(t.cols)}, values
+	case "ffn_gate_inp.weight":
+		return "block_sparse_moe.router.layer.weight", []uint64{uint64(t.rows), uint64(t.cols)}, values
+	}
+	return "-", nil, nil
+}
+
+// layerOf is N of a GGUF name blk.N.*.
+func layerOf(name string) string {
+	n, _, _ := strings.Cut(strings.TrimPrefix(name, "blk."), ".")
+	return n
 }

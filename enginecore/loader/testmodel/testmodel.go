@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "smollm3", "granite", "phi3", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2" or "gemma3"
+	Arch       string  // "llama", "smollm3", "granite", "granitemoe", "phi3", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2" or "gemma3"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -50,11 +50,14 @@ type Spec struct {
 	// written fused, as its files have them).
 	Phi3 LongRope
 
-	// A mixture of experts (llama: Mixtral; qwen2moe and qwen3moe need
-	// one): Experts experts per layer, ExpertsUsed per token, each
-	// ExpertFFNDim wide (0: FFNDim; written as expert_feed_forward_length
-	// but for llama); qwen2moe's shared expert is SharedFFNDim wide (0:
-	// FFNDim). NormTopK (HF only) is config.json's norm_topk_prob.
+	// A mixture of experts (llama: Mixtral; granitemoe, qwen2moe and
+	// qwen3moe need one): Experts experts per layer, ExpertsUsed per
+	// token, each ExpertFFNDim wide (0: FFNDim; written as
+	// expert_feed_forward_length but for llama and granitemoe, whose
+	// experts are FFNDim wide); qwen2moe's shared expert (gated) is
+	// SharedFFNDim wide (0: FFNDim), granitemoe's (ungated) when
+	// SharedFFNDim > 0. NormTopK (HF only) is config.json's
+	// norm_topk_prob.
 	Experts, ExpertsUsed, ExpertFFNDim, SharedFFNDim int
 	NormTopK                                         bool
 
@@ -123,24 +126,25 @@ func (t tensor) ggmlShape() []uint64 {
 // resolve fills defaults and checks s.
 func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
-	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe"
-	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || gemma || moe
+	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || s.Arch == "granitemoe"
+	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || gemma
+	granite := s.Arch == "granite" || s.Arch == "granitemoe"
 	switch {
-	case s.Arch != "llama" && s.Arch != "smollm3" && s.Arch != "granite" && s.Arch != "phi3" && !qwen:
-		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, phi3, qwen2, qwen3, qwen2moe, qwen3moe, gemma2 or gemma3)", s.Arch)
+	case s.Arch != "llama" && s.Arch != "smollm3" && !granite && s.Arch != "phi3" && !qwen:
+		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, granitemoe, phi3, qwen2, qwen3, qwen2moe, qwen3moe, gemma2 or gemma3)", s.Arch)
 	case moe && s.Experts == 0, s.Experts > 0 && s.Arch != "llama" && !moe:
 		return s, fmt.Errorf("testmodel: %d experts on %s", s.Experts, s.Arch)
 	case s.Experts > 0 && (s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts), s.Experts < 0:
 		return s, fmt.Errorf("testmodel: %d of %d experts per token", s.ExpertsUsed, s.Experts)
-	case s.SharedFFNDim != 0 && s.Arch != "qwen2moe":
-		return s, fmt.Errorf("testmodel: a shared expert is qwen2moe's, not %s's", s.Arch)
+	case s.SharedFFNDim != 0 && s.Arch != "qwen2moe" && s.Arch != "granitemoe":
+		return s, fmt.Errorf("testmodel: a shared expert is qwen2moe's or granitemoe's, not %s's", s.Arch)
 	case s.Arch != "phi3" && (s.Phi3.Short != nil || s.Phi3.AttnFactor != 0):
 		return s, fmt.Errorf("testmodel: LongRoPE on %s", s.Arch)
 	case len(s.Phi3.Short) != len(s.Phi3.Long):
 		return s, errors.New("testmodel: LongRoPE needs short and long factors alike")
-	case s.Arch != "granite" && s.Granite != (GraniteScales{}):
+	case !granite && s.Granite != (GraniteScales{}):
 		return s, fmt.Errorf("testmodel: Granite's scales on %s", s.Arch)
-	case s.Arch == "granite" && !(s.Granite.Logit > 0):
+	case granite && !(s.Granite.Logit > 0):
 		return s, errors.New("testmodel: granite needs Granite.Logit (llama.cpp requires logit_scale)")
 	case !gemma && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0 || s.FinalSoftcap != 0):
 		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's, not %s's", s.Arch)
@@ -158,8 +162,8 @@ func (s Spec) resolve() (Spec, error) {
 	if s.NumKVHeads == 0 {
 		s.NumKVHeads = s.NumHeads
 	}
-	if s.Experts > 0 && (s.ExpertFFNDim == 0 || s.Arch == "llama") {
-		s.ExpertFFNDim = s.FFNDim // llama.cpp's llama experts are feed_forward_length wide
+	if s.Experts > 0 && (s.ExpertFFNDim == 0 || s.Arch == "llama" || s.Arch == "granitemoe") {
+		s.ExpertFFNDim = s.FFNDim // llama.cpp's llama and granitemoe experts are feed_forward_length wide
 	}
 	if s.Arch == "qwen2moe" && s.SharedFFNDim == 0 {
 		s.SharedFFNDim = s.FFNDim
@@ -376,7 +380,7 @@ func WriteGGUF(path string, spec Spec) error {
 		{keyValue{a + "rope.scaling.attn_factor", float32(s.Phi3.AttnFactor)}, s.Phi3.AttnFactor > 0},
 		{keyValue{a + "expert_count", uint32(s.Experts)}, s.Experts > 0},
 		{keyValue{a + "expert_used_count", uint32(s.ExpertsUsed)}, s.Experts > 0},
-		{keyValue{a + "expert_feed_forward_length", uint32(s.ExpertFFNDim)}, s.Experts > 0 && s.Arch != "llama"},
+		{keyValue{a + "expert_feed_forward_length", uint32(s.ExpertFFNDim)}, s.Experts > 0 && s.Arch != "llama" && s.Arch != "granitemoe"},
 		{keyValue{a + "expert_shared_feed_forward_length", uint32(s.SharedFFNDim)}, s.SharedFFNDim > 0},
 	} {
 		if kv.on {
