@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestRequiredSchemaHoistsDefs(t *testing.T) {
@@ -61,4 +63,22 @@ func nullIfEmpty(b []byte) []byte {
 		return []byte("null")
 	}
 	return b
+}
+
+// TestToolPlanTypes: a tool_choice auto plan carries each tool's
+// parameters' types, read from their schemas as vLLM's Qwen3-Coder
+// parser reads them.
+func TestToolPlanTypes(t *testing.T) {
+	req := ChatCompletionRequest{Tools: json.RawMessage(`[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{` +
+		`"s":{"type":"string"},"i":{"type":"integer"},"nullable":{"type":["null","number"]},"any":{"anyOf":[{"type":"boolean"},{"type":"null"}]},` +
+		`"mixed":{"oneOf":[{"type":"integer"},{"type":"array"}]},"bare":{"description":"no type"}}}}},` +
+		`{"type":"function","function":{"name":"g"}}]`)}
+	plan, e := req.ToolPlanOf()
+	if e != nil {
+		t.Fatal(e)
+	}
+	want := map[string]map[string]string{"f": {"s": "string", "i": "integer", "nullable": "number", "any": "boolean", "mixed": "object", "bare": "string"}}
+	if diff := cmp.Diff(want, plan.Types); diff != "" {
+		t.Errorf("types (-want +got):\n%s", diff)
+	}
 }

@@ -52,10 +52,14 @@ const (
 // made, and the constraint that makes the output a call (nil for
 // ToolsFree and ToolsAuto).
 type ToolPlan struct {
-	Mode       ToolMode
-	Name       string   // ToolsNamed
-	Names      []string // the tools' names, in order
-	OneCall    bool     // parallel_tool_calls false: the first call only
+	Mode  ToolMode
+	Name  string   // ToolsNamed
+	Names []string // the tools' names, in order
+	// Types are the tools' parameters' JSON Schema types (tool → parameter
+	// → type), for tool-call formats that write arguments as untyped text
+	// (toolparse.ParamTypes); set for ToolsAuto.
+	Types      map[string]map[string]string
+	OneCall    bool // parallel_tool_calls false: the first call only
 	Constraint *wire.StructuredOutputs
 }
 
@@ -167,9 +171,74 @@ func planTools(tools []Tool, choice toolChoice, parallel *bool) (ToolPlan, *Erro
 		}
 		plan.Mode, plan.Constraint = ToolsRequired, so
 	case len(tools) > 0:
-		plan.Mode = ToolsAuto
+		plan.Mode, plan.Types = ToolsAuto, paramTypes(tools)
 	}
 	return plan, nil
+}
+
+// paramTypes reads each tool's parameters' types from its schema's
+// properties, as vLLM's Qwen3-Coder parser does: "type" (of a list of
+// types, the first that is not "null"), else the one type other than
+// "null" an anyOf or oneOf allows ("object" when they allow several),
+// else "string". nil when no tool declares a parameter.
+func paramTypes(tools []Tool) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(tools))
+	for _, t := range tools {
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(t.Function.Parameters, &schema) != nil || len(schema.Properties) == 0 {
+			continue
+		}
+		types := make(map[string]string, len(schema.Properties))
+		for name, raw := range schema.Properties {
+			types[name] = schemaType(raw)
+		}
+		out[t.Function.Name] = types
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// schemaType is the type a property's schema declares (see paramTypes).
+func schemaType(raw json.RawMessage) string {
+	var s struct {
+		Type  json.RawMessage   `json:"type"`
+		AnyOf []json.RawMessage `json:"anyOf"`
+		OneOf []json.RawMessage `json:"oneOf"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return "string"
+	}
+	var one string
+	var list []string
+	switch {
+	case json.Unmarshal(s.Type, &one) == nil && one != "":
+		return one
+	case json.Unmarshal(s.Type, &list) == nil:
+		for _, t := range list {
+			if t != "null" {
+				return t
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, sub := range append(s.AnyOf, s.OneOf...) {
+		if t := schemaType(sub); t != "null" {
+			seen[t] = true
+		}
+	}
+	switch len(seen) {
+	case 0:
+		return "string"
+	case 1:
+		for t := range seen {
+			return t
+		}
+	}
+	return "object"
 }
 
 // parametersSchema is a tool's parameters schema as JSON text (an empty

@@ -180,7 +180,7 @@ func (call *messageCall) write(w answerWriter, text, finish string) {
 		if forced {
 			call.parser = forcedParser(call.plan)
 		} else {
-			call.parser = call.auto.New(call.plan.Names)
+			call.parser = call.auto.NewTyped(call.plan.Names, call.plan.Types)
 		}
 	}
 	d := call.parser.Push(text)

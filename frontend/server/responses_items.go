@@ -44,7 +44,7 @@ func (call *responseCall) newOutput(w *responseStream) *outputItems {
 	o := &outputItems{call: call, w: w, think: call.think.splitter()}
 	switch {
 	case call.auto != nil:
-		o.parser = call.auto.New(call.plan.Names)
+		o.parser = call.auto.NewTyped(call.plan.Names, call.plan.Types)
 	case call.plan.Forced():
 		o.parser = forcedParser(call.plan)
 	case o.think == nil: // with a reasoning split, the message opens after the reasoning

@@ -59,7 +59,7 @@ func apiToolCalls(calls []toolparse.Call, newID func() string) []openai.ToolCall
 // finish_reason tool_calls when it stopped (a call cut by max_tokens keeps
 // "length"). It reports whether there were calls.
 func withToolCalls(ch *openai.ChatChoice, f *toolparse.Format, plan openai.ToolPlan, echo, text string, newID func() string) bool {
-	content, calls, ok := f.Extract(text, plan.Names)
+	content, calls, ok := toolparse.ExtractWith(f.NewTyped(plan.Names, plan.Types), text)
 	if !ok {
 		return false
 	}
@@ -93,7 +93,7 @@ func forcedParser(plan openai.ToolPlan) toolparse.Parser {
 func (cs *chatStreamer) autoChunk(ev *choiceEvent, lps []tokenLogprob, u *openai.Usage) any {
 	p := cs.parsers[ev.index]
 	if p == nil {
-		p = cs.auto.New(cs.tools.Names)
+		p = cs.auto.NewTyped(cs.tools.Names, cs.tools.Types)
 		cs.parsers[ev.index] = p
 	}
 	d := p.Push(ev.text)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -389,5 +390,58 @@ func TestRequiredToolWithDefs(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(schema), &got); err != nil || got.Defs["Opt"] == nil {
 		t.Errorf("the constraint's root has no $defs.Opt (%v): %s", err, schema)
+	}
+}
+
+// TestQwen3CoderToolCalls: Qwen3-Coder's XML calls (qwen3_coder) come
+// out with each argument typed by the tool's schema, whole and streamed
+// alike: an integer, a boolean, a string that looks like a number, a
+// nullable string and an array.
+func TestQwen3CoderToolCalls(t *testing.T) {
+	answer := []string{"I'll look.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\n", "10115\n</parameter>\n<parameter=days>\n3\n</para",
+		"meter>\n<parameter=hourly>\nTrue\n</parameter>\n<parameter=units>\nmetric\n</parameter>\n<parameter=fields>\n[\"rain\", \"wind\"]\n</parameter>\n</function>\n</tool_call>"}
+	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		return outputs(wire.FinishStop, []int32{eosIMEnd}, answer...)
+	}}
+	url := toolServer(t, f, "qwen3_coder", tokenizer.NewByte())
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{` +
+		`"city":{"type":"string"},"days":{"type":"integer"},"hourly":{"type":"boolean"},"units":{"type":["string","null"]},` +
+		`"fields":{"type":"array","items":{"type":"string"}}}}}}]`
+	const want = `{"city":"10115","days":3,"hourly":true,"units":"metric","fields":["rain","wind"]}`
+	for _, stream := range []bool{false, true} {
+		code, body := post(t, url, `{"messages":[{"role":"user","content":"Weather in Berlin 10115?"}],`+tools+fmt.Sprintf(`,"stream":%v,"max_tokens":200}`, stream))
+		if code != http.StatusOK {
+			t.Fatalf("%d %s", code, body)
+		}
+		args, content := "", ""
+		if !stream {
+			var out openai.ChatCompletion
+			if err := json.Unmarshal([]byte(body), &out); err != nil || len(out.Choices) != 1 || len(out.Choices[0].Message.ToolCalls) != 1 {
+				t.Fatalf("%v: %s", err, body)
+			}
+			args = out.Choices[0].Message.ToolCalls[0].Function.Arguments
+			if c := out.Choices[0].Message.Content; c != nil {
+				content = *c
+			}
+		}
+		for _, line := range strings.Split(body, "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !stream || !ok || data == "[DONE]" {
+				continue
+			}
+			var ch openai.ChatCompletionChunk
+			if err := json.Unmarshal([]byte(data), &ch); err != nil {
+				t.Fatal(err)
+			}
+			if d := ch.Choices[0].Delta; d.Content != nil {
+				content += *d.Content
+			}
+			for _, tc := range ch.Choices[0].Delta.ToolCalls {
+				args += tc.Function.Arguments
+			}
+		}
+		if args != want || content != "I'll look." {
+			t.Errorf("stream %v: content %q, arguments %s; want %q, %s", stream, content, args, "I'll look.", want)
+		}
 	}
 }

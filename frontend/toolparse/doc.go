@@ -1,8 +1,10 @@
 // Package toolparse reads tool calls out of a model's free text, as vLLM's
 // --tool-call-parser does for tool_choice "auto": the model writes calls in
 // its own syntax (Hermes/Qwen <tool_call> JSON, Llama 3 JSON, Mistral
-// [TOOL_CALLS], pythonic lists) and the server returns them as OpenAI
-// tool_calls.
+// [TOOL_CALLS], pythonic lists, Granite's <|tool_call|> and Phi-4-mini's
+// functools lists, Qwen3-Coder's XML with values typed by
+// the tools' schemas: ParamTypes, Format.NewTyped) and the server
+// returns them as OpenAI tool_calls.
 //
 // It is a pure core: no I/O, no clock, no randomness (the server names the
 // calls). It imports nothing from this repository, and the server is its

@@ -73,13 +73,30 @@ type Format struct {
 	// back in a tool loop must have such an id.
 	ShortIDs  bool
 	newParser func(tools map[string]bool) Parser
+	// newTyped, when set, is newParser for a format whose arguments are
+	// untyped text that the tools' parameter types make JSON.
+	newTyped func(tools map[string]bool, types ParamTypes) Parser
 }
 
+// ParamTypes are the JSON Schema types of the declared tools' parameters:
+// tool name → parameter name → "string", "integer", "number", "boolean",
+// "object", "array", …, as the request's tools declare them (the first
+// type other than "null" of a list of types). A format that writes
+// arguments as untyped text (qwen3_coder) needs them; the others ignore
+// them.
+type ParamTypes map[string]map[string]string
+
 // New returns a Parser that accepts calls of the named tools.
-func (f *Format) New(tools []string) Parser {
+func (f *Format) New(tools []string) Parser { return f.NewTyped(tools, nil) }
+
+// NewTyped is New with the tools' parameter types.
+func (f *Format) NewTyped(tools []string, types ParamTypes) Parser {
 	set := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		set[t] = true
+	}
+	if f.newTyped != nil {
+		return f.newTyped(set, types)
 	}
 	return f.newParser(set)
 }
@@ -110,6 +127,9 @@ var formats = []*Format{
 	{Name: "llama3_json", Aliases: []string{"llama4_json"}, newParser: newLlama},
 	{Name: "mistral", KeepSpecial: true, ShortIDs: true, newParser: newMistral},
 	{Name: "pythonic", Aliases: []string{"llama4_pythonic"}, newParser: newPythonic},
+	{Name: "granite", KeepSpecial: true, newParser: newGranite},
+	{Name: "phi4_mini_json", newParser: newPhi4Mini},
+	{Name: "qwen3_coder", Aliases: []string{"qwen3_xml"}, KeepSpecial: true, newTyped: newQwen3Coder},
 }
 
 // ErrUnknown is wrapped by Lookup's error for a name it does not know.
@@ -142,8 +162,9 @@ func Lookup(name string) (*Format, error) {
 
 // Detect returns the format a chat template tells its model to write calls
 // in, read from the template's text, and false when it names none Tandem
-// reads: XML call formats (<function=…>, <arg_key>) are not Hermes JSON
-// even inside <tool_call>.
+// reads: Qwen3-Coder's XML calls (<function=…> with <parameter=…>, which
+// Nemotron 3 Nano's template asks for too) are qwen3_coder, and GLM's
+// <arg_key> calls are not Hermes JSON even inside <tool_call>.
 func Detect(template string) (*Format, bool) {
 	has := func(s ...string) bool {
 		for _, x := range s {
@@ -161,6 +182,12 @@ func Detect(template string) (*Format, bool) {
 		name = "pythonic" // vLLM's Llama 3.2 pythonic and Llama 4 templates
 	case has("<|python_tag|>", `"parameters": dictionary of argument name`):
 		name = "llama3_json" // Llama 3.1 (python_tag), 3.2 and 3.3 (the JSON format)
+	case has("<function=") && has("<parameter="):
+		name = "qwen3_coder" // Qwen3-Coder's XML calls
+	case has("<|tool_call|>"):
+		name = "granite" // Granite 3.x
+	case has("functools["):
+		name = "phi4_mini_json" // vLLM's Phi-4-mini template, FireFunction v2
 	case has("<tool_call>") && !has("<function=", "<arg_key>"):
 		name = "hermes"
 	default:

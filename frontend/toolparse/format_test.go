@@ -284,7 +284,7 @@ func TestDetectRealTemplates(t *testing.T) {
 		"ibm-granite-granite-4.0": "hermes", "meta-llama-Llama-3.1-8B-Instruct": "llama3_json", "meta-llama-Llama-3.2-3B-Instruct": "llama3_json",
 		"meta-llama-Llama-3.3-70B-Instruct": "llama3_json", "mistralai-Mistral-Nemo-Instruct-2407": "mistral",
 		"Mistral-Small-3.2-24B-Instruct-2506": "mistral", "unsloth-mistral-Devstral-Small-2507": "mistral",
-		"Qwen3-Coder": "", "GLM-4.6": "", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "", "deepseek-ai-DeepSeek-V3.1": "", "google-gemma-2-2b-it": "",
+		"Qwen3-Coder": "qwen3_coder", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "qwen3_coder", "GLM-4.6": "", "ibm-granite-granite-3.3-2B-Instruct": "granite", "fireworks-ai-llama-3-firefunction-v2": "phi4_mini_json", "deepseek-ai-DeepSeek-V3.1": "", "google-gemma-2-2b-it": "",
 	}
 	for name, w := range want {
 		src, err := os.ReadFile(filepath.Join(dir, name+".jinja"))
