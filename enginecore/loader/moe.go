@@ -21,8 +21,9 @@ import (
 // key is there, ungated.
 func (r *kvReader) moe(cfg *model.Config) {
 	n, ok := r.md.KV(r.prefix + "expert_count")
+	u, isUint := r.md.Uint(r.prefix + "expert_count")
 	denseOK := cfg.Arch == "llama" || cfg.Arch == "granitemoe"
-	if !ok && denseOK || n == uint32(0) || n == uint64(0) {
+	if !ok && denseOK || isUint && u == 0 {
 		if !denseOK {
 			r.errs = append(r.errs, invalid("%s is a mixture of experts but %sexpert_count is %v", cfg.Arch, r.prefix, n))
 		}

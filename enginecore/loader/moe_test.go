@@ -136,3 +136,16 @@ func TestLoadMoERefused(t *testing.T) {
 		}, loader.ErrInvalid, `"blk.0.ffn_up.5.weight" is missing`},
 	})
 }
+
+// TestLoadZeroExperts: a llama file whose expert_count is 0, of any
+// integer type, is a dense model (llama.cpp's converter writes the key
+// for Mistral too).
+func TestLoadZeroExperts(t *testing.T) {
+	dense := testmodel.Spec{Arch: "llama", VocabSize: 300, Dim: 32, NumLayers: 1, NumHeads: 2, FFNDim: 32}
+	for _, zero := range []any{uint32(0), int32(0), uint64(0)} {
+		path := rewrite(t, t.TempDir(), dense, func(k *kvs, _ *tensors) { k.set("llama.expert_count", zero) })
+		if m := load(t, path); m.Config.NumExperts != 0 || m.Config.NumExpertsUsed != 0 {
+			t.Errorf("expert_count %T 0: %d experts, %d used", zero, m.Config.NumExperts, m.Config.NumExpertsUsed)
+		}
+	}
+}
