@@ -14,7 +14,10 @@ import (
 // renormalized), Qwen2-MoE (Q/K/V biases, 8 experts, 2 per token, not
 // renormalized, and a shared expert behind a sigmoid gate) and Granite
 // MoE (Granite's four scales, 8 experts, 2 per token, with and without
-// GraniteMoeShared's ungated shared expert), in float32 and quantized. Every prompt token routes through every layer, so the
+// GraniteMoeShared's ungated shared expert) and ERNIE 4.5 (a dense
+// first layer, then mixtures with an ungated shared expert and a
+// selection bias that chooses experts but does not weigh them; and its
+// dense sibling), in float32 and quantized. Every prompt token routes through every layer, so the
 // prompts exercise many expert combinations, and prefill batches tokens
 // that go to different experts. A negative control: our engine taking 2
 // experts per token where llama.cpp takes 4 must miss.
@@ -22,8 +25,10 @@ import (
 // Measured (2-core AMD EPYC, AVX2): float32 within 1.5e-5 to 2.3e-5 nats
 // at every position; q8_0 and q4_k within the dense bounds but at one
 // position of 137 each in two models (2.1 and 1.2 nats: a router
-// near-tie, see modelRuns.flips); the control misses by 7.1, 50 top-1s
-// differing.
+// near-tie, see modelRuns.flips), ERNIE's at two (6.0 nats at a
+// log-prob of -13); the control misses by 7.1, 50 top-1s differing, and
+// ERNIE without its selection bias by 43. ERNIE's float32 models, tied
+// and 3 layers deep, agree to 7.6e-5.
 func TestMoEModels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs llama.cpp on mixture-of-experts models")
@@ -39,6 +44,9 @@ func TestMoEModels(t *testing.T) {
 	granite := testmodel.Spec{Arch: "granitemoe", VocabSize: rmVocab, Dim: rmDim, NumLayers: rmLayers, NumHeads: 4, NumKVHeads: 2,
 		FFNDim: 128, Experts: 8, ExpertsUsed: 2, Seed: 34, Quantize: quantize,
 		Granite: testmodel.GraniteScales{Embedding: 12, Attention: 0.0078125, Residual: 0.22, Logit: 8}}
+	ernie := testmodel.Spec{Arch: "ernie4_5-moe", VocabSize: rmVocab, Dim: rmDim, NumLayers: 3, NumHeads: 4, NumKVHeads: 2,
+		FFNDim: rmFFN, Experts: 8, ExpertsUsed: 2, ExpertFFNDim: 128, SharedFFNDim: 256, DenseLead: 1, SelectionBias: 0.2,
+		Seed: 35, Quantize: quantize, Tied: true}
 	with := func(s testmodel.Spec, f func(s *testmodel.Spec)) testmodel.Spec {
 		f(&s)
 		return s
@@ -54,11 +62,20 @@ func TestMoEModels(t *testing.T) {
 		{"granitemoe f32", granite, 1e-4, 1e-4},
 		{"granitemoe f32, shared expert", with(granite, func(s *testmodel.Spec) { s.SharedFFNDim = 256 }), 1e-4, 1e-4},
 		{"granitemoe q8_0, shared expert", with(granite, func(s *testmodel.Spec) { s.SharedFFNDim, s.MatrixType = 256, model.Q8_0 }), 0.4, 0.4},
+		{"ernie4_5-moe f32, dense first layer, selection bias", ernie, 1e-4, 1e-4},
+		{"ernie4_5-moe f32, no selection bias", with(ernie, func(s *testmodel.Spec) { s.SelectionBias = 0 }), 1e-4, 1e-4},
+		// Untied: a Q8_0 embedding as the LM head gives logits ~16× the
+		// scale, and the dense bound does not hold for them either.
+		{"ernie4_5-moe q8_0", with(ernie, func(s *testmodel.Spec) { s.MatrixType, s.Tied = model.Q8_0, false }), 0.4, 0.4},
+		{"ernie4_5 f32 (dense)", with(ernie, func(s *testmodel.Spec) {
+			s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFNDim, s.SharedFFNDim, s.DenseLead, s.SelectionBias = "ernie4_5", 0, 0, 0, 0, 0, 0
+		}), 1e-4, 1e-4},
 	}
 	r := runModels(t, tests, randomPrompts(rmVocab, 3))
 	// Of 137 positions, a few may route differently in quantized models
 	// (modelRuns.flips); in float32 none may.
-	r.flips = map[string]int{"mixtral q8_0": 3, "qwen3moe q4_k, experts 256 wide": 3, "qwen2moe q8_0, shared expert": 3, "granitemoe q8_0, shared expert": 3}
+	r.flips = map[string]int{"mixtral q8_0": 3, "qwen3moe q4_k, experts 256 wide": 3, "qwen2moe q8_0, shared expert": 3, "granitemoe q8_0, shared expert": 3, "ernie4_5-moe q8_0": 3}
 	r.checkAll(t)
 	r.control(t, "2 experts per token vs 4", "qwen3moe f32, 2 per token", "qwen3moe f32", true)
+	r.control(t, "ernie without its selection bias", "ernie4_5-moe f32, no selection bias", "ernie4_5-moe f32, dense first layer, selection bias", false)
 }

@@ -300,6 +300,9 @@ func (b *Backend) grow(numTok int) {
 		f := c.FFNDim
 		if c.NumExperts > 0 {
 			f = max(c.ExpertFFNDim, c.SharedExpertFFNDim)
+			if c.MoELayers != nil { // dense layers too
+				f = max(f, c.FFNDim)
+			}
 			b.growMoE(n)
 		}
 		b.hb = make([]float32, n*f)

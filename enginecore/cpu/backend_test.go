@@ -92,6 +92,20 @@ func gemma3(window int, softcap float64) func(*model.Config) {
 
 func smallK(c *model.Config) { c.NumLayers, c.FFNDim = 1, 256 }
 
+// ernieMoE is a random ERNIE 4.5 MoE: layer 0 dense, layer 1 a mixture
+// of 8 experts (2 per token) with an ungated shared expert and a
+// selection bias large enough to change choices.
+func ernieMoE(types model.RandomTypes) func() (model.Config, *model.Weights) {
+	return func() (model.Config, *model.Weights) {
+		cfg, w := randomModel(types, func(c *model.Config) {
+			experts(8, 2, false)(c)
+			c.Arch, c.SharedExpertFFNDim, c.MoELayers = "ernie4_5-moe", 96, []bool{false, true}
+		})()
+		w.Layers[1].ExpertBias = []float32{0.3, -0.2, 0, 0.1, -0.3, 0.2, 0, 0.05}
+		return cfg, w
+	}
+}
+
 // experts edits a config into a mixture of e experts, k per token, 128
 // wide: Mixtral's (renormalized) or, with shared, Qwen2-MoE's (not
 // renormalized, a 192-wide shared expert).
@@ -150,6 +164,7 @@ func TestMatchesReference(t *testing.T) {
 		}), 20, 0},
 		{"mixtral 8 experts, 2 per token", randomModel(f32, experts(8, 2, false)), 12, 0},
 		{"qwen2moe 4 experts, 3 per token, shared expert", randomModel(f32, experts(4, 3, true)), 12, 0},
+		{"ernie4_5-moe: a dense first layer, selection bias, ungated shared expert", ernieMoE(f32), 12, 0},
 		{"granitemoe, ungated shared expert, scales", randomModel(f32, func(c *model.Config) {
 			experts(4, 2, false)(c)
 			c.Arch, c.SharedExpertFFNDim = "granitemoe", 96

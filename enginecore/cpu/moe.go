@@ -23,6 +23,7 @@ type routes struct {
 	rows    [][]int32   // [E][≤T] token indices
 	weights [][]float32 // [E][≤T] routing weights
 	top     []int       // [K] scratch
+	sel     []float32   // [E] scratch: probabilities plus the selection bias
 }
 
 // growMoE sizes the mixture-of-experts scratch for n tokens.
@@ -33,17 +34,19 @@ func (b *Backend) growMoE(n int) {
 	s.y = make([]float32, n*c.Dim)
 	s.precise = make([]bool, n)
 	if s.routes.rows == nil {
-		s.routes = routes{rows: make([][]int32, c.NumExperts), weights: make([][]float32, c.NumExperts), top: make([]int, c.NumExpertsUsed)}
+		s.routes = routes{rows: make([][]int32, c.NumExperts), weights: make([][]float32, c.NumExperts),
+			top: make([]int, c.NumExpertsUsed), sel: make([]float32, c.NumExperts)}
 	}
 }
 
 // route turns the router's logits of numTok tokens ([numTok][E], made
 // probabilities in place) into r, as llama.cpp's build_moe_ffn does with
 // softmax gating: each token takes the K experts of highest probability
-// (the lower index first on a tie), weighted by their probabilities,
-// divided by their sum (at least 2⁻¹⁴) when ExpertWeightsNorm. A pure
-// function of its inputs.
-func (r *routes) route(c *model.Config, logits []float32, numTok int) {
+// (plus bias, [E], when not nil: ERNIE's selection bias, which chooses
+// but does not weigh; the lower index first on a tie), weighted by their
+// probabilities, divided by their sum (at least 2⁻¹⁴) when
+// ExpertWeightsNorm. A pure function of its inputs.
+func (r *routes) route(c *model.Config, logits []float32, numTok int, bias []float32) {
 	e := c.NumExperts
 	for i := range r.rows {
 		r.rows[i], r.weights[i] = r.rows[i][:0], r.weights[i][:0]
@@ -51,7 +54,14 @@ func (r *routes) route(c *model.Config, logits []float32, numTok int) {
 	for t := range numTok {
 		p := logits[t*e : (t+1)*e]
 		softmax(p)
-		top := topK(p, r.top)
+		sel := p
+		if bias != nil {
+			sel = r.sel[:e]
+			for i, v := range p {
+				sel[i] = v + bias[i]
+			}
+		}
+		top := topK(sel, r.top)
 		sum := float32(0)
 		for _, i := range top {
 			sum += p[i]
@@ -123,7 +133,7 @@ func (b *Backend) moeLayer(l, numTok int) {
 	dim := c.Dim
 	xb, out := b.xb[:numTok*dim], b.xb2[:numTok*dim]
 	b.matmul(xb, numTok, matmulOp{out: s.logits[:numTok*c.NumExperts], m: m.router})
-	s.routes.route(c, s.logits, numTok)
+	s.routes.route(c, s.logits, numTok, b.w.Layers[l].ExpertBias)
 	clear(out)
 	precise := b.precise
 	for x := range m.experts {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"testing"
 
@@ -242,7 +243,7 @@ func (r *refModel) next(tok int32) []float64 {
 		}
 		xb = refRMSNorm(x, w.FFNNorm, c.NormEps)
 		var down []float64
-		if c.NumExperts > 0 {
+		if c.Sparse(l) {
 			down = r.moe(&w, xb)
 		} else {
 			down = r.mlp([3]float32s{w.w1, w.w3, w.w2}, xb, c.FFNDim)
@@ -289,7 +290,8 @@ func (r *refModel) mlp(w [3]float32s, xb []float64, f int) []float64 {
 
 // moe is the mixture of experts on xb, written from transformers'
 // MixtralSparseMoeBlock and Qwen2MoeSparseMoeBlock: softmax over the
-// router's logits, the top K (renormalized when ExpertWeightsNorm), each
+// router's logits, the top K by probability plus ExpertBias (weighted by
+// the probabilities alone, renormalized when ExpertWeightsNorm), each
 // expert's output weighted, plus the shared expert's, gated by a sigmoid
 // (Qwen2-MoE) or not (GraniteMoeShared).
 func (r *refModel) moe(w *refLayer, xb []float64) []float64 {
@@ -309,7 +311,11 @@ func (r *refModel) moe(w *refLayer, xb []float64) []float64 {
 		idx[i] = i
 		p[i] /= sum
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] > p[idx[b]] })
+	sel := slices.Clone(p) // what chooses: the probabilities plus the selection bias
+	for i, b := range w.ExpertBias {
+		sel[i] += float64(b)
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return sel[idx[a]] > sel[idx[b]] })
 	top := idx[:c.NumExpertsUsed]
 	var topSum float64
 	for _, e := range top {

@@ -16,8 +16,10 @@
 // expert_count (Mixtral; MixtralForCausalLM), granitemoe (Granite's
 // scales, an optional ungated shared expert; GraniteMoeForCausalLM and
 // GraniteMoeSharedForCausalLM, their fused input_linear split here),
-// qwen2moe (with a gated shared expert; Qwen2MoeForCausalLM) and
-// qwen3moe (Qwen3MoeForCausalLM;
+// qwen2moe (with a gated shared expert; Qwen2MoeForCausalLM),
+// ernie4_5-moe (dense first layers, a selection bias, an ungated shared
+// expert; Ernie4_5_MoeForCausalLM, whose Q and K rows are not permuted,
+// as the dense ernie4_5's) and qwen3moe (Qwen3MoeForCausalLM;
 // moe.go: GGUF's stacked ffn_*_exps, a checkpoint's one tensor per
 // expert as blk.N.ffn_*.E.weight). Anything else — another architecture, an unknown tensor, a tensor type
 // the kernels lack, partial RoPE outside phi3, YaRN scaling — is refused at load with

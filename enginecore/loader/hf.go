@@ -30,6 +30,8 @@ var hfArchitectures = map[string]string{
 	"Qwen3MoeForCausalLM":         "qwen3moe",
 	"GraniteMoeForCausalLM":       "granitemoe",
 	"GraniteMoeSharedForCausalLM": "granitemoe",
+	"Ernie4_5ForCausalLM":         "ernie4_5",
+	"Ernie4_5_MoeForCausalLM":     "ernie4_5-moe",
 }
 
 // hfConfig is the part of config.json Tandem reads. Pointers tell absent
@@ -120,6 +122,11 @@ func loadHF(dir string) (m *Model, err error) {
 	var longRope *model.Tensor
 	if cfg.Arch == "granitemoe" {
 		if err := splitGraniteMoE(&cfg, tensors); err != nil {
+			return nil, err
+		}
+	}
+	if strings.HasPrefix(cfg.Arch, "ernie4_5") { // some checkpoints fuse qkv_proj and up_gate_proj as Phi-3's
+		if err := splitFused(&cfg, tensors); err != nil {
 			return nil, err
 		}
 	}
@@ -360,7 +367,7 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 				continue
 			}
 		}
-		if !cfg.RopeNeox {
+		if !cfg.RopeNeox && !supported[cfg.Arch].interleaved {
 			heads := 0
 			switch {
 			case strings.HasSuffix(gname, ".attn_q.weight"), strings.HasSuffix(gname, ".attn_q.bias"):
@@ -395,6 +402,7 @@ var hfLayerNames = map[string]string{
 	"self_attn.q_norm.weight":         "attn_q_norm.weight",
 	"self_attn.qkv_proj.weight":       "attn_qkv.weight", // Phi-3: Q, K, V (splitFused)
 	"mlp.gate_up_proj.weight":         "ffn_up.weight",   // Phi-3: gate, up (splitFused)
+	"mlp.up_gate_proj.weight":         "ffn_up.weight",   // ERNIE 4.5: gate, then up, despite the name (splitFused)
 	"self_attn.k_norm.weight":         "attn_k_norm.weight",
 	"post_attention_layernorm.weight": "ffn_norm.weight",
 	"mlp.gate_proj.weight":            "ffn_gate.weight",
@@ -405,6 +413,9 @@ var hfLayerNames = map[string]string{
 // ggufName is llama.cpp's name for a Hugging Face tensor name, a
 // mixture of experts' among them when moe.
 func ggufName(hf string, moe bool) (string, bool) {
+	if rest, ok := strings.CutPrefix(hf, "ernie."); ok { // ERNIE 4.5's own checkpoints
+		hf = "model." + rest
+	}
 	switch hf {
 	case "model.embed_tokens.weight":
 		return "token_embd.weight", true

@@ -71,24 +71,27 @@ type Model struct {
 // (llama.cpp's n_no_rope_layer_step, which no key sets). granite: IBM
 // Granite 3's embedding, attention, residual and logit scales
 // (kvReader.granite). phi3: fused matrices and LongRoPE (phi3.go). moe:
-// Mixtral's, Granite MoE's, Qwen2-MoE's and Qwen3-MoE's experts
-// (kvReader.moe).
+// Mixtral's, Granite MoE's, Qwen2-MoE's, Qwen3-MoE's and ERNIE 4.5's
+// experts (kvReader.moe). ERNIE 4.5 (ernie4_5) is Llama otherwise.
 var supported = map[string]struct {
 	neox, qkvBias, qkNorm, gemma, granite, phi3 bool
 	moe                                         bool // a mixture of experts (llama, granitemoe: when expert_count > 0)
+	interleaved                                 bool // a Hugging Face checkpoint rotates adjacent pairs itself (ERNIE): Q/K rows not permuted
 	noRopeEvery                                 int  // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
 }{
-	"llama":      {moe: true},
-	"qwen2":      {neox: true, qkvBias: true},
-	"qwen3":      {neox: true, qkNorm: true},
-	"qwen2moe":   {neox: true, qkvBias: true, moe: true},
-	"qwen3moe":   {neox: true, qkNorm: true, moe: true},
-	"smollm3":    {noRopeEvery: 4},
-	"granite":    {granite: true},
-	"granitemoe": {granite: true, moe: true},
-	"phi3":       {neox: true, phi3: true},
-	"gemma2":     {neox: true, gemma: true},
-	"gemma3":     {neox: true, qkNorm: true, gemma: true},
+	"llama":        {moe: true},
+	"qwen2":        {neox: true, qkvBias: true},
+	"qwen3":        {neox: true, qkNorm: true},
+	"qwen2moe":     {neox: true, qkvBias: true, moe: true},
+	"qwen3moe":     {neox: true, qkNorm: true, moe: true},
+	"ernie4_5":     {interleaved: true},
+	"ernie4_5-moe": {moe: true, interleaved: true},
+	"smollm3":      {noRopeEvery: 4},
+	"granite":      {granite: true},
+	"granitemoe":   {granite: true, moe: true},
+	"phi3":         {neox: true, phi3: true},
+	"gemma2":       {neox: true, gemma: true},
+	"gemma3":       {neox: true, qkNorm: true, gemma: true},
 }
 
 func supportedList() string {
@@ -191,7 +194,7 @@ func expectedShapes(cfg *model.Config, stacked bool) map[string]struct {
 			m[p+"post_attention_norm.weight"] = want{[]int{d}, false}
 			m[p+"post_ffw_norm.weight"] = want{[]int{d}, false}
 		}
-		if cfg.NumExperts > 0 {
+		if cfg.Sparse(i) {
 			moeShapes(cfg, i, m, stacked)
 		}
 	}
@@ -205,7 +208,13 @@ func checkTensors(cfg *model.Config, tensors map[string]*model.Tensor) error {
 	if cfg.NumLayers > len(tensors) { // before expectedShapes allocates per layer
 		return invalid("%d layers but only %d tensors", cfg.NumLayers, len(tensors))
 	}
-	_, stacked := tensors["blk.0.ffn_gate_exps.weight"] // experts in one tensor (GGUF) or one each (Hugging Face)
+	stacked := false // experts in one tensor (GGUF) or one each (Hugging Face)
+	for l := range cfg.NumLayers {
+		if cfg.Sparse(l) {
+			_, stacked = tensors[fmt.Sprintf("blk.%d.ffn_up_exps.weight", l)]
+			break
+		}
+	}
 	want := expectedShapes(cfg, stacked)
 	var errs []error
 	names := make([]string, 0, len(tensors))

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,14 +12,15 @@ import (
 )
 
 // moe reads a mixture of experts' sizes as llama.cpp's llama (Mixtral),
-// granitemoe, qwen2moe and qwen3moe models do: expert_count (for llama
+// granitemoe, qwen2moe, qwen3moe and ernie4_5-moe models do: expert_count (for llama
 // and granitemoe, absent or 0 means a dense model), expert_used_count,
 // and each expert's width: feed_forward_length for llama and granitemoe,
 // else expert_feed_forward_length (default feed_forward_length/K). The
 // routing weights are renormalized to sum 1 but for Qwen2-MoE. A shared
 // expert: Qwen2-MoE's, expert_shared_feed_forward_length wide (default
-// feed_forward_length) behind a sigmoid gate; Granite MoE's when that
-// key is there, ungated.
+// feed_forward_length) behind a sigmoid gate; Granite MoE's and ERNIE
+// 4.5's when that key is there, ungated. ERNIE 4.5's first layers are
+// dense (ernieLayers).
 func (r *kvReader) moe(cfg *model.Config) {
 	n, ok := r.md.KV(r.prefix + "expert_count")
 	u, isUint := r.md.Uint(r.prefix + "expert_count")
@@ -44,8 +46,34 @@ func (r *kvReader) moe(cfg *model.Config) {
 	case cfg.Arch == "qwen2moe":
 		cfg.SharedExpertFFNDim = r.int("expert_shared_feed_forward_length", max(cfg.FFNDim, 1))
 		cfg.SharedExpertGate = true
-	case cfg.Arch == "granitemoe" && hasShared:
+	case (cfg.Arch == "granitemoe" || cfg.Arch == "ernie4_5-moe") && hasShared:
 		cfg.SharedExpertFFNDim = r.int("expert_shared_feed_forward_length", 0)
+	}
+	if cfg.Arch == "ernie4_5-moe" {
+		r.ernieLayers(cfg)
+	}
+}
+
+// ernieLayers reads which of ERNIE 4.5's layers are mixtures of experts,
+// as llama.cpp's ernie4_5-moe graph does: from the
+// leading_dense_block_count-th (default 0), every
+// interleave_moe_layer_step-th (required).
+func (r *kvReader) ernieLayers(cfg *model.Config) {
+	lead := 0
+	if _, ok := r.md.KV(r.prefix + "leading_dense_block_count"); ok {
+		lead = r.int("leading_dense_block_count", 0)
+	}
+	step := r.int("interleave_moe_layer_step", 0)
+	if step <= 0 || cfg.NumLayers <= 0 {
+		return
+	}
+	flags, all := make([]bool, cfg.NumLayers), true
+	for l := range flags {
+		flags[l] = l >= lead && (l+1)%step == 0
+		all = all && flags[l]
+	}
+	if !all {
+		cfg.MoELayers = flags
 	}
 }
 
@@ -66,6 +94,7 @@ func moeShapes(cfg *model.Config, l int, m map[string]struct {
 		delete(m, p+name)
 	}
 	m[p+"ffn_gate_inp.weight"] = want{[]int{d, e}, false}
+	m[p+"exp_probs_b.bias"] = want{[]int{e}, true} // a selection bias (ERNIE 4.5)
 	if stacked {
 		m[p+"ffn_gate_exps.weight"] = want{[]int{d, fe, e}, false}
 		m[p+"ffn_up_exps.weight"] = want{[]int{d, fe, e}, false}
@@ -103,8 +132,9 @@ type hfMoEConfig struct {
 	SharedIntermediateSize int   `json:"shared_expert_intermediate_size"` // Qwen2-MoE
 	NormTopKProb           *bool `json:"norm_topk_prob"`                  // Qwen: absent is false
 	GraniteSharedSize      int   `json:"shared_intermediate_size"`        // GraniteMoeShared
-	DecoderSparseStep      *int  `json:"decoder_sparse_step"`             // Qwen: every n-th layer is sparse
-	MLPOnlyLayers          []int `json:"mlp_only_layers"`                 // Qwen: dense layers
+	hfErnieMoE
+	DecoderSparseStep *int  `json:"decoder_sparse_step"` // Qwen: every n-th layer is sparse
+	MLPOnlyLayers     []int `json:"mlp_only_layers"`     // Qwen: dense layers
 }
 
 // moe reads the experts as transformers does: Mixtral's
@@ -117,6 +147,9 @@ type hfMoEConfig struct {
 // ones (decoder_sparse_step other than 1, mlp_only_layers) are refused.
 func (hc *hfConfig) moe(cfg *model.Config) error {
 	m := &hc.hfMoEConfig
+	if cfg.Arch == "ernie4_5-moe" {
+		return hc.ernieMoE(cfg)
+	}
 	if cfg.Arch == "llama" || cfg.Arch == "granitemoe" {
 		if m.NumLocalExperts == 0 {
 			if cfg.Arch == "granitemoe" {
@@ -169,6 +202,8 @@ func hfExpertName(n int, suffix string) (string, bool) {
 		return p + "ffn_gate_inp.weight", true
 	case "mlp.shared_expert_gate.weight":
 		return p + "ffn_gate_inp_shexp.weight", true
+	case "mlp.moe_statics.e_score_correction_bias": // ERNIE 4.5: [1, E]
+		return p + "exp_probs_b.bias", true
 	case "block_sparse_moe.input_linear.weight": // GraniteMoe: gate and up of every expert (splitGraniteMoE)
 		return p + "ffn_gate_up_exps.weight", true
 	case "block_sparse_moe.output_linear.weight":
@@ -177,6 +212,9 @@ func hfExpertName(n int, suffix string) (string, bool) {
 		return p + "ffn_gate_up_shexp.weight", true
 	case "shared_mlp.output_linear.weight":
 		return p + "ffn_down_shexp.weight", true
+	}
+	if rest, ok := strings.CutPrefix(suffix, "mlp.shared_experts."); ok { // ERNIE 4.5
+		suffix = "mlp.shared_expert." + rest
 	}
 	if rest, ok := strings.CutPrefix(suffix, "mlp.shared_expert."); ok {
 		part, ok := hfExpertParts[rest]
@@ -251,6 +289,48 @@ func splitGraniteMoE(cfg *model.Config, tensors map[string]*model.Tensor) error 
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// hfErnieMoE is ERNIE 4.5 MoE's config.json.
+type hfErnieMoE struct {
+	MoENumExperts    json.RawMessage `json:"moe_num_experts"` // a count (a list in the vision models)
+	MoEK             int             `json:"moe_k"`           // moe_intermediate_size is hfMoEConfig's
+	MoENumShared     int             `json:"moe_num_shared_experts"`
+	MoELayerStart    int             `json:"moe_layer_start_index"`
+	MoELayerEnd      *int            `json:"moe_layer_end_index"` // absent or negative: the last layer
+	MoELayerInterval int             `json:"moe_layer_interval"`
+}
+
+// ernieMoE reads ERNIE 4.5's experts as transformers'
+// Ernie4_5_MoeForCausalLM does: moe_num_experts of moe_intermediate_size,
+// moe_k per token, renormalized; a shared expert of
+// moe_intermediate_size × moe_num_shared_experts, ungated; and the
+// layers from moe_layer_start_index to moe_layer_end_index whose number
+// plus one is a multiple of moe_layer_interval are mixtures, the others
+// dense MLPs of intermediate_size.
+func (hc *hfConfig) ernieMoE(cfg *model.Config) error {
+	m, width := &hc.hfErnieMoE, hc.MoEIntermediateSize
+	if err := json.Unmarshal(m.MoENumExperts, &cfg.NumExperts); err != nil {
+		return unsupported("moe_num_experts %s (a list: the vision model's experts) is not supported", m.MoENumExperts)
+	}
+	cfg.NumExpertsUsed, cfg.ExpertFFNDim, cfg.ExpertWeightsNorm = m.MoEK, width, true
+	cfg.SharedExpertFFNDim = width * max(m.MoENumShared, 0)
+	if cfg.NumExperts <= 0 || cfg.NumExpertsUsed <= 0 || cfg.NumExpertsUsed > cfg.NumExperts || cfg.ExpertFFNDim <= 0 || m.MoELayerInterval <= 0 {
+		return invalid("%d experts, %d per token, %d wide, every %d layers", cfg.NumExperts, cfg.NumExpertsUsed, cfg.ExpertFFNDim, m.MoELayerInterval)
+	}
+	end := cfg.NumLayers - 1
+	if m.MoELayerEnd != nil && *m.MoELayerEnd >= 0 {
+		end = *m.MoELayerEnd
+	}
+	flags, all := make([]bool, max(cfg.NumLayers, 0)), true
+	for l := range flags {
+		flags[l] = l >= m.MoELayerStart && l <= end && (l+1)%m.MoELayerInterval == 0
+		all = all && flags[l]
+	}
+	if !all {
+		cfg.MoELayers = flags
 	}
 	return nil
 }

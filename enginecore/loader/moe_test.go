@@ -1,8 +1,10 @@
 package loader_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,6 +29,9 @@ var moeSpecs = []moeSpec{
 	{"granitemoe shared", testmodel.Spec{Arch: "granitemoe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 24,
 		Experts: 5, ExpertsUsed: 2, SharedFFNDim: 40, Seed: 25, Granite: testmodel.GraniteScales{Logit: 6}},
 		model.Config{NumExperts: 5, NumExpertsUsed: 2, ExpertFFNDim: 24, ExpertWeightsNorm: true, SharedExpertFFNDim: 40}},
+	{"ernie4_5-moe", testmodel.Spec{Arch: "ernie4_5-moe", VocabSize: 300, Dim: 32, NumLayers: 3, NumHeads: 4, NumKVHeads: 2, FFNDim: 48,
+		Experts: 4, ExpertsUsed: 2, ExpertFFNDim: 16, SharedFFNDim: 32, DenseLead: 1, SelectionBias: 0.2, Tied: true, Seed: 26},
+		model.Config{NumExperts: 4, NumExpertsUsed: 2, ExpertFFNDim: 16, ExpertWeightsNorm: true, SharedExpertFFNDim: 32, MoELayers: []bool{false, true, true}}},
 	{"qwen3moe", testmodel.Spec{Arch: "qwen3moe", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 64,
 		Experts: 8, ExpertsUsed: 2, ExpertFFNDim: 24, NormTopK: true, Seed: 23},
 		model.Config{NumExperts: 8, NumExpertsUsed: 2, ExpertFFNDim: 24, ExpertWeightsNorm: true}},
@@ -41,7 +46,7 @@ type moeSpec struct {
 // moeFields is the MoE part of c.
 func moeFields(c model.Config) model.Config {
 	return model.Config{NumExperts: c.NumExperts, NumExpertsUsed: c.NumExpertsUsed, ExpertFFNDim: c.ExpertFFNDim,
-		ExpertWeightsNorm: c.ExpertWeightsNorm, SharedExpertFFNDim: c.SharedExpertFFNDim, SharedExpertGate: c.SharedExpertGate}
+		ExpertWeightsNorm: c.ExpertWeightsNorm, SharedExpertFFNDim: c.SharedExpertFFNDim, SharedExpertGate: c.SharedExpertGate, MoELayers: c.MoELayers}
 }
 
 // TestLoadMoE loads each family's mixture of experts from GGUF (experts
@@ -148,4 +153,61 @@ func TestLoadZeroExperts(t *testing.T) {
 			t.Errorf("expert_count %T 0: %d experts, %d used", zero, m.Config.NumExperts, m.Config.NumExpertsUsed)
 		}
 	}
+}
+
+// TestHFErnieCheckpoints reads ERNIE 4.5's own checkpoint layouts as
+// llama.cpp's converter does: tensors under ernie. instead of model., and
+// Q, K, V fused in qkv_proj and the gate and up projections in
+// up_gate_proj (the gate's rows first, despite the name).
+func TestHFErnieCheckpoints(t *testing.T) {
+	spec := testmodel.Spec{Arch: "ernie4_5", VocabSize: 300, Dim: 32, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 48, Tied: true, Seed: 27}
+	want := floatsOf(t, editHF(t, t.TempDir(), spec, func(map[string]any, *[]hfTensor) {}))
+	got := floatsOf(t, editHF(t, t.TempDir(), spec, func(_ map[string]any, ts *[]hfTensor) {
+		byName := map[string]hfTensor{}
+		for _, e := range *ts {
+			byName[e.name] = e
+		}
+		fuse := func(p, fused string, parts ...string) {
+			out := hfTensor{name: p + fused, dtype: byName[p+parts[0]].dtype}
+			rows := uint64(0)
+			for _, part := range parts {
+				e := byName[p+part]
+				out.data, rows = append(out.data, e.data...), rows+e.shape[0]
+				out.shape = []uint64{rows, e.shape[1]}
+				delete(byName, p+part)
+			}
+			byName[out.name] = out
+		}
+		for l := range spec.NumLayers {
+			p := fmt.Sprintf("model.layers.%d.", l)
+			fuse(p, "self_attn.qkv_proj.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight")
+			fuse(p, "mlp.up_gate_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight")
+		}
+		*ts = (*ts)[:0]
+		for name, e := range byName {
+			e.name = strings.Replace(name, "model.", "ernie.", 1)
+			*ts = append(*ts, e)
+		}
+	}))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fused ernie.* checkpoint differs (-separate +fused):\n%.2000s", diff)
+	}
+}
+
+// floatsOf loads the model at path and returns its weights as floats by
+// GGUF name.
+func floatsOf(t *testing.T, path string) map[string][]float32 {
+	t.Helper()
+	s, err := loader.Open(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	out := map[string][]float32{}
+	for name, x := range s.Weights.Tensors() {
+		if out[name], err = x.Float32s(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

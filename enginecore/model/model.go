@@ -54,13 +54,16 @@ type Config struct {
 	// NumExperts > 0, every layer's MLP is a router (Layer.Router) that
 	// sends each token to the NumExpertsUsed experts of highest softmax
 	// probability, and sums their outputs weighted by those
-	// probabilities (see Layer.Router). FFNDim is then unused.
-	NumExperts         int  // E, experts per layer
-	NumExpertsUsed     int  // K, experts per token
-	ExpertFFNDim       int  // Fe, hidden width of each expert's SwiGLU
-	ExpertWeightsNorm  bool // the K routing weights are divided by their sum (Mixtral, Qwen3-MoE)
-	SharedExpertFFNDim int  // Fs: a shared expert every token takes (Qwen2-MoE, Granite MoE shared); 0: none
-	SharedExpertGate   bool // the shared expert's output is scaled by σ(x·Layer.SharedGate) (Qwen2-MoE), else added as is
+	// probabilities (see Layer.Router); with MoELayers, only the layers
+	// it flags, the others dense MLPs of FFNDim. FFNDim is otherwise
+	// unused.
+	NumExperts         int    // E, experts per layer
+	NumExpertsUsed     int    // K, experts per token
+	ExpertFFNDim       int    // Fe, hidden width of each expert's SwiGLU
+	ExpertWeightsNorm  bool   // the K routing weights are divided by their sum (Mixtral, Qwen3-MoE)
+	SharedExpertFFNDim int    // Fs: a shared expert every token takes (Qwen2-MoE, Granite MoE shared); 0: none
+	SharedExpertGate   bool   // the shared expert's output is scaled by σ(x·Layer.SharedGate) (Qwen2-MoE), else added as is
+	MoELayers          []bool // [L] which layers are mixtures of experts, the others dense (ERNIE 4.5: all but the first); nil: all
 }
 
 // Activation is the MLP's gate activation: out = act(gate)·up.
@@ -99,6 +102,11 @@ func (c *Config) RotaryDim() int {
 	return c.HeadDim
 }
 
+// Sparse reports whether layer l's MLP is a mixture of experts.
+func (c *Config) Sparse(l int) bool {
+	return c.NumExperts > 0 && (c.MoELayers == nil || l < len(c.MoELayers) && c.MoELayers[l])
+}
+
 // Local reports whether layer l attends over a sliding window.
 func (c *Config) Local(l int) bool {
 	return c.SlidingWindow > 0 && l < len(c.LocalLayers) && c.LocalLayers[l]
@@ -134,9 +142,10 @@ type Layer struct {
 	PostAttnNorm []float32 // [Dim] RMSNorm gain of the attention's output; nil unless Config.PostNorms
 	PostFFNNorm  []float32 // [Dim] RMSNorm gain of the MLP's output; nil unless Config.PostNorms
 
-	// A mixture-of-experts MLP (Config.NumExperts > 0) instead of W1, W3
-	// and W2, which are then nil.
+	// A mixture-of-experts MLP (Config.Sparse(l)) instead of W1, W3 and
+	// W2, which are then nil.
 	Router     *Tensor   // [E][Dim] routing logits (ffn_gate_inp)
+	ExpertBias []float32 // [E] added to the routing probabilities to choose experts, not to weigh them (ERNIE's e_score_correction_bias, GGUF exp_probs_b.bias); nil: none
 	Experts    []Expert  // [E]
 	Shared     Expert    // Fs wide; zero unless Config.SharedExpertFFNDim
 	SharedGate []float32 // [Dim] the shared expert's gate logit weights; nil unless Config.SharedExpertGate
@@ -223,11 +232,11 @@ func (w *Weights) Validate(cfg Config) error {
 			vec(p+"post_attention_norm.weight", l.PostAttnNorm, d, cfg.PostNorms),
 			vec(p+"post_ffw_norm.weight", l.PostFFNNorm, d, cfg.PostNorms),
 		)
-		if cfg.NumExperts > 0 {
+		if cfg.Sparse(i) {
 			errs = append(errs, l.validateMoE(cfg, p))
 			continue
 		}
-		if l.Router != nil || l.Experts != nil || l.SharedGate != nil {
+		if l.Router != nil || l.Experts != nil || l.SharedGate != nil || l.ExpertBias != nil {
 			errs = append(errs, fmt.Errorf("%w: %sexperts present but the config has none", ErrShape, p))
 		}
 		errs = append(errs,

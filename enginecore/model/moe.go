@@ -10,12 +10,14 @@ import (
 func (c *Config) validateMoE() error {
 	switch {
 	case c.NumExperts == 0 && (c.NumExpertsUsed != 0 || c.ExpertFFNDim != 0 || c.SharedExpertFFNDim != 0 ||
-		c.ExpertWeightsNorm || c.SharedExpertGate):
+		c.ExpertWeightsNorm || c.SharedExpertGate || c.MoELayers != nil):
 		return fmt.Errorf("%w: expert settings without experts in %+v", ErrShape, *c)
 	case c.NumExperts == 0:
 		return nil
 	case c.NumExperts < 0, c.NumExpertsUsed <= 0, c.NumExpertsUsed > c.NumExperts:
 		return fmt.Errorf("%w: %d of %d experts per token", ErrShape, c.NumExpertsUsed, c.NumExperts)
+	case c.MoELayers != nil && len(c.MoELayers) != c.NumLayers:
+		return fmt.Errorf("%w: %d mixture-of-experts flags for %d layers", ErrShape, len(c.MoELayers), c.NumLayers)
 	case c.ExpertFFNDim <= 0, c.SharedExpertFFNDim < 0, c.SharedExpertGate && c.SharedExpertFFNDim == 0:
 		return fmt.Errorf("%w: expert width %d, shared expert width %d (gated %v)", ErrShape, c.ExpertFFNDim, c.SharedExpertFFNDim, c.SharedExpertGate)
 	}
@@ -32,6 +34,9 @@ func (l *Layer) validateMoE(cfg Config, p string) error {
 		return fmt.Errorf("%w: %sffn_*_exps.weight: %d experts, config says %d", ErrShape, p, len(l.Experts), e)
 	}
 	errs := []error{checkMatrix(p+"ffn_gate_inp.weight", l.Router, d, e)}
+	if l.ExpertBias != nil && len(l.ExpertBias) != e {
+		errs = append(errs, fmt.Errorf("%w: %sexp_probs_b.bias has %d elements, want %d", ErrShape, p, len(l.ExpertBias), e))
+	}
 	for i, x := range l.Experts {
 		errs = append(errs, x.check(fmt.Sprintf("%sexpert %d ", p, i), "_exps", d, fe))
 	}
@@ -87,7 +92,8 @@ func (t *Tensor) SplitExperts(n int) ([]*Tensor, error) {
 }
 
 // moeFromTensors fills l's router and experts from the tensors of layer
-// p ("blk.N."): ffn_gate_inp.weight and either the stacked
+// p ("blk.N."): ffn_gate_inp.weight (and, when present, the selection
+// bias exp_probs_b.bias) and either the stacked
 // ffn_{gate,up,down}_exps.weight (GGUF) or one ffn_{gate,up,down}.E.weight
 // per expert (Hugging Face checkpoints; llama.cpp's older Mixtral names);
 // the shared expert's ffn_{gate,up,down}_shexp.weight when cfg has one,
@@ -97,6 +103,9 @@ func (l *Layer) moeFromTensors(cfg Config, ts map[string]*Tensor, p string,
 	need func(string) *Tensor, vec func(string, int) []float32) error {
 	e := cfg.NumExperts
 	l.Router = need(p + "ffn_gate_inp.weight")
+	if _, ok := ts[p+"exp_probs_b.bias"]; ok {
+		l.ExpertBias = vec(p+"exp_probs_b.bias", e)
+	}
 	l.Experts = make([]Expert, e)
 	var errs []error
 	for _, part := range []struct {

@@ -75,7 +75,7 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 				W2: matrix(p+"ffn_down"+infix+".weight", down, d, f, 1/math.Sqrt(float64(f))),
 			}
 		}
-		if cfg.NumExperts > 0 {
+		if cfg.Sparse(i) {
 			l.Router = matrix(p+"ffn_gate_inp.weight", F32, cfg.NumExperts, d, 1/math.Sqrt(float64(d)))
 			for e := range cfg.NumExperts {
 				l.Experts = append(l.Experts, mlp("."+strconv.Itoa(e), cfg.ExpertFFNDim))
@@ -139,6 +139,7 @@ func (w *Weights) Tensors() map[string]*Tensor {
 		vec(p+"post_attention_norm.weight", l.PostAttnNorm)
 		vec(p+"post_ffw_norm.weight", l.PostFFNNorm)
 		vec(p+"ffn_gate_inp_shexp.weight", l.SharedGate)
+		vec(p+"exp_probs_b.bias", l.ExpertBias)
 		mats := map[string]*Tensor{
 			"attn_q.weight": l.Wq, "attn_k.weight": l.Wk, "attn_v.weight": l.Wv, "attn_output.weight": l.Wo,
 			"ffn_gate.weight": l.W1, "ffn_up.weight": l.W3, "ffn_down.weight": l.W2, "ffn_gate_inp.weight": l.Router,

@@ -72,7 +72,7 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 			Wo:       need(p + "attn_output.weight"),
 			FFNNorm:  vec(p+"ffn_norm.weight", cfg.Dim),
 		}
-		if cfg.NumExperts > 0 {
+		if cfg.Sparse(i) {
 			if err := l.moeFromTensors(cfg, ts, p, need, vec); err != nil {
 				errs = append(errs, err)
 			}

@@ -27,6 +27,8 @@ var hfArch = map[string]struct{ class, modelType string }{
 	"mixtral":          {"MixtralForCausalLM", "mixtral"}, // llama with experts
 	"granitemoe":       {"GraniteMoeForCausalLM", "granitemoe"},
 	"granitemoeshared": {"GraniteMoeSharedForCausalLM", "granitemoeshared"}, // granitemoe with a shared expert
+	"ernie4_5":         {"Ernie4_5ForCausalLM", "ernie4_5"},
+	"ernie4_5-moe":     {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
 }
 
 var hfDTypes = map[model.DType]string{model.F32: "F32", model.F16: "F16", model.BF16: "BF16"}
@@ -96,8 +98,8 @@ func WriteHF(dir string, spec Spec) error {
 			switch {
 			case t.matrix():
 				shape = append(shape, uint64(t.cols))
-			case strings.HasSuffix(t.name, "ffn_gate_inp_shexp.weight"):
-				shape = []uint64{1, uint64(t.rows)} // Qwen2-MoE's shared_expert_gate: a Linear(hidden, 1)
+			case strings.HasSuffix(t.name, "ffn_gate_inp_shexp.weight"), strings.HasSuffix(t.name, "exp_probs_b.bias"):
+				shape = []uint64{1, uint64(t.rows)} // Qwen2-MoE's shared_expert_gate, a Linear(hidden, 1); ERNIE's [1, E] bias
 			}
 			if err := w.Add(hfName(s.Arch, t.name, e), dt, shape, data); err != nil {
 				return fmt.Errorf("testmodel: %w", err)

@@ -18,12 +18,20 @@ func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32)
 		std := 1 / math.Sqrt(float64(cols))
 		return tensor{p + name, rows, cols, depth, func() []float32 { return normal(rows*cols*max(depth, 1), 0, std) }}
 	}
-	ts := []tensor{
-		stack("ffn_gate_inp.weight", e, d, 0),
+	ts := []tensor{stack("ffn_gate_inp.weight", e, d, 0)}
+	if a := s.SelectionBias; a > 0 {
+		ts = append(ts, tensor{p + "exp_probs_b.bias", e, 0, 0, func() []float32 {
+			bias := make([]float32, e)
+			for x := range bias {
+				bias[x] = float32(a * float64((7*x)%5-2) / 2)
+			}
+			return bias
+		}})
+	}
+	ts = append(ts,
 		stack("ffn_gate_exps.weight", fe, d, e),
 		stack("ffn_up_exps.weight", fe, d, e),
-		stack("ffn_down_exps.weight", d, fe, e),
-	}
+		stack("ffn_down_exps.weight", d, fe, e))
 	if s.Arch == "qwen2moe" {
 		ts = append(ts, tensor{p + "ffn_gate_inp_shexp.weight", d, 0, 0, func() []float32 { return normal(d, 0, 1/math.Sqrt(float64(d))) }})
 	}
@@ -42,6 +50,13 @@ func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32)
 // moe_intermediate_size, norm_topk_prob; Qwen2-MoE's
 // shared_expert_intermediate_size) otherwise.
 func hfExperts(cfg map[string]any, s Spec) {
+	if s.Arch == "ernie4_5-moe" {
+		cfg["moe_num_experts"], cfg["moe_k"], cfg["moe_intermediate_size"] = s.Experts, s.ExpertsUsed, s.ExpertFFNDim
+		cfg["moe_num_shared_experts"] = s.SharedFFNDim / s.ExpertFFNDim
+		cfg["moe_layer_start_index"], cfg["moe_layer_end_index"], cfg["moe_layer_interval"] = s.DenseLead, s.NumLayers-1, s.MoEStep
+		cfg["use_bias"] = false
+		return
+	}
 	cfg["num_experts_per_tok"] = s.ExpertsUsed
 	if s.Arch == "llama" || s.Arch == "granitemoe" {
 		cfg["num_local_experts"] = s.Experts
@@ -62,7 +77,9 @@ func hfExperts(cfg map[string]any, s Spec) {
 
 // hfExpertName is the Hugging Face name (after "model.layers.N.") of
 // expert e's part of a GGUF mixture-of-experts tensor (suffix after
-// "blk.N."): Mixtral's block_sparse_moe.* for llama, Qwen's mlp.* else.
+// "blk.N."): Mixtral's block_sparse_moe.* for llama, Qwen's mlp.* else
+// (ERNIE's shared experts are mlp.shared_experts.*, its selection bias
+// mlp.moe_statics.e_score_correction_bias).
 func hfExpertName(arch, suffix string, e int) (string, bool) {
 	x := strconv.Itoa(e)
 	if arch == "llama" {
@@ -74,15 +91,20 @@ func hfExpertName(arch, suffix string, e int) (string, bool) {
 		}[suffix]
 		return name, ok
 	}
+	shared := "mlp.shared_expert."
+	if arch == "ernie4_5-moe" {
+		shared = "mlp.shared_experts."
+	}
 	name, ok := map[string]string{
+		"exp_probs_b.bias":          "mlp.moe_statics.e_score_correction_bias",
 		"ffn_gate_inp.weight":       "mlp.gate.weight",
 		"ffn_gate_exps.weight":      "mlp.experts." + x + ".gate_proj.weight",
 		"ffn_up_exps.weight":        "mlp.experts." + x + ".up_proj.weight",
 		"ffn_down_exps.weight":      "mlp.experts." + x + ".down_proj.weight",
 		"ffn_gate_inp_shexp.weight": "mlp.shared_expert_gate.weight",
-		"ffn_gate_shexp.weight":     "mlp.shared_expert.gate_proj.weight",
-		"ffn_up_shexp.weight":       "mlp.shared_expert.up_proj.weight",
-		"ffn_down_shexp.weight":     "mlp.shared_expert.down_proj.weight",
+		"ffn_gate_shexp.weight":     shared + "gate_proj.weight",
+		"ffn_up_shexp.weight":       shared + "up_proj.weight",
+		"ffn_down_shexp.weight":     shared + "down_proj.weight",
 	}[suffix]
 	return name, ok
 }
@@ -127,4 +149,12 @@ func fuseGraniteMoE(t tensor, values []float32, stash *[]float32) (name string, 
 func layerOf(name string) string {
 	n, _, _ := strings.Cut(strings.TrimPrefix(name, "blk."), ".")
 	return n
+}
+
+// sparse reports whether layer l's MLP is a mixture of experts.
+func (s Spec) sparse(l int) bool {
+	if s.Experts == 0 {
+		return false
+	}
+	return s.Arch != "ernie4_5-moe" || l >= s.DenseLead && (l+1)%max(s.MoEStep, 1) == 0
 }

@@ -60,6 +60,14 @@ type Spec struct {
 	// norm_topk_prob.
 	Experts, ExpertsUsed, ExpertFFNDim, SharedFFNDim int
 	NormTopK                                         bool
+	// ERNIE 4.5 MoE (ernie4_5-moe): its first DenseLead layers are dense
+	// MLPs of FFNDim, then every MoEStep-th (0: 1) a mixture; its shared
+	// expert is ungated; SelectionBias > 0 writes exp_probs_b.bias, the
+	// experts' selection bias, SelectionBias·((7e mod 5) − 2)/2 for
+	// expert e (drawn from no generator, so the other weights do not
+	// change with it).
+	DenseLead, MoEStep int
+	SelectionBias      float64
 
 	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
 	// frequency divisors, llama3 RoPE scaling). GGUF only.
@@ -126,18 +134,20 @@ func (t tensor) ggmlShape() []uint64 {
 // resolve fills defaults and checks s.
 func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
-	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || s.Arch == "granitemoe"
+	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || s.Arch == "granitemoe" || s.Arch == "ernie4_5-moe"
 	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || gemma
 	granite := s.Arch == "granite" || s.Arch == "granitemoe"
 	switch {
-	case s.Arch != "llama" && s.Arch != "smollm3" && !granite && s.Arch != "phi3" && !qwen:
+	case s.Arch != "llama" && s.Arch != "smollm3" && !granite && s.Arch != "phi3" && !qwen && s.Arch != "ernie4_5" && !moe:
 		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, granitemoe, phi3, qwen2, qwen3, qwen2moe, qwen3moe, gemma2 or gemma3)", s.Arch)
 	case moe && s.Experts == 0, s.Experts > 0 && s.Arch != "llama" && !moe:
 		return s, fmt.Errorf("testmodel: %d experts on %s", s.Experts, s.Arch)
 	case s.Experts > 0 && (s.ExpertsUsed <= 0 || s.ExpertsUsed > s.Experts), s.Experts < 0:
 		return s, fmt.Errorf("testmodel: %d of %d experts per token", s.ExpertsUsed, s.Experts)
-	case s.SharedFFNDim != 0 && s.Arch != "qwen2moe" && s.Arch != "granitemoe":
-		return s, fmt.Errorf("testmodel: a shared expert is qwen2moe's or granitemoe's, not %s's", s.Arch)
+	case s.SharedFFNDim != 0 && s.Arch != "qwen2moe" && s.Arch != "granitemoe" && s.Arch != "ernie4_5-moe":
+		return s, fmt.Errorf("testmodel: a shared expert is qwen2moe's, granitemoe's or ernie4_5-moe's, not %s's", s.Arch)
+	case s.Arch != "ernie4_5-moe" && (s.DenseLead != 0 || s.MoEStep != 0 || s.SelectionBias != 0):
+		return s, fmt.Errorf("testmodel: dense layers among experts and a selection bias are ernie4_5-moe's, not %s's", s.Arch)
 	case s.Arch != "phi3" && (s.Phi3.Short != nil || s.Phi3.AttnFactor != 0):
 		return s, fmt.Errorf("testmodel: LongRoPE on %s", s.Arch)
 	case len(s.Phi3.Short) != len(s.Phi3.Long):
@@ -164,6 +174,9 @@ func (s Spec) resolve() (Spec, error) {
 	}
 	if s.Experts > 0 && (s.ExpertFFNDim == 0 || s.Arch == "llama" || s.Arch == "granitemoe") {
 		s.ExpertFFNDim = s.FFNDim // llama.cpp's llama and granitemoe experts are feed_forward_length wide
+	}
+	if s.Arch == "ernie4_5-moe" && s.MoEStep == 0 {
+		s.MoEStep = 1
 	}
 	if s.Arch == "qwen2moe" && s.SharedFFNDim == 0 {
 		s.SharedFFNDim = s.FFNDim
@@ -238,7 +251,7 @@ func (s Spec) generate() []tensor {
 			matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd))),
 			vector(p+"ffn_norm.weight", d, 1, 0.02))
 		switch {
-		case s.Experts > 0:
+		case s.sparse(i):
 			ts = append(ts, s.experts(p, normal)...)
 		case s.Arch == "phi3": // fused, gate then up
 			ts = append(ts, matrix(p+"ffn_up.weight", 2*s.FFNDim, d, in))
@@ -247,7 +260,7 @@ func (s Spec) generate() []tensor {
 				matrix(p+"ffn_gate.weight", s.FFNDim, d, in),
 				matrix(p+"ffn_up.weight", s.FFNDim, d, in))
 		}
-		if s.Experts == 0 {
+		if !s.sparse(i) {
 			ts = append(ts, matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
 		}
 		if s.Arch == "gemma2" || s.Arch == "gemma3" {
@@ -382,6 +395,8 @@ func WriteGGUF(path string, spec Spec) error {
 		{keyValue{a + "expert_used_count", uint32(s.ExpertsUsed)}, s.Experts > 0},
 		{keyValue{a + "expert_feed_forward_length", uint32(s.ExpertFFNDim)}, s.Experts > 0 && s.Arch != "llama" && s.Arch != "granitemoe"},
 		{keyValue{a + "expert_shared_feed_forward_length", uint32(s.SharedFFNDim)}, s.SharedFFNDim > 0},
+		{keyValue{a + "leading_dense_block_count", uint32(s.DenseLead)}, s.Arch == "ernie4_5-moe"},
+		{keyValue{a + "interleave_moe_layer_step", uint32(s.MoEStep)}, s.Arch == "ernie4_5-moe"},
 	} {
 		if kv.on {
 			kvs = append(kvs, kv.keyValue)
