@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -143,8 +142,8 @@ type hfMoEConfig struct {
 // renormalized one), with GraniteMoeShared's ungated shared expert of
 // shared_intermediate_size; Qwen's num_experts of moe_intermediate_size,
 // renormalized when norm_topk_prob, and Qwen2-MoE's shared expert of
-// shared_expert_intermediate_size. Layers that are dense among sparse
-// ones (decoder_sparse_step other than 1, mlp_only_layers) are refused.
+// shared_expert_intermediate_size, with dense layers where qwenLayers
+// says.
 func (hc *hfConfig) moe(cfg *model.Config) error {
 	m := &hc.hfMoEConfig
 	if cfg.Arch == "ernie4_5-moe" {
@@ -170,9 +169,8 @@ func (hc *hfConfig) moe(cfg *model.Config) error {
 				return invalid("shared_expert_intermediate_size %d", cfg.SharedExpertFFNDim)
 			}
 		}
-		if m.DecoderSparseStep != nil && *m.DecoderSparseStep != 1 || len(m.MLPOnlyLayers) > 0 {
-			return unsupported("dense MLP layers among the experts (decoder_sparse_step %d, mlp_only_layers %v) are not supported",
-				*cmp.Or(m.DecoderSparseStep, new(int)), m.MLPOnlyLayers)
+		if err := hc.qwenLayers(cfg); err != nil {
+			return err
 		}
 	}
 	cfg.NumExpertsUsed = m.NumExpertsPerTok
@@ -327,6 +325,30 @@ func (hc *hfConfig) ernieMoE(cfg *model.Config) error {
 	flags, all := make([]bool, max(cfg.NumLayers, 0)), true
 	for l := range flags {
 		flags[l] = l >= m.MoELayerStart && l <= end && (l+1)%m.MoELayerInterval == 0
+		all = all && flags[l]
+	}
+	if !all {
+		cfg.MoELayers = flags
+	}
+	return nil
+}
+
+// qwenLayers reads which of a Qwen MoE's layers are sparse as
+// transformers' Qwen2MoeDecoderLayer and Qwen3MoeDecoderLayer do: those
+// not in mlp_only_layers whose number plus one is a multiple of
+// decoder_sparse_step (default 1); the others are dense MLPs of
+// intermediate_size. (llama.cpp's GGUFs have no such layers.)
+func (hc *hfConfig) qwenLayers(cfg *model.Config) error {
+	m, step := &hc.hfMoEConfig, 1
+	if m.DecoderSparseStep != nil {
+		step = *m.DecoderSparseStep
+	}
+	if step <= 0 {
+		return invalid("decoder_sparse_step %d", step)
+	}
+	flags, all := make([]bool, max(cfg.NumLayers, 0)), true
+	for l := range flags {
+		flags[l] = !slices.Contains(m.MLPOnlyLayers, l) && (l+1)%step == 0
 		all = all && flags[l]
 	}
 	if !all {

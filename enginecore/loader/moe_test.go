@@ -125,9 +125,12 @@ func TestLoadMoERefused(t *testing.T) {
 		{"a dense MLP in a mixture", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, qwen3, func(_ *kvs, ts *tensors) { ts.add("blk.0.ffn_gate.weight", 32) })
 		}, loader.ErrUnsupported, `"blk.0.ffn_gate.weight" is not supported`},
-		{"hf dense layers among experts", func(t *testing.T, dir string) string {
+		{"hf mlp_only_layers without the dense layer's tensors", func(t *testing.T, dir string) string {
 			return editHF(t, dir, qwen3, func(cfg map[string]any, _ *[]hfTensor) { cfg["mlp_only_layers"] = []int{0} })
-		}, loader.ErrUnsupported, "dense MLP layers among the experts"},
+		}, loader.ErrInvalid, `"blk.0.ffn_gate.weight" is missing`},
+		{"hf decoder_sparse_step 0", func(t *testing.T, dir string) string {
+			return editHF(t, dir, qwen3, func(cfg map[string]any, _ *[]hfTensor) { cfg["decoder_sparse_step"] = 0 })
+		}, loader.ErrInvalid, "decoder_sparse_step 0"},
 		{"hf a missing expert", func(t *testing.T, dir string) string {
 			return editHF(t, dir, qwen3, func(_ map[string]any, ts *[]hfTensor) {
 				for i, e := range *ts {
@@ -210,4 +213,37 @@ func floatsOf(t *testing.T, path string) map[string][]float32 {
 		}
 	}
 	return out
+}
+
+// TestHFQwenDenseLayers reads a Qwen MoE checkpoint's dense layers
+// (mlp_only_layers, decoder_sparse_step) as transformers does: dense
+// MLPs of intermediate_size, the other layers mixtures.
+func TestHFQwenDenseLayers(t *testing.T) {
+	spec := testmodel.Spec{Arch: "qwen3moe", VocabSize: 300, Dim: 32, NumLayers: 3, NumHeads: 4, NumKVHeads: 2, FFNDim: 40,
+		Experts: 4, ExpertsUsed: 2, ExpertFFNDim: 16, NormTopK: true, DenseLead: 1, Seed: 28}
+	dir := t.TempDir()
+	if err := testmodel.WriteHF(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loader.Open(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if got := s.Config.MoELayers; !slices.Equal(got, []bool{false, true, true}) {
+		t.Errorf("MoELayers %v", got)
+	}
+	if l := s.Weights.Layers[0]; l.W1 == nil || l.W1.Rows() != 40 || l.Experts != nil {
+		t.Errorf("layer 0: dense %v, %d experts", l.W1 != nil, len(l.Experts))
+	}
+	step := t.TempDir()
+	editHF(t, step, spec, func(cfg map[string]any, _ *[]hfTensor) {
+		cfg["mlp_only_layers"], cfg["decoder_sparse_step"] = []int{}, 3 // only layer 2 sparse: the files' layer 1 experts are then unknown
+	})
+	if _, err := loader.Open(step, 0); err == nil || !strings.Contains(err.Error(), "blk.1.ffn_gate.weight") {
+		t.Errorf("decoder_sparse_step 3: %v, want layer 1's dense MLP missing", err)
+	}
+	if err := testmodel.WriteGGUF(filepath.Join(t.TempDir(), "m.gguf"), spec); err == nil {
+		t.Error("a qwen3moe GGUF with dense layers was written")
+	}
 }

@@ -69,7 +69,11 @@ func hfExperts(cfg map[string]any, s Spec) {
 	cfg["moe_intermediate_size"] = s.ExpertFFNDim
 	cfg["norm_topk_prob"] = s.NormTopK
 	cfg["decoder_sparse_step"] = 1
-	cfg["mlp_only_layers"] = []int{}
+	dense := []int{}
+	for l := range s.DenseLead {
+		dense = append(dense, l)
+	}
+	cfg["mlp_only_layers"] = dense
 	if s.SharedFFNDim > 0 {
 		cfg["shared_expert_intermediate_size"] = s.SharedFFNDim
 	}
@@ -156,5 +160,5 @@ func (s Spec) sparse(l int) bool {
 	if s.Experts == 0 {
 		return false
 	}
-	return s.Arch != "ernie4_5-moe" || l >= s.DenseLead && (l+1)%max(s.MoEStep, 1) == 0
+	return l >= s.DenseLead && (l+1)%max(s.MoEStep, 1) == 0
 }

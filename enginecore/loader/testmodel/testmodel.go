@@ -61,7 +61,9 @@ type Spec struct {
 	Experts, ExpertsUsed, ExpertFFNDim, SharedFFNDim int
 	NormTopK                                         bool
 	// ERNIE 4.5 MoE (ernie4_5-moe): its first DenseLead layers are dense
-	// MLPs of FFNDim, then every MoEStep-th (0: 1) a mixture; its shared
+	// MLPs of FFNDim, then every MoEStep-th (0: 1) a mixture (a Qwen
+	// MoE's DenseLead first layers are its mlp_only_layers: Hugging Face
+	// only, as llama.cpp's GGUFs have none); its shared
 	// expert is ungated; SelectionBias > 0 writes exp_probs_b.bias, the
 	// experts' selection bias, SelectionBias·((7e mod 5) − 2)/2 for
 	// expert e (drawn from no generator, so the other weights do not
@@ -146,8 +148,9 @@ func (s Spec) resolve() (Spec, error) {
 		return s, fmt.Errorf("testmodel: %d of %d experts per token", s.ExpertsUsed, s.Experts)
 	case s.SharedFFNDim != 0 && s.Arch != "qwen2moe" && s.Arch != "granitemoe" && s.Arch != "ernie4_5-moe":
 		return s, fmt.Errorf("testmodel: a shared expert is qwen2moe's, granitemoe's or ernie4_5-moe's, not %s's", s.Arch)
-	case s.Arch != "ernie4_5-moe" && (s.DenseLead != 0 || s.MoEStep != 0 || s.SelectionBias != 0):
-		return s, fmt.Errorf("testmodel: dense layers among experts and a selection bias are ernie4_5-moe's, not %s's", s.Arch)
+	case s.Arch != "ernie4_5-moe" && (s.MoEStep != 0 || s.SelectionBias != 0),
+		s.DenseLead != 0 && s.Arch != "ernie4_5-moe" && s.Arch != "qwen2moe" && s.Arch != "qwen3moe":
+		return s, fmt.Errorf("testmodel: dense layers among experts and a selection bias are ernie4_5-moe's (DenseLead: Qwen MoE's too), not %s's", s.Arch)
 	case s.Arch != "phi3" && (s.Phi3.Short != nil || s.Phi3.AttnFactor != 0):
 		return s, fmt.Errorf("testmodel: LongRoPE on %s", s.Arch)
 	case len(s.Phi3.Short) != len(s.Phi3.Long):
@@ -344,6 +347,9 @@ func WriteGGUF(path string, spec Spec) error {
 	s, err := spec.resolve()
 	if err != nil {
 		return err
+	}
+	if s.DenseLead > 0 && s.Arch != "ernie4_5-moe" {
+		return fmt.Errorf("testmodel: %s GGUFs have no dense layers among the experts (Hugging Face only)", s.Arch)
 	}
 	tok := s.Tokenizer
 	if tok == nil {
