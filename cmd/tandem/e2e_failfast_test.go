@@ -83,7 +83,7 @@ func TestServeFailsFast(t *testing.T) {
 		{"not a model file", []string{notGGUF}, engineFailed, "loader: " + notGGUF + " is neither a GGUF file nor a Hugging Face model directory"},
 		{"directory without config.json", []string{emptyDir}, engineFailed,
 			"loader: open " + filepath.Join(emptyDir, "config.json") + ": no such file or directory"},
-		{"unsupported architecture", []string{mamba}, engineFailed, `loader: architecture "mamba" is not supported (supported: ernie4_5, ernie4_5-moe, gemma2, gemma3, granite, granitemoe, llama, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)`},
+		{"unsupported architecture", []string{mamba}, engineFailed, `loader: architecture "mamba" is not supported (supported: ernie4_5, ernie4_5-moe, gemma2, gemma3, granite, granitemoe, llama, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)`},
 		{"unsupported tensor type", []string{iq4}, engineFailed, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},
 		{"port in use", []string{"--model", "dummy", "--port", busyPort}, "tandem: serve: ", "listen tcp 127.0.0.1:" + busyPort + ": bind: address already in use"},
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},

@@ -165,6 +165,13 @@ func TestMatchesReference(t *testing.T) {
 		{"mixtral 8 experts, 2 per token", randomModel(f32, experts(8, 2, false)), 12, 0},
 		{"qwen2moe 4 experts, 3 per token, shared expert", randomModel(f32, experts(4, 3, true)), 12, 0},
 		{"ernie4_5-moe: a dense first layer, selection bias, ungated shared expert", ernieMoE(f32), 12, 0},
+		{"olmo2: no pre-norms, post-norms, whole-vector QK norm", randomModel(f32, func(c *model.Config) {
+			c.Arch, c.NoPreNorms, c.PostNorms, c.QKNorm, c.QKNormFull, c.RopeNeox = "olmo2", true, true, true, true, true
+		}), 12, 0},
+		{"olmoe: whole-vector QK norm, 8 experts", randomModel(f32, func(c *model.Config) {
+			experts(8, 2, false)(c)
+			c.Arch, c.ExpertWeightsNorm, c.QKNorm, c.QKNormFull, c.RopeNeox = "olmoe", false, true, true, true
+		}), 12, 0},
 		{"granitemoe, ungated shared expert, scales", randomModel(f32, func(c *model.Config) {
 			experts(4, 2, false)(c)
 			c.Arch, c.SharedExpertFFNDim = "granitemoe", 96

@@ -1,9 +1,10 @@
 // Package cpu is the pure-Go runner.Backend: a decoder-only forward pass
 // (Llama's, with the options model.Config adds for Qwen, Gemma, SmolLM3,
-// Granite and Phi-3: QK norm, GeGLU, post-norms, sliding-window layers,
-// soft-caps, NoPE layers, residual and logit scales; and mixtures of
-// experts, moe.go) over a paged KV cache, multi-threaded across matrix
-// rows and attention tiles.
+// Granite, Phi-3 and OLMo: QK norm per head or whole, GeGLU, post-norms,
+// no pre-norms, sliding-window layers, soft-caps, NoPE layers, partial
+// RoPE, residual and logit scales; and mixtures of experts, moe.go) over
+// a paged KV cache, multi-threaded across matrix rows and attention
+// tiles.
 //
 // One Forward runs every token of a Step (prefill chunks and decode tokens
 // of many sequences mixed) through the layers together: the projections

@@ -175,14 +175,17 @@ func (r *refModel) next(tok int32) []float64 {
 		}
 	}
 	for l, w := range r.layers {
-		xb := refRMSNorm(x, w.AttnNorm, c.NormEps)
+		xb := r.preNorm(x, w.AttnNorm)
 		q := refMatvec(w.wq, xb, c.NumHeads*hd)
 		k := refMatvec(w.wk, xb, c.NumKVHeads*hd)
 		v := refMatvec(w.wv, xb, c.NumKVHeads*hd)
 		bias(q, w.BQ)
 		bias(k, w.BK)
 		bias(v, w.BV)
-		if c.QKNorm {
+		switch {
+		case c.QKNormFull:
+			q, k = refRMSNorm(q, w.QNorm, c.NormEps), refRMSNorm(k, w.KNorm, c.NormEps)
+		case c.QKNorm:
 			headwise(q, hd, func(h []float64) []float64 { return refRMSNorm(h, w.QNorm, c.NormEps) })
 			headwise(k, hd, func(h []float64) []float64 { return refRMSNorm(h, w.KNorm, c.NormEps) })
 		}
@@ -241,7 +244,7 @@ func (r *refModel) next(tok int32) []float64 {
 		for i := range x {
 			x[i] += o[i]
 		}
-		xb = refRMSNorm(x, w.FFNNorm, c.NormEps)
+		xb = r.preNorm(x, w.FFNNorm)
 		var down []float64
 		if c.Sparse(l) {
 			down = r.moe(&w, xb)
@@ -272,6 +275,15 @@ func (r *refModel) next(tok int32) []float64 {
 		}
 	}
 	return logits
+}
+
+// preNorm is a sublayer's input: x RMS-normalized with gain g, or x
+// without pre-norms.
+func (r *refModel) preNorm(x []float64, g []float32) []float64 {
+	if r.cfg.NoPreNorms {
+		return slices.Clone(x)
+	}
+	return refRMSNorm(x, g, r.cfg.NormEps)
 }
 
 // mlp is the gated MLP of weights {gate, up, down}, f wide, on xb.

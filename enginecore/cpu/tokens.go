@@ -13,9 +13,9 @@ import (
 type tokenStage uint8
 
 const (
-	stageAttnNorm tokenStage = iota // xb = rmsnorm(x)·attn_norm
-	stageRoPEKV                     // biases, QK norm, RoPE (not in NoPE layers); K, V into the cache
-	stageFFNNorm                    // (xb2 = rmsnorm(xb2)·post_attention_norm,) (xb2 *= residual scale,) x += xb2, then xb = rmsnorm(x)·ffn_norm
+	stageAttnNorm tokenStage = iota // xb = rmsnorm(x)·attn_norm (xb = x without pre-norms)
+	stageRoPEKV                     // biases, QK norm (per head or whole), RoPE (not in NoPE layers); K, V into the cache
+	stageFFNNorm                    // (xb2 = rmsnorm(xb2)·post_attention_norm,) (xb2 *= residual scale,) x += xb2, then xb = rmsnorm(x)·ffn_norm (or x)
 	stageGate                       // hb = act(hb)·hb2, act SiLU or GELU
 	stageAdd                        // (xb2 = rmsnorm(xb2)·post_ffw_norm,) (xb2 *= residual scale,) x += xb2
 )
@@ -58,7 +58,7 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 		x, xb := b.x[t*dim:(t+1)*dim], b.xb[t*dim:(t+1)*dim]
 		switch stage {
 		case stageAttnNorm:
-			rmsnorm(xb, x, w.AttnNorm, b.eps)
+			b.preNorm(xb, x, w.AttnNorm)
 		case stageRoPEKV:
 			qt, kt, vt := b.q[t*b.qDim:(t+1)*b.qDim], b.k[t*b.kvDim:(t+1)*b.kvDim], b.v[t*b.kvDim:(t+1)*b.kvDim]
 			if c.QKVBias {
@@ -66,7 +66,11 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 				add(kt, w.BK)
 				add(vt, w.BV)
 			}
-			if c.QKNorm {
+			switch {
+			case c.QKNormFull:
+				rmsnorm(qt, qt, w.QNorm, b.eps)
+				rmsnorm(kt, kt, w.KNorm, b.eps)
+			case c.QKNorm:
 				headNorm(qt, c.NumHeads, w.QNorm, b.eps)
 				headNorm(kt, c.NumKVHeads, w.KNorm, b.eps)
 			}
@@ -81,7 +85,7 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			b.writeKV(l, int(step.SlotMapping[t]), kt, vt)
 		case stageFFNNorm:
 			b.residual(x, b.xb2[t*dim:(t+1)*dim], w.PostAttnNorm)
-			rmsnorm(xb, x, w.FFNNorm, b.eps)
+			b.preNorm(xb, x, w.FFNNorm)
 		case stageGate:
 			if c.FFNAct == model.ActGELUTanh {
 				kernels.GELUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
@@ -92,6 +96,16 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			b.residual(x, b.xb2[t*dim:(t+1)*dim], w.PostFFNNorm)
 		}
 	}
+}
+
+// preNorm writes a sublayer's input xb ([Dim]) from the residual stream
+// x: RMS-normalized with gain g, or x itself without pre-norms (OLMo 2).
+func (b *Backend) preNorm(xb, x, g []float32) {
+	if b.cfg.NoPreNorms {
+		copy(xb, x)
+		return
+	}
+	rmsnorm(xb, x, g, b.eps)
 }
 
 // residual adds a sublayer's output out ([Dim], overwritten) to the

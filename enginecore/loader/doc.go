@@ -19,7 +19,9 @@
 // qwen2moe (with a gated shared expert; Qwen2MoeForCausalLM),
 // ernie4_5-moe (dense first layers, a selection bias, an ungated shared
 // expert; Ernie4_5_MoeForCausalLM, whose Q and K rows are not permuted,
-// as the dense ernie4_5's) and qwen3moe (Qwen3MoeForCausalLM;
+// as the dense ernie4_5's), olmo2 and olmoe (whole-vector QK norm; OLMo
+// 2's post-norms without pre-norms, OLMo 3's window in GGUFs; olmo.go,
+// Olmo2ForCausalLM, OlmoeForCausalLM) and qwen3moe (Qwen3MoeForCausalLM;
 // moe.go: GGUF's stacked ffn_*_exps, a checkpoint's one tensor per
 // expert as blk.N.ffn_*.E.weight). Anything else — another architecture, an unknown tensor, a tensor type
 // the kernels lack, partial RoPE outside phi3, YaRN scaling — is refused at load with

@@ -119,6 +119,9 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 	if a.gemma {
 		r.gemma(&cfg)
 	}
+	if a.olmo {
+		r.olmo(&cfg)
+	}
 	cfg.NoRopeLayers = noRopeEvery(cfg.NumLayers, a.noRopeEvery)
 	if _, ok := md.KV(r.prefix + "rope.scaling.attn_factor"); ok && a.phi3 {
 		cfg.RopeAttnFactor = r.float("rope.scaling.attn_factor", 1)

@@ -31,6 +31,8 @@ var hfArchitectures = map[string]string{
 	"GraniteMoeForCausalLM":       "granitemoe",
 	"GraniteMoeSharedForCausalLM": "granitemoe",
 	"Ernie4_5ForCausalLM":         "ernie4_5",
+	"Olmo2ForCausalLM":            "olmo2",
+	"OlmoeForCausalLM":            "olmoe",
 	"Ernie4_5_MoeForCausalLM":     "ernie4_5-moe",
 }
 
@@ -248,6 +250,10 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 		}
 		cfg.RopeDim = r
 	}
+	if a.olmo { // whole-vector QK norm; OLMo 2's post-norms instead of pre-norms
+		cfg.QKNormFull = true
+		cfg.NoPreNorms, cfg.PostNorms = arch == "olmo2", arch == "olmo2"
+	}
 	if a.gemma {
 		if err := hc.gemma(&cfg); err != nil {
 			return model.Config{}, err
@@ -343,7 +349,7 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 			continue // a cache of the RoPE frequencies, recomputed from the config
 		}
 		gname, ok := ggufName(name, cfg.NumExperts > 0)
-		if cfg.PostNorms { // Gemma, whose norms are named its own way
+		if cfg.PostNorms { // Gemma and OLMo 2, whose norms are named their own way
 			if g, isNorm := gemmaName(name); isNorm {
 				gname, ok = g, true
 			}
@@ -361,7 +367,7 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 			continue
 		}
 		t.Name = gname
-		if cfg.PostNorms && strings.HasSuffix(gname, "norm.weight") {
+		if supported[cfg.Arch].gemma && strings.HasSuffix(gname, "norm.weight") {
 			if t, err = shiftNorm(t); err != nil {
 				errs = append(errs, err)
 				continue

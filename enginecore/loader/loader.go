@@ -77,6 +77,7 @@ var supported = map[string]struct {
 	neox, qkvBias, qkNorm, gemma, granite, phi3 bool
 	moe                                         bool // a mixture of experts (llama, granitemoe: when expert_count > 0)
 	interleaved                                 bool // a Hugging Face checkpoint rotates adjacent pairs itself (ERNIE): Q/K rows not permuted
+	olmo                                        bool // OLMo's whole-vector QK norm (olmo2: with post-norms instead of pre-norms)
 	noRopeEvery                                 int  // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
 }{
 	"llama":        {moe: true},
@@ -85,6 +86,8 @@ var supported = map[string]struct {
 	"qwen2moe":     {neox: true, qkvBias: true, moe: true},
 	"qwen3moe":     {neox: true, qkNorm: true, moe: true},
 	"ernie4_5":     {interleaved: true},
+	"olmo2":        {neox: true, qkNorm: true, olmo: true},
+	"olmoe":        {neox: true, qkNorm: true, olmo: true, moe: true},
 	"ernie4_5-moe": {moe: true, interleaved: true},
 	"smollm3":      {noRopeEvery: 4},
 	"granite":      {granite: true},
@@ -187,8 +190,13 @@ func expectedShapes(cfg *model.Config, stacked bool) map[string]struct {
 			m[p+"attn_v.bias"] = want{[]int{kvd}, false}
 		}
 		if cfg.QKNorm {
-			m[p+"attn_q_norm.weight"] = want{[]int{cfg.HeadDim}, false}
-			m[p+"attn_k_norm.weight"] = want{[]int{cfg.HeadDim}, false}
+			qn, kn := cfg.QKNormDims()
+			m[p+"attn_q_norm.weight"] = want{[]int{qn}, false}
+			m[p+"attn_k_norm.weight"] = want{[]int{kn}, false}
+		}
+		if cfg.NoPreNorms {
+			delete(m, p+"attn_norm.weight")
+			delete(m, p+"ffn_norm.weight")
 		}
 		if cfg.PostNorms {
 			m[p+"post_attention_norm.weight"] = want{[]int{d}, false}

@@ -24,6 +24,7 @@ func (r *kvReader) moe(cfg *model.Config) {
 	n, ok := r.md.KV(r.prefix + "expert_count")
 	u, isUint := r.md.Uint(r.prefix + "expert_count")
 	denseOK := cfg.Arch == "llama" || cfg.Arch == "granitemoe"
+	fWide := denseOK || cfg.Arch == "olmoe" // experts feed_forward_length wide
 	if !ok && denseOK || isUint && u == 0 {
 		if !denseOK {
 			r.errs = append(r.errs, invalid("%s is a mixture of experts but %sexpert_count is %v", cfg.Arch, r.prefix, n))
@@ -35,9 +36,9 @@ func (r *kvReader) moe(cfg *model.Config) {
 	if cfg.NumExpertsUsed > cfg.NumExperts {
 		r.errs = append(r.errs, invalid("%d experts used per token of %d", cfg.NumExpertsUsed, cfg.NumExperts))
 	}
-	cfg.ExpertWeightsNorm = cfg.Arch != "qwen2moe"
+	cfg.ExpertWeightsNorm = cfg.Arch != "qwen2moe" && cfg.Arch != "olmoe"
 	cfg.ExpertFFNDim = cfg.FFNDim
-	if !denseOK && cfg.NumExpertsUsed > 0 {
+	if !fWide && cfg.NumExpertsUsed > 0 {
 		cfg.ExpertFFNDim = r.int("expert_feed_forward_length", max(cfg.FFNDim/cfg.NumExpertsUsed, 1))
 	}
 	_, hasShared := r.md.KV(r.prefix + "expert_shared_feed_forward_length")
@@ -162,6 +163,9 @@ func (hc *hfConfig) moe(cfg *model.Config) error {
 		}
 	} else {
 		cfg.NumExperts, cfg.ExpertFFNDim = m.NumExperts, m.MoEIntermediateSize
+		if cfg.Arch == "olmoe" { // experts intermediate_size wide
+			cfg.ExpertFFNDim = cfg.FFNDim
+		}
 		cfg.ExpertWeightsNorm = m.NormTopKProb != nil && *m.NormTopKProb
 		if cfg.Arch == "qwen2moe" {
 			cfg.SharedExpertFFNDim, cfg.SharedExpertGate = m.SharedIntermediateSize, true

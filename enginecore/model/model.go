@@ -33,6 +33,8 @@ type Config struct {
 	RopeScaling    RopeScaling
 	QKVBias        bool // Q, K and V projections have biases (Qwen2)
 	QKNorm         bool // per-head RMSNorm of Q and K before RoPE (Qwen3)
+	QKNormFull     bool // with QKNorm: Q and K are normalized whole, over all heads at once ([H*D], [Hkv*D]; OLMo 2, OLMoE)
+	NoPreNorms     bool // no RMSNorm before attention and the MLP: they read the residual stream as is (OLMo 2, which has PostNorms)
 
 	// Gemma's, SmolLM3's, Granite's and Phi-3's options; their zero
 	// values are Llama's behaviour.
@@ -102,6 +104,15 @@ func (c *Config) RotaryDim() int {
 	return c.HeadDim
 }
 
+// QKNormDims are the lengths of the Q and K norm gains: D each, or H*D
+// and Hkv*D with QKNormFull.
+func (c *Config) QKNormDims() (q, k int) {
+	if c.QKNormFull {
+		return c.NumHeads * c.HeadDim, c.NumKVHeads * c.HeadDim
+	}
+	return c.HeadDim, c.HeadDim
+}
+
 // Sparse reports whether layer l's MLP is a mixture of experts.
 func (c *Config) Sparse(l int) bool {
 	return c.NumExperts > 0 && (c.MoELayers == nil || l < len(c.MoELayers) && c.MoELayers[l])
@@ -124,7 +135,7 @@ type RopeScaling struct {
 // Layer is one transformer block's weights. Matrices are [out][in]
 // (GGUF Shape [in, out]) of any supported type; vectors are float32.
 type Layer struct {
-	AttnNorm []float32 // [Dim] RMSNorm gain before attention
+	AttnNorm []float32 // [Dim] RMSNorm gain before attention; nil when Config.NoPreNorms
 	Wq       *Tensor   // [H*D][Dim]
 	Wk       *Tensor   // [Hkv*D][Dim]
 	Wv       *Tensor   // [Hkv*D][Dim]
@@ -132,9 +143,9 @@ type Layer struct {
 	BQ       []float32 // [H*D] Q bias; nil unless Config.QKVBias
 	BK       []float32 // [Hkv*D] K bias; nil unless Config.QKVBias
 	BV       []float32 // [Hkv*D] V bias; nil unless Config.QKVBias
-	QNorm    []float32 // [D] per-head RMSNorm gain of Q; nil unless Config.QKNorm
-	KNorm    []float32 // [D] per-head RMSNorm gain of K; nil unless Config.QKNorm
-	FFNNorm  []float32 // [Dim] RMSNorm gain before the MLP
+	QNorm    []float32 // [D] per-head RMSNorm gain of Q ([H*D] when Config.QKNormFull); nil unless Config.QKNorm
+	KNorm    []float32 // [D] per-head RMSNorm gain of K ([Hkv*D] when Config.QKNormFull); nil unless Config.QKNorm
+	FFNNorm  []float32 // [Dim] RMSNorm gain before the MLP; nil when Config.NoPreNorms
 	W1       *Tensor   // [F][Dim] gate
 	W3       *Tensor   // [F][Dim] up
 	W2       *Tensor   // [Dim][F] down
@@ -192,6 +203,8 @@ func (w *Weights) Validate(cfg Config) error {
 	case cfg.SlidingWindow < 0, cfg.EmbedScale < 0, cfg.AttnScale < 0, cfg.FinalSoftcap < 0, cfg.AttnSoftcap < 0, cfg.LocalRopeTheta < 0,
 		cfg.ResidualScale < 0, cfg.LogitScale < 0, cfg.RopeAttnFactor < 0:
 		return fmt.Errorf("%w: negative window, scale or softcap in %+v", ErrShape, cfg)
+	case cfg.QKNormFull && !cfg.QKNorm, cfg.NoPreNorms && !cfg.PostNorms:
+		return fmt.Errorf("%w: whole-vector QK norm without QK norm, or no pre-norms without post-norms, in %+v", ErrShape, cfg)
 	case cfg.FFNAct > ActGELUTanh:
 		return fmt.Errorf("%w: activation %v", ErrShape, cfg.FFNAct)
 	}
@@ -215,10 +228,11 @@ func (w *Weights) Validate(cfg Config) error {
 		checkMatrix("output.weight", w.Output, d, v),
 		vec("rope_freqs.weight", w.RopeFreqs, cfg.RotaryDim()/2, w.RopeFreqs != nil),
 	}
+	qn, kn := cfg.QKNormDims()
 	for i, l := range w.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		errs = append(errs,
-			vec(p+"attn_norm.weight", l.AttnNorm, d, true),
+			vec(p+"attn_norm.weight", l.AttnNorm, d, !cfg.NoPreNorms),
 			checkMatrix(p+"attn_q.weight", l.Wq, d, qd),
 			checkMatrix(p+"attn_k.weight", l.Wk, d, kvd),
 			checkMatrix(p+"attn_v.weight", l.Wv, d, kvd),
@@ -226,9 +240,9 @@ func (w *Weights) Validate(cfg Config) error {
 			vec(p+"attn_q.bias", l.BQ, qd, cfg.QKVBias),
 			vec(p+"attn_k.bias", l.BK, kvd, cfg.QKVBias),
 			vec(p+"attn_v.bias", l.BV, kvd, cfg.QKVBias),
-			vec(p+"attn_q_norm.weight", l.QNorm, cfg.HeadDim, cfg.QKNorm),
-			vec(p+"attn_k_norm.weight", l.KNorm, cfg.HeadDim, cfg.QKNorm),
-			vec(p+"ffn_norm.weight", l.FFNNorm, d, true),
+			vec(p+"attn_q_norm.weight", l.QNorm, qn, cfg.QKNorm),
+			vec(p+"attn_k_norm.weight", l.KNorm, kn, cfg.QKNorm),
+			vec(p+"ffn_norm.weight", l.FFNNorm, d, !cfg.NoPreNorms),
 			vec(p+"post_attention_norm.weight", l.PostAttnNorm, d, cfg.PostNorms),
 			vec(p+"post_ffw_norm.weight", l.PostFFNNorm, d, cfg.PostNorms),
 		)

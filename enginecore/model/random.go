@@ -64,7 +64,8 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 			l.BQ, l.BK, l.BV = normal(qd, 0, 0.1), normal(kvd, 0, 0.1), normal(kvd, 0, 0.1)
 		}
 		if cfg.QKNorm {
-			l.QNorm, l.KNorm = normal(cfg.HeadDim, 1, 0.02), normal(cfg.HeadDim, 1, 0.02)
+			qn, kn := cfg.QKNormDims()
+			l.QNorm, l.KNorm = normal(qn, 1, 0.02), normal(kn, 1, 0.02)
 		}
 		l.Wo = matrix(p+"attn_output.weight", m, d, qd, 1/math.Sqrt(float64(qd)))
 		l.FFNNorm = normal(d, 1, 0.02)
@@ -92,6 +93,9 @@ func Random(cfg Config, types RandomTypes, seed uint64) (*Weights, error) {
 		}
 		if cfg.PostNorms {
 			l.PostAttnNorm, l.PostFFNNorm = normal(d, 1, 0.02), normal(d, 1, 0.02)
+		}
+		if cfg.NoPreNorms { // drawn all the same, so that the other weights do not change
+			l.AttnNorm, l.FFNNorm = nil, nil
 		}
 		w.Layers = append(w.Layers, l)
 	}

@@ -14,7 +14,9 @@ var ErrMissingTensor = errors.New("model: missing tensor")
 //	token_embd), rope_freqs.weight (optional), and per layer N:
 //	blk.N.attn_norm.weight, blk.N.attn_{q,k,v,output}.weight,
 //	blk.N.attn_{q,k,v}.bias (cfg.QKVBias), blk.N.attn_{q,k}_norm.weight
-//	(cfg.QKNorm), blk.N.ffn_norm.weight, blk.N.ffn_{gate,up,down}.weight,
+//	(cfg.QKNorm; [D], or [H*D] and [Hkv*D] with cfg.QKNormFull),
+//	blk.N.ffn_norm.weight (attn_norm and ffn_norm absent with
+//	cfg.NoPreNorms), blk.N.ffn_{gate,up,down}.weight,
 //	blk.N.post_attention_norm.weight and blk.N.post_ffw_norm.weight
 //	(cfg.PostNorms); a mixture of experts (cfg.NumExperts) has instead
 //	blk.N.ffn_gate_inp.weight and blk.N.ffn_{gate,up,down}_exps.weight
@@ -65,12 +67,13 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 	for i := range max(cfg.NumLayers, 0) {
 		p := fmt.Sprintf("blk.%d.", i)
 		l := Layer{
-			AttnNorm: vec(p+"attn_norm.weight", cfg.Dim),
-			Wq:       need(p + "attn_q.weight"),
-			Wk:       need(p + "attn_k.weight"),
-			Wv:       need(p + "attn_v.weight"),
-			Wo:       need(p + "attn_output.weight"),
-			FFNNorm:  vec(p+"ffn_norm.weight", cfg.Dim),
+			Wq: need(p + "attn_q.weight"),
+			Wk: need(p + "attn_k.weight"),
+			Wv: need(p + "attn_v.weight"),
+			Wo: need(p + "attn_output.weight"),
+		}
+		if !cfg.NoPreNorms {
+			l.AttnNorm, l.FFNNorm = vec(p+"attn_norm.weight", cfg.Dim), vec(p+"ffn_norm.weight", cfg.Dim)
 		}
 		if cfg.Sparse(i) {
 			if err := l.moeFromTensors(cfg, ts, p, need, vec); err != nil {
@@ -85,8 +88,9 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 			l.BV = vec(p+"attn_v.bias", kvd)
 		}
 		if cfg.QKNorm {
-			l.QNorm = vec(p+"attn_q_norm.weight", cfg.HeadDim)
-			l.KNorm = vec(p+"attn_k_norm.weight", cfg.HeadDim)
+			qn, kn := cfg.QKNormDims()
+			l.QNorm = vec(p+"attn_q_norm.weight", qn)
+			l.KNorm = vec(p+"attn_k_norm.weight", kn)
 		}
 		if cfg.PostNorms {
 			l.PostAttnNorm = vec(p+"post_attention_norm.weight", cfg.Dim)

@@ -119,6 +119,9 @@ func New(cfg model.Config, w *model.Weights, opts Options) (*Backend, error) {
 // soft-caps, SmolLM3's layers without RoPE, Granite's residual and logit
 // scales (the CPU backend has them).
 func checkFamily(cfg model.Config) error {
+	if cfg.QKNormFull || cfg.NoPreNorms {
+		return fmt.Errorf("%w: architecture %q normalizes Q and K as whole vectors or has no pre-norms (OLMo), which runs on the CPU backend only", ErrUnsupported, cfg.Arch)
+	}
 	if cfg.EmbedScale != 0 || cfg.FFNAct != model.ActSiLU || cfg.PostNorms || cfg.AttnScale != 0 ||
 		cfg.SlidingWindow != 0 || cfg.FinalSoftcap != 0 || cfg.AttnSoftcap != 0 || cfg.NoRopeLayers != nil ||
 		cfg.ResidualScale != 0 || cfg.LogitScale != 0 || cfg.RopeAttnFactor != 0 {

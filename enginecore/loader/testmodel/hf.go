@@ -28,6 +28,8 @@ var hfArch = map[string]struct{ class, modelType string }{
 	"granitemoe":       {"GraniteMoeForCausalLM", "granitemoe"},
 	"granitemoeshared": {"GraniteMoeSharedForCausalLM", "granitemoeshared"}, // granitemoe with a shared expert
 	"ernie4_5":         {"Ernie4_5ForCausalLM", "ernie4_5"},
+	"olmo2":            {"Olmo2ForCausalLM", "olmo2"},
+	"olmoe":            {"OlmoeForCausalLM", "olmoe"},
 	"ernie4_5-moe":     {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
 }
 
@@ -277,7 +279,7 @@ func hfName(arch, g string, e int) string {
 	if suffix == "ffn_up.weight" && arch == "phi3" {
 		return "model.layers." + n + ".mlp.gate_up_proj.weight" // fused: gate, up
 	}
-	if name, ok := hfGemmaNames[suffix]; ok && strings.HasPrefix(arch, "gemma") {
+	if name, ok := hfGemmaNames[suffix]; ok && (strings.HasPrefix(arch, "gemma") || arch == "olmo2") {
 		return "model.layers." + n + "." + name
 	}
 	return "model.layers." + n + "." + hfNames[suffix]

@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "smollm3", "granite", "granitemoe", "phi3", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2" or "gemma3"
+	Arch       string  // "llama", "smollm3", "granite", "granitemoe", "phi3", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "ernie4_5", "ernie4_5-moe", "olmo2" or "olmoe"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -136,11 +136,11 @@ func (t tensor) ggmlShape() []uint64 {
 // resolve fills defaults and checks s.
 func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
-	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || s.Arch == "granitemoe" || s.Arch == "ernie4_5-moe"
+	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || s.Arch == "granitemoe" || s.Arch == "ernie4_5-moe" || s.Arch == "olmoe"
 	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || gemma
 	granite := s.Arch == "granite" || s.Arch == "granitemoe"
 	switch {
-	case s.Arch != "llama" && s.Arch != "smollm3" && !granite && s.Arch != "phi3" && !qwen && s.Arch != "ernie4_5" && !moe:
+	case s.Arch != "llama" && s.Arch != "smollm3" && !granite && s.Arch != "phi3" && !qwen && s.Arch != "ernie4_5" && s.Arch != "olmo2" && !moe:
 		return s, fmt.Errorf("testmodel: architecture %q (want llama, smollm3, granite, granitemoe, phi3, qwen2, qwen3, qwen2moe, qwen3moe, gemma2 or gemma3)", s.Arch)
 	case moe && s.Experts == 0, s.Experts > 0 && s.Arch != "llama" && !moe:
 		return s, fmt.Errorf("testmodel: %d experts on %s", s.Experts, s.Arch)
@@ -159,8 +159,8 @@ func (s Spec) resolve() (Spec, error) {
 		return s, fmt.Errorf("testmodel: Granite's scales on %s", s.Arch)
 	case granite && !(s.Granite.Logit > 0):
 		return s, errors.New("testmodel: granite needs Granite.Logit (llama.cpp requires logit_scale)")
-	case !gemma && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0 || s.FinalSoftcap != 0):
-		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's, not %s's", s.Arch)
+	case !gemma && s.FinalSoftcap != 0, !gemma && s.Arch != "olmo2" && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0):
+		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's (a window OLMo 3's too), not %s's", s.Arch)
 	case s.Arch != "gemma2" && s.AttnSoftcap != 0:
 		return s, fmt.Errorf("testmodel: attention softcap is gemma2's, not %s's", s.Arch)
 	case s.Arch == "gemma2" && !s.Tied:
@@ -175,8 +175,8 @@ func (s Spec) resolve() (Spec, error) {
 	if s.NumKVHeads == 0 {
 		s.NumKVHeads = s.NumHeads
 	}
-	if s.Experts > 0 && (s.ExpertFFNDim == 0 || s.Arch == "llama" || s.Arch == "granitemoe") {
-		s.ExpertFFNDim = s.FFNDim // llama.cpp's llama and granitemoe experts are feed_forward_length wide
+	if s.Experts > 0 && (s.ExpertFFNDim == 0 || s.Arch == "llama" || s.Arch == "granitemoe" || s.Arch == "olmoe") {
+		s.ExpertFFNDim = s.FFNDim // llama.cpp's llama, granitemoe and olmoe experts are feed_forward_length wide
 	}
 	if s.Arch == "ernie4_5-moe" && s.MoEStep == 0 {
 		s.MoEStep = 1
@@ -230,7 +230,9 @@ func (s Spec) generate() []tensor {
 	for i := range s.NumLayers {
 		p := fmt.Sprintf("blk.%d.", i)
 		in := 1 / math.Sqrt(float64(d))
-		ts = append(ts, vector(p+"attn_norm.weight", d, 1, 0.02))
+		if s.Arch != "olmo2" { // OLMo 2 has no pre-norms
+			ts = append(ts, vector(p+"attn_norm.weight", d, 1, 0.02))
+		}
 		if s.Arch == "phi3" { // fused, Q then K then V
 			ts = append(ts, matrix(p+"attn_qkv.weight", qd+2*kvd, d, in))
 		} else {
@@ -250,9 +252,15 @@ func (s Spec) generate() []tensor {
 				vector(p+"attn_q_norm.weight", s.HeadDim, 1, 0.02),
 				vector(p+"attn_k_norm.weight", s.HeadDim, 1, 0.02))
 		}
-		ts = append(ts,
-			matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd))),
-			vector(p+"ffn_norm.weight", d, 1, 0.02))
+		if s.Arch == "olmo2" || s.Arch == "olmoe" { // whole-vector QK norm
+			ts = append(ts,
+				vector(p+"attn_q_norm.weight", qd, 1, 0.02),
+				vector(p+"attn_k_norm.weight", kvd, 1, 0.02))
+		}
+		ts = append(ts, matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd))))
+		if s.Arch != "olmo2" {
+			ts = append(ts, vector(p+"ffn_norm.weight", d, 1, 0.02))
+		}
 		switch {
 		case s.sparse(i):
 			ts = append(ts, s.experts(p, normal)...)
@@ -266,7 +274,7 @@ func (s Spec) generate() []tensor {
 		if !s.sparse(i) {
 			ts = append(ts, matrix(p+"ffn_down.weight", d, s.FFNDim, 1/math.Sqrt(float64(s.FFNDim))))
 		}
-		if s.Arch == "gemma2" || s.Arch == "gemma3" {
+		if s.Arch == "gemma2" || s.Arch == "gemma3" || s.Arch == "olmo2" {
 			ts = append(ts,
 				vector(p+"post_attention_norm.weight", d, 1, 0.02),
 				vector(p+"post_ffw_norm.weight", d, 1, 0.02))
@@ -399,7 +407,7 @@ func WriteGGUF(path string, spec Spec) error {
 		{keyValue{a + "rope.scaling.attn_factor", float32(s.Phi3.AttnFactor)}, s.Phi3.AttnFactor > 0},
 		{keyValue{a + "expert_count", uint32(s.Experts)}, s.Experts > 0},
 		{keyValue{a + "expert_used_count", uint32(s.ExpertsUsed)}, s.Experts > 0},
-		{keyValue{a + "expert_feed_forward_length", uint32(s.ExpertFFNDim)}, s.Experts > 0 && s.Arch != "llama" && s.Arch != "granitemoe"},
+		{keyValue{a + "expert_feed_forward_length", uint32(s.ExpertFFNDim)}, s.Experts > 0 && s.Arch != "llama" && s.Arch != "granitemoe" && s.Arch != "olmoe"},
 		{keyValue{a + "expert_shared_feed_forward_length", uint32(s.SharedFFNDim)}, s.SharedFFNDim > 0},
 		{keyValue{a + "leading_dense_block_count", uint32(s.DenseLead)}, s.Arch == "ernie4_5-moe"},
 		{keyValue{a + "interleave_moe_layer_step", uint32(s.MoEStep)}, s.Arch == "ernie4_5-moe"},
