@@ -10,7 +10,7 @@ import (
 // TestOlmoModels compares our logits with llama.cpp's on random-weight
 // AllenAI models: OLMo 2 (no pre-norms, post-norms, Q and K normalized
 // as whole vectors), OLMo 3 (OLMo 2 with three of four layers over a
-// sliding window) and OLMoE (whole-vector QK
+// sliding window, and YaRN on the global layers only) and OLMoE (whole-vector QK
 // norm before 8 experts of which 2 per token, not renormalized). The
 // negative control: our engine without OLMo 3's window must miss
 // llama.cpp's answers with it.
@@ -38,6 +38,9 @@ func TestOlmoModels(t *testing.T) {
 		// error than TestRandomModels' two: 0.38 measured.
 		{"olmo2 q8_0", with(olmo2, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.6, 0.6},
 		{"olmo3 f32, window 21", with(olmo2, func(s *testmodel.Spec) { s.SlidingWindow = 21 }), 1e-4, 1e-4},
+		{"olmo3 f32, window 21, global layers' yarn x4 over 32", with(olmo2, func(s *testmodel.Spec) {
+			s.SlidingWindow, s.Yarn = 21, testmodel.Yarn{Factor: 4, OrigContextLen: 32}
+		}), 1e-4, 1e-4},
 		{"olmoe f32", olmoe, 1e-4, 1e-4},
 		{"olmoe q8_0", with(olmoe, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
 	}

@@ -185,6 +185,13 @@ func TestRandomModels(t *testing.T) {
 		// Phi-4-mini's partial RoPE: 3/4 of each head rotates (96 of its
 		// 128 dims; here 48 of 64), with LongRoPE factors for those only.
 		{"phi3 f32", with(func(s *testmodel.Spec) { s.Arch = "phi3" }), 1e-4, 1e-4},
+		// YaRN: prompts of up to ~80 positions, over an original context
+		// of 32 or 64.
+		{"qwen3 f32", with(func(s *testmodel.Spec) { s.Arch = "qwen3" }), 1e-4, 1e-4},
+		{"qwen3 f32, yarn x4 over 64", with(func(s *testmodel.Spec) { s.Arch, s.Yarn = "qwen3", testmodel.Yarn{Factor: 4, OrigContextLen: 64} }), 1e-4, 1e-4},
+		{"llama f32, yarn x8 over 32, beta keys llama.cpp does not read", with(func(s *testmodel.Spec) {
+			s.Yarn = testmodel.Yarn{Factor: 8, OrigContextLen: 32, BetaFast: 16, BetaSlow: 2}
+		}), 1e-4, 1e-4},
 		{"phi3 f32, partial RoPE 48 of 64", with(func(s *testmodel.Spec) { s.Arch, s.RopeDim = "phi3", 48 }), 1e-4, 1e-4},
 		{"phi3 f32, partial RoPE, LongRoPE long", with(func(s *testmodel.Spec) {
 			s.Arch, s.RopeDim = "phi3", 48
@@ -203,6 +210,7 @@ func TestRandomModels(t *testing.T) {
 	r.control(t, "phi3 without its attn_factor", "phi3 f32, LongRoPE long, no attn_factor", "phi3 f32, LongRoPE long", false)
 	r.control(t, "phi3 short factors vs long", "phi3 f32, LongRoPE short", "phi3 f32, LongRoPE long", false)
 	r.control(t, "phi3 full RoPE vs partial", "phi3 f32", "phi3 f32, partial RoPE 48 of 64", false)
+	r.control(t, "qwen3 without its YaRN", "qwen3 f32", "qwen3 f32, yarn x4 over 64", false)
 }
 
 // check fails t on a top-1 mismatch or a Δ above bound.

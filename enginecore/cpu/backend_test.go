@@ -142,6 +142,12 @@ func TestMatchesReference(t *testing.T) {
 		{"linear rope scaling", withConfig(func(c *model.Config) {
 			c.RopeScaling = model.RopeScaling{Type: "linear", Factor: 4}
 		}), 20, 0},
+		{"yarn rope scaling", withConfig(func(c *model.Config) {
+			c.RopeScaling = model.RopeScaling{Type: "yarn", Factor: 4, OrigContextLen: 64}
+		}), 20, 0},
+		{"yarn, neox, betas 16 and 2", withConfig(func(c *model.Config) {
+			c.RopeNeox, c.RopeScaling = true, model.RopeScaling{Type: "yarn", Factor: 8, OrigContextLen: 256, BetaFast: 16, BetaSlow: 2}
+		}), 20, 0},
 		{"rope_freqs tensor", ropeFreqsModel, 20, 0},
 		{"rope attn_factor (phi3 LongRoPE)", func() (model.Config, *model.Weights) {
 			cfg, w := ropeFreqsModel()
@@ -513,7 +519,8 @@ func TestNewRejectsRopeScaling(t *testing.T) {
 		name string
 		s    model.RopeScaling
 	}{
-		{"unknown type", model.RopeScaling{Type: "yarn", Factor: 4}},
+		{"unknown type", model.RopeScaling{Type: "dynamic", Factor: 4}},
+		{"yarn without its original context", model.RopeScaling{Type: "yarn", Factor: 4}},
 		{"linear without factor", model.RopeScaling{Type: "linear"}},
 		{"llama3 high ≤ low", model.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 4, HighFreqFactor: 1, OrigContextLen: 8192}},
 	}

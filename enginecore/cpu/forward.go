@@ -35,10 +35,8 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 
 	c := &b.cfg
 	dim, half := c.Dim, len(b.freq)
-	mscale := 1.0 // RoPE's attn_factor: cosines and sines scaled by it
-	if c.RopeAttnFactor > 0 {
-		mscale = c.RopeAttnFactor
-	}
+	mscale := c.RopeMScale() // RoPE's attention factor: cosines and sines scaled by it
+	const mscaleL = 1.0      // local layers' RoPE is unscaled (LocalRopeFrequencies)
 	for t, id := range step.TokenIDs {
 		x := b.x[t*dim : (t+1)*dim]
 		if err := b.w.TokenEmbed.DequantizeRow(int(id), x); err != nil {
@@ -54,7 +52,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		}
 		for i, f := range b.freqL {
 			s, co := math.Sincos(pos * f)
-			b.cosL[t*half+i], b.sinL[t*half+i] = float32(co*mscale), float32(s*mscale)
+			b.cosL[t*half+i], b.sinL[t*half+i] = float32(co*mscaleL), float32(s*mscaleL)
 		}
 	}
 	for l := range c.NumLayers {

@@ -70,6 +70,25 @@ func newRef(t testing.TB, cfg model.Config, w *model.Weights) *refModel {
 	for i := 0; i < cfg.RotaryDim()/2; i++ {
 		f := 1 / math.Pow(cfg.RopeTheta, 2*float64(i)/d)
 		switch {
+		case sc.Type == "yarn":
+			// transformers' _compute_yarn_parameters: the correction range
+			// of dims rotating between beta_fast and beta_slow times over
+			// the original context, a linear ramp across it.
+			if w.RopeFreqs != nil {
+				f /= float64(w.RopeFreqs[i])
+			}
+			corr := func(rot float64) float64 {
+				return d * math.Log(float64(sc.OrigContextLen)/(rot*2*math.Pi)) / (2 * math.Log(cfg.RopeTheta))
+			}
+			low, high := math.Max(0, math.Floor(corr(32))), math.Min(d-1, math.Ceil(corr(1)))
+			if sc.BetaFast != 0 {
+				low = math.Max(0, math.Floor(corr(sc.BetaFast)))
+			}
+			if sc.BetaSlow != 0 {
+				high = math.Min(d-1, math.Ceil(corr(sc.BetaSlow)))
+			}
+			extrapolate := 1 - math.Min(1, math.Max(0, (float64(i)-low)/math.Max(high-low, 0.001)))
+			f = f/sc.Factor*(1-extrapolate) + f*extrapolate
 		case w.RopeFreqs != nil:
 			f /= float64(w.RopeFreqs[i])
 		case sc.Type == "linear":
@@ -130,9 +149,14 @@ func headwise(x []float64, d int, f func(head []float64) []float64) {
 // rope rotates every head of x in place for position pos in layer l.
 func (r *refModel) rope(x []float64, pos, l int) {
 	d := r.cfg.HeadDim
-	freq := r.freq
+	freq, m := r.freq, 1.0
+	if r.cfg.RopeAttnFactor > 0 {
+		m = r.cfg.RopeAttnFactor
+	}
 	if r.freqL != nil && r.local(l) {
-		freq = r.freqL
+		freq, m = r.freqL, 1 // unscaled
+	} else if sc := r.cfg.RopeScaling; sc.Type == "yarn" {
+		m *= 0.1*math.Log(sc.Factor) + 1 // transformers' default attention_factor
 	}
 	headwise(x, d, func(head []float64) []float64 {
 		for i, f := range freq {
@@ -142,10 +166,6 @@ func (r *refModel) rope(x []float64, pos, l int) {
 				a, b = i, i+len(freq) // the rotated dims' halves; dims past 2·len(freq) stay
 			}
 			x0, x1 := head[a], head[b]
-			m := 1.0
-			if r.cfg.RopeAttnFactor > 0 {
-				m = r.cfg.RopeAttnFactor
-			}
 			head[a] = m * (x0*math.Cos(theta) - x1*math.Sin(theta))
 			head[b] = m * (x0*math.Sin(theta) + x1*math.Cos(theta))
 		}

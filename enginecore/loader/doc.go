@@ -24,7 +24,8 @@
 // Olmo2ForCausalLM, OlmoeForCausalLM) and qwen3moe (Qwen3MoeForCausalLM;
 // moe.go: GGUF's stacked ffn_*_exps, a checkpoint's one tensor per
 // expert as blk.N.ffn_*.E.weight). Anything else — another architecture, an unknown tensor, a tensor type
-// the kernels lack, partial RoPE outside phi3, YaRN scaling — is refused at load with
+// the kernels lack, partial RoPE outside phi3, RoPE scaling other than
+// linear, llama3 and yarn — is refused at load with
 // an error wrapping [ErrUnsupported] that names it; inconsistent files
 // (missing tensors, shapes that contradict the hyper-parameters) wrap
 // [ErrInvalid].

@@ -116,6 +116,9 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 		cfg.RopeDim = rd // Phi-4-mini: 96 of 128
 	}
 	cfg.RopeScaling = r.ropeScaling()
+	if s := cfg.RopeScaling; s.Type == "yarn" {
+		cfg.MaxContextLen = max(cfg.MaxContextLen, int(s.Factor*float64(s.OrigContextLen))) // what YaRN extends to, as vLLM takes it
+	}
 	if a.gemma {
 		r.gemma(&cfg)
 	}
@@ -123,7 +126,7 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 		r.olmo(&cfg)
 	}
 	cfg.NoRopeLayers = noRopeEvery(cfg.NumLayers, a.noRopeEvery)
-	if _, ok := md.KV(r.prefix + "rope.scaling.attn_factor"); ok && a.phi3 {
+	if _, ok := md.KV(r.prefix + "rope.scaling.attn_factor"); ok && (a.phi3 || cfg.RopeScaling.Type == "yarn") {
 		cfg.RopeAttnFactor = r.float("rope.scaling.attn_factor", 1)
 	}
 	if a.granite {
@@ -233,9 +236,27 @@ func (r *kvReader) ropeScaling() model.RopeScaling {
 		return model.RopeScaling{}
 	case typ == "linear":
 		return model.RopeScaling{Type: "linear", Factor: factor}
+	case typ == "yarn":
+		return r.yarn(factor)
 	}
-	r.errs = append(r.errs, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ))
+	r.errs = append(r.errs, unsupported("RoPE scaling %q is not supported (supported: linear, llama3, yarn)", typ))
 	return model.RopeScaling{}
+}
+
+// yarn reads YaRN scaling as llama.cpp applies it: over
+// rope.scaling.original_context_length (default context_length), with
+// betas 32 and 1 (llama.cpp reads rope.scaling.yarn_beta_fast and _slow
+// for Grok and Mistral 3 only, none of the families here).
+// DeepSeek's yarn_log_multiplier is refused.
+func (r *kvReader) yarn(factor float64) model.RopeScaling {
+	s := model.RopeScaling{Type: "yarn", Factor: factor, OrigContextLen: r.int("context_length", 0)}
+	if _, ok := r.md.KV(r.prefix + "rope.scaling.original_context_length"); ok {
+		s.OrigContextLen = r.int("rope.scaling.original_context_length", 0)
+	}
+	if _, ok := r.md.KV(r.prefix + "rope.scaling.yarn_log_multiplier"); ok && r.float("rope.scaling.yarn_log_multiplier", 0) != 0 {
+		r.errs = append(r.errs, unsupported("YaRN with yarn_log_multiplier (DeepSeek's mscale) is not supported"))
+	}
+	return s
 }
 
 // finishConfig takes what only the tensors tell: the vocabulary size (the

@@ -81,7 +81,46 @@ type hfRopeScaling struct {
 	OrigMaxPos     *int      `json:"original_max_position_embeddings"`
 	ShortFactor    []float64 `json:"short_factor"`     // Phi-3 LongRoPE
 	LongFactor     []float64 `json:"long_factor"`      // Phi-3 LongRoPE
-	AttnFactor     *float64  `json:"attention_factor"` // Phi-3 LongRoPE; absent: from the context lengths
+	AttnFactor     *float64  `json:"attention_factor"` // Phi-3 LongRoPE; absent: from the context lengths. YaRN: absent, 1 + 0.1·ln(factor)
+	BetaFast       *float64  `json:"beta_fast"`        // YaRN
+	BetaSlow       *float64  `json:"beta_slow"`        // YaRN
+	MScale         *float64  `json:"mscale"`           // YaRN, DeepSeek's
+	MScaleAllDim   *float64  `json:"mscale_all_dim"`   // YaRN, DeepSeek's
+	Truncate       *bool     `json:"truncate"`         // YaRN: false keeps the correction range unrounded (gpt-oss)
+}
+
+// yarn reads YaRN as transformers' _compute_yarn_parameters does:
+// factor over original_max_position_embeddings (default
+// max_position_embeddings), beta_fast and beta_slow (32, 1), and
+// attention_factor (default 1 + 0.1·ln(factor), which RopeMScale
+// applies). The context served extends to factor × the original, as
+// vLLM derives it. DeepSeek's mscale and an untruncated range are
+// refused.
+func (rs *hfRopeScaling) yarn(cfg *model.Config) error {
+	switch {
+	case rs.MScale != nil && *rs.MScale != 1, rs.MScaleAllDim != nil && *rs.MScaleAllDim != 0 && *rs.MScaleAllDim != 1:
+		return unsupported("YaRN with mscale or mscale_all_dim (DeepSeek's) is not supported")
+	case rs.Truncate != nil && !*rs.Truncate:
+		return unsupported("YaRN with truncate false (gpt-oss) is not supported")
+	case !(rs.Factor >= 1):
+		return invalid("YaRN factor %g", rs.Factor)
+	}
+	s := model.RopeScaling{Type: "yarn", Factor: rs.Factor, OrigContextLen: cfg.MaxContextLen}
+	if rs.OrigMaxPos != nil {
+		s.OrigContextLen = *rs.OrigMaxPos
+	}
+	if rs.BetaFast != nil {
+		s.BetaFast = *rs.BetaFast
+	}
+	if rs.BetaSlow != nil {
+		s.BetaSlow = *rs.BetaSlow
+	}
+	cfg.RopeScaling = s
+	if rs.AttnFactor != nil && rs.Factor > 1 { // RopeMScale multiplies by 1 + 0.1·ln(factor)
+		cfg.RopeAttnFactor = *rs.AttnFactor / (1 + 0.1*math.Log(rs.Factor))
+	}
+	cfg.MaxContextLen = max(cfg.MaxContextLen, int(rs.Factor*float64(s.OrigContextLen)))
+	return nil
 }
 
 // loadHF reads a Hugging Face directory: config.json, optional
@@ -231,13 +270,17 @@ func hfModelConfig(hc *hfConfig) (model.Config, error) {
 			}
 		case "llama3":
 			// Becomes rope_freqs.weight once the head dim is final.
+		case "yarn":
+			if err := rs.yarn(&cfg); err != nil {
+				return model.Config{}, err
+			}
 		case "longrope", "su":
 			if arch != "phi3" {
 				return model.Config{}, unsupported("RoPE scaling %q is Phi-3's, not %s's", typ, arch)
 			}
 			// Becomes the LongRoPE factors in hfConfig.longRope.
 		default:
-			return model.Config{}, unsupported("RoPE scaling %q is not supported (supported: linear, llama3)", typ)
+			return model.Config{}, unsupported("RoPE scaling %q is not supported (supported: linear, llama3, yarn)", typ)
 		}
 	}
 	if f := hc.PartialRotaryFactor; f != nil && *f != 1 {

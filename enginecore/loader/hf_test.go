@@ -364,9 +364,12 @@ func TestHFRefused(t *testing.T) {
 		}), loader.ErrUnsupported, `architecture "MambaForCausalLM" is not supported`},
 		{"no architecture", hf(func(cfg map[string]any, _ *[]hfTensor) { delete(cfg, "architectures") }),
 			loader.ErrInvalid, "want exactly one"},
-		{"yarn", hf(func(cfg map[string]any, _ *[]hfTensor) {
-			cfg["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4.0}
-		}), loader.ErrUnsupported, `RoPE scaling "yarn"`},
+		{"dynamic rope scaling", hf(func(cfg map[string]any, _ *[]hfTensor) {
+			cfg["rope_scaling"] = map[string]any{"rope_type": "dynamic", "factor": 4.0}
+		}), loader.ErrUnsupported, `RoPE scaling "dynamic"`},
+		{"yarn with DeepSeek's mscale", hf(func(cfg map[string]any, _ *[]hfTensor) {
+			cfg["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4.0, "mscale": 0.707, "mscale_all_dim": 0.707}
+		}), loader.ErrUnsupported, "mscale"},
 		{"activation", hf(func(cfg map[string]any, _ *[]hfTensor) { cfg["hidden_act"] = "gelu" }),
 			loader.ErrUnsupported, `hidden_act "gelu"`},
 		{"unknown tensor", hf(func(_ map[string]any, ts *[]hfTensor) {

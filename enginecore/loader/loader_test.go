@@ -288,12 +288,12 @@ func TestGGUFRefused(t *testing.T) {
 		{"vector type", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("output_norm.weight", 8) }) // Q8_0
 		}, loader.ErrUnsupported, `vector "output_norm.weight" has type Q8_0`},
-		{"yarn", func(t *testing.T, dir string) string {
+		{"dynamic rope scaling", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) {
-				kv.set("llama.rope.scaling.type", "yarn")
+				kv.set("llama.rope.scaling.type", "dynamic")
 				kv.set("llama.rope.scaling.factor", float32(4))
 			})
-		}, loader.ErrUnsupported, `RoPE scaling "yarn"`},
+		}, loader.ErrUnsupported, `RoPE scaling "dynamic"`},
 		{"partial rope", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("llama.rope.dimension_count", uint32(8)) })
 		}, loader.ErrUnsupported, "partial RoPE (8 of 16 dims) is not supported for llama (only phi3)"},

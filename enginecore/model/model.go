@@ -118,6 +118,20 @@ func (c *Config) Sparse(l int) bool {
 	return c.NumExperts > 0 && (c.MoELayers == nil || l < len(c.MoELayers) && c.MoELayers[l])
 }
 
+// RopeMScale is what RoPE's cosines and sines are multiplied by in the
+// global layers: RopeAttnFactor (or 1), times YaRN's 1 + 0.1·ln(factor)
+// with yarn scaling (transformers' attention_factor; ggml's mscale).
+func (c *Config) RopeMScale() float64 {
+	m := 1.0
+	if c.RopeAttnFactor > 0 {
+		m = c.RopeAttnFactor
+	}
+	if s := c.RopeScaling; s.Type == "yarn" && s.Factor > 1 {
+		m *= 1 + 0.1*math.Log(s.Factor)
+	}
+	return m
+}
+
 // Local reports whether layer l attends over a sliding window.
 func (c *Config) Local(l int) bool {
 	return c.SlidingWindow > 0 && l < len(c.LocalLayers) && c.LocalLayers[l]
@@ -125,11 +139,13 @@ func (c *Config) Local(l int) bool {
 
 // RopeScaling stretches RoPE to longer contexts.
 type RopeScaling struct {
-	Type           string  // "" (none), "linear" or "llama3"
+	Type           string  // "" (none), "linear", "llama3" or "yarn"
 	Factor         float64 // context extension factor
 	LowFreqFactor  float64 // llama3 only
 	HighFreqFactor float64 // llama3 only
-	OrigContextLen int     // llama3: original_max_position_embeddings
+	OrigContextLen int     // llama3, yarn: original_max_position_embeddings
+	BetaFast       float64 // yarn: rotations per original context above which a frequency is kept; 0: 32
+	BetaSlow       float64 // yarn: and below which it is interpolated; 0: 1
 }
 
 // Layer is one transformer block's weights. Matrices are [out][in]

@@ -21,13 +21,15 @@ func RopeFrequencies(cfg Config, factors []float32) ([]float64, error) {
 	for i := range freq {
 		freq[i] = math.Pow(cfg.RopeTheta, -float64(2*i)/float64(d))
 	}
+	s := cfg.RopeScaling
 	if factors != nil {
 		for i := range freq {
 			freq[i] /= float64(factors[i])
 		}
-		return freq, nil
+		if s.Type != "yarn" {
+			return freq, nil
+		}
 	}
-	s := cfg.RopeScaling
 	switch s.Type {
 	case "":
 	case "linear":
@@ -53,10 +55,41 @@ func RopeFrequencies(cfg Config, factors []float32) ([]float64, error) {
 				freq[i] = (1-smooth)*f/s.Factor + smooth*f
 			}
 		}
+	case "yarn":
+		if !(s.Factor >= 1) || s.OrigContextLen <= 0 {
+			return nil, fmt.Errorf("%w: yarn %+v", ErrRopeScaling, s)
+		}
+		yarn(freq, cfg.RopeTheta, s)
 	default:
 		return nil, fmt.Errorf("%w: type %q", ErrRopeScaling, s.Type)
 	}
 	return freq, nil
+}
+
+// yarn applies YaRN to freq ([R/2]) as ggml's rope_yarn does with
+// ext_factor 1 (and transformers' _compute_yarn_parameters): pair i
+// keeps its frequency f above the correction range [low, high] of pair
+// indices (those that rotate more than BetaFast times over the original
+// context), takes f/Factor below it, and mixes the two linearly in
+// between. The attention factor it also implies is Config.RopeMScale's.
+func yarn(freq []float64, base float64, s RopeScaling) {
+	n := float64(2 * len(freq)) // rotated dims
+	betaFast, betaSlow := s.BetaFast, s.BetaSlow
+	if betaFast == 0 {
+		betaFast = 32
+	}
+	if betaSlow == 0 {
+		betaSlow = 1
+	}
+	corrDim := func(rotations float64) float64 { // ggml_rope_yarn_corr_dim
+		return n * math.Log(float64(s.OrigContextLen)/(rotations*2*math.Pi)) / (2 * math.Log(base))
+	}
+	low := max(0, math.Floor(corrDim(betaFast)))
+	high := min(n-1, math.Ceil(corrDim(betaSlow)))
+	for i, f := range freq {
+		ramp := 1 - min(1, max(0, (float64(i)-low)/max(0.001, high-low))) // 1: extrapolate (keep f), 0: interpolate
+		freq[i] = f/s.Factor*(1-ramp) + f*ramp
+	}
 }
 
 // LocalRopeFrequencies returns the R/2 inverse frequencies of local

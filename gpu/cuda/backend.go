@@ -119,6 +119,9 @@ func New(cfg model.Config, w *model.Weights, opts Options) (*Backend, error) {
 // soft-caps, SmolLM3's layers without RoPE, Granite's residual and logit
 // scales (the CPU backend has them).
 func checkFamily(cfg model.Config) error {
+	if cfg.RopeScaling.Type == "yarn" { // its frequencies it would read, but not its attention factor
+		return fmt.Errorf("%w: YaRN RoPE scaling runs on the CPU backend only", ErrUnsupported)
+	}
 	if cfg.QKNormFull || cfg.NoPreNorms {
 		return fmt.Errorf("%w: architecture %q normalizes Q and K as whole vectors or has no pre-norms (OLMo), which runs on the CPU backend only", ErrUnsupported, cfg.Arch)
 	}

@@ -463,6 +463,8 @@ func TestNewRejectsWhatKernelsLack(t *testing.T) {
 	gemma := llama
 	gemma.Arch, gemma.RopeNeox, gemma.QKNorm, gemma.EmbedScale, gemma.FFNAct, gemma.PostNorms = "gemma3", true, true, math.Sqrt(128), model.ActGELUTanh, true
 	gemma.SlidingWindow, gemma.LocalLayers = 16, []bool{true, false}
+	yarn := llama
+	yarn.RopeScaling = model.RopeScaling{Type: "yarn", Factor: 4, OrigContextLen: 32}
 	olmo2 := llama
 	olmo2.Arch, olmo2.RopeNeox, olmo2.QKNorm, olmo2.QKNormFull, olmo2.NoPreNorms, olmo2.PostNorms = "olmo2", true, true, true, true, true
 	partial := llama
@@ -479,6 +481,7 @@ func TestNewRejectsWhatKernelsLack(t *testing.T) {
 		{"mixture of experts", moe, f32, "mixture of 4 experts, which runs on the CPU backend only"},
 		{"partial RoPE", partial, f32, "rotates 32 of 64 dims per head (partial RoPE)"},
 		{"olmo2", olmo2, f32, "normalizes Q and K as whole vectors or has no pre-norms"},
+		{"yarn", yarn, f32, "YaRN RoPE scaling runs on the CPU backend only"},
 		{"Q5_0 matrices", llama, model.RandomTypes{Matrix: model.Q5_0, Embed: model.F32, Output: model.F32}, "has type Q5_0, which the CUDA backend does not decode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

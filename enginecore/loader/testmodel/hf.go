@@ -157,6 +157,19 @@ func WriteHF(dir string, spec Spec) error {
 	if s.RopeDim > 0 {
 		cfg["partial_rotary_factor"] = float64(s.RopeDim) / float64(s.HeadDim)
 	}
+	if y := s.Yarn; y.Factor > 0 {
+		rs := map[string]any{"rope_type": "yarn", "factor": y.Factor}
+		if y.OrigContextLen > 0 {
+			rs["original_max_position_embeddings"] = y.OrigContextLen
+		}
+		if y.BetaFast > 0 {
+			rs["beta_fast"] = y.BetaFast
+		}
+		if y.BetaSlow > 0 {
+			rs["beta_slow"] = y.BetaSlow
+		}
+		cfg["rope_scaling"] = rs
+	}
 	if s.Experts > 0 {
 		hfExperts(cfg, s)
 	}

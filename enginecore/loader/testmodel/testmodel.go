@@ -71,6 +71,12 @@ type Spec struct {
 	DenseLead, MoEStep int
 	SelectionBias      float64
 
+	// Yarn, when its Factor is set, is YaRN RoPE scaling: GGUF
+	// rope.scaling.type yarn, factor, original_context_length and
+	// yarn_beta_fast/_slow (those written when set); config.json's
+	// rope_scaling.
+	Yarn Yarn
+
 	// RopeFreqs, when not nil, is written as rope_freqs.weight ([D/2]
 	// frequency divisors, llama3 RoPE scaling). GGUF only.
 	RopeFreqs []float32
@@ -100,6 +106,13 @@ type LongRope struct {
 	Short, Long    []float32
 	OrigContextLen int
 	AttnFactor     float64
+}
+
+// Yarn is YaRN RoPE scaling (Spec.Yarn).
+type Yarn struct {
+	Factor             float64
+	OrigContextLen     int
+	BetaFast, BetaSlow float64
 }
 
 // GraniteScales are Granite's multipliers, as config.json names them;
@@ -153,6 +166,8 @@ func (s Spec) resolve() (Spec, error) {
 		return s, fmt.Errorf("testmodel: dense layers among experts and a selection bias are ernie4_5-moe's (DenseLead: Qwen MoE's too), not %s's", s.Arch)
 	case s.Arch != "phi3" && (s.Phi3.Short != nil || s.Phi3.AttnFactor != 0):
 		return s, fmt.Errorf("testmodel: LongRoPE on %s", s.Arch)
+	case s.Yarn.Factor > 0 && (s.Phi3.Short != nil || s.RopeFreqs != nil), s.Yarn.Factor > 0 && s.Phi3.OrigContextLen > 0:
+		return s, errors.New("testmodel: YaRN with other RoPE scaling")
 	case len(s.Phi3.Short) != len(s.Phi3.Long):
 		return s, errors.New("testmodel: LongRoPE needs short and long factors alike")
 	case !granite && s.Granite != (GraniteScales{}):
@@ -405,6 +420,11 @@ func WriteGGUF(path string, spec Spec) error {
 		{keyValue{a + "logit_scale", float32(s.Granite.Logit)}, s.Granite.Logit > 0},
 		{keyValue{a + "rope.scaling.original_context_length", uint32(s.Phi3.OrigContextLen)}, s.Phi3.OrigContextLen > 0},
 		{keyValue{a + "rope.scaling.attn_factor", float32(s.Phi3.AttnFactor)}, s.Phi3.AttnFactor > 0},
+		{keyValue{a + "rope.scaling.type", "yarn"}, s.Yarn.Factor > 0},
+		{keyValue{a + "rope.scaling.factor", float32(s.Yarn.Factor)}, s.Yarn.Factor > 0},
+		{keyValue{a + "rope.scaling.original_context_length", uint32(s.Yarn.OrigContextLen)}, s.Yarn.OrigContextLen > 0},
+		{keyValue{a + "rope.scaling.yarn_beta_fast", float32(s.Yarn.BetaFast)}, s.Yarn.BetaFast > 0},
+		{keyValue{a + "rope.scaling.yarn_beta_slow", float32(s.Yarn.BetaSlow)}, s.Yarn.BetaSlow > 0},
 		{keyValue{a + "expert_count", uint32(s.Experts)}, s.Experts > 0},
 		{keyValue{a + "expert_used_count", uint32(s.ExpertsUsed)}, s.Experts > 0},
 		{keyValue{a + "expert_feed_forward_length", uint32(s.ExpertFFNDim)}, s.Experts > 0 && s.Arch != "llama" && s.Arch != "granitemoe" && s.Arch != "olmoe"},
