@@ -322,21 +322,30 @@ func (r *kvReader) gemma(cfg *model.Config) {
 	if _, ok := r.md.KV(r.prefix + "rope.freq_base_swa"); ok || !gemma2 {
 		cfg.LocalRopeTheta = r.float("rope.freq_base_swa", 10000)
 	}
-	cfg.LocalLayers = make([]bool, cfg.NumLayers)
+	cfg.LocalLayers = r.localLayers(cfg.NumLayers, map[bool]int{true: 2, false: 6}[gemma2])
+}
+
+// localLayers reads which of numLayers layers attend over the sliding
+// window from attention.sliding_window_pattern, as llama.cpp's
+// set_swa_pattern reads it: an array of per-layer flags, or a period n
+// (def when absent) whose every n-th layer is global (0: all local).
+func (r *kvReader) localLayers(numLayers, def int) []bool {
+	flags := make([]bool, numLayers)
 	key := r.prefix + "attention.sliding_window_pattern"
-	if flags, ok := r.md.Array(key); ok {
-		local, ok := flags.([]bool)
-		if !ok || len(local) != cfg.NumLayers {
+	if arr, ok := r.md.Array(key); ok {
+		local, ok := arr.([]bool)
+		if !ok || len(local) != numLayers {
 			r.errs = append(r.errs, invalid("%s is not one flag per layer", key))
-			return
+			return flags
 		}
-		copy(cfg.LocalLayers, local)
-		return
+		copy(flags, local)
+		return flags
 	}
-	period := r.int("attention.sliding_window_pattern", map[bool]int{true: 2, false: 6}[gemma2])
-	for l := range cfg.LocalLayers {
-		cfg.LocalLayers[l] = period == 0 || l%period < period-1
+	period := r.int("attention.sliding_window_pattern", def)
+	for l := range flags {
+		flags[l] = period == 0 || l%period < period-1
 	}
+	return flags
 }
 
 // noRopeEvery flags every n-th of numLayers layers (layers n-1, 2n-1, …)

@@ -22,22 +22,5 @@ func (r *kvReader) olmo(cfg *model.Config) {
 	}
 	cfg.SlidingWindow = r.int("attention.sliding_window", 0)
 	cfg.LocalRopeTheta = cfg.RopeTheta // unscaled
-	cfg.LocalLayers = make([]bool, cfg.NumLayers)
-	key := r.prefix + "attention.sliding_window_pattern"
-	if flags, ok := r.md.Array(key); ok {
-		local, ok := flags.([]bool)
-		if !ok || len(local) != cfg.NumLayers {
-			r.errs = append(r.errs, invalid("%s is not one flag per layer", key))
-			return
-		}
-		copy(cfg.LocalLayers, local)
-		return
-	}
-	period := 4
-	if _, ok := r.md.KV(key); ok {
-		period = r.int("attention.sliding_window_pattern", 0)
-	}
-	for l := range cfg.LocalLayers {
-		cfg.LocalLayers[l] = period == 0 || l%period < period-1
-	}
+	cfg.LocalLayers = r.localLayers(cfg.NumLayers, 4)
 }
