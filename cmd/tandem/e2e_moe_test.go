@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,5 +81,46 @@ func TestMoEServes(t *testing.T) {
 	}
 	if alone[0] == alone[1] {
 		t.Errorf("two prompts complete alike (%q): the model ignores its input", alone[0])
+	}
+}
+
+// TestRopeScalingFlags serves a model past its context length with YaRN
+// as Qwen3's model card says to, in llama-server's flags and in vLLM's
+// JSON: without them the engine refuses a --max-model-len above the
+// model's 512 tokens; with YaRN ×4 over them it serves 2048 and answers.
+func TestRopeScalingFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts tandem serve")
+	}
+	path := filepath.Join(t.TempDir(), "tiny-qwen3.gguf")
+	spec := testmodel.Spec{Arch: "qwen3", VocabSize: 512, Dim: 64, NumLayers: 1, NumHeads: 2, FFNDim: 128, ContextLen: 512, Seed: 43}
+	if err := testmodel.WriteGGUF(path, spec); err != nil {
+		t.Fatal(err)
+	}
+	code, _, _, stderr := runToExit(t, "serve", path, "--port", strconv.Itoa(freePort(t)), "--run-dir", t.TempDir(), "--max-model-len", "2048", "--kv-cache-memory", "16Mi")
+	if code == 0 || !strings.Contains(stderr, "exceeds the model's context length 512") {
+		t.Fatalf("without YaRN: exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, flags := range [][]string{
+		{"--rope-scaling", "yarn", "--rope-scale", "4", "--yarn-orig-ctx", "512"},
+		{"--rope-scaling", `{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":512}`},
+	} {
+		port := freePort(t)
+		p := startProc(t, append([]string{"serve", path, "--port", strconv.Itoa(port), "--max-model-len", "2048", "--kv-cache-memory", "16Mi"}, flags...)...)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		waitHealthy(t, base, p)
+		client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+		resp, err := client.Completions.New(ctxTimeout(t, time.Minute), openai.CompletionNewParams{
+			Model: "tiny-qwen3", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(strings.Repeat("long context ", 150))},
+			MaxTokens: openai.Int(4), Temperature: openai.Float(0),
+		})
+		if err != nil {
+			t.Fatalf("%v: %v", flags, err)
+		}
+		if resp.Usage.PromptTokens <= 512 {
+			t.Errorf("%v: %d prompt tokens, want > 512", flags, resp.Usage.PromptTokens)
+		}
+		p.signal(syscall.SIGTERM)
+		<-p.done
 	}
 }

@@ -53,6 +53,7 @@ type engineFlags struct {
 	metricsAddress      string // --metrics-address: the engine's own /metrics
 	showHidden          string // --show-hidden-metrics-for-version, for the engine's /metrics
 	spec                specFlags
+	rope                ropeFlags
 	log                 logFlags
 }
 
@@ -77,6 +78,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; null:fail-after=N (or null:STEP,fail-after=N) fails every forward pass after N, warm-up's included, so the engine dies as on a device error: fault injection; for benchmarking the frontend and the wire)")
 	f.gpu.register(fs)
 	f.spec.register(fs)
+	f.rope.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
 	fs.StringVar(&f.kvEventsConfig, "kv-events-config", "", "vLLM's KV-events `JSON`: enable_kv_cache_events, publisher (zmq|null), endpoint (default tcp://*:5557), replay_endpoint, topic ({pod}, {model}, {rank} expand), buffer_steps, hwm, max_queue_size; and layout (map, the default, as vLLM 0.33; array, as vLLM ≤ 0.23). docs/wire.md §10")
@@ -185,7 +187,11 @@ func runEngine(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype, weightsCacheDir(f.weightsCacheDir)}, log)
+	ropeOpts, err := f.rope.options()
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype, weightsCacheDir(f.weightsCacheDir)}, log, ropeOpts...)
 	if err != nil {
 		return err
 	}
@@ -294,12 +300,12 @@ func serveMetrics(ln net.Listener, h http.Handler) (stop func()) {
 // --model: the dummy model, a GGUF file or a Hugging Face directory. The
 // returned backend's Close also releases the model file. The vocabulary
 // (for constrained decoding) is nil when the model does not give it.
-func loadBackend(name, device string, maxModelLen, threads int, opts cpuOptions, log *slog.Logger) (runner.Backend, runner.ModelInfo, *gguf.Vocab, error) {
+func loadBackend(name, device string, maxModelLen, threads int, opts cpuOptions, log *slog.Logger, lopts ...loader.OpenOption) (runner.Backend, runner.ModelInfo, *gguf.Vocab, error) {
 	start := time.Now()
 	if name != "dummy" {
 		log.Info("loading model", "path", name)
 	}
-	served, err := loader.Open(name, maxModelLen)
+	served, err := loader.Open(name, maxModelLen, lopts...)
 	if err != nil {
 		return nil, runner.ModelInfo{}, nil, fmt.Errorf("engine: %w", err)
 	}

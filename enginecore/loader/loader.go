@@ -2,6 +2,7 @@ package loader
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -300,11 +301,31 @@ type Served struct {
 	Release func() error // unmaps the checkpoint; nil for the dummy model
 }
 
+// OpenOption changes how Open serves a checkpoint.
+type OpenOption func(*openOptions)
+
+type openOptions struct {
+	rope *model.RopeScaling
+}
+
+// WithRopeScaling serves the checkpoint with RoPE scaling s instead of
+// its own (vllm serve --rope-scaling, llama-server's --rope-scaling and
+// --rope-scale; Type "" for none). A yarn s without OrigContextLen takes
+// the checkpoint's context length; the context served extends to
+// Factor × that, as vLLM derives it.
+func WithRopeScaling(s model.RopeScaling) OpenOption {
+	return func(o *openOptions) { o.rope = &s }
+}
+
 // Open loads what an engine serves: the dummy model (random weights,
 // maxContextLen tokens of context; 0 for its default) when name is
 // "dummy", else the checkpoint at name turned into weights. Call Release
 // once the backend built over the weights is closed.
-func Open(name string, maxContextLen int) (*Served, error) {
+func Open(name string, maxContextLen int, opts ...OpenOption) (*Served, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if name == "dummy" {
 		cfg, w := model.Dummy(maxContextLen)
 		v := &gguf.Vocab{Pieces: make([][]byte, model.DummyVocabSize), Special: make([]bool, model.DummyVocabSize)}
@@ -317,6 +338,9 @@ func Open(name string, maxContextLen int) (*Served, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.rope != nil {
+		overrideRope(&m.Config, *o.rope)
+	}
 	if served := min(maxContextLen, m.Config.MaxContextLen); m.LongRope != nil && maxContextLen > 0 && served > m.OrigContextLen {
 		m.Tensors["rope_freqs.weight"] = m.LongRope // as llama.cpp picks them: by the context served
 	}
@@ -326,4 +350,17 @@ func Open(name string, maxContextLen int) (*Served, error) {
 		return nil, fmt.Errorf("loader: %s: %w", name, err)
 	}
 	return &Served{Config: m.Config, Weights: w, Vocab: m.Vocab, Release: m.Close}, nil
+}
+
+// overrideRope puts s in place of cfg's RoPE scaling (see
+// WithRopeScaling).
+func overrideRope(cfg *model.Config, s model.RopeScaling) {
+	if s.Type == "yarn" && s.OrigContextLen == 0 {
+		s.OrigContextLen = cfg.MaxContextLen
+	}
+	cfg.RopeScaling = s
+	if s.Type != "" && s.Factor > 1 {
+		orig := cmp.Or(s.OrigContextLen, cfg.MaxContextLen)
+		cfg.MaxContextLen = max(cfg.MaxContextLen, int(s.Factor*float64(orig)))
+	}
 }
