@@ -17,7 +17,8 @@ import (
 //
 // Measured (2-core AMD EPYC, AVX2): float32 within 1.4e-5 to 2.4e-5
 // nats, Q8_0 0.38 (OLMo 2) and 0.18 (OLMoE); without the window the
-// OLMo 3 model misses by 16, 58 top-1s of 137 differing.
+// OLMo 3 model misses by 21, 99 top-1s of 137 differing. The window (8)
+// is shorter than the prompts -race keeps (5 and 17 tokens).
 func TestOlmoModels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs llama.cpp on OLMo models")
@@ -37,9 +38,9 @@ func TestOlmoModels(t *testing.T) {
 		// Four layers without pre-norms carry more of the 8-bit activation
 		// error than TestRandomModels' two: 0.38 measured.
 		{"olmo2 q8_0", with(olmo2, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.6, 0.6},
-		{"olmo3 f32, window 21", with(olmo2, func(s *testmodel.Spec) { s.SlidingWindow = 21 }), 1e-4, 1e-4},
-		{"olmo3 f32, window 21, global layers' yarn x4 over 32", with(olmo2, func(s *testmodel.Spec) {
-			s.SlidingWindow, s.Yarn = 21, testmodel.Yarn{Factor: 4, OrigContextLen: 32}
+		{"olmo3 f32, window 8", with(olmo2, func(s *testmodel.Spec) { s.SlidingWindow = 8 }), 1e-4, 1e-4},
+		{"olmo3 f32, window 8, global layers' yarn x4 over 32", with(olmo2, func(s *testmodel.Spec) {
+			s.SlidingWindow, s.Yarn = 8, testmodel.Yarn{Factor: 4, OrigContextLen: 32}
 		}), 1e-4, 1e-4},
 		{"olmoe f32", olmoe, 1e-4, 1e-4},
 		{"olmoe q8_0", with(olmoe, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
@@ -47,5 +48,5 @@ func TestOlmoModels(t *testing.T) {
 	r := runModels(t, tests, randomPrompts(rmVocab, 3))
 	r.flips = map[string]int{"olmoe q8_0": 3}
 	r.checkAll(t)
-	r.control(t, "olmo2 without OLMo 3's window", "olmo2 f32", "olmo3 f32, window 21", false)
+	r.control(t, "olmo2 without OLMo 3's window", "olmo2 f32", "olmo3 f32, window 8", false)
 }
