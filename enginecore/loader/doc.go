@@ -3,27 +3,35 @@
 // tensors keyed by GGUF name, mmapped where possible. model.FromTensors
 // turns the result into weights.
 //
-// Architectures: llama (Llama 2/3, SmolLM2, Mistral dense; HF
-// LlamaForCausalLM, MistralForCausalLM), qwen2 (Q/K/V biases, NEOX RoPE;
-// Qwen2ForCausalLM), qwen3 (Q/K RMSNorm, NEOX RoPE; Qwen3ForCausalLM),
-// smollm3 (Llama with every fourth layer unrotated; SmolLM3ForCausalLM),
-// granite (Llama with four multipliers; GraniteForCausalLM), phi3 (fused
-// matrices split here, LongRoPE; phi3.go, Phi3ForCausalLM), gemma2 and
-// gemma3 (scaled embeddings, GELU, post-norms, sliding-window layers,
-// soft-caps; kvReader.gemma, hfgemma.go, Gemma2ForCausalLM,
-// Gemma3ForCausalLM; every norm gain w of a checkpoint becomes 1+w, as
-// the converter stores it), and the mixtures of experts llama with
-// expert_count (Mixtral; MixtralForCausalLM), granitemoe (Granite's
-// scales, an optional ungated shared expert; GraniteMoeForCausalLM and
-// GraniteMoeSharedForCausalLM, their fused input_linear split here),
-// qwen2moe (with a gated shared expert; Qwen2MoeForCausalLM),
-// ernie4_5-moe (dense first layers, a selection bias, an ungated shared
-// expert; Ernie4_5_MoeForCausalLM, whose Q and K rows are not permuted,
-// as the dense ernie4_5's), olmo2 and olmoe (whole-vector QK norm; OLMo
-// 2's post-norms without pre-norms, OLMo 3's window in GGUFs; olmo.go,
-// Olmo2ForCausalLM, OlmoeForCausalLM) and qwen3moe (Qwen3MoeForCausalLM;
-// moe.go: GGUF's stacked ffn_*_exps, a checkpoint's one tensor per
-// expert as blk.N.ffn_*.E.weight). Anything else — another architecture, an unknown tensor, a tensor type
+// Architectures (GGUF name; Hugging Face class):
+//   - llama (Llama 2/3, SmolLM2, Mistral dense; LlamaForCausalLM,
+//     MistralForCausalLM), and with expert_count Mixtral
+//     (MixtralForCausalLM);
+//   - qwen2 (Q/K/V biases, NEOX RoPE; Qwen2ForCausalLM) and qwen3 (Q/K
+//     RMSNorm; Qwen3ForCausalLM);
+//   - smollm3 (every fourth layer unrotated; SmolLM3ForCausalLM);
+//   - granite (four multipliers; GraniteForCausalLM);
+//   - phi3 (fused matrices split here, LongRoPE, partial RoPE; phi3.go,
+//     Phi3ForCausalLM);
+//   - gemma2 and gemma3 (scaled embeddings, GELU, post-norms,
+//     sliding-window layers, soft-caps; kvReader.gemma, hfgemma.go,
+//     Gemma2ForCausalLM, Gemma3ForCausalLM; every norm gain w of a
+//     checkpoint becomes 1+w, as the converter stores it);
+//   - ernie4_5 (Ernie4_5ForCausalLM, whose Q and K rows are not
+//     permuted: it rotates adjacent pairs itself);
+//   - olmo2 (no pre-norms, post-norms, whole-vector QK norm, OLMo 3's
+//     window in GGUFs; olmo.go, Olmo2ForCausalLM);
+//   - the mixtures of experts (moe.go: GGUF's stacked ffn_*_exps, a
+//     checkpoint's one tensor per expert as blk.N.ffn_*.E.weight):
+//     qwen2moe (a gated shared expert; Qwen2MoeForCausalLM), qwen3moe
+//     (Qwen3MoeForCausalLM), granitemoe (Granite's scales, an optional
+//     ungated shared expert; GraniteMoeForCausalLM and
+//     GraniteMoeSharedForCausalLM, their fused input_linear split here),
+//     ernie4_5-moe (dense first layers, a selection bias, an ungated
+//     shared expert; Ernie4_5_MoeForCausalLM) and olmoe (OLMo's QK norm;
+//     OlmoeForCausalLM).
+//
+// Anything else — another architecture, an unknown tensor, a tensor type
 // the kernels lack, partial RoPE outside phi3, RoPE scaling other than
 // linear, llama3 and yarn — is refused at load with
 // an error wrapping [ErrUnsupported] that names it; inconsistent files

@@ -10,8 +10,9 @@ import (
 var ErrShape = errors.New("model: weight shape mismatch")
 
 // Config is a decoder-only transformer's hyper-parameters: Llama's, and
-// the options other families (Qwen, Gemma, SmolLM3, Granite, Phi-3, and
-// the mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE) add to it.
+// the options other families (Qwen, Gemma, SmolLM3, Granite, Phi-3,
+// ERNIE, OLMo, and the mixtures of experts Mixtral, Qwen2-MoE,
+// Qwen3-MoE, Granite MoE, ERNIE MoE and OLMoE) add to it.
 type Config struct {
 	Name           string  // served name, e.g. "dummy" or a file base name
 	Arch           string  // architecture, e.g. "llama"
