@@ -111,10 +111,7 @@ func (hc *hfConfig) origContext(cfg *model.Config) int {
 // as RopeAttnFactor. With partial RoPE (Phi-4-mini) there are R/2 of
 // each.
 func (hc *hfConfig) longRope(cfg *model.Config, tensors map[string]*model.Tensor) (*model.Tensor, error) {
-	rs := hc.RopeScaling
-	if hc.RopeParameters != nil {
-		rs = hc.RopeParameters
-	}
+	rs := hc.ropeScaling()
 	if rs == nil || (rs.ShortFactor == nil && rs.LongFactor == nil) {
 		return nil, nil
 	}
