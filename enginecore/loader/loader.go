@@ -155,17 +155,16 @@ func checkConfig(cfg *model.Config) error {
 	return nil
 }
 
+// want is a tensor's expected ggml shape, and whether it may be absent.
+type want struct {
+	shape    []int
+	optional bool
+}
+
 // expectedShapes is every tensor the config implies, by GGUF name, with
 // its ggml shape; optional ones are marked. A mixture of experts' are
 // stacked (ffn_*_exps) or one per expert (ffn_*.E).
-func expectedShapes(cfg *model.Config, stacked bool) map[string]struct {
-	shape    []int
-	optional bool
-} {
-	type want = struct {
-		shape    []int
-		optional bool
-	}
+func expectedShapes(cfg *model.Config, stacked bool) map[string]want {
 	d, v, f := cfg.Dim, cfg.VocabSize, cfg.FFNDim
 	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
 	m := map[string]want{

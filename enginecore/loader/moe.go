@@ -67,27 +67,27 @@ func (r *kvReader) ernieLayers(cfg *model.Config) {
 	if step <= 0 || cfg.NumLayers <= 0 {
 		return
 	}
-	flags, all := make([]bool, cfg.NumLayers), true
+	cfg.MoELayers = sparseLayers(cfg.NumLayers, func(l int) bool { return l >= lead && (l+1)%step == 0 })
+}
+
+// sparseLayers flags which of numLayers layers are mixtures of experts
+// (model.Config.MoELayers): nil when every one is.
+func sparseLayers(numLayers int, sparse func(l int) bool) []bool {
+	flags, all := make([]bool, max(numLayers, 0)), true
 	for l := range flags {
-		flags[l] = l >= lead && (l+1)%step == 0
+		flags[l] = sparse(l)
 		all = all && flags[l]
 	}
-	if !all {
-		cfg.MoELayers = flags
+	if all {
+		return nil
 	}
+	return flags
 }
 
 // moeShapes adds layer l's mixture-of-experts tensors to m, replacing
 // the dense MLP's: the experts stacked in ffn_*_exps.weight, or one
 // ffn_*.E.weight each.
-func moeShapes(cfg *model.Config, l int, m map[string]struct {
-	shape    []int
-	optional bool
-}, stacked bool) {
-	type want = struct {
-		shape    []int
-		optional bool
-	}
+func moeShapes(cfg *model.Config, l int, m map[string]want, stacked bool) {
 	p := fmt.Sprintf("blk.%d.", l)
 	d, e, fe, fs := cfg.Dim, cfg.NumExperts, cfg.ExpertFFNDim, cfg.SharedExpertFFNDim
 	for _, name := range []string{"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"} {
@@ -326,14 +326,9 @@ func (hc *hfConfig) ernieMoE(cfg *model.Config) error {
 	if m.MoELayerEnd != nil && *m.MoELayerEnd >= 0 {
 		end = *m.MoELayerEnd
 	}
-	flags, all := make([]bool, max(cfg.NumLayers, 0)), true
-	for l := range flags {
-		flags[l] = l >= m.MoELayerStart && l <= end && (l+1)%m.MoELayerInterval == 0
-		all = all && flags[l]
-	}
-	if !all {
-		cfg.MoELayers = flags
-	}
+	cfg.MoELayers = sparseLayers(cfg.NumLayers, func(l int) bool {
+		return l >= m.MoELayerStart && l <= end && (l+1)%m.MoELayerInterval == 0
+	})
 	return nil
 }
 
@@ -350,13 +345,6 @@ func (hc *hfConfig) qwenLayers(cfg *model.Config) error {
 	if step <= 0 {
 		return invalid("decoder_sparse_step %d", step)
 	}
-	flags, all := make([]bool, max(cfg.NumLayers, 0)), true
-	for l := range flags {
-		flags[l] = !slices.Contains(m.MLPOnlyLayers, l) && (l+1)%step == 0
-		all = all && flags[l]
-	}
-	if !all {
-		cfg.MoELayers = flags
-	}
+	cfg.MoELayers = sparseLayers(cfg.NumLayers, func(l int) bool { return !slices.Contains(m.MLPOnlyLayers, l) && (l+1)%step == 0 })
 	return nil
 }
