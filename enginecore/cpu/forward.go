@@ -35,8 +35,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 
 	c := &b.cfg
 	dim, half := c.Dim, len(b.freq)
-	mscale := c.RopeMScale() // RoPE's attention factor: cosines and sines scaled by it
-	const mscaleL = 1.0      // local layers' RoPE is unscaled (LocalRopeFrequencies)
+	mscale := c.RopeMScale() // RoPE's attention factor: cosines and sines scaled by it (not the local layers': unscaled)
 	for t, id := range step.TokenIDs {
 		x := b.x[t*dim : (t+1)*dim]
 		if err := b.w.TokenEmbed.DequantizeRow(int(id), x); err != nil {
@@ -52,7 +51,7 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		}
 		for i, f := range b.freqL {
 			s, co := math.Sincos(pos * f)
-			b.cosL[t*half+i], b.sinL[t*half+i] = float32(co*mscaleL), float32(s*mscaleL)
+			b.cosL[t*half+i], b.sinL[t*half+i] = float32(co), float32(s)
 		}
 	}
 	for l := range c.NumLayers {

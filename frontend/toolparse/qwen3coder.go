@@ -283,12 +283,6 @@ func (p *qwen3Coder) closeCall() {
 	p.reader.endCall()
 }
 
-// abandon makes the held block content again (no call was committed).
-func (p *qwen3Coder) abandon() {
-	p.em.text(p.raw)
-	p.raw = p.raw[:0]
-}
-
 // convertParam writes value as JSON by the type types gives param, as
 // vLLM's Qwen3-Coder parser converts it.
 func convertParam(out *bytes.Buffer, value string, types map[string]string, param string) {
