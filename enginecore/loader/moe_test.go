@@ -83,13 +83,7 @@ func TestLoadMoE(t *testing.T) {
 				if l.W1 != nil || len(l.Experts) != tt.want.NumExperts || (l.SharedGate != nil) != tt.want.SharedExpertGate || (l.Shared.W2 != nil) != (tt.want.SharedExpertFFNDim > 0) {
 					t.Fatalf("%s: layer 1 has dense %v, %d experts, shared gate %v", filepath.Base(p), l.W1 != nil, len(l.Experts), l.SharedGate != nil)
 				}
-				floats := map[string][]float32{}
-				for name, x := range s.Weights.Tensors() {
-					if floats[name], err = x.Float32s(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				weights = append(weights, floats)
+				weights = append(weights, weightFloats(t, s.Weights))
 			}
 			if _, ok := weights[0]["blk.1.ffn_down.3.weight"]; !ok {
 				t.Fatalf("no expert 3 in %v", keys(weights[0]))
@@ -209,8 +203,15 @@ func floatsOf(t *testing.T, path string) map[string][]float32 {
 		t.Fatal(err)
 	}
 	defer s.Release()
+	return weightFloats(t, s.Weights)
+}
+
+// weightFloats is w as floats by GGUF name.
+func weightFloats(t *testing.T, w *model.Weights) map[string][]float32 {
+	t.Helper()
 	out := map[string][]float32{}
-	for name, x := range s.Weights.Tensors() {
+	for name, x := range w.Tensors() {
+		var err error
 		if out[name], err = x.Float32s(); err != nil {
 			t.Fatal(err)
 		}
