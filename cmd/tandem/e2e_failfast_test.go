@@ -62,8 +62,8 @@ func TestServeFailsFast(t *testing.T) {
 	}
 	mamba := filepath.Join(dir, "mamba.gguf")
 	writeEditedGGUF(t, mamba, map[string]any{"general.architecture": "mamba"}, nil)
-	iq4 := filepath.Join(dir, "iq4_nl.gguf")
-	writeEditedGGUF(t, iq4, nil, map[string]uint32{"blk.0.ffn_up.weight": 20}) // IQ4_NL
+	mxfp4 := filepath.Join(dir, "mxfp4.gguf")
+	writeEditedGGUF(t, mxfp4, nil, map[string]uint32{"blk.0.ffn_up.weight": 39}) // MXFP4
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestServeFailsFast(t *testing.T) {
 		{"directory without config.json", []string{emptyDir}, engineFailed,
 			"loader: open " + filepath.Join(emptyDir, "config.json") + ": no such file or directory"},
 		{"unsupported architecture", []string{mamba}, engineFailed, `loader: architecture "mamba" is not supported (supported: ernie4_5, ernie4_5-moe, gemma2, gemma3, granite, granitemoe, llama, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)`},
-		{"unsupported tensor type", []string{iq4}, engineFailed, `tensor "blk.0.ffn_up.weight" has type IQ4_NL, which is not supported`},
+		{"unsupported tensor type", []string{mxfp4}, engineFailed, `tensor "blk.0.ffn_up.weight" has type MXFP4, which is not supported`},
 		{"port in use", []string{"--model", "dummy", "--port", busyPort}, "tandem: serve: ", "listen tcp 127.0.0.1:" + busyPort + ": bind: address already in use"},
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},
 		{"unknown tool call parser", []string{"--model", "dummy", "--tool-call-parser", "qwen"}, "tandem: serve: ",

@@ -3,9 +3,11 @@
 // any supported type, norms and biases as float32), builds them from GGUF
 // tensors ([FromTensors]), and implements ggml's block formats: reference
 // dequantization ([Dequantize]) and round-to-nearest quantization
-// ([Quantize]) for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-// Q5_K and Q6_K, bit-exact with ggml-quants.c (checked against gguf-py in
-// testdata/quant_golden.json, made by scripts/gen-quant-golden.py). It
+// ([Quantize]) for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS, bit-exact with ggml-quants.c
+// (checked against gguf-py in testdata/quant_golden.json, made by
+// scripts/gen-quant-golden.py); Q2_K, Q3_K, IQ4_NL and IQ4_XS quantize by
+// plain rounding (quantlow.go), not ggml's search, for test models. It
 // also builds the built-in `dummy` model ([Dummy]) and random models of any
 // shape and types ([Random]) for tests and benchmarks.
 //

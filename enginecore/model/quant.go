@@ -113,6 +113,12 @@ func Dequantize(t DType, src []byte, dst []float32) error {
 		for b := range len(dst) / qkK {
 			dequantQ6K(src[210*b:210*b+210], dst[qkK*b:qkK*(b+1)])
 		}
+	default:
+		// Q2_K, Q3_K, IQ4_NL, IQ4_XS (quantlow.go).
+		bs, bb, f := t.BlockSize(), t.RowBytes(t.BlockSize()), lowDequant[t]
+		for b := range len(dst) / bs {
+			f(src[bb*b:bb*(b+1)], dst[bs*b:bs*(b+1)])
+		}
 	}
 	return nil
 }
@@ -241,6 +247,11 @@ func Quantize(t DType, src []float32) ([]byte, error) {
 	case Q6_K:
 		for b := range len(src) / qkK {
 			quantQ6K(src[qkK*b:qkK*(b+1)], out[210*b:210*b+210])
+		}
+	default:
+		bs, bb, f := t.BlockSize(), t.RowBytes(t.BlockSize()), lowQuant[t]
+		for b := range len(src) / bs {
+			f(src[bs*b:bs*(b+1)], out[bb*b:bb*(b+1)])
 		}
 	}
 	return out, nil

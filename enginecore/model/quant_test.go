@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var allTypes = []DType{F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K}
+var allTypes = []DType{F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS}
 
 // TestGolden compares with blocks made by gguf-py (see
 // scripts/gen-quant-golden.py): Quantize must reproduce the bytes where
@@ -184,6 +184,7 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{F32, 0}, {F16, 4e-4}, {BF16, 3e-3}, {Q8_0, 0.01}, {Q6_K, 0.02},
 		{Q5_K, 0.045}, {Q5_1, 0.055}, {Q5_0, 0.06}, {Q4_K, 0.09}, {Q4_1, 0.11}, {Q4_0, 0.12},
+		{IQ4_NL, 0.12}, {IQ4_XS, 0.12}, {Q3_K, 0.24}, {Q2_K, 0.45}, // simple quantizers (quantlow.go)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	x := make([]float32, 4096)
@@ -307,7 +308,7 @@ func TestLayoutErrors(t *testing.T) {
 		{"short", Q4_1, 64, 39, ErrLayout},
 		{"partial block", Q8_0, 48, 51, ErrLayout},
 		{"k-quant needs 256", Q4_K, 128, 72, ErrLayout},
-		{"unsupported", DType(20), 32, 18, ErrUnsupportedType}, // IQ4_NL
+		{"unsupported", DType(39), 32, 17, ErrUnsupportedType}, // MXFP4
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,10 +15,16 @@ const (
 	Q5_0 DType = 6
 	Q5_1 DType = 7
 	Q8_0 DType = 8
+	Q2_K DType = 10
+	Q3_K DType = 11
 	Q4_K DType = 12
 	Q5_K DType = 13
 	Q6_K DType = 14
-	BF16 DType = 30
+	// IQ4_NL and IQ4_XS are 4-bit indices into ggml's non-linear table
+	// of 16 int8 values (kvalues_iq4nl).
+	IQ4_NL DType = 20
+	IQ4_XS DType = 23
+	BF16   DType = 30
 )
 
 // typeInfo is a type's block layout: BlockSize elements take BlockBytes.
@@ -37,9 +43,15 @@ var types = map[DType]typeInfo{
 	Q5_0: {"Q5_0", 32, 22},   // f16 d, 4 bytes of fifth bits, 16 bytes of nibbles
 	Q5_1: {"Q5_1", 32, 24},   // f16 d, f16 m, 4 bytes of fifth bits, 16 bytes of nibbles
 	Q8_0: {"Q8_0", 32, 34},   // f16 d + 32 int8
+	Q2_K: {"Q2_K", 256, 84},  // 16 scale|min<<4 bytes, 64 bytes of 2-bit q, f16 d, f16 dmin
+	Q3_K: {"Q3_K", 256, 110}, // 32 bytes of high bits, 64 bytes of 2-bit q, 12 bytes of 6-bit scales, f16 d
 	Q4_K: {"Q4_K", 256, 144}, // f16 d, f16 dmin, 12 bytes scales, 128 bytes nibbles
 	Q5_K: {"Q5_K", 256, 176}, // f16 d, f16 dmin, 12 scales, 32 high bits, 128 nibbles
 	Q6_K: {"Q6_K", 256, 210}, // 128 low nibbles, 64 high bits, 16 int8 scales, f16 d
+	// f16 d + 16 bytes of table indices
+	IQ4_NL: {"IQ4_NL", 32, 18},
+	// f16 d, u16 high 2 bits and 4 bytes low 4 bits of 8 6-bit scales, 128 bytes of indices
+	IQ4_XS: {"IQ4_XS", 256, 136},
 }
 
 // String is ggml's name of the type.

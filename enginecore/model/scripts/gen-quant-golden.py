@@ -5,8 +5,8 @@ For every type it records input floats, the ggml-layout bytes and their
 dequantization as computed by gguf-py (llama.cpp's Python package, whose
 gguf.quants mirrors ggml-quants.c bit for bit). Types gguf-py can quantize
 (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) get bytes quantized from the
-input; K-quants, which gguf-py only dequantizes, get random blocks with
-sane f16 scales.
+input; K-quants and IQ4_NL/IQ4_XS, which gguf-py only dequantizes, get
+random blocks with sane f16 scales.
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install -r requirements-test.txt
     /tmp/venv/bin/python gen-quant-golden.py   # from this directory
@@ -29,16 +29,21 @@ def f16_bytes(rng, lo, hi, n):
     return rng.uniform(lo, hi, n).astype(np.float16).view(np.uint8)
 
 
+# Where each type keeps its f16 scales: (block bytes, offsets of d/dmin).
+SCALES = {
+    T.Q4_K: (144, [0, 2]), T.Q5_K: (176, [0, 2]), T.Q6_K: (210, [208]),
+    T.Q2_K: (84, [80, 82]), T.Q3_K: (110, [108]),
+    T.IQ4_NL: (18, [0]), T.IQ4_XS: (136, [0]),
+}
+
+
 def kquant_blocks(rng, qtype, n_blocks):
-    size = {T.Q4_K: 144, T.Q5_K: 176, T.Q6_K: 210}[qtype]
+    size, offsets = SCALES[qtype]
     out = []
     for _ in range(n_blocks):
         b = rng.integers(0, 256, size, dtype=np.uint8)
-        if qtype in (T.Q4_K, T.Q5_K):  # d, dmin first
-            b[0:2] = f16_bytes(rng, 0.001, 0.05, 1)
-            b[2:4] = f16_bytes(rng, 0.001, 0.05, 1)
-        else:  # Q6_K: d last
-            b[208:210] = f16_bytes(rng, 0.001, 0.05, 1)
+        for o in offsets:
+            b[o:o + 2] = f16_bytes(rng, 0.001, 0.05, 1)
         out.append(b)
     return np.concatenate(out)
 
@@ -76,6 +81,16 @@ def main():
     # random draws (and bytes).
     for qtype, n in [(T.Q5_0, 128), (T.Q5_1, 128)]:
         cases.append(quantized_case(rng, qtype, n))
+    # Added later still: the 2- and 3-bit K-quants and the non-linear
+    # 4-bit types (IQ4_NL in blocks of 32, so 8 of them).
+    for qtype, n_blocks in [(T.Q2_K, 2), (T.Q3_K, 2), (T.IQ4_NL, 8), (T.IQ4_XS, 2)]:
+        b = kquant_blocks(rng, qtype, n_blocks)
+        cases.append({
+            "type": qtype.name,
+            "input": None,
+            "bytes": b.tobytes().hex(),
+            "dequantized": floats(quants.dequantize(b, qtype)),
+        })
     with open(OUT, "w") as f:
         json.dump({"generator": "scripts/gen-quant-golden.py", "gguf": "0.19.0", "cases": cases}, f, indent=1)
         f.write("\n")
