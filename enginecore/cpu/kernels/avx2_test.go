@@ -12,11 +12,12 @@ import (
 )
 
 // quantTypes are the quantized types, whose matmuls run in assembly.
-var quantTypes = []model.DType{model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q4_K, model.Q5_K, model.Q6_K}
+var quantTypes = []model.DType{model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q2_K, model.Q3_K, model.Q4_K, model.Q5_K, model.Q6_K, model.IQ4_NL, model.IQ4_XS}
 
 // f16Scaled are the types packed with float16 scales (their own), whose
 // AVX2 kernels need F16C and which have AVX-512 and AVX-VNNI assembly.
-var f16Scaled = map[model.DType]bool{model.Q4_0: true, model.Q4_1: true, model.Q5_0: true, model.Q8_0: true}
+// (Q2_K's is its super-block d, IQ4_NL's its block's d.)
+var f16Scaled = map[model.DType]bool{model.Q4_0: true, model.Q4_1: true, model.Q5_0: true, model.Q8_0: true, model.Q2_K: true, model.IQ4_NL: true}
 
 // TestAVX2AssemblySameBits: the AVX2 assembly kernels give the bits of
 // the archsimd AVX2 kernels they replace, for every token count around
@@ -95,7 +96,7 @@ func TestDispatchPicksAssembly(t *testing.T) {
 				want = "avx512vnni-asm"
 			case l == levelAVX512 && f16Scaled[typ]:
 				want = "avx512-asm"
-			case l == levelAVXVNNI && typ != model.Q5_1 && typ != model.Q5_K && typ != model.Q6_K:
+			case l == levelAVXVNNI && (f16Scaled[typ] || typ == model.Q4_K):
 				want = "avxvnni-asm"
 			}
 			if want != "" && strings.TrimPrefix(got, "amx+") != want {

@@ -32,7 +32,8 @@ const Layout = "tandem-pack-v4"
 //	        f (u64 at 48, float32), kint (u64 at 56, bytes)
 //	qs      [len] byte
 //	scales  [len] uint16, float32 or byte
-//	f       [len] float32, or uint16 (16-bit float weights)
+//	f       [len] float32, or uint16 (16-bit float weights); for a
+//	        quantized matrix Q2_K's offsets (mins), float32
 //	kint    [len] byte (Q4_K with float32 scales: the compact ones too)
 //
 // in the machine's byte order (the cache is per machine).
@@ -77,12 +78,15 @@ func EncodedBound(t *model.Tensor) (int64, error) {
 	if t.Type == model.Q4_K {
 		n += alignUp(groups * nb * kBlockBytes)
 	}
+	if t.Type == model.Q2_K {
+		n += alignUp(4 * groups * in / minsPer * GroupRows)
+	}
 	return n, nil
 }
 
 // EncodedSize is the number of bytes Encode writes.
 func (m *Matrix) EncodedSize() int64 {
-	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f))+2*int64(len(m.w16))) + alignUp(int64(len(m.kint)))
+	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f)+len(m.mins))+2*int64(len(m.w16))) + alignUp(int64(len(m.kint)))
 }
 
 // Encode writes m in the encoded layout; DecodeMatrix reads it back
@@ -116,7 +120,7 @@ func (m *Matrix) Encode(w io.Writer) error {
 		h[28] = 1
 	}
 	ne.PutUint64(h[40:], uint64(len(m.qs)))
-	ne.PutUint64(h[48:], uint64(len(m.f)+len(m.w16)))
+	ne.PutUint64(h[48:], uint64(len(m.f)+len(m.w16)+len(m.mins)))
 	ne.PutUint64(h[56:], uint64(len(m.kint)))
 	switch {
 	case m.w16 != nil && m.bf16:
@@ -136,8 +140,11 @@ func (m *Matrix) Encode(w io.Writer) error {
 		return fmt.Errorf("kernels: encode: %w", err)
 	}
 	f := bytesOf(m.f)
-	if m.w16 != nil {
+	switch {
+	case m.w16 != nil:
 		f = bytesOf(m.w16)
+	case m.mins != nil:
+		f = bytesOf(m.mins)
 	}
 	for _, b := range [][]byte{m.qs, sc, f, m.kint} {
 		if err := put(b); err != nil {
@@ -212,6 +219,8 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	switch {
 	case nf > 0 && wKind != 0:
 		m.w16, m.bf16 = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), nf), wKind == 2
+	case nf > 0 && m.fam != famF32:
+		m.mins = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(f))), nf)
 	case nf > 0:
 		m.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(f))), nf)
 	}
@@ -245,6 +254,13 @@ func (m *Matrix) check() error {
 	nsc := len(m.sc.f) + len(m.sc.h) + len(m.sc.k)
 	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil || m.w16 != nil {
 		return fmt.Errorf("%w: sections do not match %d×%d", ErrEncoded, m.Out, m.In)
+	}
+	wantMins := 0
+	if m.Type == model.Q2_K {
+		wantMins = groups * m.In / minsPer * GroupRows
+	}
+	if len(m.mins) != wantMins || m.mins != nil && (m.fam != famByte || m.nsub != 1 || m.hasMin) {
+		return fmt.Errorf("%w: %d offsets per 16 for %v, want %d", ErrEncoded, len(m.mins), m.Type, wantMins)
 	}
 	wantK := 0
 	if m.superForm() && m.sc.k == nil {

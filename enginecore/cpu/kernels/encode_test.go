@@ -53,7 +53,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 				t.Errorf("%v out=%d: decoded %d bytes, want %d", typ, out, n, m.EncodedSize())
 			}
 			if d.In != m.In || d.Out != m.Out || d.Type != m.Type || d.fam != m.fam || d.nb != m.nb || d.nsub != m.nsub || d.hasMin != m.hasMin ||
-				!slices.Equal(d.qs, m.qs) || !slices.Equal(d.sc.f, m.sc.f) || !slices.Equal(d.sc.h, m.sc.h) || !slices.Equal(d.f, m.f) {
+				!slices.Equal(d.qs, m.qs) || !slices.Equal(d.sc.f, m.sc.f) || !slices.Equal(d.sc.h, m.sc.h) || !slices.Equal(d.f, m.f) || !slices.Equal(d.mins, m.mins) {
 				t.Fatalf("%v out=%d: decoded matrix differs from the packed one", typ, out)
 			}
 			if diff := cmp.Diff(m.Dequantize(), d.Dequantize()); diff != "" {

@@ -23,6 +23,9 @@ func (m *Matrix) MulGroups(out []float32, a *Activations, g0, g1 int) {
 	if m.superForm() {
 		m.mulSuper(out, a, g0, g1) // after: it replaces the precise tokens' outputs
 	}
+	if m.mins != nil {
+		m.addMins(out, a, g0, g1)
+	}
 	clearUpper()
 }
 

@@ -67,3 +67,5 @@ func (m *Matrix) superTiles(out []float32, a *Activations, g0, g1 int) int { ret
 func quantizeSuperSIMD(r *[256]float32, q *[256]int8, sums *[8]int16) (float32, bool) {
 	return 0, false
 }
+
+func minsGroup(acc *[GroupRows]float32, mins, xs []float32) { minsGroupGo(acc, mins, xs) }

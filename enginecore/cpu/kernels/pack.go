@@ -62,6 +62,9 @@ type Matrix struct {
 	f       []float32 // famF32: [groups][In][16]
 	w16     []uint16  // famF32 from F16 or BF16 files, kept 16-bit: [groups][In][16]
 	bf16    bool      // w16 holds bfloat16 (else float16)
+	// mins: Q2_K's offsets, one per 16 elements (finer than the byte
+	// kernels' M per 32): [groups][In/16][16], added by addMins.
+	mins []float32
 	// kint: Q4_K's compact scales (scales.k's layout) where sc holds
 	// float32 D and M instead (below the VNNI level), for the super form
 	// (on CPUs where precise tokens take it: superCPU).
@@ -76,7 +79,7 @@ func (m *Matrix) Quantized() bool { return m.fam != famF32 }
 
 // Bytes is the packed size, for memory accounting.
 func (m *Matrix) Bytes() int64 {
-	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)) + 2*int64(len(m.sc.h)+len(m.w16)) + int64(len(m.sc.k)+len(m.kint))
+	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)+len(m.mins)) + 2*int64(len(m.sc.h)+len(m.w16)) + int64(len(m.sc.k)+len(m.kint))
 }
 
 // scPerBlock is the number of scale floats per (group, block).
@@ -108,27 +111,6 @@ func (m *Matrix) blockBytes() int {
 		return q6BlockBytes
 	}
 	return nibBlockBytes
-}
-
-// rowDecoder decodes one row into per-element integer quants q [In] and
-// per-sub-block scales D, M [In/sub] (value = D·q + M).
-type rowDecoder struct {
-	fam    family
-	sub    int // elements per scale
-	nsub   int
-	hasMin bool
-	decode func(row []byte, q []int8, d, m []float32)
-}
-
-var decoders = map[model.DType]rowDecoder{
-	model.Q4_0: {famNib, 32, 1, true, decodeQ4_0},
-	model.Q4_1: {famNib, 32, 1, true, decodeQ4_1},
-	model.Q4_K: {famNib, 32, 1, true, decodeQ4K},
-	model.Q8_0: {famByte, 32, 1, false, decodeQ8_0},
-	model.Q5_0: {famByte, 32, 1, false, decodeQ5_0},
-	model.Q5_1: {famByte, 32, 1, true, decodeQ5_1},
-	model.Q6_K: {famByte, 16, 2, false, decodeQ6K},
-	model.Q5_K: {famByte, 32, 1, true, decodeQ5K},
 }
 
 // Pack repacks t (GGUF Shape [In, Out], any supported type) for the
@@ -234,6 +216,9 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 		} else if superCPU {
 			m.kint = packQ4KScales(t.Data, in, out)
 		}
+	}
+	if t.Type == model.Q2_K {
+		m.mins = q2KMins(t.Data, in, out)
 	}
 	if t.Type == model.Q6_K && compactQ4K() {
 		m.fam, m.nsub, m.qs = famQ6, 0, q6Compact(m.qs)
@@ -393,127 +378,6 @@ func (s *scales) dropM() {
 	s.h, s.noM = h, true
 }
 
-func half(b []byte) float32 { return model.F16ToF32(binary.LittleEndian.Uint16(b)) }
-
-func decodeQ4_0(row []byte, q []int8, d, m []float32) {
-	for b := range len(q) / 32 {
-		blk := row[18*b : 18*b+18]
-		d[b] = half(blk)
-		m[b] = -8 * d[b] // exact: D·q + M = D·(q-8)
-		for i, v := range blk[2:18] {
-			q[32*b+i], q[32*b+16+i] = int8(v&0xf), int8(v>>4)
-		}
-	}
-}
-
-func decodeQ4_1(row []byte, q []int8, d, m []float32) {
-	for b := range len(q) / 32 {
-		blk := row[20*b : 20*b+20]
-		d[b], m[b] = half(blk), half(blk[2:])
-		for i, v := range blk[4:20] {
-			q[32*b+i], q[32*b+16+i] = int8(v&0xf), int8(v>>4)
-		}
-	}
-}
-
-// decodeQ8_0 clamps -128 to -127: the kernels' sign trick needs |q| ≤ 127,
-// and ggml's quantizer never writes -128.
-func decodeQ8_0(row []byte, q []int8, d, _ []float32) {
-	for b := range len(q) / 32 {
-		blk := row[34*b : 34*b+34]
-		d[b] = half(blk)
-		for i, v := range blk[2:34] {
-			q[32*b+i] = max(int8(v), -127)
-		}
-	}
-}
-
-// decodeQ5_0 gives q − 16 in [-16, 15], so that Q5_0 multiplies like
-// Q8_0: one float16 scale per 32, no offset.
-func decodeQ5_0(row []byte, q []int8, d, _ []float32) {
-	for b := range len(q) / 32 {
-		blk := row[22*b : 22*b+22]
-		d[b] = half(blk)
-		qh := binary.LittleEndian.Uint32(blk[2:])
-		for i, v := range blk[6:22] {
-			q[32*b+i] = int8(v&0xf|byte(qh>>i&1)<<4) - 16
-			q[32*b+16+i] = int8(v>>4|byte(qh>>(i+16)&1)<<4) - 16
-		}
-	}
-}
-
-// decodeQ5_1 gives q in [0, 31] with D = d and M = m: Q5_K's kernels, for
-// blocks of 32 without a super-block.
-func decodeQ5_1(row []byte, q []int8, d, m []float32) {
-	for b := range len(q) / 32 {
-		blk := row[24*b : 24*b+24]
-		d[b], m[b] = half(blk), half(blk[2:])
-		qh := binary.LittleEndian.Uint32(blk[4:])
-		for i, v := range blk[8:24] {
-			q[32*b+i] = int8(v&0xf | byte(qh>>i&1)<<4)
-			q[32*b+16+i] = int8(v>>4 | byte(qh>>(i+16)&1)<<4)
-		}
-	}
-}
-
-// decodeQ4K splits each super-block into 8 sub-blocks of 32 with
-// D = d·sc and M = -dmin·m, as ggml's dequantize_row_q4_K computes them.
-func decodeQ4K(row []byte, q []int8, d, m []float32) {
-	for b := range len(q) / 256 {
-		blk := row[144*b : 144*b+144]
-		dd, dmin := half(blk), half(blk[2:])
-		for k := range 4 {
-			for h := range 2 {
-				j := 2*k + h
-				sc, mn := model.ScaleMinK4(j, blk[4:16])
-				d[8*b+j], m[8*b+j] = dd*float32(sc), -(dmin * float32(mn))
-				for l, v := range blk[16+32*k : 16+32*k+32] {
-					q[256*b+32*j+l] = int8(v >> (4 * h) & 0xf)
-				}
-			}
-		}
-	}
-}
-
-func decodeQ5K(row []byte, q []int8, d, m []float32) {
-	for b := range len(q) / 256 {
-		blk := row[176*b : 176*b+176]
-		dd, dmin := half(blk), half(blk[2:])
-		qh := blk[16:48]
-		for k := range 4 {
-			for h := range 2 {
-				j := 2*k + h
-				sc, mn := model.ScaleMinK4(j, blk[4:16])
-				d[8*b+j], m[8*b+j] = dd*float32(sc), -(dmin * float32(mn))
-				for l, v := range blk[48+32*k : 48+32*k+32] {
-					q[256*b+32*j+l] = int8(v>>(4*h)&0xf | (qh[l]>>j&1)<<4)
-				}
-			}
-		}
-	}
-}
-
-// decodeQ6K gives 16 sub-blocks of 16 with D = d·sc and q in [-32, 31].
-func decodeQ6K(row []byte, q []int8, d, _ []float32) {
-	for b := range len(q) / 256 {
-		blk := row[210*b : 210*b+210]
-		dd := half(blk[208:])
-		for s := range 16 {
-			d[16*b+s] = dd * float32(int8(blk[192+s]))
-		}
-		for n := range 2 {
-			ql, qh := blk[64*n:64*n+64], blk[128+32*n:128+32*n+32]
-			y := q[256*b+128*n:][:128]
-			for l := range 32 {
-				y[l] = int8(ql[l]&0xf|(qh[l]&3)<<4) - 32
-				y[l+32] = int8(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
-				y[l+64] = int8(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-				y[l+96] = int8(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
-			}
-		}
-	}
-}
-
 // Dequantize unpacks the matrix to float32 [Out][In], computing each
 // element as float32(D·q) + M — the same roundings as ggml's
 // dequantize_row_*, so it equals model.Dequantize of the source bit for
@@ -552,6 +416,9 @@ func (m *Matrix) Dequantize() []float32 {
 					d = sc.at(s*GroupRows + lane)
 					if m.hasMin {
 						mn = sc.at((m.nsub+s)*GroupRows + lane)
+					}
+					if m.mins != nil {
+						mn = m.mins[(g*m.In/minsPer+(32*j+e)/minsPer)*GroupRows+lane]
 					}
 				}
 				y[32*j+e] = float32(d*float32(q)) + mn

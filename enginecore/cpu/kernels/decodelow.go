@@ -1,0 +1,143 @@
+package kernels
+
+import "github.com/tandem-llm/tandem/enginecore/model"
+
+// The low-bit types ride the byte family's kernels (int8 q, a scale per 32
+// or 16), so every level runs them with the kernels Q8_0 and Q6_K use:
+//
+//   - Q2_K: value = d·sc·q − dmin·m per 16 elements, q in [0, 3] and sc,
+//     m in [0, 15]. sc·q (≤ 45) is the int8 q and the super-block's d the
+//     scale (float16, exact: Q8_0's kernels); the offsets, per 16 and
+//     so finer than the byte kernels' per-32 M, are Matrix.mins, added
+//     after the integer sums (addMins). d·(sc·q) is exact in float32, as
+//     is ggml's (d·sc)·q, so the values are ggml's to the bit.
+//   - Q3_K: q in [-4, 3] with D = d·(scale−32) per 16, as Q6_K.
+//   - IQ4_NL: the table's value (in [-127, 113]) as q, d per 32, as Q8_0.
+//   - IQ4_XS: the table's value as q with D = d·(ls−32) per 32, laid out
+//     as Q6_K's two scales per 32 (equal), whose kernels read float32 D
+//     (a product that float16 cannot hold exactly).
+//
+// Packed, that is 1.06 bytes a weight (Q2_K: 1.31 with its offsets,
+// IQ4_NL) or 1.25 (Q3_K, IQ4_XS): 2.3–4× the file's bytes.
+
+// decodeQ2K: D = d per 32 and q = sc·q2 (its offsets: q2KMins).
+func decodeQ2K(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 256 {
+		blk := row[84*b : 84*b+84]
+		dd := half(blk[80:])
+		for j := range 8 {
+			d[8*b+j] = dd
+		}
+		for s := range 16 {
+			sc := int8(blk[s] & 0xf)
+			n, j, h := s/8, s%8/2, s%2
+			qs := blk[16+32*n+16*h:][:16]
+			for l, v := range qs {
+				q[256*b+16*s+l] = sc * int8(v>>(2*j)&3)
+			}
+		}
+	}
+}
+
+// decodeQ3K: 16 sub-blocks of 16 with D = d·scale and q in [-4, 3].
+func decodeQ3K(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 256 {
+		blk := row[110*b : 110*b+110]
+		dd := half(blk[108:])
+		for s := range 16 {
+			d[16*b+s] = dd * float32(model.Q3KScale(s, blk[96:108]))
+			n, j, h := s/8, s%8/2, s%2
+			qs, hm := blk[32+32*n+16*h:][:16], blk[16*h:][:16]
+			for l := range 16 {
+				v := int8(qs[l]>>(2*j)&3) - 4
+				if hm[l]>>(4*n+j)&1 != 0 {
+					v += 4
+				}
+				q[256*b+16*s+l] = v
+			}
+		}
+	}
+}
+
+func decodeIQ4NL(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 32 {
+		blk := row[18*b : 18*b+18]
+		d[b] = half(blk)
+		for i, v := range blk[2:18] {
+			q[32*b+i], q[32*b+16+i] = model.IQ4Values[v&0xf], model.IQ4Values[v>>4]
+		}
+	}
+}
+
+// decodeIQ4XS gives each block of 32 its scale twice (as two halves of 16).
+func decodeIQ4XS(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 256 {
+		blk := row[136*b : 136*b+136]
+		dd := half(blk)
+		for ib := range 8 {
+			dl := dd * float32(model.IQ4XSScale(ib, blk))
+			d[16*b+2*ib], d[16*b+2*ib+1] = dl, dl
+			for i, v := range blk[8+16*ib : 8+16*ib+16] {
+				q[256*b+32*ib+i], q[256*b+32*ib+16+i] = model.IQ4Values[v&0xf], model.IQ4Values[v>>4]
+			}
+		}
+	}
+}
+
+// minsPer is the elements that share one of Matrix.mins' offsets.
+const minsPer = 16
+
+// q2KMins lays out Q2_K rows' offsets M = −dmin·m per 16 elements, as
+// ggml's dequantize_row_q2_K computes them: [groups][In/16][16].
+func q2KMins(data []byte, in, out int) []float32 {
+	k, rb := in/minsPer, model.Q2_K.RowBytes(in)
+	groups := (out + GroupRows - 1) / GroupRows
+	mins := make([]float32, groups*k*GroupRows)
+	for r := range out {
+		g, lane := r/GroupRows, r%GroupRows
+		row := data[r*rb : (r+1)*rb]
+		for b := range in / 256 {
+			blk := row[84*b : 84*b+84]
+			dmin := half(blk[82:])
+			for s := range 16 {
+				mins[(g*k+16*b+s)*GroupRows+lane] = -(dmin * float32(blk[s]>>4))
+			}
+		}
+	}
+	return mins
+}
+
+// addMins adds Σ_k M[r][k]·(d·Σq)[t][k] over the blocks of 16 to out[t][r]
+// for the rows of groups [g0, g1) and every token, its residual row's
+// sums too (as ggml's Q2_K dot product takes the q8_K activations' sums
+// of 16, bsums).
+func (m *Matrix) addMins(out []float32, a *Activations, g0, g1 int) {
+	k := m.In / minsPer
+	var acc [GroupRows]float32
+	for row := range m.rows(a) {
+		t := row
+		if t >= a.NumTok {
+			t = int(a.resOf[t-a.NumTok])
+		}
+		xs := a.x16[row*k : (row+1)*k]
+		for g := g0; g < g1; g++ {
+			minsGroup(&acc, m.mins[g*k*GroupRows:(g+1)*k*GroupRows], xs)
+			r0 := g * GroupRows
+			dst := out[t*m.Out+r0 : t*m.Out+min(r0+GroupRows, m.Out)]
+			for i := range dst {
+				dst[i] += acc[i]
+			}
+		}
+	}
+}
+
+// minsGroupGo is minsGroup in Go: acc[r] = Σ_k mins[k][r]·xs[k].
+func minsGroupGo(acc *[GroupRows]float32, mins, xs []float32) {
+	*acc = [GroupRows]float32{}
+	for k, x := range xs {
+		mk := (*[GroupRows]float32)(mins[k*GroupRows:])
+		for r := range acc {
+			acc[r] += mk[r] * x
+		}
+	}
+}
