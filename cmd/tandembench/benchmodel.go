@@ -61,6 +61,41 @@ var benchQuants = map[string]func(layers int) (base model.DType, types map[strin
 		}
 		return model.Q4_K, types
 	},
+	// Q3_K_M: Q3_K, the output Q6_K, attn_output Q4_K, attn_v Q5_K in
+	// the first two layers and Q4_K after, ffn_down Q5_K in the first
+	// sixteenth and Q4_K after (llama-quant.cpp, dense models).
+	"q3_k_m": func(layers int) (model.DType, map[string]model.DType) {
+		types := map[string]model.DType{"output.weight": model.Q6_K}
+		for i := range layers {
+			v, down := model.Q4_K, model.Q4_K
+			if i < 2 {
+				v = model.Q5_K
+			}
+			if i < layers/16 {
+				down = model.Q5_K
+			}
+			types[fmt.Sprintf("blk.%d.attn_output.weight", i)] = model.Q4_K
+			types[fmt.Sprintf("blk.%d.attn_v.weight", i)] = v
+			types[fmt.Sprintf("blk.%d.ffn_down.weight", i)] = down
+			types[fmt.Sprintf("blk.%d.ffn_down_exps.weight", i)] = down
+		}
+		return model.Q3_K, types
+	},
+	// IQ4_XS without an importance matrix: IQ4_XS, the output Q6_K,
+	// attn_v Q5_K (llama.cpp's choice where 4 or more heads share a KV
+	// head, as in the 1b and moe shapes), ffn_down Q5_K
+	// in the first eighth of the layers.
+	"iq4_xs": func(layers int) (model.DType, map[string]model.DType) {
+		types := map[string]model.DType{"output.weight": model.Q6_K}
+		for i := range layers {
+			types[fmt.Sprintf("blk.%d.attn_v.weight", i)] = model.Q5_K
+			if i < layers/8 {
+				types[fmt.Sprintf("blk.%d.ffn_down.weight", i)] = model.Q5_K
+				types[fmt.Sprintf("blk.%d.ffn_down_exps.weight", i)] = model.Q5_K
+			}
+		}
+		return model.IQ4_XS, types
+	},
 }
 
 // benchModelVersion changes the cache key when the generator changes.

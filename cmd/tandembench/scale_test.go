@@ -36,6 +36,41 @@ func TestParseBenchModels(t *testing.T) {
 	}
 }
 
+// TestLowBitMixes checks the Q3_K_M and IQ4_XS recipes at 16 layers:
+// the base type, and which layers' attn_v and ffn_down go up a step.
+func TestLowBitMixes(t *testing.T) {
+	tests := []struct {
+		quant string
+		base  model.DType
+		up    map[string]model.DType // tensor → type; the rest of attn_v/ffn_down are listed too
+	}{
+		{"q3_k_m", model.Q3_K, map[string]model.DType{
+			"blk.0.attn_v.weight": model.Q5_K, "blk.1.attn_v.weight": model.Q5_K, "blk.2.attn_v.weight": model.Q4_K, "blk.15.attn_v.weight": model.Q4_K,
+			"blk.0.ffn_down.weight": model.Q5_K, "blk.1.ffn_down.weight": model.Q4_K, "blk.15.attn_output.weight": model.Q4_K,
+		}},
+		{"iq4_xs", model.IQ4_XS, map[string]model.DType{
+			"blk.0.attn_v.weight": model.Q5_K, "blk.15.attn_v.weight": model.Q5_K,
+			"blk.0.ffn_down.weight": model.Q5_K, "blk.1.ffn_down.weight": model.Q5_K, "blk.2.ffn_down.weight": model.IQ4_XS,
+			"blk.0.attn_output.weight": model.IQ4_XS,
+		}},
+	}
+	for _, tt := range tests {
+		base, types := benchQuants[tt.quant](16)
+		if base != tt.base || types["output.weight"] != model.Q6_K {
+			t.Errorf("%s: base %v, output %v", tt.quant, base, types["output.weight"])
+		}
+		for name, want := range tt.up {
+			got, ok := types[name]
+			if !ok {
+				got = base
+			}
+			if got != want {
+				t.Errorf("%s: %s is %v, want %v", tt.quant, name, got, want)
+			}
+		}
+	}
+}
+
 // TestQ4KMMix checks the layers whose attn_v and ffn_down get Q6_K in a
 // 16-layer Q4_K_M: the first and last eighth and every third between.
 func TestQ4KMMix(t *testing.T) {
