@@ -62,8 +62,8 @@ func TestServeFailsFast(t *testing.T) {
 	}
 	mamba := filepath.Join(dir, "mamba.gguf")
 	writeEditedGGUF(t, mamba, map[string]any{"general.architecture": "mamba"}, nil)
-	mxfp4 := filepath.Join(dir, "mxfp4.gguf")
-	writeEditedGGUF(t, mxfp4, nil, map[string]uint32{"blk.0.ffn_up.weight": 39}) // MXFP4
+	q8_1 := filepath.Join(dir, "q8_1.gguf")
+	writeEditedGGUF(t, q8_1, nil, map[string]uint32{"blk.0.ffn_up.weight": 9}) // Q8_1
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +83,8 @@ func TestServeFailsFast(t *testing.T) {
 		{"not a model file", []string{notGGUF}, engineFailed, "loader: " + notGGUF + " is neither a GGUF file nor a Hugging Face model directory"},
 		{"directory without config.json", []string{emptyDir}, engineFailed,
 			"loader: open " + filepath.Join(emptyDir, "config.json") + ": no such file or directory"},
-		{"unsupported architecture", []string{mamba}, engineFailed, `loader: architecture "mamba" is not supported (supported: ernie4_5, ernie4_5-moe, gemma2, gemma3, granite, granitemoe, llama, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)`},
-		{"unsupported tensor type", []string{mxfp4}, engineFailed, `tensor "blk.0.ffn_up.weight" has type MXFP4, which is not supported`},
+		{"unsupported architecture", []string{mamba}, engineFailed, `loader: architecture "mamba" is not supported (supported: ernie4_5, ernie4_5-moe, gemma2, gemma3, gpt-oss, granite, granitemoe, llama, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)`},
+		{"unsupported tensor type", []string{q8_1}, engineFailed, `tensor "blk.0.ffn_up.weight" has type Q8_1, which is not supported`},
 		{"port in use", []string{"--model", "dummy", "--port", busyPort}, "tandem: serve: ", "listen tcp 127.0.0.1:" + busyPort + ": bind: address already in use"},
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},
 		{"unknown tool call parser", []string{"--model", "dummy", "--tool-call-parser", "qwen"}, "tandem: serve: ",

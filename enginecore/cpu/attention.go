@@ -126,6 +126,7 @@ type attnState struct {
 	l      []float32   // [R][B] running denominator, lane by lane (kernels.BlockSoftmax)
 	rowN   []int32     // [R] positions each row attends to
 	rowOut [][]float32 // [R] where each row's output goes in b.att
+	sink   []float32   // [R] each row's head's sink logit (Config.AttnSinks); nil without sinks
 	pm     []float32   // [R] the spans so far, merged (fold): reference
 	pl     []float32   // [R][B] denominator
 	pacc   []float32   // [R][D] unnormalized output
@@ -138,6 +139,7 @@ type attnState struct {
 func (j *attnJob) tile(st *attnState, tl attnTile) {
 	hd := j.b.cfg.HeadDim
 	rows, maxN := j.loadRows(st, tl)
+	sinks := j.b.cfg.AttnSinks
 	if tl.part >= 0 {
 		j.span(st, tl, rows, maxN, int(tl.b0), int(tl.b1))
 		m, l, acc := j.part(tl.part, rows)
@@ -150,7 +152,7 @@ func (j *attnJob) tile(st *attnState, tl attnTile) {
 		j.span(st, tl, rows, maxN, s0, min(s0+spanBlocks, int(tl.b1)))
 		st.fold(rows, hd, s0 == int(tl.b0), st.m, st.l, st.acc)
 	}
-	st.finish(rows, hd)
+	st.finish(rows, hd, sinks)
 }
 
 // mergeParts finishes split tiles: each tile's spans (consecutive in
@@ -166,7 +168,7 @@ func (j *attnJob) mergeParts() {
 			st.fold(rows, hd, first, m, l, acc)
 			i++
 		}
-		st.finish(rows, hd)
+		st.finish(rows, hd, j.b.cfg.AttnSinks)
 	}
 }
 
@@ -193,6 +195,9 @@ func (j *attnJob) loadRows(st *attnState, tl attnTile) (rows, maxN int) {
 		st.rowN[r] = int32(n)
 		copy(st.q[r*hd:(r+1)*hd], b.q[t*b.qDim+h*hd:t*b.qDim+(h+1)*hd])
 		st.rowOut[r] = b.att[t*b.qDim+h*hd : t*b.qDim+(h+1)*hd]
+		if sinks := b.w.Layers[j.layer].Sinks; sinks != nil {
+			st.sink[r] = sinks[h]
+		}
 		maxN = max(maxN, n)
 	}
 	return rows, maxN
@@ -332,17 +337,26 @@ func (st *attnState) fold(rows, hd int, first bool, m, l, acc []float32) {
 	}
 }
 
-// finish writes the rows' normalized outputs: pacc / Σ pl.
-func (st *attnState) finish(rows, hd int) {
+// finish writes the rows' normalized outputs: pacc / Σ pl; with sinks,
+// the denominator adds e^(sink − pm) (ggml's soft_max with sinks), the
+// sum rescaled to the sink's reference when the sink is the larger.
+func (st *attnState) finish(rows, hd int, sinks bool) {
 	bb := kernels.BlockB
 	for r := range rows {
 		var sum float32
 		for _, v := range st.pl[r*bb : (r+1)*bb] {
 			sum += v
 		}
+		scale := 1 / sum
+		if s, ref := st.sink[r], st.pm[r]; sinks && s > ref {
+			f := float32(math.Exp(float64(ref - s)))
+			scale = f / (sum*f + 1)
+		} else if sinks {
+			scale = 1 / (sum + float32(math.Exp(float64(s-ref))))
+		}
 		out := st.rowOut[r]
 		copy(out, st.pacc[r*hd:(r+1)*hd])
-		kernels.Scale(out, 1/sum)
+		kernels.Scale(out, scale)
 	}
 }
 
@@ -429,6 +443,7 @@ func (b *Backend) newAttnScratch() {
 			l:      make([]float32, rows*kernels.BlockB),
 			rowN:   make([]int32, rows),
 			rowOut: make([][]float32, rows),
+			sink:   make([]float32, rows),
 			pm:     make([]float32, rows),
 			pl:     make([]float32, rows*kernels.BlockB),
 			pacc:   make([]float32, rows*c.HeadDim),

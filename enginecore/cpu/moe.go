@@ -133,6 +133,11 @@ func (b *Backend) moeLayer(l, numTok int) {
 	dim := c.Dim
 	xb, out := b.xb[:numTok*dim], b.xb2[:numTok*dim]
 	b.matmul(xb, numTok, matmulOp{out: s.logits[:numTok*c.NumExperts], m: m.router})
+	if rb := b.w.Layers[l].RouterBias; rb != nil {
+		for t := range numTok {
+			add(s.logits[t*c.NumExperts:(t+1)*c.NumExperts], rb)
+		}
+	}
 	s.routes.route(c, s.logits, numTok, b.w.Layers[l].ExpertBias)
 	clear(out)
 	precise := b.precise
@@ -147,7 +152,7 @@ func (b *Backend) moeLayer(l, numTok int) {
 			s.precise[i] = precise[t]
 		}
 		b.precise = s.precise[:n]
-		b.expert(m.experts[x], s.x[:n*dim], n, c.ExpertFFNDim)
+		b.expert(m.experts[x], &b.w.Layers[l].Experts[x], s.x[:n*dim], n, c.ExpertFFNDim)
 		for i, t := range rows {
 			axpy(out[int(t)*dim:(int(t)+1)*dim], s.routes.weights[x][i], s.y[i*dim:(i+1)*dim])
 		}
@@ -156,7 +161,7 @@ func (b *Backend) moeLayer(l, numTok int) {
 	if m.shared.w1 == nil {
 		return
 	}
-	b.expert(m.shared, xb, numTok, c.SharedExpertFFNDim)
+	b.expert(m.shared, &b.w.Layers[l].Shared, xb, numTok, c.SharedExpertFFNDim)
 	g := b.w.Layers[l].SharedGate
 	for t := range numTok {
 		gate := float32(1)
@@ -169,16 +174,28 @@ func (b *Backend) moeLayer(l, numTok int) {
 }
 
 // expert runs one expert, f wide, on n rows of in ([n][Dim]) into
-// b.moe.y ([n][Dim]): gate and up, the activation, down.
-func (b *Backend) expert(x expert, in []float32, n, f int) {
-	hb, hb2 := b.hb[:n*f], b.hb2[:n*f]
+// b.moe.y ([n][Dim]): gate and up, the activation, down, each matrix's
+// bias (src's, gpt-oss) added to its output rows.
+func (b *Backend) expert(x expert, src *model.Expert, in []float32, n, f int) {
+	dim := b.cfg.Dim
+	hb, hb2, y := b.hb[:n*f], b.hb2[:n*f], b.moe.y[:n*dim]
 	b.matmul(in, n, matmulOp{out: hb, m: x.w1}, matmulOp{out: hb2, m: x.w3})
-	if b.cfg.FFNAct == model.ActGELUTanh {
-		kernels.GELUMul(hb, hb2)
-	} else {
-		kernels.SiLUMul(hb, hb2)
+	addRows(hb, src.B1, n)
+	addRows(hb2, src.B3, n)
+	gateMul(b.cfg.FFNAct, hb, hb2)
+	b.matmul(hb, n, matmulOp{out: y, m: x.w2})
+	addRows(y, src.B2, n)
+}
+
+// addRows adds bias ([k], nil: none) to each of the n rows of x ([n][k]).
+func addRows(x, bias []float32, n int) {
+	if bias == nil {
+		return
 	}
-	b.matmul(hb, n, matmulOp{out: b.moe.y[:n*b.cfg.Dim], m: x.w2})
+	k := len(bias)
+	for r := range n {
+		add(x[r*k:(r+1)*k], bias)
+	}
 }
 
 // tasks lists x's matrices to pack from src.

@@ -15,8 +15,8 @@ type tokenStage uint8
 const (
 	stageAttnNorm tokenStage = iota // xb = rmsnorm(x)·attn_norm (xb = x without pre-norms)
 	stageRoPEKV                     // biases, QK norm (per head or whole), RoPE (not in NoPE layers); K, V into the cache
-	stageFFNNorm                    // (xb2 = rmsnorm(xb2)·post_attention_norm,) (xb2 *= residual scale,) x += xb2, then xb = rmsnorm(x)·ffn_norm (or x)
-	stageGate                       // hb = act(hb)·hb2, act SiLU or GELU
+	stageFFNNorm                    // (xb2 += Wo's bias,) (xb2 = rmsnorm(xb2)·post_attention_norm,) (xb2 *= residual scale,) x += xb2, then xb = rmsnorm(x)·ffn_norm (or x)
+	stageGate                       // hb = act(hb)·hb2, act SiLU, GELU or gpt-oss's clamped SwiGLU
 	stageAdd                        // (xb2 = rmsnorm(xb2)·post_ffw_norm,) (xb2 *= residual scale,) x += xb2
 )
 
@@ -84,14 +84,13 @@ func (b *Backend) tokens(stage tokenStage, l int, step *runner.Step, t0, t1 int)
 			}
 			b.writeKV(l, int(step.SlotMapping[t]), kt, vt)
 		case stageFFNNorm:
+			if w.BO != nil {
+				add(b.xb2[t*dim:(t+1)*dim], w.BO)
+			}
 			b.residual(x, b.xb2[t*dim:(t+1)*dim], w.PostAttnNorm)
 			b.preNorm(xb, x, w.FFNNorm)
 		case stageGate:
-			if c.FFNAct == model.ActGELUTanh {
-				kernels.GELUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
-			} else {
-				kernels.SiLUMul(b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
-			}
+			gateMul(c.FFNAct, b.hb[t*f:(t+1)*f], b.hb2[t*f:(t+1)*f])
 		case stageAdd:
 			b.residual(x, b.xb2[t*dim:(t+1)*dim], w.PostFFNNorm)
 		}
@@ -120,4 +119,16 @@ func (b *Backend) residual(x, out, g []float32) {
 		scaleVec(out, float32(c.ResidualScale))
 	}
 	add(x, out)
+}
+
+// gateMul writes act(gate)·up into gate ([F] each), act the model's.
+func gateMul(act model.Activation, gate, up []float32) {
+	switch act {
+	case model.ActGELUTanh:
+		kernels.GELUMul(gate, up)
+	case model.ActSwiGLUOAI:
+		kernels.SwiGLUOAIMul(gate, up)
+	default:
+		kernels.SiLUMul(gate, up)
+	}
 }

@@ -28,8 +28,10 @@
 //     ungated shared expert; GraniteMoeForCausalLM and
 //     GraniteMoeSharedForCausalLM, their fused input_linear split here),
 //     ernie4_5-moe (dense first layers, a selection bias, an ungated
-//     shared expert; Ernie4_5_MoeForCausalLM) and olmoe (OLMo's QK norm;
-//     OlmoeForCausalLM).
+//     shared expert; Ernie4_5_MoeForCausalLM), olmoe (OLMo's QK norm;
+//     OlmoeForCausalLM) and gpt-oss (GGUF only: attention sinks, biases
+//     on the attention's output, the router and the experts, the clamped
+//     SwiGLU, every other layer local; gptoss.go).
 //
 // Anything else — another architecture, an unknown tensor, a tensor type
 // the kernels lack, partial RoPE outside phi3, RoPE scaling other than

@@ -45,6 +45,9 @@ func loadGGUF(path string) (m *Model, err error) {
 		}
 		tensors[ti.Name] = &model.Tensor{Name: ti.Name, Type: model.DType(ti.Type), Shape: shape, Data: data}
 	}
+	if cfg.Arch == "gpt-oss" {
+		renameGPTOSS(&cfg, tensors)
+	}
 	if _, ok := tensors["blk.0.attn_q.bias"]; ok && cfg.Arch == "llama" {
 		cfg.QKVBias = true // llama.cpp's llama arch takes optional Q/K/V biases
 	}
@@ -134,6 +137,9 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 	}
 	if a.moe {
 		r.moe(&cfg)
+	}
+	if a.gptOSS {
+		r.gptOSS(&cfg)
 	}
 	if bos, ok := r.tokenID("tokenizer.ggml.bos_token_id"); ok {
 		cfg.BOSTokenID = bos

@@ -80,7 +80,9 @@ var supported = map[string]struct {
 	interleaved                                 bool // a Hugging Face checkpoint rotates adjacent pairs itself (ERNIE): Q/K rows not permuted
 	olmo                                        bool // OLMo's whole-vector QK norm (olmo2: with post-norms instead of pre-norms)
 	noRopeEvery                                 int  // every noRopeEvery-th layer takes no RoPE (SmolLM3: 4); 0: all do
+	gptOSS                                      bool // gpt-oss: attention sinks, biases everywhere, the clamped SwiGLU, every other layer local
 }{
+	"gpt-oss":      {neox: true, qkvBias: true, moe: true, gptOSS: true},
 	"llama":        {moe: true},
 	"qwen2":        {neox: true, qkvBias: true},
 	"qwen3":        {neox: true, qkNorm: true},
@@ -184,6 +186,12 @@ func expectedShapes(cfg *model.Config, stacked bool) map[string]want {
 		m[p+"ffn_gate.weight"] = want{[]int{d, f}, false}
 		m[p+"ffn_up.weight"] = want{[]int{d, f}, false}
 		m[p+"ffn_down.weight"] = want{[]int{f, d}, false}
+		if cfg.OutBias {
+			m[p+"attn_output.bias"] = want{[]int{d}, false}
+		}
+		if cfg.AttnSinks {
+			m[p+"attn_sinks.weight"] = want{[]int{cfg.NumHeads}, false}
+		}
 		if cfg.QKVBias {
 			m[p+"attn_q.bias"] = want{[]int{qd}, false}
 			m[p+"attn_k.bias"] = want{[]int{kvd}, false}

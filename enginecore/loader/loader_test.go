@@ -281,10 +281,10 @@ func TestGGUFRefused(t *testing.T) {
 	runErrorCases(t, []errorCase{
 		{"architecture", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("general.architecture", "mamba") })
-		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: ernie4_5, ernie4_5-moe, gemma2, gemma3, granite, granitemoe, llama, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)`},
+		}, loader.ErrUnsupported, `loader: architecture "mamba" is not supported (supported: ernie4_5, ernie4_5-moe, gemma2, gemma3, gpt-oss, granite, granitemoe, llama, olmo2, olmoe, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3)`},
 		{"tensor type", func(t *testing.T, dir string) string {
-			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("blk.0.ffn_up.weight", 39) }) // MXFP4
-		}, loader.ErrUnsupported, `tensor "blk.0.ffn_up.weight" has type MXFP4, which is not supported`},
+			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("blk.0.ffn_up.weight", 9) }) // Q8_1
+		}, loader.ErrUnsupported, `tensor "blk.0.ffn_up.weight" has type Q8_1, which is not supported`},
 		{"vector type", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(_ *kvs, ts *tensors) { ts.retype("output_norm.weight", 8) }) // Q8_0
 		}, loader.ErrUnsupported, `vector "output_norm.weight" has type Q8_0`},

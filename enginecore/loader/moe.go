@@ -36,6 +36,8 @@ func (r *kvReader) moe(cfg *model.Config) {
 	if cfg.NumExpertsUsed > cfg.NumExperts {
 		r.errs = append(r.errs, invalid("%d experts used per token of %d", cfg.NumExpertsUsed, cfg.NumExperts))
 	}
+	// gpt-oss weighs by the softmax of the K chosen logits, which is the
+	// renormalized softmax over all of them.
 	cfg.ExpertWeightsNorm = cfg.Arch != "qwen2moe" && cfg.Arch != "olmoe"
 	cfg.ExpertFFNDim = cfg.FFNDim
 	if !fWide && cfg.NumExpertsUsed > 0 {
@@ -108,6 +110,12 @@ func moeShapes(cfg *model.Config, l int, m map[string]want, stacked bool) {
 	}
 	if cfg.SharedExpertGate {
 		m[p+"ffn_gate_inp_shexp.weight"] = want{[]int{d}, false}
+	}
+	if cfg.ExpertBiases {
+		m[p+"ffn_gate_inp.bias"] = want{[]int{e}, false}
+		m[p+"ffn_gate_exps.bias"] = want{[]int{fe, e}, false}
+		m[p+"ffn_up_exps.bias"] = want{[]int{fe, e}, false}
+		m[p+"ffn_down_exps.bias"] = want{[]int{d, e}, false}
 	}
 	if fs > 0 {
 		m[p+"ffn_gate_shexp.weight"] = want{[]int{d, fs}, false}

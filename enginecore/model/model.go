@@ -52,6 +52,8 @@ type Config struct {
 	ResidualScale  float64    // each sublayer's output is multiplied by it before the residual add (Granite); 0: 1
 	LogitScale     float64    // logits are divided by it (Granite's logits_scaling); 0: 1
 	RopeAttnFactor float64    // RoPE's cosines and sines are multiplied by it (Phi-3's LongRoPE attn_factor), so Q·K by its square; 0: 1
+	AttnSinks      bool       // each head's softmax denominator adds e^s of a learned logit s per head (Layer.Sinks; gpt-oss)
+	OutBias        bool       // the attention's output projection has a bias (Layer.BO; gpt-oss)
 
 	// A mixture of experts (Mixtral, Qwen2-MoE, Qwen3-MoE): when
 	// NumExperts > 0, every layer's MLP is a router (Layer.Router) that
@@ -66,6 +68,7 @@ type Config struct {
 	ExpertWeightsNorm  bool   // the K routing weights are divided by their sum (Mixtral, Qwen3-MoE)
 	SharedExpertFFNDim int    // Fs: a shared expert every token takes (Qwen2-MoE, Granite MoE shared); 0: none
 	SharedExpertGate   bool   // the shared expert's output is scaled by σ(x·Layer.SharedGate) (Qwen2-MoE), else added as is
+	ExpertBiases       bool   // the router and every expert's matrices have biases (Layer.RouterBias, Expert.B1/B3/B2; gpt-oss)
 	MoELayers          []bool // [L] which layers are mixtures of experts, the others dense (ERNIE 4.5: all but the first); nil: all
 }
 
@@ -75,6 +78,9 @@ type Activation uint8
 const (
 	ActSiLU     Activation = iota // x·σ(x) (Llama, Qwen)
 	ActGELUTanh                   // ½x(1+tanh(√(2/π)(x+0.044715x³))) (Gemma)
+	// ActSwiGLUOAI is gpt-oss's clamped SwiGLU: with g = min(gate, 7),
+	// g·σ(1.702·g)·(clamp(up, −7, 7) + 1) (ggml's swiglu_oai).
+	ActSwiGLUOAI
 )
 
 // String names the activation as transformers' hidden_act does.
@@ -84,6 +90,8 @@ func (a Activation) String() string {
 		return "silu"
 	case ActGELUTanh:
 		return "gelu_pytorch_tanh"
+	case ActSwiGLUOAI:
+		return "swiglu_oai"
 	}
 	return fmt.Sprintf("Activation(%d)", uint8(a))
 }
@@ -160,6 +168,8 @@ type Layer struct {
 	BQ       []float32 // [H*D] Q bias; nil unless Config.QKVBias
 	BK       []float32 // [Hkv*D] K bias; nil unless Config.QKVBias
 	BV       []float32 // [Hkv*D] V bias; nil unless Config.QKVBias
+	BO       []float32 // [Dim] output projection bias; nil unless Config.OutBias
+	Sinks    []float32 // [H] each head's sink logit; nil unless Config.AttnSinks
 	QNorm    []float32 // [D] per-head RMSNorm gain of Q ([H*D] when Config.QKNormFull); nil unless Config.QKNorm
 	KNorm    []float32 // [D] per-head RMSNorm gain of K ([Hkv*D] when Config.QKNormFull); nil unless Config.QKNorm
 	FFNNorm  []float32 // [Dim] RMSNorm gain before the MLP; nil when Config.NoPreNorms
@@ -174,6 +184,7 @@ type Layer struct {
 	// W2, which are then nil.
 	Router     *Tensor   // [E][Dim] routing logits (ffn_gate_inp)
 	ExpertBias []float32 // [E] added to the routing probabilities to choose experts, not to weigh them (ERNIE's e_score_correction_bias, GGUF exp_probs_b.bias); nil: none
+	RouterBias []float32 // [E] added to the routing logits (ffn_gate_inp.bias); nil unless Config.ExpertBiases
 	Experts    []Expert  // [E]
 	Shared     Expert    // Fs wide; zero unless Config.SharedExpertFFNDim
 	SharedGate []float32 // [Dim] the shared expert's gate logit weights; nil unless Config.SharedExpertGate
@@ -185,6 +196,9 @@ type Expert struct {
 	W1 *Tensor // [F][Dim] gate
 	W3 *Tensor // [F][Dim] up
 	W2 *Tensor // [Dim][F] down
+	// Biases added to each matrix's output (Config.ExpertBiases): B1 and
+	// B3 [F], B2 [Dim]; nil otherwise.
+	B1, B3, B2 []float32
 }
 
 // Weights are a model's parameters. Tensors may be quantized and their
@@ -222,7 +236,7 @@ func (w *Weights) Validate(cfg Config) error {
 		return fmt.Errorf("%w: negative window, scale or softcap in %+v", ErrShape, cfg)
 	case cfg.QKNormFull && !cfg.QKNorm, cfg.NoPreNorms && !cfg.PostNorms:
 		return fmt.Errorf("%w: whole-vector QK norm without QK norm, or no pre-norms without post-norms, in %+v", ErrShape, cfg)
-	case cfg.FFNAct > ActGELUTanh:
+	case cfg.FFNAct > ActSwiGLUOAI:
 		return fmt.Errorf("%w: activation %v", ErrShape, cfg.FFNAct)
 	}
 	if err := cfg.validateMoE(); err != nil {
@@ -257,6 +271,8 @@ func (w *Weights) Validate(cfg Config) error {
 			vec(p+"attn_q.bias", l.BQ, qd, cfg.QKVBias),
 			vec(p+"attn_k.bias", l.BK, kvd, cfg.QKVBias),
 			vec(p+"attn_v.bias", l.BV, kvd, cfg.QKVBias),
+			vec(p+"attn_output.bias", l.BO, d, cfg.OutBias),
+			vec(p+"attn_sinks.weight", l.Sinks, cfg.NumHeads, cfg.AttnSinks),
 			vec(p+"attn_q_norm.weight", l.QNorm, qn, cfg.QKNorm),
 			vec(p+"attn_k_norm.weight", l.KNorm, kn, cfg.QKNorm),
 			vec(p+"ffn_norm.weight", l.FFNNorm, d, !cfg.NoPreNorms),
@@ -267,7 +283,7 @@ func (w *Weights) Validate(cfg Config) error {
 			errs = append(errs, l.validateMoE(cfg, p))
 			continue
 		}
-		if l.Router != nil || l.Experts != nil || l.SharedGate != nil || l.ExpertBias != nil {
+		if l.Router != nil || l.Experts != nil || l.SharedGate != nil || l.ExpertBias != nil || l.RouterBias != nil {
 			errs = append(errs, fmt.Errorf("%w: %sexperts present but the config has none", ErrShape, p))
 		}
 		errs = append(errs,

@@ -112,7 +112,7 @@ func TestValidate(t *testing.T) {
 			c.Shape = []int{384, 128}
 			w.Layers[0].W1 = &c
 		}, ErrShape},
-		{"unsupported type", func(_ *Config, w *Weights) { w.Layers[1].Wk = retype(w.Layers[1].Wk, 39) }, ErrUnsupportedType}, // MXFP4
+		{"unsupported type", func(_ *Config, w *Weights) { w.Layers[1].Wk = retype(w.Layers[1].Wk, 16) }, ErrUnsupportedType}, // IQ2_XXS
 		{"missing layer", func(_ *Config, w *Weights) { w.Layers = w.Layers[:3] }, ErrShape},
 		{"missing bias", func(c *Config, _ *Weights) { c.QKVBias = true }, ErrShape},
 		{"heads not a multiple of kv heads", func(c *Config, _ *Weights) { c.NumKVHeads = 3 }, ErrShape},

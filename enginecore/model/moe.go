@@ -10,7 +10,7 @@ import (
 func (c *Config) validateMoE() error {
 	switch {
 	case c.NumExperts == 0 && (c.NumExpertsUsed != 0 || c.ExpertFFNDim != 0 || c.SharedExpertFFNDim != 0 ||
-		c.ExpertWeightsNorm || c.SharedExpertGate || c.MoELayers != nil):
+		c.ExpertWeightsNorm || c.SharedExpertGate || c.MoELayers != nil || c.ExpertBiases):
 		return fmt.Errorf("%w: expert settings without experts in %+v", ErrShape, *c)
 	case c.NumExperts == 0:
 		return nil
@@ -37,13 +37,21 @@ func (l *Layer) validateMoE(cfg Config, p string) error {
 	if l.ExpertBias != nil && len(l.ExpertBias) != e {
 		errs = append(errs, fmt.Errorf("%w: %sexp_probs_b.bias has %d elements, want %d", ErrShape, p, len(l.ExpertBias), e))
 	}
+	if b := cfg.ExpertBiases; b != (l.RouterBias != nil) || b && len(l.RouterBias) != e {
+		errs = append(errs, fmt.Errorf("%w: %sffn_gate_inp.bias has %d elements, want %d (biases %v)", ErrShape, p, len(l.RouterBias), e, b))
+	}
 	for i, x := range l.Experts {
 		errs = append(errs, x.check(fmt.Sprintf("%sexpert %d ", p, i), "_exps", d, fe))
+		if b := cfg.ExpertBiases; b != (x.B1 != nil) || b != (x.B3 != nil) || b != (x.B2 != nil) ||
+			b && (len(x.B1) != fe || len(x.B3) != fe || len(x.B2) != d) {
+			errs = append(errs, fmt.Errorf("%w: %sexpert %d's biases have %d, %d and %d elements, want %d, %d and %d (biases %v)",
+				ErrShape, p, i, len(x.B1), len(x.B3), len(x.B2), fe, fe, d, b))
+		}
 	}
 	switch {
 	case fs > 0:
 		errs = append(errs, l.Shared.check(p, "_shexp", d, fs))
-	case l.Shared != Expert{}:
+	case l.Shared.W1 != nil || l.Shared.W3 != nil || l.Shared.W2 != nil:
 		errs = append(errs, fmt.Errorf("%w: %sshared expert present but the config has none", ErrShape, p))
 	}
 	switch gated := cfg.SharedExpertGate; {
@@ -131,11 +139,51 @@ func (l *Layer) moeFromTensors(cfg Config, ts map[string]*Tensor, p string,
 			part.set(&l.Experts[i], need(fmt.Sprintf("%s%s.%d.weight", p, part.name, i)))
 		}
 	}
+	if cfg.ExpertBiases {
+		l.RouterBias = vec(p+"ffn_gate_inp.bias", e)
+		errs = append(errs, l.expertBiases(ts, p, e, cfg.ExpertFFNDim, cfg.Dim, need))
+	}
 	if cfg.SharedExpertFFNDim > 0 {
 		l.Shared = Expert{W1: need(p + "ffn_gate_shexp.weight"), W3: need(p + "ffn_up_shexp.weight"), W2: need(p + "ffn_down_shexp.weight")}
 	}
 	if cfg.SharedExpertGate {
 		l.SharedGate = vec(p+"ffn_gate_inp_shexp.weight", cfg.Dim)
+	}
+	return errors.Join(errs...)
+}
+
+// expertBiases fills the experts' biases from p's stacked
+// ffn_{gate,up,down}_exps.bias ([fe, E], [fe, E], [d, E]; F32, F16 or
+// BF16), each expert's a view of one float32 copy.
+func (l *Layer) expertBiases(ts map[string]*Tensor, p string, e, fe, d int, need func(string) *Tensor) error {
+	var errs []error
+	for _, part := range []struct {
+		name string
+		n    int
+		set  func(x *Expert, b []float32)
+	}{
+		{"ffn_gate_exps.bias", fe, func(x *Expert, b []float32) { x.B1 = b }},
+		{"ffn_up_exps.bias", fe, func(x *Expert, b []float32) { x.B3 = b }},
+		{"ffn_down_exps.bias", d, func(x *Expert, b []float32) { x.B2 = b }},
+	} {
+		t := need(p + part.name)
+		if t == nil {
+			continue
+		}
+		if !shapeIs(t.Shape, part.n, e) {
+			errs = append(errs, fmt.Errorf("%w: %s%s has shape %v, want [%d %d]", ErrShape, p, part.name, t.Shape, part.n, e))
+			continue
+		}
+		flat := *t
+		flat.Shape = []int{part.n * e}
+		all, err := vector(p+part.name, &flat, part.n*e)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i := range l.Experts {
+			part.set(&l.Experts[i], all[i*part.n:(i+1)*part.n:(i+1)*part.n])
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -114,7 +114,7 @@ func Dequantize(t DType, src []byte, dst []float32) error {
 			dequantQ6K(src[210*b:210*b+210], dst[qkK*b:qkK*(b+1)])
 		}
 	default:
-		// Q2_K, Q3_K, IQ4_NL, IQ4_XS (quantlow.go).
+		// Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4 (quantlow.go).
 		bs, bb, f := t.BlockSize(), t.RowBytes(t.BlockSize()), lowDequant[t]
 		for b := range len(dst) / bs {
 			f(src[bb*b:bb*(b+1)], dst[bs*b:bs*(b+1)])

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var allTypes = []DType{F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS}
+var allTypes = []DType{F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4}
 
 // TestGolden compares with blocks made by gguf-py (see
 // scripts/gen-quant-golden.py): Quantize must reproduce the bytes where
@@ -149,6 +149,15 @@ func TestHandBlocks(t *testing.T) {
 			99: 0.5 * 1 * float32(0x30-32), 96: 0.5 * 1 * -32,
 			0: 0.5 * 2 * -32,
 		}, 0},
+		// Scales 2^(e−128) as ggml's GGML_E8M0_TO_FP32_HALF: float32
+		// subnormals for e = 0, 1; 2^127 for e = 255, so ±4 and ±12 of it
+		// overflow. Indices 0xf, 0xc, 1, 3 are −12, −4, 1, 3.
+		{"MXFP4", MXFP4, cat([]byte{0}, nib, []byte{1}, nib, []byte{128}, nib, []byte{255}, nib), map[int]float32{
+			0: -0x1.8p-125, 15: -0x1p-126, 16: 0x1p-128, 31: 0x1.8p-127,
+			32: -0x1.8p-124, 47: -0x1p-125, 48: 0x1p-127, 63: 0x1.8p-126,
+			64: -12, 79: -4, 80: 1, 95: 3,
+			96: float32(math.Inf(-1)), 111: float32(math.Inf(-1)), 112: 0x1p127, 127: float32(math.Inf(1)),
+		}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,7 +192,7 @@ func TestRoundTrip(t *testing.T) {
 		maxRel float64 // max RMS error / RMS
 	}{
 		{F32, 0}, {F16, 4e-4}, {BF16, 3e-3}, {Q8_0, 0.01}, {Q6_K, 0.02},
-		{Q5_K, 0.045}, {Q5_1, 0.055}, {Q5_0, 0.06}, {Q4_K, 0.09}, {Q4_1, 0.11}, {Q4_0, 0.12},
+		{Q5_K, 0.045}, {Q5_1, 0.055}, {Q5_0, 0.06}, {Q4_K, 0.09}, {Q4_1, 0.11}, {Q4_0, 0.12}, {MXFP4, 0.17},
 		{IQ4_NL, 0.12}, {IQ4_XS, 0.12}, {Q3_K, 0.24}, {Q2_K, 0.45}, // simple quantizers (quantlow.go)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -308,7 +317,7 @@ func TestLayoutErrors(t *testing.T) {
 		{"short", Q4_1, 64, 39, ErrLayout},
 		{"partial block", Q8_0, 48, 51, ErrLayout},
 		{"k-quant needs 256", Q4_K, 128, 72, ErrLayout},
-		{"unsupported", DType(39), 32, 17, ErrUnsupportedType}, // MXFP4
+		{"unsupported", DType(9), 32, 40, ErrUnsupportedType}, // Q8_1
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,26 +6,42 @@ import (
 )
 
 // The 2- and 3-bit K-quants and the non-linear 4-bit types that Q2_K,
-// Q3_K_S/M/L, IQ4_NL and IQ4_XS GGUF files hold (ggml-quants.c's
-// dequantize_row_q2_K, _q3_K, _iq4_nl, _iq4_xs). Dequantization is ggml's
-// to the bit; the quantizers are plain round-to-nearest ones that write
-// valid blocks for test models, not ggml's searching (and imatrix-aware)
-// ones.
+// Q3_K_S/M/L, IQ4_NL and IQ4_XS GGUF files hold, and MXFP4, gpt-oss's
+// expert weights (ggml-quants.c's dequantize_row_q2_K, _q3_K, _iq4_nl,
+// _iq4_xs, _mxfp4). Dequantization is ggml's to the bit; the quantizers
+// are plain round-to-nearest ones that write valid blocks for test models,
+// not ggml's searching (and imatrix-aware) ones, except MXFP4's, which is
+// ggml's quantize_row_mxfp4_ref.
 
 // lowDequant and lowQuant are the block (de)quantizers of this file's
 // types, for Dequantize and Quantize.
 var (
 	lowDequant = map[DType]func(blk []byte, y []float32){
 		Q2_K: dequantQ2K, Q3_K: dequantQ3K, IQ4_NL: dequantIQ4NL, IQ4_XS: dequantIQ4XS,
+		MXFP4: dequantMXFP4,
 	}
 	lowQuant = map[DType]func(x []float32, blk []byte){
 		Q2_K: quantQ2K, Q3_K: quantQ3K, IQ4_NL: quantIQ4NL, IQ4_XS: quantIQ4XS,
+		MXFP4: quantMXFP4,
 	}
 )
 
 // IQ4Values is ggml's kvalues_iq4nl: the 16 values an IQ4_NL or IQ4_XS
 // index selects, times the block's scale.
 var IQ4Values = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// MXFP4Values is ggml's kvalues_mxfp4: the E2M1 values doubled (index 8
+// is a second 0), which an MXFP4 index selects, times MXFP4Scale.
+var MXFP4Values = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+
+// MXFP4Scale is ggml's GGML_E8M0_TO_FP32_HALF(e): 2^(e−128), a float32
+// subnormal for e < 2; e = 255 is 2^127, not NaN.
+func MXFP4Scale(e byte) float32 {
+	if e < 2 {
+		return math.Float32frombits(0x00200000 << e)
+	}
+	return math.Float32frombits(uint32(e-1) << 23)
+}
 
 // Q3KScale is the signed 6-bit scale (in [-32, 31]) of sub-block j (0..15)
 // of a Q3_K block's 12 scale bytes.
@@ -97,6 +113,16 @@ func dequantIQ4XS(blk []byte, y []float32) {
 			y[32*ib+j] = dl * float32(IQ4Values[q&0xf])
 			y[32*ib+16+j] = dl * float32(IQ4Values[q>>4])
 		}
+	}
+}
+
+// dequantMXFP4: e, qs[16]: element j is the low nibble of qs[j], element
+// 16+j its high nibble.
+func dequantMXFP4(blk []byte, y []float32) {
+	d := MXFP4Scale(blk[0])
+	for j, q := range blk[1:17] {
+		y[j] = float32(MXFP4Values[q&0xf]) * d
+		y[j+16] = float32(MXFP4Values[q>>4]) * d
 	}
 }
 
@@ -261,4 +287,40 @@ func quantIQ4XS(x []float32, blk []byte) {
 	for ib := range 8 {
 		quantIQ4Block(x[32*ib:32*ib+32], d*float32(IQ4XSScale(ib, blk)), blk[8+16*ib:])
 	}
+}
+
+// quantMXFP4 is ggml's quantize_row_mxfp4_ref: e = floor(log2f(amax)) +
+// 125, so that the largest value 12·2^(e−128) is 0.75–1.5× amax (e = 0
+// for a block of zeros, and clamped to [0, 254], where ggml's cast to
+// uint8 is undefined); each index is the first of the table's values
+// nearest x.
+func quantMXFP4(x []float32, blk []byte) {
+	var amax float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax = a
+		}
+	}
+	e := 0
+	if amax > 0 {
+		lg := float32(math.Log2(float64(min(amax, math.MaxFloat32))))
+		e = max(0, min(254, int(math.Floor(float64(lg)))+125))
+	}
+	blk[0] = byte(e)
+	d := MXFP4Scale(blk[0])
+	for j := range 16 {
+		blk[1+j] = nearestMXFP4(x[j], d) | nearestMXFP4(x[j+16], d)<<4
+	}
+}
+
+// nearestMXFP4 is ggml's best_index_mxfp4: the first index whose value
+// times d is nearest v.
+func nearestMXFP4(v, d float32) byte {
+	best, bestErr := 0, float32(math.Inf(1))
+	for i, t := range MXFP4Values {
+		if e := abs32(float32(float32(t)*d) - v); e < bestErr {
+			best, bestErr = i, e
+		}
+	}
+	return byte(best)
 }

@@ -25,6 +25,9 @@ const (
 	IQ4_NL DType = 20
 	IQ4_XS DType = 23
 	BF16   DType = 30
+	// MXFP4 is 4-bit indices into ggml's kvalues_mxfp4 (doubled E2M1)
+	// with a power-of-two scale per 32: gpt-oss's expert weights.
+	MXFP4 DType = 39
 )
 
 // typeInfo is a type's block layout: BlockSize elements take BlockBytes.
@@ -52,6 +55,8 @@ var types = map[DType]typeInfo{
 	IQ4_NL: {"IQ4_NL", 32, 18},
 	// f16 d, u16 high 2 bits and 4 bytes low 4 bits of 8 6-bit scales, 128 bytes of indices
 	IQ4_XS: {"IQ4_XS", 256, 136},
+	// E8M0 e (scale 2^(e−128)) + 16 bytes of table indices
+	MXFP4: {"MXFP4", 32, 17},
 }
 
 // String is ggml's name of the type.

@@ -23,7 +23,10 @@ var ErrMissingTensor = errors.New("model: missing tensor")
 //	(ggml Shape [in, out, E], viewed as E matrices) or
 //	blk.N.ffn_{gate,up,down}.E.weight, and a shared expert's
 //	blk.N.ffn_{gate,up,down}_shexp.weight and
-//	blk.N.ffn_gate_inp_shexp.weight.
+//	blk.N.ffn_gate_inp_shexp.weight; gpt-oss adds blk.N.attn_output.bias
+//	(cfg.OutBias), blk.N.attn_sinks.weight (cfg.AttnSinks) and
+//	blk.N.ffn_gate_inp.bias and blk.N.ffn_{gate,up,down}_exps.bias
+//	(cfg.ExpertBiases; [out, E]).
 //
 // Matrices are kept as given (any supported type, Data not copied); norm
 // gains and biases (F32, F16 or BF16) are converted to float32. Unknown
@@ -81,6 +84,12 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 			}
 		} else {
 			l.W1, l.W3, l.W2 = need(p+"ffn_gate.weight"), need(p+"ffn_up.weight"), need(p+"ffn_down.weight")
+		}
+		if cfg.OutBias {
+			l.BO = vec(p+"attn_output.bias", cfg.Dim)
+		}
+		if cfg.AttnSinks {
+			l.Sinks = vec(p+"attn_sinks.weight", cfg.NumHeads)
 		}
 		if cfg.QKVBias {
 			l.BQ = vec(p+"attn_q.bias", qd)

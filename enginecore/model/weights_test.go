@@ -72,9 +72,9 @@ func TestFromTensorsErrors(t *testing.T) {
 		{"bias wrong length", func(ts map[string]*Tensor) { ts["blk.1.attn_q.bias"] = ts["blk.1.attn_k.bias"] }, ErrShape, "blk.1.attn_q.bias"},
 		{"unsupported type", func(ts map[string]*Tensor) {
 			c := *ts["blk.1.attn_q.weight"]
-			c.Type = 39 // MXFP4
+			c.Type = 16 // IQ2_XXS
 			ts["blk.1.attn_q.weight"] = &c
-		}, ErrUnsupportedType, "DType(39)"},
+		}, ErrUnsupportedType, "DType(16)"},
 		{"quantized norm", func(ts map[string]*Tensor) { ts["output_norm.weight"] = ts["blk.0.attn_k.weight"] }, ErrUnsupportedType, "output_norm.weight"},
 	}
 	for _, tt := range tests {

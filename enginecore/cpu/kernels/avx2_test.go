@@ -12,7 +12,7 @@ import (
 )
 
 // quantTypes are the quantized types, whose matmuls run in assembly.
-var quantTypes = []model.DType{model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q2_K, model.Q3_K, model.Q4_K, model.Q5_K, model.Q6_K, model.IQ4_NL, model.IQ4_XS}
+var quantTypes = []model.DType{model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q2_K, model.Q3_K, model.Q4_K, model.Q5_K, model.Q6_K, model.IQ4_NL, model.IQ4_XS, model.MXFP4}
 
 // f16Scaled are the types packed with float16 scales (their own), whose
 // AVX2 kernels need F16C and which have AVX-512 and AVX-VNNI assembly.

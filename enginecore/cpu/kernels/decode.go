@@ -26,12 +26,13 @@ var decoders = map[model.DType]rowDecoder{
 	model.Q6_K: {famByte, 16, 2, false, decodeQ6K},
 	model.Q5_K: {famByte, 32, 1, true, decodeQ5K},
 	// decodelow.go: Q2_K's scales folded into q (its offsets per 16 go
-	// to Matrix.mins), Q3_K and IQ4_XS with Q6_K's scale per 16, IQ4_NL
-	// as Q8_0.
+	// to Matrix.mins), Q3_K, IQ4_XS and MXFP4 with Q6_K's scale per 16,
+	// IQ4_NL as Q8_0.
 	model.Q2_K:   {famByte, 32, 1, false, decodeQ2K},
 	model.Q3_K:   {famByte, 16, 2, false, decodeQ3K},
 	model.IQ4_NL: {famByte, 32, 1, false, decodeIQ4NL},
 	model.IQ4_XS: {famByte, 16, 2, false, decodeIQ4XS},
+	model.MXFP4:  {famByte, 16, 2, false, decodeMXFP4},
 }
 
 func half(b []byte) float32 { return model.F16ToF32(binary.LittleEndian.Uint16(b)) }

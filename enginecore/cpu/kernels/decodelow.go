@@ -16,9 +16,11 @@ import "github.com/tandem-llm/tandem/enginecore/model"
 //   - IQ4_XS: the table's value as q with D = d·(ls−32) per 32, laid out
 //     as Q6_K's two scales per 32 (equal), whose kernels read float32 D
 //     (a product that float16 cannot hold exactly).
+//   - MXFP4: the table's value (in [-12, 12]) as q with D = 2^(e−128) per
+//     32, laid out as IQ4_XS (float16 cannot hold most E8M0 scales).
 //
 // Packed, that is 1.06 bytes a weight (Q2_K: 1.31 with its offsets,
-// IQ4_NL) or 1.25 (Q3_K, IQ4_XS): 2.3–4× the file's bytes.
+// IQ4_NL) or 1.25 (Q3_K, IQ4_XS, MXFP4): 2.3–4× the file's bytes.
 
 // decodeQ2K: D = d per 32 and q = sc·q2 (its offsets: q2KMins).
 func decodeQ2K(row []byte, q []int8, d, _ []float32) {
@@ -80,6 +82,18 @@ func decodeIQ4XS(row []byte, q []int8, d, _ []float32) {
 			for i, v := range blk[8+16*ib : 8+16*ib+16] {
 				q[256*b+32*ib+i], q[256*b+32*ib+16+i] = model.IQ4Values[v&0xf], model.IQ4Values[v>>4]
 			}
+		}
+	}
+}
+
+// decodeMXFP4 gives each block of 32 its scale twice, as decodeIQ4XS.
+func decodeMXFP4(row []byte, q []int8, d, _ []float32) {
+	for b := range len(q) / 32 {
+		blk := row[17*b : 17*b+17]
+		dl := model.MXFP4Scale(blk[0])
+		d[2*b], d[2*b+1] = dl, dl
+		for i, v := range blk[1:17] {
+			q[32*b+i], q[32*b+16+i] = model.MXFP4Values[v&0xf], model.MXFP4Values[v>>4]
 		}
 	}
 }

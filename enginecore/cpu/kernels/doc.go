@@ -14,8 +14,8 @@
 // Q5_K's (one sub-block), at 1.55× and 1.67× the file's bytes. The
 // low-bit types ride the byte family too (decodelow.go): IQ4_NL and
 // Q2_K (its scales folded into q, its offsets per 16 in Matrix.mins,
-// added by a small FMA kernel, mins_amd64.s) run Q8_0's kernels, Q3_K
-// and IQ4_XS Q6_K's, at 2.3–4× the file's bytes. From
+// added by a small FMA kernel, mins_amd64.s) run Q8_0's kernels, Q3_K,
+// IQ4_XS and MXFP4 Q6_K's, at 2.3–4× the file's bytes. From
 // the VNNI level on, Q4_K keeps the file's scale bytes and Q6_K packs as
 // famQ6 (6 bits a weight), so that memory-bound decode reads no more
 // bytes than the file holds ([Packing]); from the AVX-512 level, F16 and

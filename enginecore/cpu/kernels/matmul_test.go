@@ -11,7 +11,7 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
-var allTypes = []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q2_K, model.Q3_K, model.Q4_K, model.Q5_K, model.Q6_K, model.IQ4_NL, model.IQ4_XS}
+var allTypes = []model.DType{model.F32, model.F16, model.BF16, model.Q4_0, model.Q4_1, model.Q5_0, model.Q5_1, model.Q8_0, model.Q2_K, model.Q3_K, model.Q4_K, model.Q5_K, model.Q6_K, model.IQ4_NL, model.IQ4_XS, model.MXFP4}
 
 // paths runs f at every kernel level this build and CPU have (AVX-512,
 // AVX2, pure Go).

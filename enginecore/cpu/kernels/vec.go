@@ -80,6 +80,18 @@ func GELUMul(gate, up []float32) {
 	clearUpper()
 }
 
+// SwiGLUOAIMul writes gpt-oss's clamped SwiGLU into gate, as ggml's
+// swiglu_oai computes it (alpha 1.702, limit 7): with x = min(gate[i], 7),
+// x/(1+exp(−1.702x))·(clamp(up[i], −7, 7) + 1); len(up) ≥ len(gate).
+func SwiGLUOAIMul(gate, up []float32) {
+	const alpha, limit = 1.702, 7
+	up = up[:len(gate)]
+	for i, g := range gate {
+		x, y := min(g, limit), max(-limit, min(up[i], limit))
+		gate[i] = x / (1 + float32(math.Exp(float64(alpha*-x)))) * (y + 1)
+	}
+}
+
 // Softcap does x[i] = c·tanh(x[i]/c) (Gemma 2's soft-capping of
 // attention scores and logits), with tanh(y) = 1 − 2/(exp(2y)+1) on
 // SiLUMul's exp at the SIMD levels (within 1e-6·c of float64) and

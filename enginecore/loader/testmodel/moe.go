@@ -7,9 +7,11 @@ import (
 )
 
 // experts lists layer p's mixture-of-experts weights in drawing order:
-// the router ffn_gate_inp ([E][Dim], std 1/sqrt(Dim)), then
+// the router ffn_gate_inp ([E][Dim], std 1/sqrt(Dim); gpt-oss: and its
+// bias, std 0.5), then
 // ffn_gate_exps and ffn_up_exps ([E][Fe][Dim]) and ffn_down_exps
-// ([E][Dim][Fe]) with the dense MLP's stds, then qwen2moe's shared
+// ([E][Dim][Fe]) with the dense MLP's stds (gpt-oss: and their biases,
+// std 0.1, float32), then qwen2moe's shared
 // expert gate ffn_gate_inp_shexp ([Dim], std 1/sqrt(Dim)) and a shared
 // expert's ffn_{gate,up,down}_shexp.
 func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32) []tensor {
@@ -19,6 +21,9 @@ func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32)
 		return tensor{p + name, rows, cols, depth, func() []float32 { return normal(rows*cols*max(depth, 1), 0, std) }}
 	}
 	ts := []tensor{stack("ffn_gate_inp.weight", e, d, 0)}
+	if s.Arch == "gpt-oss" { // the router's bias
+		ts = append(ts, tensor{p + "ffn_gate_inp.bias", e, 0, 0, func() []float32 { return normal(e, 0, 0.5) }})
+	}
 	if a := s.SelectionBias; a > 0 {
 		ts = append(ts, tensor{p + "exp_probs_b.bias", e, 0, 0, func() []float32 {
 			bias := make([]float32, e)
@@ -32,6 +37,12 @@ func (s Spec) experts(p string, normal func(n int, mean, std float64) []float32)
 		stack("ffn_gate_exps.weight", fe, d, e),
 		stack("ffn_up_exps.weight", fe, d, e),
 		stack("ffn_down_exps.weight", d, fe, e))
+	if s.Arch == "gpt-oss" { // each expert's biases, [E][Fe] and [E][Dim]
+		bias := func(name string, n int) tensor {
+			return tensor{p + name, e, n, 0, func() []float32 { return normal(e*n, 0, 0.1) }}
+		}
+		ts = append(ts, bias("ffn_gate_exps.bias", fe), bias("ffn_up_exps.bias", fe), bias("ffn_down_exps.bias", d))
+	}
 	if s.Arch == "qwen2moe" {
 		ts = append(ts, tensor{p + "ffn_gate_inp_shexp.weight", d, 0, 0, func() []float32 { return normal(d, 0, 1/math.Sqrt(float64(d))) }})
 	}

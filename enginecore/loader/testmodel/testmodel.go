@@ -17,7 +17,7 @@ import (
 // Spec describes a random-weight model. Zero fields take the defaults
 // noted.
 type Spec struct {
-	Arch       string  // "llama", "smollm3", "granite", "granitemoe", "phi3", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "ernie4_5", "ernie4_5-moe", "olmo2" or "olmoe"
+	Arch       string  // "llama", "smollm3", "granite", "granitemoe", "phi3", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "ernie4_5", "ernie4_5-moe", "olmo2", "olmoe" or "gpt-oss"
 	VocabSize  int     // V; 0: the number of tokens in Tokenizer
 	Dim        int     // model width
 	NumLayers  int     // L
@@ -32,7 +32,8 @@ type Spec struct {
 	Tied       bool    // no output.weight: the LM head is the embedding
 	Seed       uint64  // PCG seed
 
-	// Gemma only (written when positive): attention.sliding_window,
+	// Gemma, OLMo 3 (olmo2) and gpt-oss (written when positive; gpt-oss
+	// needs SlidingWindow): attention.sliding_window,
 	// attention.sliding_window_pattern (llama.cpp's default: 6 for Gemma
 	// 3, 2 for Gemma 2), rope.freq_base_swa, final_logit_softcapping and
 	// (Gemma 2) attn_logit_softcapping. llama.cpp's defaults where not
@@ -42,6 +43,10 @@ type Spec struct {
 	LocalRopeTheta float64
 	FinalSoftcap   float64
 	AttnSoftcap    float64
+
+	// SinkMean is the mean of gpt-oss's sink logits (attn_sinks, one per
+	// head, std 1).
+	SinkMean float64
 
 	// Granite's scales (granite only; written when positive).
 	Granite GraniteScales
@@ -149,7 +154,8 @@ func (t tensor) ggmlShape() []uint64 {
 // resolve fills defaults and checks s.
 func (s Spec) resolve() (Spec, error) {
 	gemma := s.Arch == "gemma2" || s.Arch == "gemma3"
-	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || s.Arch == "granitemoe" || s.Arch == "ernie4_5-moe" || s.Arch == "olmoe"
+	gptOSS := s.Arch == "gpt-oss"
+	moe := s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || s.Arch == "granitemoe" || s.Arch == "ernie4_5-moe" || s.Arch == "olmoe" || gptOSS
 	qwen := s.Arch == "qwen2" || s.Arch == "qwen3" || s.Arch == "qwen2moe" || s.Arch == "qwen3moe" || gemma
 	granite := s.Arch == "granite" || s.Arch == "granitemoe"
 	switch {
@@ -174,8 +180,10 @@ func (s Spec) resolve() (Spec, error) {
 		return s, fmt.Errorf("testmodel: Granite's scales on %s", s.Arch)
 	case granite && !(s.Granite.Logit > 0):
 		return s, errors.New("testmodel: granite needs Granite.Logit (llama.cpp requires logit_scale)")
-	case !gemma && s.FinalSoftcap != 0, !gemma && s.Arch != "olmo2" && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0):
-		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's (a window OLMo 3's too), not %s's", s.Arch)
+	case !gemma && s.FinalSoftcap != 0, !gemma && s.Arch != "olmo2" && !gptOSS && (s.SlidingWindow != 0 || s.WindowPattern != 0 || s.LocalRopeTheta != 0):
+		return s, fmt.Errorf("testmodel: sliding window and softcap are Gemma's (a window OLMo 3's and gpt-oss's too), not %s's", s.Arch)
+	case gptOSS && s.SlidingWindow <= 0:
+		return s, errors.New("testmodel: gpt-oss needs SlidingWindow (llama.cpp requires attention.sliding_window)")
 	case s.Arch != "gemma2" && s.AttnSoftcap != 0:
 		return s, fmt.Errorf("testmodel: attention softcap is gemma2's, not %s's", s.Arch)
 	case s.Arch == "gemma2" && !s.Tied:
@@ -256,7 +264,7 @@ func (s Spec) generate() []tensor {
 				matrix(p+"attn_k.weight", kvd, d, in),
 				matrix(p+"attn_v.weight", kvd, d, in))
 		}
-		if s.Arch == "qwen2" || s.Arch == "qwen2moe" {
+		if s.Arch == "qwen2" || s.Arch == "qwen2moe" || s.Arch == "gpt-oss" {
 			ts = append(ts,
 				vector(p+"attn_q.bias", qd, 0, 0.1),
 				vector(p+"attn_k.bias", kvd, 0, 0.1),
@@ -273,7 +281,12 @@ func (s Spec) generate() []tensor {
 				vector(p+"attn_k_norm.weight", kvd, 1, 0.02))
 		}
 		ts = append(ts, matrix(p+"attn_output.weight", d, qd, 1/math.Sqrt(float64(qd))))
-		if s.Arch != "olmo2" {
+		switch s.Arch {
+		case "gpt-oss": // Wo's bias, a sink logit per head, and the MLP's norm under its GGUF name
+			ts = append(ts, vector(p+"attn_output.bias", d, 0, 0.1), vector(p+"attn_sinks.weight", s.NumHeads, s.SinkMean, 1),
+				vector(p+"post_attention_norm.weight", d, 1, 0.02))
+		case "olmo2":
+		default:
 			ts = append(ts, vector(p+"ffn_norm.weight", d, 1, 0.02))
 		}
 		switch {
@@ -312,8 +325,8 @@ func (s Spec) rotary() int {
 
 // typeOf is the storage type of t.
 func (s Spec) typeOf(t tensor) model.DType {
-	if !t.matrix() {
-		return model.F32
+	if !t.matrix() || strings.HasSuffix(t.name, ".bias") {
+		return model.F32 // vectors, and gpt-oss's stacked expert biases
 	}
 	if _, ok := s.Types[t.name]; !ok && strings.HasSuffix(t.name, "ffn_gate_inp.weight") {
 		if typ, ok := s.Types["ffn_gate_inp.weight"]; ok {

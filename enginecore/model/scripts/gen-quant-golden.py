@@ -6,7 +6,7 @@ dequantization as computed by gguf-py (llama.cpp's Python package, whose
 gguf.quants mirrors ggml-quants.c bit for bit). Types gguf-py can quantize
 (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) get bytes quantized from the
 input; K-quants and IQ4_NL/IQ4_XS, which gguf-py only dequantizes, get
-random blocks with sane f16 scales.
+random blocks with sane f16 scales. MXFP4 gets both.
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install -r requirements-test.txt
     /tmp/venv/bin/python gen-quant-golden.py   # from this directory
@@ -91,6 +91,22 @@ def main():
             "bytes": b.tobytes().hex(),
             "dequantized": floats(quants.dequantize(b, qtype)),
         })
+    # Added later still: MXFP4, quantized from the input (gguf-py's
+    # quantizer is ggml's quantize_row_mxfp4_ref) and as random blocks
+    # with e in 110..135, and 0, 1 and 2 (float32 subnormal scales, then
+    # the first normal one) in the last three. (e near 255 overflows to
+    # Inf, which JSON cannot hold: TestHandBlocks covers it.)
+    cases.append(quantized_case(rng, T.MXFP4, 128))
+    b = rng.integers(0, 256, (8, 17), dtype=np.uint8)
+    b[:, 0] = rng.integers(110, 136, 8)
+    b[5:, 0] = [0, 1, 2]
+    b = b.reshape(-1)
+    cases.append({
+        "type": T.MXFP4.name,
+        "input": None,
+        "bytes": b.tobytes().hex(),
+        "dequantized": floats(quants.dequantize(b, T.MXFP4)),
+    })
     with open(OUT, "w") as f:
         json.dump({"generator": "scripts/gen-quant-golden.py", "gguf": "0.19.0", "cases": cases}, f, indent=1)
         f.write("\n")
