@@ -4,8 +4,10 @@
 // tags (<think> … </think> for DeepSeek-R1, Qwen3, QwQ, GLM, Kimi, ERNIE,
 // OLMo and their distills; <seed:think> … </seed:think> for Seed-OSS;
 // the special tokens [THINK] … [/THINK] for Mistral's Magistral) is the
-// reasoning, the rest the content. The formats carry vLLM's
-// --reasoning-parser names.
+// reasoning, the rest the content; gpt-oss's harmony messages split by
+// channel (analysis is the reasoning, final the content, and a message to
+// a function a tool call for the toolparse package: harmony.go). The
+// formats carry vLLM's --reasoning-parser names.
 //
 // A Splitter reads the answer as it is generated (Push, then Finish),
 // holding back text that may be the start of a tag, so that a streamed

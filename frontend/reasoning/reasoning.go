@@ -16,6 +16,10 @@ type Format struct {
 	// frontend must keep in the text it splits (skip_special_tokens
 	// false unless the request says).
 	Special bool
+	// Harmony: the answer is OpenAI's harmony messages (gpt-oss,
+	// harmony.go), split by channel rather than by tags; Start and End
+	// are what the engine follows for a constraint or a budget.
+	Harmony bool
 }
 
 // formats are vLLM's reasoning parsers by name: most models write
@@ -36,6 +40,10 @@ var formats = []*Format{
 	{Name: "step3", Start: "<think>", End: "</think>", Opened: true},
 	{Name: "seed_oss", Start: "<seed:think>", End: "</seed:think>"},
 	{Name: "mistral", Start: "[THINK]", End: "[/THINK]", Special: true},
+	// gpt-oss: the analysis channel is the reasoning, the final one the
+	// answer (harmony.go); the answer starts in a message's header.
+	{Name: "openai_gptoss", Start: "<|channel|>analysis<|message|>", End: "<|end|><|start|>assistant<|channel|>final<|message|>",
+		Opened: true, Special: true, Harmony: true},
 }
 
 // Names lists the formats' names (--reasoning-parser's values).
@@ -61,6 +69,8 @@ func Lookup(name string) (*Format, error) {
 // or strips the think tags (a thinking model's), else ok false.
 func Detect(template string) (f *Format, ok bool) {
 	switch {
+	case strings.Contains(template, "<|channel|>"):
+		return mustLookup("openai_gptoss"), true
 	case strings.Contains(template, "[/THINK]"):
 		return mustLookup("mistral"), true
 	case strings.Contains(template, "</seed:think>"):
@@ -112,6 +122,7 @@ const blanks = " \t\r\n"
 
 // Splitter splits one answer as it comes.
 type Splitter struct {
+	h       *harmony // a harmony answer's split, instead of the tags'
 	f       *Format
 	state   state
 	held    string // text that may begin a tag (or blanks before one), not yet given out
@@ -122,6 +133,10 @@ type Splitter struct {
 // block (OpensInPrompt).
 func (f *Format) New(open bool) *Splitter {
 	s := &Splitter{f: f}
+	if f.Harmony {
+		s.h = &harmony{}
+		return s
+	}
 	if open {
 		s.state = thinking
 	}
@@ -134,6 +149,10 @@ func (f *Format) New(open bool) *Splitter {
 // a think block is all content, unchanged.
 func (s *Splitter) Push(text string) (reasoning, content string) {
 	var r, c strings.Builder
+	if s.h != nil {
+		s.h.push(text, &r, &c)
+		return r.String(), c.String()
+	}
 	rest := s.held + text
 	s.held = ""
 	for rest != "" {
@@ -186,6 +205,11 @@ func (s *Splitter) reason(r *strings.Builder, text string) {
 // think block (cut by max_tokens) it is reasoning, before any text
 // content.
 func (s *Splitter) Finish() (reasoning, content string) {
+	if s.h != nil {
+		var r, c strings.Builder
+		s.h.finish(&r, &c)
+		return r.String(), c.String()
+	}
 	held := s.held
 	s.held = ""
 	switch s.state {

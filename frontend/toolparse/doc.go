@@ -2,7 +2,8 @@
 // --tool-call-parser does for tool_choice "auto": the model writes calls in
 // its own syntax (Hermes/Qwen <tool_call> JSON, Llama 3 JSON, Mistral
 // [TOOL_CALLS], pythonic lists, Granite's <|tool_call|> and Phi-4-mini's
-// functools lists, Qwen3-Coder's XML with values typed by
+// functools lists, gpt-oss's harmony messages to functions (openai),
+// Qwen3-Coder's XML with values typed by
 // the tools' schemas: ParamTypes, Format.NewTyped) and the server
 // returns them as OpenAI tool_calls.
 //

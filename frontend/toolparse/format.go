@@ -130,6 +130,7 @@ var formats = []*Format{
 	{Name: "granite", KeepSpecial: true, newParser: newGranite},
 	{Name: "phi4_mini_json", newParser: newPhi4Mini},
 	{Name: "qwen3_coder", Aliases: []string{"qwen3_xml"}, KeepSpecial: true, newTyped: newQwen3Coder},
+	{Name: "openai", KeepSpecial: true, newParser: newOpenAI},
 }
 
 // ErrUnknown is wrapped by Lookup's error for a name it does not know.
@@ -176,6 +177,8 @@ func Detect(template string) (*Format, bool) {
 	}
 	name := ""
 	switch {
+	case has("<|channel|>") && has("<|call|>"):
+		name = "openai" // gpt-oss's harmony messages
 	case has("[TOOL_CALLS]"):
 		name = "mistral"
 	case has("[func_name1(", "[func_name(", "<|python_start|>"):
