@@ -52,104 +52,122 @@ func (m *Matrix) asm256() bool {
 func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 	var res [GroupRows]float32
 	var res4 [4][GroupRows]float32
-	in, nb, spb := m.In, m.nb, m.scPerBlock()
-	rows := m.rows(a)
+	if m.fam == famLUT { // each group expanded to the byte layout first
+		s := lutScratchPool.Get().(*lutScratch)
+		defer lutScratchPool.Put(s)
+		v := m.lutView()
+		for g := g0; g < g1; g++ {
+			qs, sc := m.expandGroup(g, s)
+			m.groupAVX2(&v, qs, sc, out, a, g, t0, &res, &res4)
+		}
+		return
+	}
+	nb, spb := m.nb, m.scPerBlock()
 	blockBytes := nibBlockBytes
 	if m.fam == famByte {
 		blockBytes = byteBlockBytes
 	}
-	f16 := m.sc.h != nil
-	kq := m.kquantBytes()
-	asm := m.asm256()
-	vnni := level == levelAVXVNNI && m.asmAVXVNNI()
 	for g := g0; g < g1; g++ {
 		var qs []byte
 		var sc scales
 		if m.fam != famF32 {
 			qs, sc = m.qs[g*nb*blockBytes:(g+1)*nb*blockBytes], m.sc.slice(g*nb*spb, (g+1)*nb*spb)
 		}
-		t := t0
-		for ; asm && t+4 <= rows; t += 4 {
-			if m.fam == famNib {
-				xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
-				for half := range 2 {
-					if f16 {
-						switch {
-						case vnni && sc.noM:
-							nibGroup4AVXVNNIQ(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
-						case vnni:
-							nibGroup4AVXVNNIH(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
-						case sc.noM:
-							nibGroup4AVX2Q(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
-						default:
-							nibGroup4AVX2H(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
-						}
-					} else if vnni {
-						nibGroup4AVXVNNIF(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
-					} else {
-						nibGroup4AVX2F(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, &res4, half)
-					}
-				}
-			} else {
-				xa, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
-				for half := range 2 {
+		m.groupAVX2(m, qs, sc, out, a, g, t0, &res, &res4)
+	}
+}
+
+// groupAVX2 computes rows from t0 of a for group g of m, whose quants
+// and scales are qs and sc in the layout of k (m itself, or the byte
+// layout a famLUT group expands to).
+func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Activations, g, t0 int, res *[GroupRows]float32, res4 *[4][GroupRows]float32) {
+	in, nb := m.In, m.nb
+	rows := m.rows(a)
+	f16 := k.sc.h != nil || sc.h != nil
+	kq := k.fam == famByte && !f16 && (k.nsub == 2) != k.hasMin
+	asm := avx2Asm && nb > 0 && (k.fam == famNib && (!f16 || hasF16C) || k.fam == famByte && k.nsub == 1 && !k.hasMin && f16 && hasF16C || kq)
+	vnni := level == levelAVXVNNI && asm && (k.fam == famNib || !kq)
+	t := t0
+	for ; asm && t+4 <= rows; t += 4 {
+		if k.fam == famNib {
+			xq, xd, xs := a.q[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+			for half := range 2 {
+				if f16 {
 					switch {
-					case !kq && vnni:
-						byteGroup4Q8AVXVNNI(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4, half)
-					case !kq:
-						byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, &res4, half)
-					case m.hasMin:
-						byteGroup4Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, &res4, half)
+					case vnni && sc.noM:
+						nibGroup4AVXVNNIQ(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
+					case vnni:
+						nibGroup4AVXVNNIH(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
+					case sc.noM:
+						nibGroup4AVX2Q(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 					default:
-						byteGroup4Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, &res4, half)
+						nibGroup4AVX2H(&qs[0], &sc.h[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 					}
+				} else if vnni {
+					nibGroup4AVXVNNIF(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
+				} else {
+					nibGroup4AVX2F(&qs[0], &sc.f[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 				}
 			}
-			for k := range 4 {
-				m.store(out, a, t+k, g, &res4[k])
-			}
-		}
-		for ; t < rows; t++ {
-			switch {
-			case m.fam == famF32:
-				f32Group256(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], &res)
-			case m.fam == famNib && asm:
-				xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+		} else {
+			xa, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+			for half := range 2 {
 				switch {
-				case f16 && vnni && sc.noM:
-					nibGroup1AVXVNNIQ(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
-				case f16 && vnni:
-					nibGroup1AVXVNNIH(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
-				case f16 && sc.noM:
-					nibGroup1AVX2Q(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
-				case f16:
-					nibGroup1AVX2H(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, &res)
-				case vnni:
-					nibGroup1AVXVNNIF(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, &res)
+				case !kq && vnni:
+					byteGroup4Q8AVXVNNI(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, res4, half)
+				case !kq:
+					byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, res4, half)
+				case k.hasMin:
+					byteGroup4Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, res4, half)
 				default:
-					nibGroup1AVX2F(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, &res)
+					byteGroup4Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, res4, half)
 				}
-			case m.fam == famNib:
-				nibGroup256(qs, sc, a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
-			case asm && kq:
-				xa, xm, xd, xs := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
-				if m.hasMin {
-					byteGroup1Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], &xs[0], nb, &res)
-				} else {
-					byteGroup1Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], &xs[0], nb, &res)
-				}
-			case asm: // Q8_0
-				xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
-				if vnni {
-					byteGroup1Q8AVXVNNI(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
-				} else {
-					byteGroup1Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, &res)
-				}
-			default:
-				byteGroup256(qs, sc, m.nsub, m.hasMin, a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], &res)
 			}
-			m.store(out, a, t, g, &res)
 		}
+		for i := range 4 {
+			m.store(out, a, t+i, g, &res4[i])
+		}
+	}
+	for ; t < rows; t++ {
+		switch {
+		case k.fam == famF32:
+			f32Group256(m.f[g*in*GroupRows:(g+1)*in*GroupRows], a.X[t*in:(t+1)*in], res)
+		case k.fam == famNib && asm:
+			xq, xd, xs := a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+			switch {
+			case f16 && vnni && sc.noM:
+				nibGroup1AVXVNNIQ(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, res)
+			case f16 && vnni:
+				nibGroup1AVXVNNIH(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, res)
+			case f16 && sc.noM:
+				nibGroup1AVX2Q(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, res)
+			case f16:
+				nibGroup1AVX2H(&qs[0], &sc.h[0], &xq[0], &xd[0], &xs[0], nb, res)
+			case vnni:
+				nibGroup1AVXVNNIF(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, res)
+			default:
+				nibGroup1AVX2F(&qs[0], &sc.f[0], &xq[0], &xd[0], &xs[0], nb, res)
+			}
+		case k.fam == famNib:
+			nibGroup256(qs, sc, a.q[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], res)
+		case asm && kq:
+			xa, xm, xd, xs := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb]
+			if k.hasMin {
+				byteGroup1Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], &xs[0], nb, res)
+			} else {
+				byteGroup1Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], &xs[0], nb, res)
+			}
+		case asm: // Q8_0
+			xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
+			if vnni {
+				byteGroup1Q8AVXVNNI(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, res)
+			} else {
+				byteGroup1Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], &xd[0], nb, res)
+			}
+		default:
+			byteGroup256(qs, sc, k.nsub, k.hasMin, a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb], a.s[t*nb:(t+1)*nb], res)
+		}
+		m.store(out, a, t, g, res)
 	}
 }
 

@@ -61,10 +61,10 @@ func BenchmarkMatMul(b *testing.B) {
 // working set (~64 MB) is far beyond the caches, as at batch 1 each
 // token reads every weight from DRAM once: GB/s of packed weights is
 // then the kernel's share of the DRAM bandwidth (compare tandembench's
-// measured bandwidth).
+// measured bandwidth); Gweight/s compares layouts of different sizes.
 func BenchmarkMatMulDRAM(b *testing.B) {
 	const in, out = 2048, 8192
-	for _, typ := range []model.DType{model.Q4_0, model.Q4_K, model.Q8_0, model.Q6_K} {
+	for _, typ := range []model.DType{model.Q4_0, model.Q4_K, model.Q8_0, model.Q6_K, model.IQ4_NL, model.IQ4_XS, model.MXFP4} {
 		b.Run(typ.String(), func(b *testing.B) {
 			var ms []*Matrix
 			var set int64
@@ -85,6 +85,7 @@ func BenchmarkMatMulDRAM(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(set)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			b.ReportMetric(float64(len(ms)*in*out)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweight/s")
 		})
 	}
 }

@@ -81,7 +81,7 @@ func EncodedBound(t *model.Tensor) (int64, error) {
 	if t.Type == model.Q2_K {
 		n += alignUp(4 * groups * in / minsPer * GroupRows)
 	}
-	return n, nil
+	return n, nil // famLUT, when Pack chooses it, is smaller than the byte layout counted here
 }
 
 // EncodedSize is the number of bytes Encode writes.
@@ -178,7 +178,7 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	m.sc.noM = b[28] == 1
 	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4, 3: 1}[scKind]
 	kOK := m.fam == famNib && m.Type == model.Q4_K || m.fam == famQ6 && m.Type == model.Q6_K
-	if b[29] > 2 || b[29] != 0 && m.fam != famF32 || scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famQ6 || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) || nk > uint64(len(b)) {
+	if b[29] > 2 || b[29] != 0 && m.fam != famF32 || scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famLUT || m.fam == famLUT && (lutTables[m.Type] == nil || scKind != 1 && scKind != 2) || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) || nk > uint64(len(b)) {
 		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
 	}
 	off := int64(headerBytes)
@@ -224,6 +224,9 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	case nf > 0:
 		m.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(f))), nf)
 	}
+	if m.fam == famLUT {
+		m.lut = lutTables[m.Type]
+	}
 	if err := m.check(); err != nil {
 		return nil, 0, err
 	}
@@ -243,7 +246,7 @@ func (m *Matrix) check() error {
 			return fmt.Errorf("%w: float section of %d, want %d", ErrEncoded, len(m.f)+len(m.w16), groups*m.In*GroupRows)
 		}
 		return nil
-	case famNib, famByte, famQ6:
+	case famNib, famByte, famQ6, famLUT:
 	default:
 		return fmt.Errorf("%w: family %d", ErrEncoded, m.fam)
 	}

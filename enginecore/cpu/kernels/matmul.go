@@ -77,6 +77,10 @@ func (m *Matrix) store(out []float32, a *Activations, t, g int, res *[GroupRows]
 // sums; float sums may differ from SIMD in the last bits.
 
 func (m *Matrix) mulGroupsGo(out []float32, a *Activations, g0, g1 int) {
+	if m.fam == famLUT {
+		m.mulLUTGo(out, a, g0, g1)
+		return
+	}
 	var res [GroupRows]float32
 	for g := g0; g < g1; g++ {
 		for t := range m.rows(a) {

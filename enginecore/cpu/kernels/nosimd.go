@@ -69,3 +69,7 @@ func quantizeSuperSIMD(r *[256]float32, q *[256]int8, sums *[8]int16) (float32, 
 }
 
 func minsGroup(acc *[GroupRows]float32, mins, xs []float32) { minsGroupGo(acc, mins, xs) }
+
+func expandLUT(dst, src []byte, table *[16]int8) { expandLUTGo(dst, src, table) }
+
+func expandScales(dst, src []float32, nb int) { expandScalesGo(dst, src, nb) }

@@ -38,6 +38,10 @@ const (
 	// 64-byte vectors, see q6Unpack), and scales.k; value = D·q with D =
 	// d·scale per 16 elements.
 	famQ6
+	// famLUT: IQ4_NL, IQ4_XS and MXFP4 as 4-bit indices into their
+	// table (Matrix.lut) in famNib's layout, one scale per 32 (lut.go);
+	// expanded to famByte per group for the kernels.
+	famLUT
 )
 
 // Per 32-element block of a 16-row group, packed quants are chunks of 64
@@ -69,6 +73,7 @@ type Matrix struct {
 	// float32 D and M instead (below the VNNI level), for the super form
 	// (on CPUs where precise tokens take it: superCPU).
 	kint []byte
+	lut  *[16]int8 // famLUT: the type's values (lutTables)
 }
 
 // NumGroups is ceil(Out/GroupRows); the last group is zero-padded.
@@ -98,6 +103,8 @@ func (m *Matrix) scPerBlock() int {
 		return n
 	case famQ6:
 		return q6ScaleBytes
+	case famLUT:
+		return GroupRows
 	}
 	return 0
 }
@@ -220,6 +227,9 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	if t.Type == model.Q2_K {
 		m.mins = q2KMins(t.Data, in, out)
 	}
+	if table := lutTables[t.Type]; table != nil && lutPacking() {
+		m.packLUT(table)
+	}
 	if t.Type == model.Q6_K && compactQ4K() {
 		m.fam, m.nsub, m.qs = famQ6, 0, q6Compact(m.qs)
 		m.sc = scales{k: packQ6KScales(t.Data, in, out)}
@@ -293,8 +303,16 @@ func packQ6KScales(data []byte, in, out int) []byte {
 // pack cache written at another level is another file): "compact" where
 // the K-quants keep the file's scale bytes, "half" where F16 and BF16
 // stay 16-bit, else "float32"; ",kint" where Q4_K keeps its scale bytes
-// beside float32 ones for the super form (superCPU).
+// beside float32 ones for the super form (superCPU); ",lut4" where the
+// table types keep their 4-bit indices (famLUT).
 func Packing() string {
+	if lutPacking() {
+		return packing() + ",lut4"
+	}
+	return packing()
+}
+
+func packing() string {
 	switch {
 	case compactQ4K():
 		return "compact,half"
@@ -405,6 +423,9 @@ func (m *Matrix) Dequantize() []float32 {
 					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
 					q = int8(v >> (4 * (e / 16)) & 0xf)
 					d, mn = gsc.nibDM(j, lane)
+				case famLUT:
+					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
+					q, d = m.lut[v>>(4*(e/16))&0xf], sc.at(lane)
 				case famQ6:
 					blk := m.qs[(g*m.nb+j)*q6BlockBytes:]
 					h, c, k := e/16, e%16/4, e%4

@@ -57,6 +57,11 @@ func (m *Matrix) kernel() string {
 
 // vecKernel names the kernels for the rows that do not fill an AMX tile.
 func (m *Matrix) vecKernel() string {
+	if m.fam == famLUT && level < levelAVX512 { // the byte layout's kernels, per expanded group
+		v := m.lutView()
+		v.sc.h = m.sc.h
+		return v.vecKernel()
+	}
 	switch {
 	case m.fam == famF32 && level >= levelAVX512:
 		return "avx512-asm"
@@ -75,6 +80,14 @@ func (m *Matrix) vecKernel() string {
 }
 
 func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
+	if level < m.packLevel() || m.fam == famLUT && level >= levelAVX512 { // famLUT: packed below AVX-512 only
+		m.mulGroupsGo(out, a, g0, g1)
+		return
+	}
+	if m.fam == famLUT {
+		m.mulGroupsAVX2(out, a, g0, g1, 0)
+		return
+	}
 	if level < m.packLevel() {
 		m.mulGroupsGo(out, a, g0, g1)
 		return

@@ -1,0 +1,144 @@
+package kernels
+
+import (
+	"sync"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// famLUT keeps IQ4_NL, IQ4_XS and MXFP4 matrices as small as their files:
+// each weight its 4-bit index into the type's table of 16 int8 values
+// (lutTables), in famNib's layout, with one scale per 32 (float16 where
+// exact, IQ4_NL's; else float32). A matmul expands each group, as it
+// reaches it, into the byte layout in a scratch buffer (expandLUT: the
+// indices looked up, and float32 scales written twice, as the two halves
+// of Q6_K's), and runs the byte kernels on it: IQ4_NL Q8_0's, the others
+// Q6_K's, which the byte layout (famByte) runs at every level anyway, so
+// the results have the same bits. Packed, 0.56–0.63 bytes a weight
+// instead of 1.06–1.25. Pack chooses it below the AVX-512 level
+// (lutPacking), whose kernels read it through mulGroupsAVX2 and the Go
+// ones; the AVX-512 levels keep the byte layout.
+
+// lutTables are the value tables of the types famLUT packs.
+var lutTables = map[model.DType]*[16]int8{
+	model.IQ4_NL: &model.IQ4Values,
+	model.IQ4_XS: &model.IQ4Values,
+	model.MXFP4:  &model.MXFP4Values,
+}
+
+// lutPacking reports whether Pack keeps the table types' 4-bit indices
+// (famLUT) at this level.
+func lutPacking() bool { return level < levelAVX512 }
+
+// lutIndex maps a table's values back to their indices (the first, for
+// MXFP4's two zeros).
+func lutIndex(table *[16]int8) (idx [256]byte) {
+	for i := 15; i >= 0; i-- {
+		idx[uint8(table[i])] = byte(i)
+	}
+	return idx
+}
+
+// packLUT turns m, packed as famByte from a table type (int8 values q,
+// scales per 32 or, as two equal halves, per 16), into famLUT.
+func (m *Matrix) packLUT(table *[16]int8) {
+	idx := lutIndex(table)
+	groups := m.NumGroups()
+	qs := make([]byte, groups*m.nb*nibBlockBytes)
+	for b := range groups * m.nb {
+		src, dst := m.qs[b*byteBlockBytes:][:byteBlockBytes], qs[b*nibBlockBytes:][:nibBlockBytes]
+		for c := range 4 {
+			for i := range 64 {
+				dst[c*64+i] = idx[src[c*64+i]] | idx[src[(4+c)*64+i]]<<4
+			}
+		}
+	}
+	if m.nsub == 2 { // the halves' scales are equal: keep one
+		f := make([]float32, groups*m.nb*GroupRows)
+		for b := range groups * m.nb {
+			copy(f[b*GroupRows:(b+1)*GroupRows], m.sc.f[b*2*GroupRows:])
+		}
+		m.sc = scales{f: f}
+	}
+	m.fam, m.qs, m.lut = famLUT, qs, table
+}
+
+// lutView is the famByte matrix a famLUT one expands to, for the
+// kernels' choice (its sections are the scratch's, group 0).
+func (m *Matrix) lutView() Matrix {
+	v := Matrix{In: m.In, Out: m.Out, Type: m.Type, fam: famByte, nb: m.nb, nsub: 2}
+	if m.sc.h != nil {
+		v.nsub = 1
+	}
+	return v
+}
+
+// lutScratch is a group expanded: qs [nb][512], and float32 scales
+// [nb][2][16] (unused for float16 ones).
+type lutScratch struct {
+	qs []byte
+	sc []float32
+}
+
+var lutScratchPool = sync.Pool{New: func() any { return new(lutScratch) }}
+
+// expandGroup writes group g of a famLUT matrix into s in the byte
+// layout and returns its quants and scales as group 0 of lutView.
+func (m *Matrix) expandGroup(g int, s *lutScratch) ([]byte, scales) {
+	nb := m.nb
+	if cap(s.qs) < nb*byteBlockBytes {
+		s.qs = make([]byte, nb*byteBlockBytes)
+	}
+	qs := s.qs[:nb*byteBlockBytes]
+	expandLUT(qs, m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.lut)
+	if m.sc.h != nil {
+		return qs, scales{h: m.sc.h[g*nb*GroupRows : (g+1)*nb*GroupRows]}
+	}
+	if cap(s.sc) < nb*2*GroupRows {
+		s.sc = make([]float32, nb*2*GroupRows)
+	}
+	sc := s.sc[:nb*2*GroupRows]
+	expandScales(sc, m.sc.f[g*nb*GroupRows:(g+1)*nb*GroupRows], nb)
+	return qs, scales{f: sc}
+}
+
+// expandScalesGo writes each of nb blocks' 16 scales (src [nb][16])
+// twice into dst [nb][2][16].
+func expandScalesGo(dst, src []float32, nb int) {
+	for j := range nb {
+		d := src[j*GroupRows : (j+1)*GroupRows]
+		copy(dst[2*j*GroupRows:], d)
+		copy(dst[(2*j+1)*GroupRows:], d)
+	}
+}
+
+// expandLUTGo is expandLUT in Go: block by block, chunk c of a famNib
+// block's low nibbles becomes chunk c of the byte block, its high
+// nibbles chunk 4+c, each index looked up in table.
+func expandLUTGo(dst, src []byte, table *[16]int8) {
+	for b := range len(src) / nibBlockBytes {
+		s, d := src[b*nibBlockBytes:][:nibBlockBytes], dst[b*byteBlockBytes:][:byteBlockBytes]
+		for c := range 4 {
+			for i := range 64 {
+				v := s[c*64+i]
+				d[c*64+i], d[(4+c)*64+i] = byte(table[v&15]), byte(table[v>>4])
+			}
+		}
+	}
+}
+
+// mulLUTGo is mulGroupsGo for famLUT: each group expanded, then the byte
+// family's Go kernel.
+func (m *Matrix) mulLUTGo(out []float32, a *Activations, g0, g1 int) {
+	s := lutScratchPool.Get().(*lutScratch)
+	defer lutScratchPool.Put(s)
+	var res [GroupRows]float32
+	v := m.lutView()
+	for g := g0; g < g1; g++ {
+		v.qs, v.sc = m.expandGroup(g, s)
+		for t := range m.rows(a) {
+			v.byteGroupGo(a, t, 0, &res)
+			m.store(out, a, t, g, &res)
+		}
+	}
+}

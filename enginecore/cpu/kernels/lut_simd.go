@@ -1,0 +1,32 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+// expandLUT is expandLUTGo in AVX2 (lut_amd64.s) above the Go level: the
+// same bytes.
+func expandLUT(dst, src []byte, table *[16]int8) {
+	nb := len(src) / nibBlockBytes
+	if level == levelGo || nb == 0 {
+		expandLUTGo(dst, src, table)
+		return
+	}
+	_ = dst[nb*byteBlockBytes-1]
+	expandLUTAVX2(&dst[0], &src[0], table, nb)
+}
+
+// expandScales writes each of nb blocks' 16 scales (src [nb][16])
+// twice into dst [nb][2][16].
+func expandScales(dst, src []float32, nb int) {
+	if level == levelGo || nb == 0 {
+		expandScalesGo(dst, src, nb)
+		return
+	}
+	_, _ = dst[nb*2*GroupRows-1], src[nb*GroupRows-1]
+	expandScalesAVX2(&dst[0], &src[0], nb)
+}
+
+//go:noescape
+func expandLUTAVX2(dst, src *byte, table *[16]int8, nb int)
+
+//go:noescape
+func expandScalesAVX2(dst, src *float32, nb int)
