@@ -88,7 +88,7 @@ func TestServeFailsFast(t *testing.T) {
 		{"port in use", []string{"--model", "dummy", "--port", busyPort}, "tandem: serve: ", "listen tcp 127.0.0.1:" + busyPort + ": bind: address already in use"},
 		{"address not on this machine", []string{"--model", "dummy", "--host", "192.0.2.1"}, "tandem: serve: ", "listen tcp 192.0.2.1:"},
 		{"unknown tool call parser", []string{"--model", "dummy", "--tool-call-parser", "qwen"}, "tandem: serve: ",
-			`--tool-call-parser: toolparse: unknown tool call parser "qwen" (valid: hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, granite, phi4_mini_json, qwen3_coder, qwen3_xml)`},
+			`--tool-call-parser: toolparse: unknown tool call parser "qwen" (valid: hermes, llama3_json, llama4_json, mistral, pythonic, llama4_pythonic, granite, phi4_mini_json, qwen3_coder, qwen3_xml, openai)`},
 		{"speculative method not built", []string{"--model", "dummy", "--speculative-config", `{"method": "eagle", "model": "x", "num_speculative_tokens": 3}`}, engineFailed,
 			`--speculative-config: method "eagle" is not built`},
 		{"speculative type not built", []string{"--model", "dummy", "--spec-type", "draft-mtp"}, engineFailed, `--spec-type "draft-mtp": Tandem runs none, ngram-simple and draft-simple`},
