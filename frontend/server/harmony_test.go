@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tandem-llm/tandem/frontend/chattemplate"
 	"github.com/tandem-llm/tandem/frontend/reasoning"
 	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/frontend/toolparse"
@@ -128,5 +129,42 @@ func TestHarmonyConstrained(t *testing.T) {
 	}
 	if p := f.reqs[0].SamplingParams; p.ReasoningStart != "" || p.ReasoningEnd != "<|end|><|start|>assistant<|channel|>final<|message|>" {
 		t.Errorf("think tags %q %q: want none and the final channel's header", p.ReasoningStart, p.ReasoningEnd)
+	}
+}
+
+// TestHarmonyThinking: with gpt-oss's parser, the reasoning a client
+// sends back on an assistant message reaches the template as thinking
+// (which gpt-oss's writes into the analysis channel), but not beside
+// both content and tool calls, which that template refuses; another
+// parser passes the messages as sent.
+func TestHarmonyThinking(t *testing.T) {
+	src := `{% for m in messages %}[{{ m.role }}|{{ m.thinking }}|{{ m.content }}]{% endfor %}`
+	tmpl, err := chattemplate.New(src, chattemplate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const call = `"tool_calls":[{"id":"c1","type":"function","function":{"name":"get","arguments":"{}"}}]`
+	tests := []struct {
+		name, parser, messages, want string
+	}{
+		{"reasoning_content", "openai_gptoss", `{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_content":"r"}`, "[user||q][assistant|r|a]"},
+		{"vLLM's reasoning, with a call", "openai_gptoss", `{"role":"assistant","content":null,"reasoning":"r",` + call + `}`, "[assistant|r|]"},
+		{"content and a call: none", "openai_gptoss", `{"role":"assistant","content":"pre","reasoning_content":"r",` + call + `}`, "[assistant||pre]"},
+		{"thinking as sent", "openai_gptoss", `{"role":"assistant","content":"a","thinking":"t","reasoning_content":"r"}`, "[assistant|t|a]"},
+		{"another parser", "qwen3", `{"role":"assistant","content":"a","reasoning_content":"r"}`, "[assistant||a]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := reasoning.Lookup(tc.parser)
+			f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("a", wire.FinishLength) }}
+			ts := newTestServerWith(t, f, func(c *Config) { c.MaxModelLen, c.NumBlocks, c.ReasoningParser = 512, 64, r }, templateTok{tokenizer.NewByte(), tmpl})
+			body := `{"messages":[` + tc.messages + `],"max_tokens":1,"add_generation_prompt":false}`
+			if code, resp := do(t, ts, http.MethodPost, "/v1/chat/completions", body, nil); code != http.StatusOK {
+				t.Fatalf("%d %s", code, resp)
+			}
+			if got := tokenizer.NewByte().Decode(f.requests()[0].PromptTokenIDs, false); got != tc.want {
+				t.Errorf("prompt %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

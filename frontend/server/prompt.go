@@ -47,6 +47,11 @@ func (s *Server) renderChat(req *openai.ChatCompletionRequest) (string, *openai.
 	if r, ok := tmpl.(messageRenderer); ok {
 		var objs []chattemplate.Object
 		if objs, err = messageObjects(req.Messages); err == nil {
+			if f := s.cfg.ReasoningParser; f != nil && f.Harmony {
+				for i := range objs {
+					objs[i] = harmonyThinking(objs[i])
+				}
+			}
 			text, err = r.RenderMessages(objs, req.AddGenPrompt(), kwargs)
 		}
 	} else {
@@ -216,4 +221,37 @@ func (s *Server) templateKwargs(req map[string]any, effort *string) map[string]a
 func (s *Server) templateReads(v string) bool {
 	src, ok := s.tok.ChatTemplate().(interface{ Source() string })
 	return ok && strings.Contains(src.Source(), v)
+}
+
+// harmonyThinking gives an assistant message the reasoning a client sent
+// back (reasoning_content, or vLLM's reasoning) as thinking, the field
+// gpt-oss's chat template writes into the analysis channel, so that a
+// tool loop keeps the reasoning that led to its calls. A message that
+// has thinking keeps it; one with both content and tool calls gets none,
+// which the template refuses.
+func harmonyThinking(msg chattemplate.Object) chattemplate.Object {
+	if role, _ := msg.Get("role"); role != "assistant" {
+		return msg
+	}
+	if _, ok := msg.Get("thinking"); ok {
+		return msg
+	}
+	var text string
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		if v, _ := msg.Get(key); v != nil {
+			if s, ok := v.(string); ok && s != "" {
+				text = s
+				break
+			}
+		}
+	}
+	if text == "" {
+		return msg
+	}
+	calls, _ := msg.Get("tool_calls")
+	content, _ := msg.Get("content")
+	if c, ok := content.(string); ok && c != "" && calls != nil {
+		return msg
+	}
+	return append(slices.Clone(msg), chattemplate.Member{Key: "thinking", Value: text})
 }
