@@ -59,35 +59,49 @@ func IQ4XSScale(ib int, blk []byte) int8 {
 	return int8(ls) - 32
 }
 
-// dequantQ2K: scales[16] (scale | min<<4), qs[64], d, dmin. Element l of
-// sub-block 8n+2j (+1) is bits 2j of qs[32n+l] (qs[32n+16+l]).
+// Q2KQuants writes the 2-bit quants (0..3) of sub-block s (0..15) of a
+// Q2_K block: element l of sub-block 8n+2j (+1) is bits 2j of qs[32n+l]
+// (qs[32n+16+l]), qs at blk[16:80].
+func Q2KQuants(blk []byte, s int, q *[16]uint8) {
+	n, j, h := s/8, s%8/2, s%2
+	for l, v := range blk[16+32*n+16*h:][:16] {
+		q[l] = v >> (2 * j) & 3
+	}
+}
+
+// Q3KQuants writes the quants (-4..3) of sub-block s of a Q3_K block: as
+// Q2_K's 2 bits (qs at blk[32:96]), less 4 unless bit 4n+j of hmask[l]
+// (hmask[16+l]) is set.
+func Q3KQuants(blk []byte, s int, q *[16]int8) {
+	n, j, h := s/8, s%8/2, s%2
+	qs, hm := blk[32+32*n+16*h:][:16], blk[16*h:][:16]
+	for l := range 16 {
+		q[l] = int8(qs[l]>>(2*j)&3) - 4 + int8(hm[l]>>(4*n+j)&1)*4
+	}
+}
+
+// dequantQ2K: scales[16] (scale | min<<4), qs[64], d, dmin.
 func dequantQ2K(blk []byte, y []float32) {
 	d, dmin := F16ToF32(binary.LittleEndian.Uint16(blk[80:])), F16ToF32(binary.LittleEndian.Uint16(blk[82:]))
+	var q [16]uint8
 	for s := range 16 {
 		sc := blk[s]
 		dl, ml := d*float32(sc&0xf), dmin*float32(sc>>4)
-		n, j, h := s/8, s%8/2, s%2
-		q := blk[16+32*n+16*h:][:16]
-		for l := range 16 {
-			y[16*s+l] = float32(dl*float32(q[l]>>(2*j)&3)) - ml
+		Q2KQuants(blk, s, &q)
+		for l, v := range q {
+			y[16*s+l] = float32(dl*float32(v)) - ml
 		}
 	}
 }
 
-// dequantQ3K: hmask[32], qs[64], scales[12], d. Element l of sub-block
-// 8n+2j (+1) is bits 2j of qs[32n+l] (qs[32n+16+l]), less 4 unless bit
-// 4n+j of hmask[l] (hmask[16+l]) is set.
+// dequantQ3K: hmask[32], qs[64], scales[12], d.
 func dequantQ3K(blk []byte, y []float32) {
 	d := F16ToF32(binary.LittleEndian.Uint16(blk[108:]))
+	var q [16]int8
 	for s := range 16 {
 		dl := d * float32(Q3KScale(s, blk[96:108]))
-		n, j, h := s/8, s%8/2, s%2
-		q, hm := blk[32+32*n+16*h:][:16], blk[16*h:][:16]
-		for l := range 16 {
-			v := int8(q[l]>>(2*j)&3) - 4
-			if hm[l]>>(4*n+j)&1 != 0 {
-				v += 4
-			}
+		Q3KQuants(blk, s, &q)
+		for l, v := range q {
 			y[16*s+l] = dl * float32(v)
 		}
 	}
@@ -135,6 +149,20 @@ func signedMax(x []float32) float32 {
 		}
 	}
 	return maxv
+}
+
+// blockScales sets scales[i] to the value of largest magnitude of the
+// i-th of len(scales) equal blocks of x, divided by div, and returns the
+// scale of largest magnitude.
+func blockScales(x []float32, div float32, scales []float32) (largest float32) {
+	n := len(x) / len(scales)
+	for i := range scales {
+		scales[i] = signedMax(x[n*i:n*(i+1)]) / div
+		if abs32(scales[i]) > abs32(largest) {
+			largest = scales[i]
+		}
+	}
+	return largest
 }
 
 // packLow2 writes 2-bit values L [256] into qs [64] as Q2_K and Q3_K lay
@@ -194,13 +222,7 @@ func quantQ2K(x []float32, blk []byte) {
 // which takes the largest scale to −32; q = round(x/scale) in [-4, 3].
 func quantQ3K(x []float32, blk []byte) {
 	var scales [16]float32
-	var maxScale float32
-	for s := range 16 {
-		scales[s] = signedMax(x[16*s:16*s+16]) / -4
-		if abs32(scales[s]) > abs32(maxScale) {
-			maxScale = scales[s]
-		}
-	}
+	maxScale := blockScales(x, -4, scales[:])
 	clear(blk[:110])
 	sc := blk[96:108]
 	if maxScale != 0 {
@@ -264,13 +286,7 @@ func quantIQ4NL(x []float32, blk []byte) {
 // of a d that takes the largest to −32.
 func quantIQ4XS(x []float32, blk []byte) {
 	var scales [8]float32
-	var maxScale float32
-	for ib := range 8 {
-		scales[ib] = signedMax(x[32*ib:32*ib+32]) / -127
-		if abs32(scales[ib]) > abs32(maxScale) {
-			maxScale = scales[ib]
-		}
-	}
+	maxScale := blockScales(x, -127, scales[:])
 	clear(blk[:136])
 	if maxScale != 0 {
 		id := -32 / maxScale

@@ -32,12 +32,12 @@ func decodeQ2K(row []byte, q []int8, d, _ []float32) {
 		for j := range 8 {
 			d[8*b+j] = dd
 		}
+		var q2 [16]uint8
 		for s := range 16 {
 			sc := int8(blk[s] & 0xf)
-			n, j, h := s/8, s%8/2, s%2
-			qs := blk[16+32*n+16*h:][:16]
-			for l, v := range qs {
-				q[256*b+16*s+l] = sc * int8(v>>(2*j)&3)
+			model.Q2KQuants(blk, s, &q2)
+			for l, v := range q2 {
+				q[256*b+16*s+l] = sc * int8(v)
 			}
 		}
 	}
@@ -50,15 +50,7 @@ func decodeQ3K(row []byte, q []int8, d, _ []float32) {
 		dd := half(blk[108:])
 		for s := range 16 {
 			d[16*b+s] = dd * float32(model.Q3KScale(s, blk[96:108]))
-			n, j, h := s/8, s%8/2, s%2
-			qs, hm := blk[32+32*n+16*h:][:16], blk[16*h:][:16]
-			for l := range 16 {
-				v := int8(qs[l]>>(2*j)&3) - 4
-				if hm[l]>>(4*n+j)&1 != 0 {
-					v += 4
-				}
-				q[256*b+16*s+l] = v
-			}
+			model.Q3KQuants(blk, s, (*[16]int8)(q[256*b+16*s:]))
 		}
 	}
 }
