@@ -52,7 +52,12 @@ func (m *Matrix) asm256() bool {
 func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 	var res [GroupRows]float32
 	var res4 [4][GroupRows]float32
-	if m.fam == famLUT { // each group expanded to the byte layout first
+	if m.fam == famLUT {
+		if m.sc.f != nil && avx2Asm && m.rows(a)-t0 < 4 { // no four-token kernel to feed: straight from the indices
+			m.lutRows1(out, a, g0, g1, t0, &res)
+			return
+		}
+		// Each group expanded to the byte layout first.
 		s := lutScratchPool.Get().(*lutScratch)
 		defer lutScratchPool.Put(s)
 		v := m.lutView()
@@ -551,3 +556,21 @@ func byteGroup4Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *
 
 //go:noescape
 func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
+
+// lutRows1 computes rows [t0, rows) of a, one at a time, for groups
+// [g0, g1) of a famLUT matrix with float32 scales (IQ4_XS, MXFP4), in
+// byteGroup1LUTAVX2: the bits of the byte kernel on the expanded group.
+func (m *Matrix) lutRows1(out []float32, a *Activations, g0, g1, t0 int, res *[GroupRows]float32) {
+	in, nb := m.In, m.nb
+	for g := g0; g < g1; g++ {
+		qs, sc := m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.f[g*nb*GroupRows:(g+1)*nb*GroupRows]
+		for t := t0; t < m.rows(a); t++ {
+			xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
+			byteGroup1LUTAVX2(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], m.lut, nb, res)
+			m.store(out, a, t, g, res)
+		}
+	}
+}
+
+//go:noescape
+func byteGroup1LUTAVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)

@@ -14,7 +14,9 @@ import (
 // indices looked up, and float32 scales written twice, as the two halves
 // of Q6_K's), and runs the byte kernels on it: IQ4_NL Q8_0's, the others
 // Q6_K's, which the byte layout (famByte) runs at every level anyway, so
-// the results have the same bits. Packed, 0.56–0.63 bytes a weight
+// the results have the same bits; fewer than four rows of IQ4_XS or
+// MXFP4 (decode) skip the expansion: byteGroup1LUTAVX2 looks the indices
+// up as it multiplies, with the same sums. Packed, 0.56–0.63 bytes a weight
 // instead of 1.06–1.25. Pack chooses it below the AVX-512 level
 // (lutPacking), whose kernels read it through mulGroupsAVX2 and the Go
 // ones; the AVX-512 levels keep the byte layout.
