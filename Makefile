@@ -110,7 +110,7 @@ fuzz-short:
 fuzz: ## run every fuzzer for 5 minutes
 	@$(TEST_ENV) ./scripts/fuzz.sh 5m
 
-bench: setup llguidance oracle model model-gemma3 ## Tandem vs llama.cpp (prebuilt and built here, and both at AVX2; SmolLM2, Gemma 3, a mixture of experts and a Q3_K_M model), constrained decoding's cost, MaskBench's held-out schemas, MaskBench vs llama.cpp's grammars → docs/benchmarks/ and docs/benchmarks.md
+bench: setup llguidance oracle model model-gemma3 ## Tandem vs llama.cpp (prebuilt and built here, and both at AVX2; SmolLM2, Gemma 3, a mixture of experts, gpt-oss and a Q3_K_M model), constrained decoding's cost, MaskBench's held-out schemas, MaskBench vs llama.cpp's grammars → docs/benchmarks/ and docs/benchmarks.md
 	./scripts/llamabench/native.sh
 	./scripts/llamabench/build.sh
 	@echo "== at one instruction set: Tandem's AVX2 (and AVX-VNNI) kernels against llama.cpp's haswell (alderlake) variant, the level both ship for older CPUs"
@@ -122,6 +122,8 @@ bench: setup llguidance oracle model model-gemma3 ## Tandem vs llama.cpp (prebui
 	$(GO) run ./cmd/tandembench --phase cpu --model $(GEMMA3_MODEL) --tag gemma3 --sweep "2:1,4,16" --out docs/benchmarks --doc docs/benchmarks.md
 	@echo "== a mixture of experts (random weights, Qwen3-30B-A3B's widths, 16 layers of 32 experts, 8 per token: 2.9B parameters, 0.8B active)"
 	$(GO) run ./cmd/tandembench --phase cpu --model bench:moe-q4_k_m --tag moe --sweep "2:1,4,16" --out docs/benchmarks --doc docs/benchmarks.md
+	@echo "== gpt-oss (random weights, gpt-oss-20b's widths at 8 layers of 16 experts, 4 per token: MXFP4 experts, Q8_0 elsewhere; 3.4B parameters, 1.0B active)"
+	$(GO) run ./cmd/tandembench --phase cpu --model bench:gptoss-mxfp4 --tag gptoss --sweep "2:1,4,16" --out docs/benchmarks --doc docs/benchmarks.md
 	@echo "== a Q3_K_M model (random weights, the 1b shape, llama-quantize's Q3_K_M mix: Q3_K with Q4_K/Q5_K attn_v, attn_output and ffn_down)"
 	$(GO) run ./cmd/tandembench --phase cpu --model bench:1b-q3_k_m --tag q3_k_m --sweep "2:1,4,16" --out docs/benchmarks --doc docs/benchmarks.md
 	@echo "== MaskBench on the schemas make test never sees (all but every 16th)"

@@ -29,13 +29,20 @@ type benchShape struct {
 // untied output (as issue 16 sets them), a tiny one for --quick, and a
 // mixture of experts of Qwen3-30B-A3B's widths (2048 wide, 32 heads of
 // 128, 4 KV heads, experts 768 wide, 8 per token) at 16 layers of 32
-// experts instead of 48 of 128: 2.9B parameters, 0.8B active.
+// experts instead of 48 of 128: 2.9B parameters, 0.8B active; and
+// gpt-oss-20b's widths (2880 wide, 64 heads of 64, 8 KV heads, experts
+// 2880 wide, 4 per token, every other layer over 128 positions, YaRN ×32
+// over 4096) at 8 layers of 16 experts instead of 24 of 32: 3.4B
+// parameters, 1.0B active.
 var benchShapes = map[string]benchShape{
 	"1b":   {"1b", testmodel.Spec{Arch: "llama", VocabSize: 32000, Dim: 2048, NumLayers: 16, NumHeads: 32, NumKVHeads: 8, FFNDim: 8192, ContextLen: 16384, RopeTheta: 500000, Seed: 1}},
 	"3b":   {"3b", testmodel.Spec{Arch: "llama", VocabSize: 32000, Dim: 3072, NumLayers: 28, NumHeads: 24, NumKVHeads: 8, FFNDim: 8192, ContextLen: 16384, RopeTheta: 500000, Seed: 1}},
 	"tiny": {"tiny", testmodel.Spec{Arch: "llama", VocabSize: 512, Dim: 256, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 512, ContextLen: 4096, Seed: 1}},
 	"moe": {"moe", testmodel.Spec{Arch: "qwen3moe", VocabSize: 32000, Dim: 2048, NumLayers: 16, NumHeads: 32, NumKVHeads: 4, HeadDim: 128,
 		FFNDim: 6144, Experts: 32, ExpertsUsed: 8, ExpertFFNDim: 768, ContextLen: 16384, Seed: 1}},
+	"gptoss": {"gptoss", testmodel.Spec{Arch: "gpt-oss", VocabSize: 32000, Dim: 2880, NumLayers: 8, NumHeads: 64, NumKVHeads: 8, HeadDim: 64,
+		FFNDim: 2880, Experts: 16, ExpertsUsed: 4, ExpertFFNDim: 2880, SlidingWindow: 128, ContextLen: 16384, RopeTheta: 150000,
+		Yarn: testmodel.Yarn{Factor: 32, OrigContextLen: 4096}, Seed: 1}},
 }
 
 // benchQuants are the quantization mixes --scale-models names, each as
@@ -60,6 +67,12 @@ var benchQuants = map[string]func(layers int) (base model.DType, types map[strin
 			}
 		}
 		return model.Q4_K, types
+	},
+	// MXFP4 as ggml-org's gpt-oss GGUFs are: the experts MXFP4, the
+	// other matrices here Q8_0.
+	"mxfp4": func(layers int) (model.DType, map[string]model.DType) {
+		return model.Q8_0, map[string]model.DType{
+			"ffn_gate_exps.weight": model.MXFP4, "ffn_up_exps.weight": model.MXFP4, "ffn_down_exps.weight": model.MXFP4}
 	},
 	// Q3_K_M: Q3_K, the output Q6_K, attn_output Q4_K, attn_v Q5_K in
 	// the first two layers and Q4_K after, ffn_down Q5_K in the first
