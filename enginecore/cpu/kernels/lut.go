@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"sync"
 
 	"github.com/tandem-llm/tandem/enginecore/model"
@@ -32,37 +33,45 @@ var lutTables = map[model.DType]*[16]int8{
 // (famLUT) at this level.
 func lutPacking() bool { return level < levelAVX512 }
 
-// lutIndex maps a table's values back to their indices (the first, for
-// MXFP4's two zeros).
-func lutIndex(table *[16]int8) (idx [256]byte) {
-	for i := 15; i >= 0; i-- {
-		idx[uint8(table[i])] = byte(i)
+// packLUTFile packs t, a table type's [Out][In], into m as famLUT straight
+// from the file's blocks, whose 16 index bytes already hold element i in
+// the low nibble and 16+i in the high one, as famNib's rows do: the
+// bytes are copied, and the scale per 32 read (IQ4_NL's float16 d as it
+// is; IQ4_XS's d·(ls−32) and MXFP4's 2^(e−128) as float32).
+func (m *Matrix) packLUTFile(t *model.Tensor, table *[16]int8) {
+	in, out := m.In, m.Out
+	groups, nb, rb := m.NumGroups(), in/32, t.Type.RowBytes(in)
+	m.fam, m.nb, m.lut = famLUT, nb, table
+	m.qs = make([]byte, groups*nb*nibBlockBytes)
+	if t.Type == model.IQ4_NL {
+		m.sc.h = make([]uint16, groups*nb*GroupRows)
+	} else {
+		m.sc.f = make([]float32, groups*nb*GroupRows)
 	}
-	return idx
-}
-
-// packLUT turns m, packed as famByte from a table type (int8 values q,
-// scales per 32 or, as two equal halves, per 16), into famLUT.
-func (m *Matrix) packLUT(table *[16]int8) {
-	idx := lutIndex(table)
-	groups := m.NumGroups()
-	qs := make([]byte, groups*m.nb*nibBlockBytes)
-	for b := range groups * m.nb {
-		src, dst := m.qs[b*byteBlockBytes:][:byteBlockBytes], qs[b*nibBlockBytes:][:nibBlockBytes]
-		for c := range 4 {
-			for i := range 64 {
-				dst[c*64+i] = idx[src[c*64+i]] | idx[src[(4+c)*64+i]]<<4
+	for r := range out {
+		g, lane := r/GroupRows, r%GroupRows
+		row := t.Data[r*rb : (r+1)*rb]
+		for j := range nb {
+			var idx []byte
+			k := (g*nb + j) * GroupRows
+			switch t.Type {
+			case model.IQ4_NL:
+				blk := row[18*j : 18*j+18]
+				m.sc.h[k+lane], idx = binary.LittleEndian.Uint16(blk), blk[2:18]
+			case model.IQ4_XS:
+				blk := row[136*(j/8) : 136*(j/8)+136]
+				m.sc.f[k+lane] = half(blk) * float32(model.IQ4XSScale(j%8, blk))
+				idx = blk[8+16*(j%8) : 8+16*(j%8)+16]
+			case model.MXFP4:
+				blk := row[17*j : 17*j+17]
+				m.sc.f[k+lane], idx = model.MXFP4Scale(blk[0]), blk[1:17]
+			}
+			dst := m.qs[(g*nb+j)*nibBlockBytes:][:nibBlockBytes]
+			for i, v := range idx {
+				dst[(i/4)*64+lane*4+i%4] = v
 			}
 		}
 	}
-	if m.nsub == 2 { // the halves' scales are equal: keep one
-		f := make([]float32, groups*m.nb*GroupRows)
-		for b := range groups * m.nb {
-			copy(f[b*GroupRows:(b+1)*GroupRows], m.sc.f[b*2*GroupRows:])
-		}
-		m.sc = scales{f: f}
-	}
-	m.fam, m.qs, m.lut = famLUT, qs, table
 }
 
 // lutView is the famByte matrix a famLUT one expands to, for the

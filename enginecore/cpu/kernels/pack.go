@@ -166,6 +166,10 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 		}
 		return m, nil
 	}
+	if table := lutTables[t.Type]; table != nil && lutPacking() {
+		m.packLUTFile(t, table)
+		return m, nil
+	}
 	m.fam, m.nb, m.nsub, m.hasMin = dec.fam, in/32, dec.nsub, dec.hasMin && dec.fam == famByte
 	bb := nibBlockBytes
 	if m.fam == famByte {
@@ -226,9 +230,6 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 	}
 	if t.Type == model.Q2_K {
 		m.mins = q2KMins(t.Data, in, out)
-	}
-	if table := lutTables[t.Type]; table != nil && lutPacking() {
-		m.packLUT(table)
 	}
 	if t.Type == model.Q6_K && compactQ4K() {
 		m.fam, m.nsub, m.qs = famQ6, 0, q6Compact(m.qs)
