@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "nibavx2.h"
+#include "byteavx2.h"
 
 // The 4-bit and Q8_0 kernels of nib4_amd64.s and byte_amd64.s at 256
 // bits, for AVX2 + FMA CPUs (with F16C for float16 scales). Go 1.26's
@@ -194,16 +195,6 @@ done: \
 	VZEROUPPER \
 	RET
 
-// BPROD adds the products of the chunk half in w with the token whose
-// |x| bytes are broadcast in xa and sign mask in xm into the int32 sums
-// s: maddubs(|x|, (w^m)−m), then pairs summed with ones (Y15).
-#define BPROD(w, xa, xm, s) \
-	VPXOR xm, w, Y12 \
-	VPSUBB xm, Y12, Y12 \
-	VPMADDUBSW Y12, xa, Y12 \
-	VPMADDWD Y15, Y12, Y12 \
-	VPADDD Y12, s, s
-
 // BTOKEN: token with |x| row xr (sign row DX bytes on), chunk half Y8.
 #define BTOKEN(xr, s, off) \
 	VPBROADCASTD off(xr)(DX*1), Y11 \
@@ -216,13 +207,6 @@ done: \
 	BTOKEN(R9, Y5, off) \
 	BTOKEN(R10, Y6, off) \
 	BTOKEN(R11, Y7, off)
-
-// BSCALE: acc += float(s)·(d·xd) with d in Y13, xd at (AX).
-#define BSCALE(s, acc) \
-	VCVTDQ2PS s, s \
-	VBROADCASTSS (AX), Y14 \
-	VMULPS Y14, Y13, Y14 \
-	VFMADD231PS Y14, s, acc
 
 // BCHUNK1 adds chunk off's products for both halves: rows 0–7 into sa,
 // rows 8–15 into sb.
@@ -360,15 +344,6 @@ done: \
 	VMOVUPS Y3, 192(AX) \
 	VZEROUPPER \
 	RET
-
-// BSCALE1 scales the one-token sums sa (rows 0–7) and sb (rows 8–15)
-// with the float32 scales at off(DI) and off+32(DI); xd at (R12).
-#define BSCALE1(sa, sb, off) \
-	MOVQ R12, AX \
-	VMOVUPS off(DI), Y13 \
-	BSCALE(sa, Y0) \
-	VMOVUPS (off+32)(DI), Y13 \
-	BSCALE(sb, Y1)
 
 #define BLOCK1Q6 \
 	BCHUNK1(0, Y4, Y6) \
@@ -724,81 +699,3 @@ TEXT ·byteGroup4Q8AVXVNNI(SB), NOSPLIT, $0-72
 // func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
 TEXT ·byteGroup1Q8AVXVNNI(SB), NOSPLIT, $0-56
 	BYTE1Q8(BQ8CHUNKSV)
-
-// LCHUNK1 is BCHUNK1 for chunk c of a compact table-type block (famLUT,
-// 256 bytes: chunk c holds, per row, the indices of elements 4c..4c+3 in
-// its low nibbles and of 16+4c..16+4c+3 in its high ones): the indices
-// looked up in the table (Y2; Y3 the nibble mask), then elements 4c..
-// into sums Y4 (rows 0–7) and Y6 (8–15), elements 16+4c.. into Y5 and
-// Y7, as BLOCK1Q6 adds the byte layout's chunks c and 4+c.
-#define LCHUNK1(c) \
-	VMOVDQU (c*64)(SI), Y8 \
-	VPSRLW $4, Y8, Y9 \
-	VPAND Y3, Y8, Y8 \
-	VPAND Y3, Y9, Y9 \
-	VPSHUFB Y8, Y2, Y8 \
-	VPSHUFB Y9, Y2, Y9 \
-	VMOVDQU (c*64+32)(SI), Y13 \
-	VPSRLW $4, Y13, Y14 \
-	VPAND Y3, Y13, Y13 \
-	VPAND Y3, Y14, Y14 \
-	VPSHUFB Y13, Y2, Y13 \
-	VPSHUFB Y14, Y2, Y14 \
-	VPBROADCASTD (c*4)(R8)(DX*1), Y11 \
-	VPBROADCASTD (c*4)(R8), Y10 \
-	BPROD(Y8, Y10, Y11, Y4) \
-	BPROD(Y13, Y10, Y11, Y6) \
-	VPBROADCASTD (16+c*4)(R8)(DX*1), Y11 \
-	VPBROADCASTD (16+c*4)(R8), Y10 \
-	BPROD(Y9, Y10, Y11, Y5) \
-	BPROD(Y14, Y10, Y11, Y7)
-
-// func byteGroup1LUTAVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
-//
-// byteGroup1Q6AVX2 straight from a compact table-type group (famLUT:
-// qs [nb][256], one float32 scale per 32, sc [nb][16]): the same integer
-// sums and float operations as on the group expanded (expandLUT), so the
-// same bits, without writing the expansion.
-TEXT ·byteGroup1LUTAVX2(SB), NOSPLIT, $0-64
-	MOVQ qs+0(FP), SI
-	MOVQ sc+8(FP), DI
-	MOVQ xa+16(FP), R8
-	MOVQ xm+24(FP), DX
-	SUBQ R8, DX
-	MOVQ xd+32(FP), R12
-	MOVQ table+40(FP), AX
-	VBROADCASTI128 (AX), Y2
-	MOVQ nb+48(FP), CX
-	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X3
-	VPBROADCASTD X3, Y3
-	VMOVDQU ones16<>(SB), Y15
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	TESTQ CX, CX
-	JZ lutdone
-
-lutblock:
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	LCHUNK1(0)
-	LCHUNK1(1)
-	LCHUNK1(2)
-	LCHUNK1(3)
-	BSCALE1(Y4, Y6, 0)
-	BSCALE1(Y5, Y7, 0)
-	ADDQ $256, SI
-	ADDQ $64, DI
-	ADDQ $32, R8
-	ADDQ $4, R12
-	DECQ CX
-	JNZ lutblock
-
-lutdone:
-	MOVQ res+56(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	VZEROUPPER
-	RET
