@@ -67,8 +67,8 @@ func (m *Matrix) packLUTFile(t *model.Tensor, table *[16]int8) {
 				m.sc.f[k+lane], idx = model.MXFP4Scale(blk[0]), blk[1:17]
 			}
 			dst := m.qs[(g*nb+j)*nibBlockBytes:][:nibBlockBytes]
-			for i, v := range idx {
-				dst[(i/4)*64+lane*4+i%4] = v
+			for c := range 4 { // chunk c holds each row's bytes 4c..4c+3
+				copy(dst[c*64+lane*4:c*64+lane*4+4], idx[4*c:4*c+4])
 			}
 		}
 	}
