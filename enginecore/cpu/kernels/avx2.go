@@ -88,10 +88,8 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Activations, g, t0 int, res *[GroupRows]float32, res4 *[4][GroupRows]float32) {
 	in, nb := m.In, m.nb
 	rows := m.rows(a)
-	f16 := k.sc.h != nil || sc.h != nil
-	kq := k.fam == famByte && !f16 && (k.nsub == 2) != k.hasMin
-	asm := avx2Asm && nb > 0 && (k.fam == famNib && (!f16 || hasF16C) || k.fam == famByte && k.nsub == 1 && !k.hasMin && f16 && hasF16C || kq)
-	vnni := level == levelAVXVNNI && asm && (k.fam == famNib || !kq)
+	f16, kq, asm := k.sc.h != nil, k.kquantBytes(), k.asm256()
+	vnni := level == levelAVXVNNI && k.asmAVXVNNI()
 	t := t0
 	for ; asm && t+4 <= rows; t += 4 {
 		if k.fam == famNib {
@@ -561,10 +559,10 @@ func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32,
 // [g0, g1) of a famLUT matrix with float32 scales (IQ4_XS, MXFP4), in
 // byteGroup1LUTAVX2: the bits of the byte kernel on the expanded group.
 func (m *Matrix) lutRows1(out []float32, a *Activations, g0, g1, t0 int, res *[GroupRows]float32) {
-	in, nb := m.In, m.nb
+	in, nb, rows := m.In, m.nb, m.rows(a)
 	for g := g0; g < g1; g++ {
 		qs, sc := m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.f[g*nb*GroupRows:(g+1)*nb*GroupRows]
-		for t := t0; t < m.rows(a); t++ {
+		for t := t0; t < rows; t++ {
 			xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
 			byteGroup1LUTAVX2(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], m.lut, nb, res)
 			m.store(out, a, t, g, res)

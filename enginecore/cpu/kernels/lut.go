@@ -75,11 +75,12 @@ func (m *Matrix) packLUTFile(t *model.Tensor, table *[16]int8) {
 }
 
 // lutView is the famByte matrix a famLUT one expands to, for the
-// kernels' choice (its sections are the scratch's, group 0).
+// kernels' choice: its float16 scales (IQ4_NL's) are m's, its quants and
+// float32 ones a group's expansion (expandGroup), as group 0.
 func (m *Matrix) lutView() Matrix {
 	v := Matrix{In: m.In, Out: m.Out, Type: m.Type, fam: famByte, nb: m.nb, nsub: 2}
 	if m.sc.h != nil {
-		v.nsub = 1
+		v.nsub, v.sc.h = 1, m.sc.h
 	}
 	return v
 }

@@ -59,7 +59,6 @@ func (m *Matrix) kernel() string {
 func (m *Matrix) vecKernel() string {
 	if m.fam == famLUT && level < levelAVX512 { // the byte layout's kernels, per expanded group
 		v := m.lutView()
-		v.sc.h = m.sc.h
 		return v.vecKernel()
 	}
 	switch {
@@ -86,10 +85,6 @@ func (m *Matrix) mulGroupsSIMD(out []float32, a *Activations, g0, g1 int) {
 	}
 	if m.fam == famLUT {
 		m.mulGroupsAVX2(out, a, g0, g1, 0)
-		return
-	}
-	if level < m.packLevel() {
-		m.mulGroupsGo(out, a, g0, g1)
 		return
 	}
 	if m.fam == famF32 && level >= levelAVX512 {
