@@ -19,13 +19,12 @@ type Activations struct {
 	X          []float32 // [T][In] float input, referenced (not copied)
 
 	// Rows are [T+R]: the T tokens, then R residual rows.
-	q   []int8    // [T+R][In] round(x/d), in [-127, 127]
-	qa  []uint8   // [T+R][In] |q|
-	qm  []int8    // [T+R][In] -1 where q < 0, else 0
-	d   []float32 // [T+R][In/32] block scales: x ≈ d·q
-	s   []float32 // [T+R][In/32] d·Σq of the block (for offsets M)
-	hs  []int32   // [T+R][In/32][2] 32·Σq over each half block (compact Q6_K's u = q+32 offset)
-	x16 []float32 // [T+R][In/16] d·Σq over each 16 elements (Q2_K's offsets, Matrix.mins)
+	q  []int8    // [T+R][In] round(x/d), in [-127, 127]
+	qa []uint8   // [T+R][In] |q|
+	qm []int8    // [T+R][In] -1 where q < 0, else 0
+	d  []float32 // [T+R][In/32] block scales: x ≈ d·q
+	s  []float32 // [T+R][In/32] d·Σq of the block (for offsets M)
+	hs []int32   // [T+R][In/32][2] 32·Σq over each half block (compact Q6_K's u = q+32 offset)
 
 	resOf  []int32   // [R] token whose residual is row T+k
 	resIdx []int32   // [T] k of token t's residual row, -1 without one
@@ -110,10 +109,6 @@ func (a *Activations) ResetForms(x []float32, numTok, in int, precise []bool, re
 		}
 		a.dT, a.sT = a.dT[:nb], a.sT[:nb]
 	}
-	if n16 := rows * (in / minsPer); cap(a.x16) < n16 {
-		a.x16 = make([]float32, n16)
-	}
-	a.x16 = a.x16[:rows*(in/minsPer)]
 	if nr := len(a.resOf) * in; cap(a.r) < nr {
 		a.r = make([]float32, nr)
 	}
@@ -159,11 +154,6 @@ func (a *Activations) quantizeRow(x []float32, row int) {
 		for j := range nb {
 			quantizeBlock((*[32]float32)(x[32*j:]), (*[32]int8)(q[32*j:]), (*[32]uint8)(qa[32*j:]), (*[32]int8)(qm[32*j:]), &d[j], &s[j], (*[2]int32)(hs[2*j:]))
 		}
-	}
-	// Σq of each 16 is exact: hs holds 32·Σq of each half block.
-	x16 := a.x16[row*2*nb : (row+1)*2*nb]
-	for k := range x16 {
-		x16[k] = d[k/2] * float32(hs[k]/32)
 	}
 	if a.tiled {
 		rows := a.Rows()

@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/tandem-llm/tandem/enginecore/model"
+import (
+	"sync"
+
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
 
 // The low-bit types ride the byte family's kernels (int8 q, a scale per 32
 // or 16), so every level runs them with the kernels Q8_0 and Q6_K use:
@@ -120,14 +124,24 @@ func q2KMins(data []byte, in, out int) []float32 {
 // sums too (as ggml's Q2_K dot product takes the q8_K activations' sums
 // of 16, bsums).
 func (m *Matrix) addMins(out []float32, a *Activations, g0, g1 int) {
-	k := m.In / minsPer
+	k, nb := m.In/minsPer, m.nb
 	var acc [GroupRows]float32
+	buf := sumsPool.Get().(*[]float32)
+	defer sumsPool.Put(buf)
+	if cap(*buf) < k {
+		*buf = make([]float32, k)
+	}
+	xs := (*buf)[:k]
 	for row := range m.rows(a) {
 		t := row
 		if t >= a.NumTok {
 			t = int(a.resOf[t-a.NumTok])
 		}
-		xs := a.x16[row*k : (row+1)*k]
+		// Σq of each 16 is exact: hs holds 32·Σq of each half block.
+		d, hs := a.d[row*nb:(row+1)*nb], a.hs[2*row*nb:2*(row+1)*nb]
+		for i := range xs {
+			xs[i] = d[i/2] * float32(hs[i]/32)
+		}
 		for g := g0; g < g1; g++ {
 			minsGroup(&acc, m.mins[g*k*GroupRows:(g+1)*k*GroupRows], xs)
 			r0 := g * GroupRows
@@ -138,6 +152,9 @@ func (m *Matrix) addMins(out []float32, a *Activations, g0, g1 int) {
 		}
 	}
 }
+
+// sumsPool holds addMins' per-row sums of 16, [In/16].
+var sumsPool = sync.Pool{New: func() any { return new([]float32) }}
 
 // minsGroupGo is minsGroup in Go: acc[r] = Σ_k mins[k][r]·xs[k].
 func minsGroupGo(acc *[GroupRows]float32, mins, xs []float32) {
