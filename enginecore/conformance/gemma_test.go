@@ -46,17 +46,12 @@ func TestGemmaModels(t *testing.T) {
 		return testmodel.Spec{Arch: "gemma2", VocabSize: rmVocab, Dim: rmDim, NumLayers: 3, NumHeads: 4, NumKVHeads: 2,
 			HeadDim: 128, FFNDim: rmFFN, Seed: 12, Quantize: quantize, Tied: true, SlidingWindow: 21, AttnSoftcap: c, FinalSoftcap: 8}
 	}
-	with := func(f func(s *testmodel.Spec)) testmodel.Spec {
-		s := base
-		f(&s)
-		return s
-	}
 	tests := []testCase{
 		{"f32 window", base, 2e-3, 2e-3},
-		{"f32 no window", with(func(s *testmodel.Spec) { s.SlidingWindow, s.WindowPattern = 0, 0 }), 2e-3, 2e-3},
-		{"f32 window, local rope base 500", with(func(s *testmodel.Spec) { s.LocalRopeTheta = 500 }), 2e-3, 2e-3},
-		{"f32 softcap", with(func(s *testmodel.Spec) { s.FinalSoftcap = 5 }), 2e-3, 2e-3},
-		{"q8_0 window", with(func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
+		{"f32 no window", edited(base, func(s *testmodel.Spec) { s.SlidingWindow, s.WindowPattern = 0, 0 }), 2e-3, 2e-3},
+		{"f32 window, local rope base 500", edited(base, func(s *testmodel.Spec) { s.LocalRopeTheta = 500 }), 2e-3, 2e-3},
+		{"f32 softcap", edited(base, func(s *testmodel.Spec) { s.FinalSoftcap = 5 }), 2e-3, 2e-3},
+		{"q8_0 window", edited(base, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
 		{"gemma2 f32, softcaps", gemma2(3), 5e-3, 5e-3},
 		{"gemma2 f32, default attention softcap (50)", gemma2(0), 5e-3, 5e-3},
 	}

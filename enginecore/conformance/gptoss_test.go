@@ -31,23 +31,18 @@ func TestGPTOSSModels(t *testing.T) {
 	base := testmodel.Spec{Arch: "gpt-oss", VocabSize: rmVocab, Dim: rmDim, NumLayers: 4, NumHeads: 4, NumKVHeads: 2,
 		FFNDim: rmFFN, Experts: 8, ExpertsUsed: 2, ExpertFFNDim: 256, SlidingWindow: 8, RopeTheta: 150000, Seed: 41, Quantize: quantize}
 	mxfp4Experts := map[string]model.DType{"ffn_gate_exps.weight": model.MXFP4, "ffn_up_exps.weight": model.MXFP4, "ffn_down_exps.weight": model.MXFP4}
-	with := func(f func(s *testmodel.Spec)) testmodel.Spec {
-		s := base
-		f(&s)
-		return s
-	}
 	tests := []testCase{
 		{"gpt-oss f32", base, 1e-4, 1e-4},
-		{"gpt-oss f32, no sinks", with(func(s *testmodel.Spec) { s.SinkMean = -30 }), 1e-4, 1e-4},
+		{"gpt-oss f32, no sinks", edited(base, func(s *testmodel.Spec) { s.SinkMean = -30 }), 1e-4, 1e-4},
 		// Sinks above every score: the denominator's reference is the sink.
-		{"gpt-oss f32, large sinks", with(func(s *testmodel.Spec) { s.SinkMean = 12 }), 1e-4, 1e-4},
-		{"gpt-oss f32, window 64", with(func(s *testmodel.Spec) { s.SlidingWindow = 64 }), 1e-4, 1e-4},
-		{"gpt-oss f32, yarn x4 over 32", with(func(s *testmodel.Spec) { s.Yarn = testmodel.Yarn{Factor: 4, OrigContextLen: 32} }), 1e-4, 1e-4},
-		{"gpt-oss q8_0", with(func(s *testmodel.Spec) { s.MatrixType, s.NumLayers = model.Q8_0, 2 }), 0.4, 0.4},
+		{"gpt-oss f32, large sinks", edited(base, func(s *testmodel.Spec) { s.SinkMean = 12 }), 1e-4, 1e-4},
+		{"gpt-oss f32, window 64", edited(base, func(s *testmodel.Spec) { s.SlidingWindow = 64 }), 1e-4, 1e-4},
+		{"gpt-oss f32, yarn x4 over 32", edited(base, func(s *testmodel.Spec) { s.Yarn = testmodel.Yarn{Factor: 4, OrigContextLen: 32} }), 1e-4, 1e-4},
+		{"gpt-oss q8_0", edited(base, func(s *testmodel.Spec) { s.MatrixType, s.NumLayers = model.Q8_0, 2 }), 0.4, 0.4},
 		// As ggml-org's gpt-oss GGUFs are: the experts MXFP4, the rest
 		// not quantized (here float32), or Q8_0 around MXFP4 experts.
-		{"gpt-oss mxfp4 experts", with(func(s *testmodel.Spec) { s.NumLayers, s.Types = 2, mxfp4Experts }), 0.4, 0.4},
-		{"gpt-oss mxfp4 experts, q8_0", with(func(s *testmodel.Spec) { s.NumLayers, s.MatrixType, s.Types = 2, model.Q8_0, mxfp4Experts }), 0.4, 0.4},
+		{"gpt-oss mxfp4 experts", edited(base, func(s *testmodel.Spec) { s.NumLayers, s.Types = 2, mxfp4Experts }), 0.4, 0.4},
+		{"gpt-oss mxfp4 experts, q8_0", edited(base, func(s *testmodel.Spec) { s.NumLayers, s.MatrixType, s.Types = 2, model.Q8_0, mxfp4Experts }), 0.4, 0.4},
 	}
 	r := runModels(t, tests, randomPrompts(rmVocab, 6))
 	r.flips = map[string]int{"gpt-oss q8_0": 3, "gpt-oss mxfp4 experts": 3, "gpt-oss mxfp4 experts, q8_0": 3}

@@ -35,20 +35,11 @@ func TestLowBitModels(t *testing.T) {
 	t.Parallel()
 	base := testmodel.Spec{Arch: "llama", VocabSize: rmVocab, Dim: rmDim, NumLayers: rmLayers,
 		NumHeads: 4, FFNDim: rmFFN, Seed: 17, Quantize: quantize}
-	with := func(f func(s *testmodel.Spec)) testmodel.Spec {
-		s := base
-		f(&s)
-		return s
-	}
-	typed := func(typ model.DType) testmodel.Spec { return with(func(s *testmodel.Spec) { s.MatrixType = typ }) }
-	lmHead := func(typ model.DType) testmodel.Spec {
-		return with(func(s *testmodel.Spec) { s.Types = map[string]model.DType{"output.weight": typ} })
-	}
-	// mix is llama-quantize's recipe for a file type: matrices in base,
+	// mix is llama-quantize's recipe for a file type: matrices in typ,
 	// attn_v and ffn_down in up, the LM head Q6_K.
-	mix := func(base, up model.DType) testmodel.Spec {
-		return with(func(s *testmodel.Spec) {
-			s.MatrixType = base
+	mix := func(typ, up model.DType) testmodel.Spec {
+		return edited(base, func(s *testmodel.Spec) {
+			s.MatrixType = typ
 			s.Types = map[string]model.DType{"output.weight": model.Q6_K}
 			for _, l := range []string{"0", "1"} {
 				s.Types["blk."+l+".attn_v.weight"] = up
@@ -57,14 +48,14 @@ func TestLowBitModels(t *testing.T) {
 		})
 	}
 	tests := []testCase{
-		{"q2_k", typed(model.Q2_K), 0.7, 0.7},
-		{"q3_k", typed(model.Q3_K), 0.7, 0.7},
-		{"iq4_nl", typed(model.IQ4_NL), 0.4, 0.4},
-		{"iq4_xs", typed(model.IQ4_XS), 0.7, 0.7},
-		{"q2_k lm head", lmHead(model.Q2_K), 0.35, 0.35},
-		{"q3_k lm head", lmHead(model.Q3_K), 0.35, 0.35},
-		{"iq4_nl lm head", lmHead(model.IQ4_NL), 0.025, 0.025},
-		{"iq4_xs lm head", lmHead(model.IQ4_XS), 0.35, 0.35},
+		{"q2_k", typed(base, model.Q2_K), 0.7, 0.7},
+		{"q3_k", typed(base, model.Q3_K), 0.7, 0.7},
+		{"iq4_nl", typed(base, model.IQ4_NL), 0.4, 0.4},
+		{"iq4_xs", typed(base, model.IQ4_XS), 0.7, 0.7},
+		{"q2_k lm head", lmHead(base, model.Q2_K), 0.35, 0.35},
+		{"q3_k lm head", lmHead(base, model.Q3_K), 0.35, 0.35},
+		{"iq4_nl lm head", lmHead(base, model.IQ4_NL), 0.025, 0.025},
+		{"iq4_xs lm head", lmHead(base, model.IQ4_XS), 0.35, 0.35},
 		{"q3_k_m mix", mix(model.Q3_K, model.Q4_K), 0.7, 0.7},
 		{"q2_k mix", mix(model.Q2_K, model.Q3_K), 0.7, 0.7},
 	}

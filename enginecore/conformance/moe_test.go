@@ -47,27 +47,23 @@ func TestMoEModels(t *testing.T) {
 	ernie := testmodel.Spec{Arch: "ernie4_5-moe", VocabSize: rmVocab, Dim: rmDim, NumLayers: 3, NumHeads: 4, NumKVHeads: 2,
 		FFNDim: rmFFN, Experts: 8, ExpertsUsed: 2, ExpertFFNDim: 128, SharedFFNDim: 256, DenseLead: 1, SelectionBias: 0.2,
 		Seed: 35, Quantize: quantize, Tied: true}
-	with := func(s testmodel.Spec, f func(s *testmodel.Spec)) testmodel.Spec {
-		f(&s)
-		return s
-	}
 	tests := []testCase{
 		{"mixtral f32", mixtral, 1e-4, 1e-4},
-		{"mixtral q8_0", with(mixtral, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
+		{"mixtral q8_0", edited(mixtral, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
 		{"qwen3moe f32", qwen3, 1e-4, 1e-4},
-		{"qwen3moe f32, 2 per token", with(qwen3, func(s *testmodel.Spec) { s.ExpertsUsed = 2 }), 1e-4, 1e-4},
-		{"qwen3moe q4_k, experts 256 wide", with(qwen3, func(s *testmodel.Spec) { s.MatrixType, s.ExpertFFNDim = model.Q4_K, 256 }), 0.7, 0.7},
+		{"qwen3moe f32, 2 per token", edited(qwen3, func(s *testmodel.Spec) { s.ExpertsUsed = 2 }), 1e-4, 1e-4},
+		{"qwen3moe q4_k, experts 256 wide", edited(qwen3, func(s *testmodel.Spec) { s.MatrixType, s.ExpertFFNDim = model.Q4_K, 256 }), 0.7, 0.7},
 		{"qwen2moe f32, shared expert", qwen2, 1e-4, 1e-4},
-		{"qwen2moe q8_0, shared expert", with(qwen2, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
+		{"qwen2moe q8_0, shared expert", edited(qwen2, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
 		{"granitemoe f32", granite, 1e-4, 1e-4},
-		{"granitemoe f32, shared expert", with(granite, func(s *testmodel.Spec) { s.SharedFFNDim = 256 }), 1e-4, 1e-4},
-		{"granitemoe q8_0, shared expert", with(granite, func(s *testmodel.Spec) { s.SharedFFNDim, s.MatrixType = 256, model.Q8_0 }), 0.4, 0.4},
+		{"granitemoe f32, shared expert", edited(granite, func(s *testmodel.Spec) { s.SharedFFNDim = 256 }), 1e-4, 1e-4},
+		{"granitemoe q8_0, shared expert", edited(granite, func(s *testmodel.Spec) { s.SharedFFNDim, s.MatrixType = 256, model.Q8_0 }), 0.4, 0.4},
 		{"ernie4_5-moe f32, dense first layer, selection bias", ernie, 1e-4, 1e-4},
-		{"ernie4_5-moe f32, no selection bias", with(ernie, func(s *testmodel.Spec) { s.SelectionBias = 0 }), 1e-4, 1e-4},
+		{"ernie4_5-moe f32, no selection bias", edited(ernie, func(s *testmodel.Spec) { s.SelectionBias = 0 }), 1e-4, 1e-4},
 		// Untied: a Q8_0 embedding as the LM head gives logits ~16× the
 		// scale, and the dense bound does not hold for them either.
-		{"ernie4_5-moe q8_0", with(ernie, func(s *testmodel.Spec) { s.MatrixType, s.Tied = model.Q8_0, false }), 0.4, 0.4},
-		{"ernie4_5 f32 (dense)", with(ernie, func(s *testmodel.Spec) {
+		{"ernie4_5-moe q8_0", edited(ernie, func(s *testmodel.Spec) { s.MatrixType, s.Tied = model.Q8_0, false }), 0.4, 0.4},
+		{"ernie4_5 f32 (dense)", edited(ernie, func(s *testmodel.Spec) {
 			s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFNDim, s.SharedFFNDim, s.DenseLead, s.SelectionBias = "ernie4_5", 0, 0, 0, 0, 0, 0
 		}), 1e-4, 1e-4},
 	}

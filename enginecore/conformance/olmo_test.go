@@ -29,21 +29,17 @@ func TestOlmoModels(t *testing.T) {
 		FFNDim: rmFFN, Seed: 41, Quantize: quantize}
 	olmoe := testmodel.Spec{Arch: "olmoe", VocabSize: rmVocab, Dim: rmDim, NumLayers: rmLayers, NumHeads: 4, NumKVHeads: 4,
 		FFNDim: 128, Experts: 8, ExpertsUsed: 2, Seed: 42, Quantize: quantize}
-	with := func(s testmodel.Spec, f func(s *testmodel.Spec)) testmodel.Spec {
-		f(&s)
-		return s
-	}
 	tests := []testCase{
 		{"olmo2 f32", olmo2, 1e-4, 1e-4},
 		// Four layers without pre-norms carry more of the 8-bit activation
 		// error than TestRandomModels' two: 0.38 measured.
-		{"olmo2 q8_0", with(olmo2, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.6, 0.6},
-		{"olmo3 f32, window 8", with(olmo2, func(s *testmodel.Spec) { s.SlidingWindow = 8 }), 1e-4, 1e-4},
-		{"olmo3 f32, window 8, global layers' yarn x4 over 32", with(olmo2, func(s *testmodel.Spec) {
+		{"olmo2 q8_0", edited(olmo2, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.6, 0.6},
+		{"olmo3 f32, window 8", edited(olmo2, func(s *testmodel.Spec) { s.SlidingWindow = 8 }), 1e-4, 1e-4},
+		{"olmo3 f32, window 8, global layers' yarn x4 over 32", edited(olmo2, func(s *testmodel.Spec) {
 			s.SlidingWindow, s.Yarn = 8, testmodel.Yarn{Factor: 4, OrigContextLen: 32}
 		}), 1e-4, 1e-4},
 		{"olmoe f32", olmoe, 1e-4, 1e-4},
-		{"olmoe q8_0", with(olmoe, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
+		{"olmoe q8_0", edited(olmoe, func(s *testmodel.Spec) { s.MatrixType = model.Q8_0 }), 0.4, 0.4},
 	}
 	r := runModels(t, tests, randomPrompts(rmVocab, 3))
 	r.flips = map[string]int{"olmoe q8_0": 3}

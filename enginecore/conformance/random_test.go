@@ -126,74 +126,65 @@ func TestRandomModels(t *testing.T) {
 	t.Parallel()
 	base := testmodel.Spec{Arch: "llama", VocabSize: rmVocab, Dim: rmDim, NumLayers: rmLayers,
 		NumHeads: 4, FFNDim: rmFFN, Seed: 7, Quantize: quantize}
-	with := func(f func(s *testmodel.Spec)) testmodel.Spec {
-		s := base
-		f(&s)
-		return s
-	}
-	typed := func(typ model.DType) testmodel.Spec { return with(func(s *testmodel.Spec) { s.MatrixType = typ }) }
-	lmHead := func(typ model.DType) testmodel.Spec {
-		return with(func(s *testmodel.Spec) { s.Types = map[string]model.DType{"output.weight": typ} })
-	}
 	llama3 := llama3Freqs(rmDim/4, 500000, 64)
 	tests := []testCase{
-		{"f32", typed(model.F32), 1e-4, 1e-4},
-		{"f16", typed(model.F16), 0.02, 0.02},
-		{"bf16", typed(model.BF16), 0.15, 0.15},
-		{"q8_0", typed(model.Q8_0), 0.4, 0.4},
-		{"q4_0", typed(model.Q4_0), 0.4, 0.4},
-		{"q4_1", typed(model.Q4_1), 0.4, 0.4},
-		{"q5_0", typed(model.Q5_0), 0.4, 0.4},
-		{"q5_1", typed(model.Q5_1), 0.4, 0.4},
-		{"q4_k", typed(model.Q4_K), 0.7, 0.7},
-		{"q5_k", typed(model.Q5_K), 0.7, 0.7},
-		{"q6_k", typed(model.Q6_K), 0.7, 0.7},
-		{"q8_0 lm head", lmHead(model.Q8_0), 0.025, 0.025},
-		{"q4_0 lm head", lmHead(model.Q4_0), 0.025, 0.025},
-		{"q4_1 lm head", lmHead(model.Q4_1), 0.025, 0.025},
-		{"q5_0 lm head", lmHead(model.Q5_0), 0.025, 0.025},
-		{"q5_1 lm head", lmHead(model.Q5_1), 0.025, 0.025},
-		{"q4_k lm head", lmHead(model.Q4_K), 0.35, 0.35},
-		{"q5_k lm head", lmHead(model.Q5_K), 0.35, 0.35},
-		{"q6_k lm head", lmHead(model.Q6_K), 0.35, 0.35},
-		{"f32 gqa 8/2", with(func(s *testmodel.Spec) { s.NumHeads, s.NumKVHeads = 8, 2 }), 1e-4, 1e-4},
-		{"f32 tied", with(func(s *testmodel.Spec) { s.Tied = true }), 5e-4, 5e-4},
-		{"f32 llama3 rope_freqs", with(func(s *testmodel.Spec) { s.RopeTheta, s.RopeFreqs = 500000, llama3 }), 1e-4, 1e-4},
-		{"qwen2 f32 gqa", with(func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads = "qwen2", 8, 2 }), 1e-4, 1e-4},
-		{"qwen3 f32 gqa tied", with(func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads, s.Tied = "qwen3", 8, 2, true }), 5e-4, 5e-4},
-		{"smollm3 f32, layer 3 NoPE", with(func(s *testmodel.Spec) { s.Arch, s.NumLayers = "smollm3", 4 }), 1e-4, 1e-4},
-		{"llama f32, 4 layers", with(func(s *testmodel.Spec) { s.NumLayers = 4 }), 1e-4, 1e-4},
-		{"granite f32, scales", with(func(s *testmodel.Spec) {
+		{"f32", typed(base, model.F32), 1e-4, 1e-4},
+		{"f16", typed(base, model.F16), 0.02, 0.02},
+		{"bf16", typed(base, model.BF16), 0.15, 0.15},
+		{"q8_0", typed(base, model.Q8_0), 0.4, 0.4},
+		{"q4_0", typed(base, model.Q4_0), 0.4, 0.4},
+		{"q4_1", typed(base, model.Q4_1), 0.4, 0.4},
+		{"q5_0", typed(base, model.Q5_0), 0.4, 0.4},
+		{"q5_1", typed(base, model.Q5_1), 0.4, 0.4},
+		{"q4_k", typed(base, model.Q4_K), 0.7, 0.7},
+		{"q5_k", typed(base, model.Q5_K), 0.7, 0.7},
+		{"q6_k", typed(base, model.Q6_K), 0.7, 0.7},
+		{"q8_0 lm head", lmHead(base, model.Q8_0), 0.025, 0.025},
+		{"q4_0 lm head", lmHead(base, model.Q4_0), 0.025, 0.025},
+		{"q4_1 lm head", lmHead(base, model.Q4_1), 0.025, 0.025},
+		{"q5_0 lm head", lmHead(base, model.Q5_0), 0.025, 0.025},
+		{"q5_1 lm head", lmHead(base, model.Q5_1), 0.025, 0.025},
+		{"q4_k lm head", lmHead(base, model.Q4_K), 0.35, 0.35},
+		{"q5_k lm head", lmHead(base, model.Q5_K), 0.35, 0.35},
+		{"q6_k lm head", lmHead(base, model.Q6_K), 0.35, 0.35},
+		{"f32 gqa 8/2", edited(base, func(s *testmodel.Spec) { s.NumHeads, s.NumKVHeads = 8, 2 }), 1e-4, 1e-4},
+		{"f32 tied", edited(base, func(s *testmodel.Spec) { s.Tied = true }), 5e-4, 5e-4},
+		{"f32 llama3 rope_freqs", edited(base, func(s *testmodel.Spec) { s.RopeTheta, s.RopeFreqs = 500000, llama3 }), 1e-4, 1e-4},
+		{"qwen2 f32 gqa", edited(base, func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads = "qwen2", 8, 2 }), 1e-4, 1e-4},
+		{"qwen3 f32 gqa tied", edited(base, func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads, s.Tied = "qwen3", 8, 2, true }), 5e-4, 5e-4},
+		{"smollm3 f32, layer 3 NoPE", edited(base, func(s *testmodel.Spec) { s.Arch, s.NumLayers = "smollm3", 4 }), 1e-4, 1e-4},
+		{"llama f32, 4 layers", edited(base, func(s *testmodel.Spec) { s.NumLayers = 4 }), 1e-4, 1e-4},
+		{"granite f32, scales", edited(base, func(s *testmodel.Spec) {
 			s.Arch, s.Granite = "granite", testmodel.GraniteScales{Embedding: 12, Attention: 0.0078125, Residual: 0.22, Logit: 8}
 		}), 1e-4, 1e-4},
-		{"granite f32, logit scale only", with(func(s *testmodel.Spec) {
+		{"granite f32, logit scale only", edited(base, func(s *testmodel.Spec) {
 			s.Arch, s.Granite = "granite", testmodel.GraniteScales{Logit: 8}
 		}), 1e-4, 1e-4},
-		{"phi3 f32, fused", with(func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads = "phi3", 8, 2 }), 1e-4, 1e-4},
-		{"phi3 q8_0, fused", with(func(s *testmodel.Spec) { s.Arch, s.MatrixType = "phi3", model.Q8_0 }), 0.4, 0.4},
+		{"phi3 f32, fused", edited(base, func(s *testmodel.Spec) { s.Arch, s.NumHeads, s.NumKVHeads = "phi3", 8, 2 }), 1e-4, 1e-4},
+		{"phi3 q8_0, fused", edited(base, func(s *testmodel.Spec) { s.Arch, s.MatrixType = "phi3", model.Q8_0 }), 0.4, 0.4},
 		// LongRoPE: both engines serve contexts of 80-ish positions, over
 		// an original context of 4096 (short factors) or 64 (long ones).
-		{"phi3 f32, LongRoPE short", with(func(s *testmodel.Spec) {
+		{"phi3 f32, LongRoPE short", edited(base, func(s *testmodel.Spec) {
 			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(32, 1.5), Long: phi3Factors(32, 8), OrigContextLen: 4096, AttnFactor: 1.19}
 		}), 1e-4, 1e-4},
-		{"phi3 f32, LongRoPE long", with(func(s *testmodel.Spec) {
+		{"phi3 f32, LongRoPE long", edited(base, func(s *testmodel.Spec) {
 			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(32, 1.5), Long: phi3Factors(32, 8), OrigContextLen: 64, AttnFactor: 1.19}
 		}), 1e-4, 1e-4},
-		{"phi3 f32, LongRoPE long, no attn_factor", with(func(s *testmodel.Spec) {
+		{"phi3 f32, LongRoPE long, no attn_factor", edited(base, func(s *testmodel.Spec) {
 			s.Arch, s.Phi3 = "phi3", testmodel.LongRope{Short: phi3Factors(32, 1.5), Long: phi3Factors(32, 8), OrigContextLen: 64}
 		}), 1e-4, 1e-4},
 		// Phi-4-mini's partial RoPE: 3/4 of each head rotates (96 of its
 		// 128 dims; here 48 of 64), with LongRoPE factors for those only.
-		{"phi3 f32", with(func(s *testmodel.Spec) { s.Arch = "phi3" }), 1e-4, 1e-4},
+		{"phi3 f32", edited(base, func(s *testmodel.Spec) { s.Arch = "phi3" }), 1e-4, 1e-4},
 		// YaRN: prompts of up to ~80 positions, over an original context
 		// of 32 or 64.
-		{"qwen3 f32", with(func(s *testmodel.Spec) { s.Arch = "qwen3" }), 1e-4, 1e-4},
-		{"qwen3 f32, yarn x4 over 64", with(func(s *testmodel.Spec) { s.Arch, s.Yarn = "qwen3", testmodel.Yarn{Factor: 4, OrigContextLen: 64} }), 1e-4, 1e-4},
-		{"llama f32, yarn x8 over 32, beta keys llama.cpp does not read", with(func(s *testmodel.Spec) {
+		{"qwen3 f32", edited(base, func(s *testmodel.Spec) { s.Arch = "qwen3" }), 1e-4, 1e-4},
+		{"qwen3 f32, yarn x4 over 64", edited(base, func(s *testmodel.Spec) { s.Arch, s.Yarn = "qwen3", testmodel.Yarn{Factor: 4, OrigContextLen: 64} }), 1e-4, 1e-4},
+		{"llama f32, yarn x8 over 32, beta keys llama.cpp does not read", edited(base, func(s *testmodel.Spec) {
 			s.Yarn = testmodel.Yarn{Factor: 8, OrigContextLen: 32, BetaFast: 16, BetaSlow: 2}
 		}), 1e-4, 1e-4},
-		{"phi3 f32, partial RoPE 48 of 64", with(func(s *testmodel.Spec) { s.Arch, s.RopeDim = "phi3", 48 }), 1e-4, 1e-4},
-		{"phi3 f32, partial RoPE, LongRoPE long", with(func(s *testmodel.Spec) {
+		{"phi3 f32, partial RoPE 48 of 64", edited(base, func(s *testmodel.Spec) { s.Arch, s.RopeDim = "phi3", 48 }), 1e-4, 1e-4},
+		{"phi3 f32, partial RoPE, LongRoPE long", edited(base, func(s *testmodel.Spec) {
 			s.Arch, s.RopeDim = "phi3", 48
 			s.Phi3 = testmodel.LongRope{Short: phi3Factors(24, 1.5), Long: phi3Factors(24, 8), OrigContextLen: 64, AttnFactor: 1.19}
 		}), 1e-4, 1e-4},

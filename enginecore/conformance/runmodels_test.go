@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
+	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
 // testCase is one random model of TestRandomModels or TestGemmaModels.
@@ -148,4 +149,20 @@ func overBound(a *agreement, bound float64) int {
 		}
 	}
 	return n
+}
+
+// edited is s as f changes it: a test case's variant of a base spec.
+func edited(s testmodel.Spec, f func(s *testmodel.Spec)) testmodel.Spec {
+	f(&s)
+	return s
+}
+
+// typed is s with every matrix of type typ.
+func typed(s testmodel.Spec, typ model.DType) testmodel.Spec {
+	return edited(s, func(s *testmodel.Spec) { s.MatrixType = typ })
+}
+
+// lmHead is s with only its LM head (output.weight) of type typ.
+func lmHead(s testmodel.Spec, typ model.DType) testmodel.Spec {
+	return edited(s, func(s *testmodel.Spec) { s.Types = map[string]model.DType{"output.weight": typ} })
 }
