@@ -67,16 +67,8 @@ func TestHarmonyStreamsAsWhole(t *testing.T) {
 			answer += parts[rng.IntN(len(parts))]
 		}
 		wantR, wantC := f.Split(answer, true)
-		s := f.New(true)
-		var r, c string
-		for rest := answer; rest != ""; {
-			n := 1 + rng.IntN(len(rest))
-			pr, pc := s.Push(rest[:n])
-			r, c, rest = r+pr, c+pc, rest[n:]
-		}
-		fr, fc := s.Finish()
-		if r+fr != wantR || c+fc != wantC {
-			t.Fatalf("%q streamed: %q, %q; whole: %q, %q", answer, r+fr, c+fc, wantR, wantC)
+		if r, c := streamed(f.New(true), answer, rng); r != wantR || c != wantC {
+			t.Fatalf("%q streamed: %q, %q; whole: %q, %q", answer, r, c, wantR, wantC)
 		}
 	}
 }

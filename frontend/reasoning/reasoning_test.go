@@ -47,18 +47,21 @@ func TestStreamSplitsAsWhole(t *testing.T) {
 		}
 		open := rng.IntN(3) == 0
 		wantR, wantC := f.Split(answer, open)
-		s := f.New(open)
-		var r, c string
-		for rest := answer; rest != ""; {
-			n := 1 + rng.IntN(len(rest))
-			pr, pc := s.Push(rest[:n])
-			r, c, rest = r+pr, c+pc, rest[n:]
-		}
-		fr, fc := s.Finish()
-		if r+fr != wantR || c+fc != wantC {
-			t.Fatalf("%q (open %v) streamed: %q, %q; whole: %q, %q", answer, open, r+fr, c+fc, wantR, wantC)
+		if r, c := streamed(f.New(open), answer, rng); r != wantR || c != wantC {
+			t.Fatalf("%q (open %v) streamed: %q, %q; whole: %q, %q", answer, open, r, c, wantR, wantC)
 		}
 	}
+}
+
+// streamed splits answer through s in pieces cut at random.
+func streamed(s *Splitter, answer string, rng *rand.Rand) (reasoning, content string) {
+	for rest := answer; rest != ""; {
+		n := 1 + rng.IntN(len(rest))
+		r, c := s.Push(rest[:n])
+		reasoning, content, rest = reasoning+r, content+c, rest[n:]
+	}
+	r, c := s.Finish()
+	return reasoning + r, content + c
 }
 
 func TestDetectAndPrompt(t *testing.T) {
