@@ -559,12 +559,12 @@ func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32,
 // [g0, g1) of a famLUT matrix with float32 scales (IQ4_XS, MXFP4), in
 // byteGroup1LUTAVX2: the bits of the byte kernel on the expanded group.
 func (m *Matrix) lutRows1(out []float32, a *Activations, g0, g1, t0 int, res *[GroupRows]float32) {
-	in, nb, rows := m.In, m.nb, m.rows(a)
+	in, nb, rows, table := m.In, m.nb, m.rows(a), lutTables[m.Type]
 	for g := g0; g < g1; g++ {
 		qs, sc := m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.f[g*nb*GroupRows:(g+1)*nb*GroupRows]
 		for t := t0; t < rows; t++ {
 			xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
-			byteGroup1LUTAVX2(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], m.lut, nb, res)
+			byteGroup1LUTAVX2(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], table, nb, res)
 			m.store(out, a, t, g, res)
 		}
 	}

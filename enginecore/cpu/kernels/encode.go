@@ -224,9 +224,6 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	case nf > 0:
 		m.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(f))), nf)
 	}
-	if m.fam == famLUT {
-		m.lut = lutTables[m.Type]
-	}
 	if err := m.check(); err != nil {
 		return nil, 0, err
 	}

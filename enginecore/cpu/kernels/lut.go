@@ -38,10 +38,10 @@ func lutPacking() bool { return level < levelAVX512 }
 // the low nibble and 16+i in the high one, as famNib's rows do: the
 // bytes are copied, and the scale per 32 read (IQ4_NL's float16 d as it
 // is; IQ4_XS's d·(ls−32) and MXFP4's 2^(e−128) as float32).
-func (m *Matrix) packLUTFile(t *model.Tensor, table *[16]int8) {
+func (m *Matrix) packLUTFile(t *model.Tensor) {
 	in, out := m.In, m.Out
 	groups, nb, rb := m.NumGroups(), in/32, t.Type.RowBytes(in)
-	m.fam, m.nb, m.lut = famLUT, nb, table
+	m.fam, m.nb = famLUT, nb
 	m.qs = make([]byte, groups*nb*nibBlockBytes)
 	if t.Type == model.IQ4_NL {
 		m.sc.h = make([]uint16, groups*nb*GroupRows)
@@ -102,7 +102,7 @@ func (m *Matrix) expandGroup(g int, s *lutScratch) ([]byte, scales) {
 		s.qs = make([]byte, nb*byteBlockBytes)
 	}
 	qs := s.qs[:nb*byteBlockBytes]
-	expandLUT(qs, m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.lut)
+	expandLUT(qs, m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], lutTables[m.Type])
 	if m.sc.h != nil {
 		return qs, scales{h: m.sc.h[g*nb*GroupRows : (g+1)*nb*GroupRows]}
 	}

@@ -34,7 +34,7 @@ func TestLUTPacking(t *testing.T) {
 			for g := range m.NumGroups() {
 				qs, sc := m.expandGroup(g, &s)
 				want := make([]byte, m.nb*byteBlockBytes)
-				expandLUTGo(want, m.qs[g*m.nb*nibBlockBytes:(g+1)*m.nb*nibBlockBytes], m.lut)
+				expandLUTGo(want, m.qs[g*m.nb*nibBlockBytes:(g+1)*m.nb*nibBlockBytes], lutTables[typ])
 				if !slices.Equal(qs, want) {
 					t.Fatalf("%v group %d: expanded quants differ from expandLUTGo's", typ, g)
 				}

@@ -39,7 +39,7 @@ const (
 	// d·scale per 16 elements.
 	famQ6
 	// famLUT: IQ4_NL, IQ4_XS and MXFP4 as 4-bit indices into their
-	// table (Matrix.lut) in famNib's layout, one scale per 32 (lut.go);
+	// table (lutTables[Type]) in famNib's layout, one scale per 32 (lut.go);
 	// expanded to famByte per group for the kernels.
 	famLUT
 )
@@ -73,7 +73,6 @@ type Matrix struct {
 	// float32 D and M instead (below the VNNI level), for the super form
 	// (on CPUs where precise tokens take it: superCPU).
 	kint []byte
-	lut  *[16]int8 // famLUT: the type's values (lutTables)
 }
 
 // NumGroups is ceil(Out/GroupRows); the last group is zero-padded.
@@ -166,8 +165,8 @@ func Pack(t *model.Tensor) (*Matrix, error) {
 		}
 		return m, nil
 	}
-	if table := lutTables[t.Type]; table != nil && lutPacking() {
-		m.packLUTFile(t, table)
+	if lutTables[t.Type] != nil && lutPacking() {
+		m.packLUTFile(t)
 		return m, nil
 	}
 	m.fam, m.nb, m.nsub, m.hasMin = dec.fam, in/32, dec.nsub, dec.hasMin && dec.fam == famByte
@@ -426,7 +425,7 @@ func (m *Matrix) Dequantize() []float32 {
 					d, mn = gsc.nibDM(j, lane)
 				case famLUT:
 					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
-					q, d = m.lut[v>>(4*(e/16))&0xf], sc.at(lane)
+					q, d = lutTables[m.Type][v>>(4*(e/16))&0xf], sc.at(lane)
 				case famQ6:
 					blk := m.qs[(g*m.nb+j)*q6BlockBytes:]
 					h, c, k := e/16, e%16/4, e%4
