@@ -113,17 +113,20 @@ func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Ac
 				}
 			}
 		} else {
-			xa, xm, xd, xs := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
+			// The AVX2 kernels read the signed q rows, AVX-VNNI's |q| and
+			// the sign rows.
+			xa, xm, xq := a.qa[t*in:(t+4)*in], a.qm[t*in:(t+4)*in], a.q[t*in:(t+4)*in]
+			xd, xs := a.d[t*nb:(t+4)*nb], a.s[t*nb:(t+4)*nb]
 			for half := range 2 {
 				switch {
 				case !kq && vnni:
 					byteGroup4Q8AVXVNNI(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, res4, half)
 				case !kq:
-					byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xm[0], in, &xd[0], nb, res4, half)
+					byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xq[0], in, &xd[0], nb, res4, half)
 				case k.hasMin:
-					byteGroup4Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, res4, half)
+					byteGroup4Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 				default:
-					byteGroup4Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], in, &xd[0], &xs[0], nb, res4, half)
+					byteGroup4Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 				}
 			}
 		}
@@ -177,8 +180,11 @@ func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Ac
 // The assembly kernels (avx2_amd64.s): nibGroup*AVX2H/F for float16 or
 // float32 scales, qs [nb][256], sc [nb][2][16], xq [4][in] (one row for
 // the one-token kernels), xd, xs [4][nb]; byteGroup*Q8AVX2 for Q8_0, qs
-// [nb][512], sc [nb][16] float16, xa, xm [4][in], xd [4][nb]. The
-// four-token kernels fill rows 8·half to 8·half+7 of res.
+// [nb][512], sc [nb][16] float16, xd [4][nb]. The one-token byte
+// kernels read |q| at xa and the sign rows xm; the four-token ones the
+// signed q rows xq (xa only locates the rows: the frame is the AVX-VNNI
+// kernels', which read xa and xm). The four-token kernels fill rows
+// 8·half to 8·half+7 of res.
 
 //go:noescape
 func nibGroup4AVX2H(qs *byte, sc *uint16, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
@@ -202,7 +208,7 @@ func nibGroup1AVX2Q(qs *byte, sc *uint16, xq *int8, xd, xs *float32, nb int, res
 func nibGroup1AVX2F(qs *byte, sc *float32, xq *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 
 //go:noescape
-func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
+func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xq *int8, in int, xd *float32, nb int, res *[4][GroupRows]float32, half int)
 
 //go:noescape
 func byteGroup1Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
@@ -211,10 +217,10 @@ func byteGroup1Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb
 // [nb][nsub][16] (then M [nb][16] for Q5_K), xs [4][nb] (unread for Q6_K).
 
 //go:noescape
-func byteGroup4Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+func byteGroup4Q6AVX2(qs *byte, sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 
 //go:noescape
-func byteGroup4Q5AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+func byteGroup4Q5AVX2(qs *byte, sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 
 //go:noescape
 func byteGroup1Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
