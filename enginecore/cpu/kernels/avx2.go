@@ -90,6 +90,7 @@ func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Ac
 	rows := m.rows(a)
 	f16, kq, asm := k.sc.h != nil, k.kquantBytes(), k.asm256()
 	vnni := level == levelAVXVNNI && k.asmAVXVNNI()
+	sums16 := decoders[m.Type].maxQ <= 32 // the K-quant kernels' int16 sums (bytek_amd64.s)
 	t := t0
 	for ; asm && t+4 <= rows; t += 4 {
 		if k.fam == famNib {
@@ -125,6 +126,8 @@ func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Ac
 					byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xq[0], in, &xd[0], nb, res4, half)
 				case k.hasMin:
 					byteGroup4Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
+				case sums16:
+					byteGroup4Q6SAVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 				default:
 					byteGroup4Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 				}
@@ -214,10 +217,15 @@ func byteGroup4Q8AVX2(qs *byte, sc *uint16, xa *uint8, xq *int8, in int, xd *flo
 func byteGroup1Q8AVX2(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
 
 // byteGroup*Q6AVX2 and byteGroup*Q5AVX2: Q6_K and Q5_K, float32 scales sc
-// [nb][nsub][16] (then M [nb][16] for Q5_K), xs [4][nb] (unread for Q6_K).
+// [nb][nsub][16] (then M [nb][16] for Q5_K), xs [4][nb] (unread for Q6_K);
+// the four-token ones (bytek_amd64.s) with int16 sums where |w| ≤ 32
+// (byteGroup4Q6SAVX2; byteGroup4Q5AVX2's types all are).
 
 //go:noescape
 func byteGroup4Q6AVX2(qs *byte, sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
+
+//go:noescape
+func byteGroup4Q6SAVX2(qs *byte, sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
 
 //go:noescape
 func byteGroup4Q5AVX2(qs *byte, sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)

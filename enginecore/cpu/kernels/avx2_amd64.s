@@ -20,10 +20,8 @@
 // per call (half 0 or 1: rows 0–7 or 8–15) with four accumulators and
 // four sums; the one-token kernels do both halves at once.
 
-// Scale loads: 8 scales at off(DI) into y, from float16 (F16C) or float32.
-// LDQ40M is Q4_0's M, which is not stored: D (just loaded into Y13)·(-8).
-#define LDH(off, y) VCVTPH2PS off(DI), y
-#define LDF(off, y) VMOVUPS off(DI), y
+// Scale loads (LDH, LDF: byteavx2.h). LDQ40M is Q4_0's M, which is not
+// stored: D (just loaded into Y13)·(-8).
 #define LDQ40M(off, y) VMULPS minus8x8<>(SB), Y13, y
 
 DATA minus8x8<>+0(SB)/8, $0xc1000000c1000000
@@ -195,25 +193,6 @@ done: \
 	VZEROUPPER \
 	RET
 
-// BTOKEN adds the products of chunk half Y8 (|w| in Y9) with the token
-// whose signed q row is DX bytes on from xr: maddubs(|w|, q·sign(w)),
-// then pairs summed with ones (Y15). The same int32 sums as BPROD's
-// |x|·(±w), in one operation fewer per token.
-#define BTOKEN(xr, s, off) \
-	VPBROADCASTD off(xr)(DX*1), Y10 \
-	VPSIGNB Y8, Y10, Y10 \
-	VPMADDUBSW Y10, Y9, Y10 \
-	VPMADDWD Y15, Y10, Y10 \
-	VPADDD Y10, s, s
-
-#define BCHUNK4(off) \
-	VMOVDQU (off*16)(SI), Y8 \
-	VPABSB Y8, Y9 \
-	BTOKEN(R8, Y4, off) \
-	BTOKEN(R9, Y5, off) \
-	BTOKEN(R10, Y6, off) \
-	BTOKEN(R11, Y7, off)
-
 // BCHUNK1 adds chunk off's products for both halves: rows 0–7 into sa,
 // rows 8–15 into sb.
 #define BCHUNK1(off, sa, sb) \
@@ -224,133 +203,9 @@ done: \
 	VMOVDQU (off*16+32)(SI), Y9 \
 	BPROD(Y9, Y10, Y11, sb)
 
-// The K-quant byte kernels: Q6_K (two scales per 32-block, one per 16
-// elements) and Q5_K (one scale and one offset per 32), float32 scales
-// laid out per block as D[nsub][16] then M[16] (Q5_K). Per row, as
-// byteGroup256 computes it:
-//
-//	Q6_K: acc += float(Σ chunks 0–3)·(D₀·xd), then float(Σ 4–7)·(D₁·xd)
-//	Q5_K: acc += float(Σ chunks 0–7)·(D·xd), then acc += M·xs
-//
-// Registers as in byteGroup4Q8AVX2, plus R13 xs of token 0.
-
-// BZERO4 clears the four tokens' int32 sums.
-#define BZERO4 \
-	VPXOR Y4, Y4, Y4 \
-	VPXOR Y5, Y5, Y5 \
-	VPXOR Y6, Y6, Y6 \
-	VPXOR Y7, Y7, Y7
-
-// BSCALE4 scales the four tokens' sums with the 8 scales LD loads from
-// off(DI) (LDH float16, LDF float32).
-#define BSCALE4(LD, off) \
-	LD(off, Y13) \
-	MOVQ R12, AX \
-	BSCALE(Y4, Y0) \
-	ADDQ BX, AX \
-	BSCALE(Y5, Y1) \
-	ADDQ BX, AX \
-	BSCALE(Y6, Y2) \
-	ADDQ BX, AX \
-	BSCALE(Y7, Y3)
-
-// BMIN4 adds M·xs for the four tokens, M the 8 float32 offsets at
-// off(DI).
-#define BMIN4(off) \
-	VMOVUPS off(DI), Y13 \
-	MOVQ R13, AX \
-	VBROADCASTSS (AX), Y14 \
-	VFMADD231PS Y14, Y13, Y0 \
-	ADDQ BX, AX \
-	VBROADCASTSS (AX), Y14 \
-	VFMADD231PS Y14, Y13, Y1 \
-	ADDQ BX, AX \
-	VBROADCASTSS (AX), Y14 \
-	VFMADD231PS Y14, Y13, Y2 \
-	ADDQ BX, AX \
-	VBROADCASTSS (AX), Y14 \
-	VFMADD231PS Y14, Y13, Y3
-
-#define BLOCK4Q6 \
-	BZERO4 \
-	BCHUNK4(0) \
-	BCHUNK4(4) \
-	BCHUNK4(8) \
-	BCHUNK4(12) \
-	BSCALE4(LDF, 0) \
-	BZERO4 \
-	BCHUNK4(16) \
-	BCHUNK4(20) \
-	BCHUNK4(24) \
-	BCHUNK4(28) \
-	BSCALE4(LDF, 64)
-
-#define BLOCK4Q5 \
-	BZERO4 \
-	BCHUNK4(0) \
-	BCHUNK4(4) \
-	BCHUNK4(8) \
-	BCHUNK4(12) \
-	BCHUNK4(16) \
-	BCHUNK4(20) \
-	BCHUNK4(24) \
-	BCHUNK4(28) \
-	BSCALE4(LDF, 0) \
-	BMIN4(64)
-
-// BYTE4K is the body of the four-token K-quant byte kernels (qs *byte,
-// sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int,
-// res *[4][16]float32, half int): 128 scale bytes per block, 32 per half.
-#define BYTE4K(BLOCK) \
-	MOVQ qs+0(FP), SI \
-	MOVQ sc+8(FP), DI \
-	MOVQ xa+16(FP), R8 \
-	MOVQ xq+24(FP), DX \
-	SUBQ R8, DX \
-	MOVQ in+32(FP), AX \
-	LEAQ (R8)(AX*1), R9 \
-	LEAQ (R9)(AX*1), R10 \
-	LEAQ (R10)(AX*1), R11 \
-	MOVQ xd+40(FP), R12 \
-	MOVQ xs+48(FP), R13 \
-	MOVQ nb+56(FP), CX \
-	MOVQ half+72(FP), AX \
-	SHLQ $5, AX \
-	ADDQ AX, DI \
-	ADDQ AX, SI \
-	MOVQ CX, BX \
-	SHLQ $2, BX \
-	VMOVDQU ones16<>(SB), Y15 \
-	VPXOR Y0, Y0, Y0 \
-	VPXOR Y1, Y1, Y1 \
-	VPXOR Y2, Y2, Y2 \
-	VPXOR Y3, Y3, Y3 \
-	TESTQ CX, CX \
-	JZ done \
-block: \
-	BLOCK \
-	ADDQ $512, SI \
-	ADDQ $128, DI \
-	ADDQ $32, R8 \
-	ADDQ $32, R9 \
-	ADDQ $32, R10 \
-	ADDQ $32, R11 \
-	ADDQ $4, R12 \
-	ADDQ $4, R13 \
-	DECQ CX \
-	JNZ block \
-done: \
-	MOVQ res+64(FP), AX \
-	MOVQ half+72(FP), R14 \
-	SHLQ $5, R14 \
-	ADDQ R14, AX \
-	VMOVUPS Y0, (AX) \
-	VMOVUPS Y1, 64(AX) \
-	VMOVUPS Y2, 128(AX) \
-	VMOVUPS Y3, 192(AX) \
-	VZEROUPPER \
-	RET
-
+// The one-token K-quant byte kernels (bytek_amd64.s has the four-token
+// ones and the layouts): both halves at once, Y4/Y5 the sums of rows
+// 0–7 over chunks 0–3/4–7, Y6/Y7 rows 8–15.
 #define BLOCK1Q6 \
 	BCHUNK1(0, Y4, Y6) \
 	BCHUNK1(4, Y4, Y6) \
@@ -654,14 +509,6 @@ TEXT ·byteGroup4Q8AVX2(SB), NOSPLIT, $0-72
 // rows 0–7 over chunks 0–3/4–7 (as byteGroup1 adds them), Y6/Y7 rows 8–15.
 TEXT ·byteGroup1Q8AVX2(SB), NOSPLIT, $0-56
 	BYTE1Q8(BQ8CHUNKS)
-
-// func byteGroup4Q6AVX2(qs *byte, sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
-TEXT ·byteGroup4Q6AVX2(SB), NOSPLIT, $0-80
-	BYTE4K(BLOCK4Q6)
-
-// func byteGroup4Q5AVX2(qs *byte, sc *float32, xa *uint8, xq *int8, in int, xd, xs *float32, nb int, res *[4][GroupRows]float32, half int)
-TEXT ·byteGroup4Q5AVX2(SB), NOSPLIT, $0-80
-	BYTE4K(BLOCK4Q5)
 
 // func byteGroup1Q6AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd, xs *float32, nb int, res *[GroupRows]float32)
 TEXT ·byteGroup1Q6AVX2(SB), NOSPLIT, $0-64

@@ -13,26 +13,27 @@ type rowDecoder struct {
 	sub    int // elements per scale
 	nsub   int
 	hasMin bool
+	maxQ   int // the largest |q| decode writes (the AVX2 int16 sums need ≤ 32)
 	decode func(row []byte, q []int8, d, m []float32)
 }
 
 var decoders = map[model.DType]rowDecoder{
-	model.Q4_0: {famNib, 32, 1, true, decodeQ4_0},
-	model.Q4_1: {famNib, 32, 1, true, decodeQ4_1},
-	model.Q4_K: {famNib, 32, 1, true, decodeQ4K},
-	model.Q8_0: {famByte, 32, 1, false, decodeQ8_0},
-	model.Q5_0: {famByte, 32, 1, false, decodeQ5_0},
-	model.Q5_1: {famByte, 32, 1, true, decodeQ5_1},
-	model.Q6_K: {famByte, 16, 2, false, decodeQ6K},
-	model.Q5_K: {famByte, 32, 1, true, decodeQ5K},
+	model.Q4_0: {famNib, 32, 1, true, 15, decodeQ4_0},
+	model.Q4_1: {famNib, 32, 1, true, 15, decodeQ4_1},
+	model.Q4_K: {famNib, 32, 1, true, 15, decodeQ4K},
+	model.Q8_0: {famByte, 32, 1, false, 127, decodeQ8_0},
+	model.Q5_0: {famByte, 32, 1, false, 16, decodeQ5_0},
+	model.Q5_1: {famByte, 32, 1, true, 31, decodeQ5_1},
+	model.Q6_K: {famByte, 16, 2, false, 32, decodeQ6K},
+	model.Q5_K: {famByte, 32, 1, true, 31, decodeQ5K},
 	// decodelow.go: Q2_K's scales folded into q (its offsets per 16 go
 	// to Matrix.mins), Q3_K, IQ4_XS and MXFP4 with Q6_K's scale per 16,
 	// IQ4_NL as Q8_0.
-	model.Q2_K:   {famByte, 32, 1, false, decodeQ2K},
-	model.Q3_K:   {famByte, 16, 2, false, decodeQ3K},
-	model.IQ4_NL: {famByte, 32, 1, false, decodeIQ4NL},
-	model.IQ4_XS: {famByte, 16, 2, false, decodeIQ4XS},
-	model.MXFP4:  {famByte, 16, 2, false, decodeMXFP4},
+	model.Q2_K:   {famByte, 32, 1, false, 45, decodeQ2K},
+	model.Q3_K:   {famByte, 16, 2, false, 4, decodeQ3K},
+	model.IQ4_NL: {famByte, 32, 1, false, 127, decodeIQ4NL},
+	model.IQ4_XS: {famByte, 16, 2, false, 127, decodeIQ4XS},
+	model.MXFP4:  {famByte, 16, 2, false, 12, decodeMXFP4},
 }
 
 func half(b []byte) float32 { return model.F16ToF32(binary.LittleEndian.Uint16(b)) }
