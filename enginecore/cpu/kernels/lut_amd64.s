@@ -109,7 +109,9 @@ sdone:
 // byteGroup1Q6AVX2 straight from a compact table-type group (famLUT:
 // qs [nb][256], one float32 scale per 32, sc [nb][16]): the same integer
 // sums and float operations as on the group expanded (expandLUT), so the
-// same bits, without writing the expansion.
+// same bits, without writing the expansion. It asks for the indices 1
+// KiB ahead, as NIB1 does: 15.5 → 17.8 GB/s for IQ4_XS and MXFP4 on one
+// EPYC core (BenchmarkMatMulDRAM).
 TEXT ·byteGroup1LUTAVX2(SB), NOSPLIT, $0-64
 	MOVQ qs+0(FP), SI
 	MOVQ sc+8(FP), DI
@@ -130,6 +132,10 @@ TEXT ·byteGroup1LUTAVX2(SB), NOSPLIT, $0-64
 	JZ lutdone
 
 lutblock:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
