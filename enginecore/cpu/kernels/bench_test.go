@@ -64,7 +64,7 @@ func BenchmarkMatMul(b *testing.B) {
 // measured bandwidth); Gweight/s compares layouts of different sizes.
 func BenchmarkMatMulDRAM(b *testing.B) {
 	const in, out = 2048, 8192
-	for _, typ := range []model.DType{model.Q4_0, model.Q4_K, model.Q8_0, model.Q6_K, model.IQ4_NL, model.IQ4_XS, model.MXFP4} {
+	for _, typ := range []model.DType{model.Q4_0, model.Q4_K, model.Q8_0, model.Q6_K, model.Q3_K, model.IQ4_NL, model.IQ4_XS, model.MXFP4} {
 		b.Run(typ.String(), func(b *testing.B) {
 			var ms []*Matrix
 			var set int64

@@ -25,8 +25,9 @@ import (
 //
 // Packed, that is 1.06 bytes a weight (Q2_K: 1.31 with its offsets,
 // IQ4_NL) or 1.25 (Q3_K, IQ4_XS, MXFP4): 2.3–4× the file's bytes. Below
-// the AVX-512 level the table types then go on to famLUT (lut.go), their
-// 4-bit indices, expanded to these bytes per group as a matmul reads them.
+// the AVX-512 level the table types and Q3_K then go on to famLUT
+// (lut.go), 4-bit indices, expanded to these bytes per group as a matmul
+// reads them.
 
 // decodeQ2K: D = d per 32 and q = sc·q2 (its offsets: q2KMins).
 func decodeQ2K(row []byte, q []int8, d, _ []float32) {

@@ -7,26 +7,41 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
-// famLUT keeps IQ4_NL, IQ4_XS and MXFP4 matrices as small as their files:
-// each weight its 4-bit index into the type's table of 16 int8 values
-// (lutTables), in famNib's layout, with one scale per 32 (float16 where
-// exact, IQ4_NL's; else float32). A matmul expands each group, as it
-// reaches it, into the byte layout in a scratch buffer (expandLUT: the
-// indices looked up, and float32 scales written twice, as the two halves
-// of Q6_K's), and runs the byte kernels on it: IQ4_NL Q8_0's, the others
-// Q6_K's, which the byte layout (famByte) runs at every level anyway, so
-// the results have the same bits; fewer than four rows of IQ4_XS or
-// MXFP4 (decode) skip the expansion: byteGroup1LUTAVX2 looks the indices
-// up as it multiplies, with the same sums. Packed, 0.56–0.63 bytes a weight
-// instead of 1.06–1.25. Pack chooses it below the AVX-512 level
-// (lutPacking), whose kernels read it through mulGroupsAVX2 and the Go
-// ones; the AVX-512 levels keep the byte layout.
+// famLUT keeps IQ4_NL, IQ4_XS, MXFP4 and Q3_K matrices nearly as small as
+// their files: each weight its 4-bit index into the type's table of 16
+// int8 values (lutTables), in famNib's layout, with one scale per 32
+// (float16 where exact, IQ4_NL's; else float32), or for Q3_K one per 16
+// (lutSub). A matmul expands each group, as it reaches it, into the byte
+// layout in a scratch buffer (expandLUT: the indices looked up, and a
+// float32 scale per 32 written twice, as the two halves of Q6_K's), and
+// runs the byte kernels on it: IQ4_NL Q8_0's, the others Q6_K's, which
+// the byte layout (famByte) runs at every level anyway, so the results
+// have the same bits; fewer than four rows with float32 scales (decode)
+// skip the expansion: byteGroup1LUTAVX2 and byteGroup1LUT2AVX2 look the
+// indices up as they multiply, with the same sums. Packed, 0.56–0.75
+// bytes a weight instead of 1.06–1.25. Pack chooses it below the AVX-512
+// level (lutPacking), whose kernels read it through mulGroupsAVX2 and the
+// Go ones; the AVX-512 levels keep the byte layout.
 
 // lutTables are the value tables of the types famLUT packs.
 var lutTables = map[model.DType]*[16]int8{
 	model.IQ4_NL: &model.IQ4Values,
 	model.IQ4_XS: &model.IQ4Values,
 	model.MXFP4:  &model.MXFP4Values,
+	model.Q3_K:   &q3KValues,
+}
+
+// q3KValues is Q3_K's table: index q+4 for q in [-4, 3].
+var q3KValues = [16]int8{-4, -3, -2, -1, 0, 1, 2, 3}
+
+// lutSub is a famLUT matrix's scales per 32-element block: Q3_K's are
+// per 16 (D = d·(scale−32), as its byte layout has them), the others'
+// per 32.
+func (m *Matrix) lutSub() int {
+	if m.Type == model.Q3_K {
+		return 2
+	}
+	return 1
 }
 
 // lutPacking reports whether Pack keeps the table types' 4-bit indices
@@ -37,23 +52,28 @@ func lutPacking() bool { return level < levelAVX512 }
 // from the file's blocks, whose 16 index bytes already hold element i in
 // the low nibble and 16+i in the high one, as famNib's rows do: the
 // bytes are copied, and the scale per 32 read (IQ4_NL's float16 d as it
-// is; IQ4_XS's d·(ls−32) and MXFP4's 2^(e−128) as float32).
+// is; IQ4_XS's d·(ls−32) and MXFP4's 2^(e−128) as float32). Q3_K's
+// indices are formed (q+4 from its low and high bits) and its two
+// scales per 32 read as its byte layout's.
 func (m *Matrix) packLUTFile(t *model.Tensor) {
 	in, out := m.In, m.Out
 	groups, nb, rb := m.NumGroups(), in/32, t.Type.RowBytes(in)
 	m.fam, m.nb = famLUT, nb
+	sub := m.lutSub()
 	m.qs = make([]byte, groups*nb*nibBlockBytes)
 	if t.Type == model.IQ4_NL {
 		m.sc.h = make([]uint16, groups*nb*GroupRows)
 	} else {
-		m.sc.f = make([]float32, groups*nb*GroupRows)
+		m.sc.f = make([]float32, groups*nb*sub*GroupRows)
 	}
+	var q3 [32]int8
+	var q3idx [16]byte
 	for r := range out {
 		g, lane := r/GroupRows, r%GroupRows
 		row := t.Data[r*rb : (r+1)*rb]
 		for j := range nb {
 			var idx []byte
-			k := (g*nb + j) * GroupRows
+			k := (g*nb + j) * sub * GroupRows
 			switch t.Type {
 			case model.IQ4_NL:
 				blk := row[18*j : 18*j+18]
@@ -65,6 +85,18 @@ func (m *Matrix) packLUTFile(t *model.Tensor) {
 			case model.MXFP4:
 				blk := row[17*j : 17*j+17]
 				m.sc.f[k+lane], idx = model.MXFP4Scale(blk[0]), blk[1:17]
+			case model.Q3_K:
+				blk := row[110*(j/8) : 110*(j/8)+110]
+				dd := half(blk[108:])
+				for h := range 2 {
+					s := 2*(j%8) + h
+					m.sc.f[k+h*GroupRows+lane] = dd * float32(model.Q3KScale(s, blk[96:108]))
+					model.Q3KQuants(blk, s, (*[16]int8)(q3[16*h:]))
+				}
+				for i := range 16 {
+					q3idx[i] = byte(q3[i]+4) | byte(q3[16+i]+4)<<4
+				}
+				idx = q3idx[:]
 			}
 			dst := m.qs[(g*nb+j)*nibBlockBytes:][:nibBlockBytes]
 			for c := range 4 { // chunk c holds each row's bytes 4c..4c+3
@@ -86,7 +118,7 @@ func (m *Matrix) lutView() Matrix {
 }
 
 // lutScratch is a group expanded: qs [nb][512], and float32 scales
-// [nb][2][16] (unused for float16 ones).
+// [nb][2][16] (unused for float16 ones and Q3_K's).
 type lutScratch struct {
 	qs []byte
 	sc []float32
@@ -105,6 +137,9 @@ func (m *Matrix) expandGroup(g int, s *lutScratch) ([]byte, scales) {
 	expandLUT(qs, m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], lutTables[m.Type])
 	if m.sc.h != nil {
 		return qs, scales{h: m.sc.h[g*nb*GroupRows : (g+1)*nb*GroupRows]}
+	}
+	if m.lutSub() == 2 { // already two per 32
+		return qs, scales{f: m.sc.f[g*nb*2*GroupRows : (g+1)*nb*2*GroupRows]}
 	}
 	if cap(s.sc) < nb*2*GroupRows {
 		s.sc = make([]float32, nb*2*GroupRows)

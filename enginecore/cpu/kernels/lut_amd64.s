@@ -4,6 +4,89 @@
 #include "nibavx2.h"
 #include "byteavx2.h"
 
+// LCHUNK1 is BCHUNK1 for chunk c of a compact table-type block (famLUT,
+// 256 bytes: chunk c holds, per row, the indices of elements 4c..4c+3 in
+// its low nibbles and of 16+4c..16+4c+3 in its high ones): the indices
+// looked up in the table (Y2; Y3 the nibble mask), then elements 4c..
+// into sums Y4 (rows 0–7) and Y6 (8–15), elements 16+4c.. into Y5 and
+// Y7, as BLOCK1Q6 adds the byte layout's chunks c and 4+c.
+#define LCHUNK1(c) \
+	VMOVDQU (c*64)(SI), Y8 \
+	VPSRLW $4, Y8, Y9 \
+	VPAND Y3, Y8, Y8 \
+	VPAND Y3, Y9, Y9 \
+	VPSHUFB Y8, Y2, Y8 \
+	VPSHUFB Y9, Y2, Y9 \
+	VMOVDQU (c*64+32)(SI), Y13 \
+	VPSRLW $4, Y13, Y14 \
+	VPAND Y3, Y13, Y13 \
+	VPAND Y3, Y14, Y14 \
+	VPSHUFB Y13, Y2, Y13 \
+	VPSHUFB Y14, Y2, Y14 \
+	VPBROADCASTD (c*4)(R8)(DX*1), Y11 \
+	VPBROADCASTD (c*4)(R8), Y10 \
+	BPROD(Y8, Y10, Y11, Y4) \
+	BPROD(Y13, Y10, Y11, Y6) \
+	VPBROADCASTD (16+c*4)(R8)(DX*1), Y11 \
+	VPBROADCASTD (16+c*4)(R8), Y10 \
+	BPROD(Y9, Y10, Y11, Y5) \
+	BPROD(Y14, Y10, Y11, Y7)
+
+// LUT1 is the body of the one-token table-type kernels (qs *byte,
+// sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int,
+// res *[GroupRows]float32): byteGroup1Q6AVX2 straight from a compact
+// table-type group (famLUT: qs [nb][256]), the second half's scales
+// off2 bytes on from the first's and bs scale bytes a block. The same
+// integer sums and float operations as on the group expanded
+// (expandLUT), so the same bits, without writing the expansion. It asks
+// for the indices 1 KiB ahead, as NIB1 does: 15.5 → 17.8 GB/s for
+// IQ4_XS and MXFP4 on one EPYC core (BenchmarkMatMulDRAM).
+#define LUT1(off2, bs) \
+	MOVQ qs+0(FP), SI \
+	MOVQ sc+8(FP), DI \
+	MOVQ xa+16(FP), R8 \
+	MOVQ xm+24(FP), DX \
+	SUBQ R8, DX \
+	MOVQ xd+32(FP), R12 \
+	MOVQ table+40(FP), AX \
+	VBROADCASTI128 (AX), Y2 \
+	MOVQ nb+48(FP), CX \
+	MOVL $0x0f0f0f0f, AX \
+	MOVD AX, X3 \
+	VPBROADCASTD X3, Y3 \
+	VMOVDQU ones16<>(SB), Y15 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	TESTQ CX, CX \
+	JZ lutdone \
+lutblock: \
+	PREFETCHT0 1024(SI) \
+	PREFETCHT0 1088(SI) \
+	PREFETCHT0 1152(SI) \
+	PREFETCHT0 1216(SI) \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	LCHUNK1(0) \
+	LCHUNK1(1) \
+	LCHUNK1(2) \
+	LCHUNK1(3) \
+	BSCALE1(Y4, Y6, 0) \
+	BSCALE1(Y5, Y7, off2) \
+	ADDQ $256, SI \
+	ADDQ $bs, DI \
+	ADDQ $32, R8 \
+	ADDQ $4, R12 \
+	DECQ CX \
+	JNZ lutblock \
+lutdone: \
+	MOVQ res+56(FP), AX \
+	VMOVUPS Y0, (AX) \
+	VMOVUPS Y1, 32(AX) \
+	VZEROUPPER \
+	RET
+
 // func expandLUTAVX2(dst, src *byte, table *[16]int8, nb int)
 //
 // expandLUTGo for nb blocks: each famNib block's 4 chunks of 64 bytes
@@ -76,86 +159,14 @@ sdone:
 	VZEROUPPER
 	RET
 
-// LCHUNK1 is BCHUNK1 for chunk c of a compact table-type block (famLUT,
-// 256 bytes: chunk c holds, per row, the indices of elements 4c..4c+3 in
-// its low nibbles and of 16+4c..16+4c+3 in its high ones): the indices
-// looked up in the table (Y2; Y3 the nibble mask), then elements 4c..
-// into sums Y4 (rows 0–7) and Y6 (8–15), elements 16+4c.. into Y5 and
-// Y7, as BLOCK1Q6 adds the byte layout's chunks c and 4+c.
-#define LCHUNK1(c) \
-	VMOVDQU (c*64)(SI), Y8 \
-	VPSRLW $4, Y8, Y9 \
-	VPAND Y3, Y8, Y8 \
-	VPAND Y3, Y9, Y9 \
-	VPSHUFB Y8, Y2, Y8 \
-	VPSHUFB Y9, Y2, Y9 \
-	VMOVDQU (c*64+32)(SI), Y13 \
-	VPSRLW $4, Y13, Y14 \
-	VPAND Y3, Y13, Y13 \
-	VPAND Y3, Y14, Y14 \
-	VPSHUFB Y13, Y2, Y13 \
-	VPSHUFB Y14, Y2, Y14 \
-	VPBROADCASTD (c*4)(R8)(DX*1), Y11 \
-	VPBROADCASTD (c*4)(R8), Y10 \
-	BPROD(Y8, Y10, Y11, Y4) \
-	BPROD(Y13, Y10, Y11, Y6) \
-	VPBROADCASTD (16+c*4)(R8)(DX*1), Y11 \
-	VPBROADCASTD (16+c*4)(R8), Y10 \
-	BPROD(Y9, Y10, Y11, Y5) \
-	BPROD(Y14, Y10, Y11, Y7)
-
 // func byteGroup1LUTAVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
 //
-// byteGroup1Q6AVX2 straight from a compact table-type group (famLUT:
-// qs [nb][256], one float32 scale per 32, sc [nb][16]): the same integer
-// sums and float operations as on the group expanded (expandLUT), so the
-// same bits, without writing the expansion. It asks for the indices 1
-// KiB ahead, as NIB1 does: 15.5 → 17.8 GB/s for IQ4_XS and MXFP4 on one
-// EPYC core (BenchmarkMatMulDRAM).
+// One float32 scale per 32 (sc [nb][16]: IQ4_XS, MXFP4), for both halves.
 TEXT ·byteGroup1LUTAVX2(SB), NOSPLIT, $0-64
-	MOVQ qs+0(FP), SI
-	MOVQ sc+8(FP), DI
-	MOVQ xa+16(FP), R8
-	MOVQ xm+24(FP), DX
-	SUBQ R8, DX
-	MOVQ xd+32(FP), R12
-	MOVQ table+40(FP), AX
-	VBROADCASTI128 (AX), Y2
-	MOVQ nb+48(FP), CX
-	MOVL $0x0f0f0f0f, AX
-	MOVD AX, X3
-	VPBROADCASTD X3, Y3
-	VMOVDQU ones16<>(SB), Y15
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	TESTQ CX, CX
-	JZ lutdone
+	LUT1(0, 64)
 
-lutblock:
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	LCHUNK1(0)
-	LCHUNK1(1)
-	LCHUNK1(2)
-	LCHUNK1(3)
-	BSCALE1(Y4, Y6, 0)
-	BSCALE1(Y5, Y7, 0)
-	ADDQ $256, SI
-	ADDQ $64, DI
-	ADDQ $32, R8
-	ADDQ $4, R12
-	DECQ CX
-	JNZ lutblock
-
-lutdone:
-	MOVQ res+56(FP), AX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	VZEROUPPER
-	RET
+// func byteGroup1LUT2AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
+//
+// Two per 32 (sc [nb][2][16]: Q3_K).
+TEXT ·byteGroup1LUT2AVX2(SB), NOSPLIT, $0-64
+	LUT1(64, 128)

@@ -8,13 +8,14 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/model"
 )
 
-// TestLUTPacking: below the AVX-512 level the table types keep their
-// 4-bit indices (famLUT), as small as their files give or take the
-// scales; the expansion the kernels read is the Go one's, byte for byte,
-// at every level this machine has.
+// TestLUTPacking: below the AVX-512 level the table types and Q3_K keep
+// their 4-bit indices (famLUT), as small as their files give or take the
+// scales (0.63 bytes a weight; Q3_K, with a float32 scale per 16, 0.75);
+// the expansion the kernels read is the Go one's, byte for byte, at
+// every level this machine has.
 func TestLUTPacking(t *testing.T) {
 	paths(t, func(t *testing.T) {
-		for _, typ := range []model.DType{model.IQ4_NL, model.IQ4_XS, model.MXFP4} {
+		for _, typ := range []model.DType{model.IQ4_NL, model.IQ4_XS, model.MXFP4, model.Q3_K} {
 			const in, out = 512, 40
 			m, err := Pack(randTensor(t, typ, out, in, 3))
 			if err != nil {
@@ -26,9 +27,12 @@ func TestLUTPacking(t *testing.T) {
 				}
 				continue
 			}
-			perWeight := float64(m.Bytes()) / float64(m.NumGroups()*GroupRows*in)
-			if m.fam != famLUT || perWeight > 0.63 {
-				t.Errorf("%v: family %d, %.3f bytes a weight; want famLUT at most 0.63", typ, m.fam, perWeight)
+			perWeight, most := float64(m.Bytes())/float64(m.NumGroups()*GroupRows*in), 0.63
+			if typ == model.Q3_K {
+				most = 0.75
+			}
+			if m.fam != famLUT || perWeight > most {
+				t.Errorf("%v: family %d, %.3f bytes a weight; want famLUT at most %.2f", typ, m.fam, perWeight, most)
 			}
 			var s lutScratch
 			for g := range m.NumGroups() {
@@ -38,7 +42,11 @@ func TestLUTPacking(t *testing.T) {
 				if !slices.Equal(qs, want) {
 					t.Fatalf("%v group %d: expanded quants differ from expandLUTGo's", typ, g)
 				}
-				if sc.f != nil {
+				if sc.f != nil && typ == model.Q3_K {
+					if !slices.Equal(sc.f, m.sc.f[g*m.nb*2*GroupRows:(g+1)*m.nb*2*GroupRows]) {
+						t.Fatalf("%v group %d: scales are not the group's own two per 32", typ, g)
+					}
+				} else if sc.f != nil {
 					wantSc := make([]float32, m.nb*2*GroupRows)
 					expandScalesGo(wantSc, m.sc.f[g*m.nb*GroupRows:(g+1)*m.nb*GroupRows], m.nb)
 					if !slices.Equal(sc.f, wantSc) {
@@ -57,7 +65,7 @@ func TestExpandLUTAnyBytes(t *testing.T) {
 	for i := range src {
 		src[i] = byte(r.IntN(256))
 	}
-	for _, table := range []*[16]int8{&model.IQ4Values, &model.MXFP4Values} {
+	for _, table := range []*[16]int8{&model.IQ4Values, &model.MXFP4Values, &q3KValues} {
 		got, want := make([]byte, 3*byteBlockBytes), make([]byte, 3*byteBlockBytes)
 		expandLUT(got, src, table)
 		expandLUTGo(want, src, table)

@@ -38,9 +38,9 @@ const (
 	// 64-byte vectors, see q6Unpack), and scales.k; value = D·q with D =
 	// d·scale per 16 elements.
 	famQ6
-	// famLUT: IQ4_NL, IQ4_XS and MXFP4 as 4-bit indices into their
-	// table (lutTables[Type]) in famNib's layout, one scale per 32 (lut.go);
-	// expanded to famByte per group for the kernels.
+	// famLUT: IQ4_NL, IQ4_XS, MXFP4 and Q3_K as 4-bit indices into their
+	// table (lutTables[Type]) in famNib's layout, one scale per 32 (Q3_K:
+	// per 16) (lut.go); expanded to famByte per group for the kernels.
 	famLUT
 )
 
@@ -103,7 +103,7 @@ func (m *Matrix) scPerBlock() int {
 	case famQ6:
 		return q6ScaleBytes
 	case famLUT:
-		return GroupRows
+		return m.lutSub() * GroupRows
 	}
 	return 0
 }
@@ -425,7 +425,8 @@ func (m *Matrix) Dequantize() []float32 {
 					d, mn = gsc.nibDM(j, lane)
 				case famLUT:
 					v := m.qs[(g*m.nb+j)*nibBlockBytes+(e%16/4)*64+lane*4+e%4]
-					q, d = lutTables[m.Type][v>>(4*(e/16))&0xf], sc.at(lane)
+					s := e * m.lutSub() / 32 // Q3_K: the scale of e's 16
+					q, d = lutTables[m.Type][v>>(4*(e/16))&0xf], sc.at(s*GroupRows+lane)
 				case famQ6:
 					blk := m.qs[(g*m.nb+j)*q6BlockBytes:]
 					h, c, k := e/16, e%16/4, e%4
