@@ -53,7 +53,7 @@ func (m *Matrix) mulGroupsAVX2(out []float32, a *Activations, g0, g1, t0 int) {
 	var res [GroupRows]float32
 	var res4 [4][GroupRows]float32
 	if m.fam == famLUT {
-		if m.sc.f != nil && avx2Asm && m.rows(a)-t0 < 4 { // no four-token kernel to feed: straight from the indices
+		if m.sc.h == nil && avx2Asm && m.rows(a)-t0 < 4 { // no four-token kernel to feed: straight from the indices
 			m.lutRows1(out, a, g0, g1, t0, &res)
 			return
 		}
@@ -570,19 +570,23 @@ func byteGroup4Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, in int, xd *
 func byteGroup1Q8AVXVNNI(qs *byte, sc *uint16, xa *uint8, xm *int8, xd *float32, nb int, res *[GroupRows]float32)
 
 // lutRows1 computes rows [t0, rows) of a, one at a time, for groups
-// [g0, g1) of a famLUT matrix with float32 scales (IQ4_XS, MXFP4: one
-// per 32; Q3_K: two), in byteGroup1LUTAVX2 or byteGroup1LUT2AVX2: the
-// bits of the byte kernel on the expanded group.
+// [g0, g1) of a famLUT matrix with float32 scales (IQ4_XS: one per 32;
+// Q3_K: two) or E8M0 ones (MXFP4), in byteGroup1LUTAVX2,
+// byteGroup1LUT2AVX2 or byteGroup1LUTEAVX2: the bits of the byte kernel
+// on the expanded group.
 func (m *Matrix) lutRows1(out []float32, a *Activations, g0, g1, t0 int, res *[GroupRows]float32) {
 	in, nb, rows, table, sub := m.In, m.nb, m.rows(a), lutTables[m.Type], m.lutSub()
 	for g := g0; g < g1; g++ {
-		qs, sc := m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.f[g*nb*sub*GroupRows:(g+1)*nb*sub*GroupRows]
+		qs, sc := m.qs[g*nb*nibBlockBytes:(g+1)*nb*nibBlockBytes], m.sc.slice(g*nb*sub*GroupRows, (g+1)*nb*sub*GroupRows)
 		for t := t0; t < rows; t++ {
 			xa, xm, xd := a.qa[t*in:(t+1)*in], a.qm[t*in:(t+1)*in], a.d[t*nb:(t+1)*nb]
-			if sub == 2 {
-				byteGroup1LUT2AVX2(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], table, nb, res)
-			} else {
-				byteGroup1LUTAVX2(&qs[0], &sc[0], &xa[0], &xm[0], &xd[0], table, nb, res)
+			switch {
+			case sc.e != nil:
+				byteGroup1LUTEAVX2(&qs[0], &sc.e[0], &xa[0], &xm[0], &xd[0], table, nb, res)
+			case sub == 2:
+				byteGroup1LUT2AVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], table, nb, res)
+			default:
+				byteGroup1LUTAVX2(&qs[0], &sc.f[0], &xa[0], &xm[0], &xd[0], table, nb, res)
 			}
 			m.store(out, a, t, g, res)
 		}
@@ -590,10 +594,14 @@ func (m *Matrix) lutRows1(out []float32, a *Activations, g0, g1, t0 int, res *[G
 }
 
 // byteGroup1LUTAVX2 reads sc [nb][16], one scale per 32 (used for both
-// halves); byteGroup1LUT2AVX2 sc [nb][2][16], Q6_K's two.
+// halves); byteGroup1LUT2AVX2 sc [nb][2][16], Q6_K's two;
+// byteGroup1LUTEAVX2 sc [nb][16] E8M0 bytes, one per 32.
 //
 //go:noescape
 func byteGroup1LUTAVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
 
 //go:noescape
 func byteGroup1LUT2AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
+
+//go:noescape
+func byteGroup1LUTEAVX2(qs *byte, sc *byte, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)

@@ -17,7 +17,7 @@ var ErrEncoded = errors.New("kernels: not an encoded matrix")
 // Layout names the packed layout; an encoded matrix carries it, and a
 // change to Pack's layout or the encoding must change it so old caches are
 // refused rather than misread.
-const Layout = "tandem-pack-v4"
+const Layout = "tandem-pack-v5"
 
 // An encoded Matrix is a 64-byte header, then its sections, each starting
 // at a multiple of EncodeAlign from the header (so views into a
@@ -25,7 +25,8 @@ const Layout = "tandem-pack-v4"
 //
 //	header: magic "TPKM" (4), layout id (4: FNV-1a of Layout), In, Out
 //	        (u32), Type (u32), fam, nsub, hasMin, scale kind (u8: 0 none,
-//	        1 f16, 2 f32, 3 bytes: compact Q4_K), nb (u32), noM (u8: Q4_0's offsets implicit),
+//	        1 f16, 2 f32, 3 bytes: compact Q4_K, 4 E8M0 bytes: compact
+//	        MXFP4), nb (u32), noM (u8: Q4_0's offsets implicit),
 //	        float weights (u8: 0 float32, 1 float16, 2 bfloat16),
 //	        2 zero bytes, then the section
 //	        lengths in elements: scales (u64 at 32), qs (u64 at 40, bytes),
@@ -86,7 +87,7 @@ func EncodedBound(t *model.Tensor) (int64, error) {
 
 // EncodedSize is the number of bytes Encode writes.
 func (m *Matrix) EncodedSize() int64 {
-	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k))) + alignUp(4*int64(len(m.f)+len(m.mins))+2*int64(len(m.w16))) + alignUp(int64(len(m.kint)))
+	return headerBytes + alignUp(int64(len(m.qs))) + alignUp(2*int64(len(m.sc.h))+4*int64(len(m.sc.f))+int64(len(m.sc.k)+len(m.sc.e))) + alignUp(4*int64(len(m.f)+len(m.mins))+2*int64(len(m.w16))) + alignUp(int64(len(m.kint)))
 }
 
 // Encode writes m in the encoded layout; DecodeMatrix reads it back
@@ -114,6 +115,9 @@ func (m *Matrix) Encode(w io.Writer) error {
 	case m.sc.k != nil:
 		h[23], sc = 3, m.sc.k
 		ne.PutUint64(h[32:], uint64(len(m.sc.k)))
+	case m.sc.e != nil:
+		h[23], sc = 4, m.sc.e
+		ne.PutUint64(h[32:], uint64(len(m.sc.e)))
 	}
 	ne.PutUint32(h[24:], uint32(m.nb))
 	if m.sc.noM {
@@ -176,9 +180,9 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 	nqs, nsc, nf, nk := ne.Uint64(b[40:]), ne.Uint64(b[32:]), ne.Uint64(b[48:]), ne.Uint64(b[56:])
 	scKind := b[23]
 	m.sc.noM = b[28] == 1
-	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4, 3: 1}[scKind]
+	scSize := map[byte]uint64{0: 0, 1: 2, 2: 4, 3: 1, 4: 1}[scKind]
 	kOK := m.fam == famNib && m.Type == model.Q4_K || m.fam == famQ6 && m.Type == model.Q6_K
-	if b[29] > 2 || b[29] != 0 && m.fam != famF32 || scKind > 3 || scKind == 3 && (!kOK || m.In%256 != 0) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famLUT || m.fam == famLUT && (lutTables[m.Type] == nil || scKind != 1 && scKind != 2) || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) || nk > uint64(len(b)) {
+	if b[29] > 2 || b[29] != 0 && m.fam != famF32 || scKind > 4 || scKind == 3 && (!kOK || m.In%256 != 0) || scKind == 4 && (m.fam != famLUT || m.Type != model.MXFP4) || (m.fam == famQ6) != (scKind == 3 && m.Type == model.Q6_K) || m.fam > famLUT || m.fam == famLUT && (lutTables[m.Type] == nil || scKind == 0 || scKind == 3) || b[28] > 1 || m.sc.noM && (m.fam != famNib || scKind != 1) || nqs > uint64(len(b)) || nsc > uint64(len(b)) || nf > uint64(len(b)) || nk > uint64(len(b)) {
 		return nil, 0, fmt.Errorf("%w: bad header", ErrEncoded)
 	}
 	off := int64(headerBytes)
@@ -215,6 +219,8 @@ func DecodeMatrix(b []byte) (*Matrix, int64, error) {
 		m.sc.f = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(sc))), nsc)
 	case 3:
 		m.sc.k = sc
+	case 4:
+		m.sc.e = sc
 	}
 	switch {
 	case nf > 0 && wKind != 0:
@@ -251,7 +257,7 @@ func (m *Matrix) check() error {
 	if m.fam == famByte && m.nsub != 1 && m.nsub != 2 {
 		return fmt.Errorf("%w: %d sub-blocks", ErrEncoded, m.nsub)
 	}
-	nsc := len(m.sc.f) + len(m.sc.h) + len(m.sc.k)
+	nsc := len(m.sc.f) + len(m.sc.h) + len(m.sc.k) + len(m.sc.e)
 	if m.In%32 != 0 || m.nb != m.In/32 || len(m.qs) != groups*m.nb*bb || nsc != groups*m.nb*m.scPerBlock() || m.f != nil || m.w16 != nil {
 		return fmt.Errorf("%w: sections do not match %d×%d", ErrEncoded, m.Out, m.In)
 	}

@@ -10,16 +10,16 @@ import (
 // famLUT keeps IQ4_NL, IQ4_XS, MXFP4 and Q3_K matrices nearly as small as
 // their files: each weight its 4-bit index into the type's table of 16
 // int8 values (lutTables), in famNib's layout, with one scale per 32
-// (float16 where exact, IQ4_NL's; else float32), or for Q3_K one per 16
-// (lutSub). A matmul expands each group, as it reaches it, into the byte
+// (float16 where exact, IQ4_NL's; MXFP4's E8M0 byte; else float32), or
+// for Q3_K one per 16 (lutSub). A matmul expands each group, as it reaches it, into the byte
 // layout in a scratch buffer (expandLUT: the indices looked up, and a
 // float32 scale per 32 written twice, as the two halves of Q6_K's), and
 // runs the byte kernels on it: IQ4_NL Q8_0's, the others Q6_K's, which
 // the byte layout (famByte) runs at every level anyway, so the results
 // have the same bits; fewer than four rows with float32 scales (decode)
-// skip the expansion: byteGroup1LUTAVX2 and byteGroup1LUT2AVX2 look the
-// indices up as they multiply, with the same sums. Packed, 0.56–0.75
-// bytes a weight instead of 1.06–1.25. Pack chooses it below the AVX-512
+// skip the expansion: byteGroup1LUT*AVX2 look the indices up as they
+// multiply, with the same sums. Packed, 0.53–0.75 bytes a weight instead
+// of 1.06–1.25 (MXFP4 as small as its file). Pack chooses it below the AVX-512
 // level (lutPacking), whose kernels read it through mulGroupsAVX2 and the
 // Go ones; the AVX-512 levels keep the byte layout.
 
@@ -52,7 +52,7 @@ func lutPacking() bool { return level < levelAVX512 }
 // from the file's blocks, whose 16 index bytes already hold element i in
 // the low nibble and 16+i in the high one, as famNib's rows do: the
 // bytes are copied, and the scale per 32 read (IQ4_NL's float16 d as it
-// is; IQ4_XS's d·(ls−32) and MXFP4's 2^(e−128) as float32). Q3_K's
+// is; MXFP4's E8M0 byte as it is; IQ4_XS's d·(ls−32) as float32). Q3_K's
 // indices are formed (q+4 from its low and high bits) and its two
 // scales per 32 read as its byte layout's.
 func (m *Matrix) packLUTFile(t *model.Tensor) {
@@ -61,9 +61,12 @@ func (m *Matrix) packLUTFile(t *model.Tensor) {
 	m.fam, m.nb = famLUT, nb
 	sub := m.lutSub()
 	m.qs = make([]byte, groups*nb*nibBlockBytes)
-	if t.Type == model.IQ4_NL {
+	switch t.Type {
+	case model.IQ4_NL:
 		m.sc.h = make([]uint16, groups*nb*GroupRows)
-	} else {
+	case model.MXFP4:
+		m.sc.e = make([]byte, groups*nb*GroupRows)
+	default:
 		m.sc.f = make([]float32, groups*nb*sub*GroupRows)
 	}
 	var q3 [32]int8
@@ -84,7 +87,7 @@ func (m *Matrix) packLUTFile(t *model.Tensor) {
 				idx = blk[8+16*(j%8) : 8+16*(j%8)+16]
 			case model.MXFP4:
 				blk := row[17*j : 17*j+17]
-				m.sc.f[k+lane], idx = model.MXFP4Scale(blk[0]), blk[1:17]
+				m.sc.e[k+lane], idx = blk[0], blk[1:17]
 			case model.Q3_K:
 				blk := row[110*(j/8) : 110*(j/8)+110]
 				dd := half(blk[108:])
@@ -145,7 +148,11 @@ func (m *Matrix) expandGroup(g int, s *lutScratch) ([]byte, scales) {
 		s.sc = make([]float32, nb*2*GroupRows)
 	}
 	sc := s.sc[:nb*2*GroupRows]
-	expandScales(sc, m.sc.f[g*nb*GroupRows:(g+1)*nb*GroupRows], nb)
+	if m.sc.e != nil {
+		expandScalesE8M0(sc, m.sc.e[g*nb*GroupRows:(g+1)*nb*GroupRows], nb)
+	} else {
+		expandScales(sc, m.sc.f[g*nb*GroupRows:(g+1)*nb*GroupRows], nb)
+	}
 	return qs, scales{f: sc}
 }
 
@@ -156,6 +163,16 @@ func expandScalesGo(dst, src []float32, nb int) {
 		d := src[j*GroupRows : (j+1)*GroupRows]
 		copy(dst[2*j*GroupRows:], d)
 		copy(dst[(2*j+1)*GroupRows:], d)
+	}
+}
+
+// expandScalesE8M0Go is expandScalesGo from E8M0 bytes (src [nb][16]).
+func expandScalesE8M0Go(dst []float32, src []byte, nb int) {
+	for j := range nb {
+		for r := range GroupRows {
+			v := model.MXFP4Scale(src[j*GroupRows+r])
+			dst[2*j*GroupRows+r], dst[(2*j+1)*GroupRows+r] = v, v
+		}
 	}
 }
 

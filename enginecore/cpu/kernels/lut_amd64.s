@@ -32,16 +32,64 @@
 	BPROD(Y9, Y10, Y11, Y5) \
 	BPROD(Y14, Y10, Y11, Y7)
 
+// The table kernels' scale epilogues: one float32 scale per 32 for
+// both halves (LSCALEF), two (LSCALE2: Q3_K's per 16), or one E8M0 byte
+// per 32 (LSCALEE: MXFP4's, converted by E8M0F into Y8 and Y9).
+#define LSCALEF \
+	BSCALE1(Y4, Y6, 0) \
+	BSCALE1(Y5, Y7, 0)
+
+#define LSCALE2 \
+	BSCALE1(Y4, Y6, 0) \
+	BSCALE1(Y5, Y7, 64)
+
+#define LSCALEE \
+	E8M0F((DI), Y8, Y10, Y11) \
+	E8M0F(8(DI), Y9, Y10, Y11) \
+	MOVQ R12, AX \
+	VMOVAPS Y8, Y13 \
+	BSCALE(Y4, Y0) \
+	VMOVAPS Y9, Y13 \
+	BSCALE(Y6, Y1) \
+	VMOVAPS Y8, Y13 \
+	BSCALE(Y5, Y0) \
+	VMOVAPS Y9, Y13 \
+	BSCALE(Y7, Y1)
+
+// E8M0F converts the 8 E8M0 bytes at src into 8 float32 in y, as
+// model.MXFP4Scale does: bits (e−1)<<23 for e ≥ 2, else the subnormal
+// 0x00200000<<e; t1 and t2 are temps.
+#define E8M0F(src, y, t1, t2) \
+	VPMOVZXBD src, y \
+	VMOVDQU e8den<>(SB), t2 \
+	VPSLLVD y, t2, t2 \
+	VPSUBD e8one<>(SB), y, t1 \
+	VPSLLD $23, t1, t1 \
+	VPCMPGTD e8one<>(SB), y, y \
+	VPBLENDVB y, t1, t2, y
+
+DATA e8one<>+0(SB)/8, $0x0000000100000001
+DATA e8one<>+8(SB)/8, $0x0000000100000001
+DATA e8one<>+16(SB)/8, $0x0000000100000001
+DATA e8one<>+24(SB)/8, $0x0000000100000001
+GLOBL e8one<>(SB), RODATA|NOPTR, $32
+
+DATA e8den<>+0(SB)/8, $0x0020000000200000
+DATA e8den<>+8(SB)/8, $0x0020000000200000
+DATA e8den<>+16(SB)/8, $0x0020000000200000
+DATA e8den<>+24(SB)/8, $0x0020000000200000
+GLOBL e8den<>(SB), RODATA|NOPTR, $32
+
 // LUT1 is the body of the one-token table-type kernels (qs *byte,
 // sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int,
 // res *[GroupRows]float32): byteGroup1Q6AVX2 straight from a compact
-// table-type group (famLUT: qs [nb][256]), the second half's scales
-// off2 bytes on from the first's and bs scale bytes a block. The same
+// table-type group (famLUT: qs [nb][256]), SCALE its scales' epilogue
+// (LSCALEF, LSCALE2, LSCALEE) and bs its scale bytes a block. The same
 // integer sums and float operations as on the group expanded
 // (expandLUT), so the same bits, without writing the expansion. It asks
 // for the indices 1 KiB ahead, as NIB1 does: 15.5 → 17.8 GB/s for
 // IQ4_XS and MXFP4 on one EPYC core (BenchmarkMatMulDRAM).
-#define LUT1(off2, bs) \
+#define LUT1(SCALE, bs) \
 	MOVQ qs+0(FP), SI \
 	MOVQ sc+8(FP), DI \
 	MOVQ xa+16(FP), R8 \
@@ -72,8 +120,7 @@ lutblock: \
 	LCHUNK1(1) \
 	LCHUNK1(2) \
 	LCHUNK1(3) \
-	BSCALE1(Y4, Y6, 0) \
-	BSCALE1(Y5, Y7, off2) \
+	SCALE \
 	ADDQ $256, SI \
 	ADDQ $bs, DI \
 	ADDQ $32, R8 \
@@ -159,14 +206,46 @@ sdone:
 	VZEROUPPER
 	RET
 
+// func expandScalesE8M0AVX2(dst *float32, src *byte, nb int)
+//
+// expandScalesAVX2 from E8M0 bytes (src [nb][16]), converted by E8M0F.
+TEXT ·expandScalesE8M0AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	TESTQ CX, CX
+	JZ edone
+
+eblock:
+	E8M0F((SI), Y0, Y2, Y3)
+	E8M0F(8(SI), Y1, Y2, Y3)
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y0, 64(DI)
+	VMOVUPS Y1, 96(DI)
+	ADDQ $16, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ eblock
+
+edone:
+	VZEROUPPER
+	RET
+
 // func byteGroup1LUTAVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
 //
 // One float32 scale per 32 (sc [nb][16]: IQ4_XS, MXFP4), for both halves.
 TEXT ·byteGroup1LUTAVX2(SB), NOSPLIT, $0-64
-	LUT1(0, 64)
+	LUT1(LSCALEF, 64)
 
 // func byteGroup1LUT2AVX2(qs *byte, sc *float32, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
 //
 // Two per 32 (sc [nb][2][16]: Q3_K).
 TEXT ·byteGroup1LUT2AVX2(SB), NOSPLIT, $0-64
-	LUT1(64, 128)
+	LUT1(LSCALE2, 128)
+
+// func byteGroup1LUTEAVX2(qs *byte, sc *byte, xa *uint8, xm *int8, xd *float32, table *[16]int8, nb int, res *[GroupRows]float32)
+//
+// One E8M0 byte per 32 (sc [nb][16]: MXFP4).
+TEXT ·byteGroup1LUTEAVX2(SB), NOSPLIT, $0-64
+	LUT1(LSCALEE, 16)

@@ -25,6 +25,20 @@ func expandScales(dst, src []float32, nb int) {
 	expandScalesAVX2(&dst[0], &src[0], nb)
 }
 
+// expandScalesE8M0 is expandScalesE8M0Go in AVX2 above the Go level:
+// the same floats.
+func expandScalesE8M0(dst []float32, src []byte, nb int) {
+	if level == levelGo || nb == 0 {
+		expandScalesE8M0Go(dst, src, nb)
+		return
+	}
+	_, _ = dst[nb*2*GroupRows-1], src[nb*GroupRows-1]
+	expandScalesE8M0AVX2(&dst[0], &src[0], nb)
+}
+
+//go:noescape
+func expandScalesE8M0AVX2(dst *float32, src *byte, nb int)
+
 //go:noescape
 func expandLUTAVX2(dst, src *byte, table *[16]int8, nb int)
 

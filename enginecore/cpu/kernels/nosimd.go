@@ -73,3 +73,5 @@ func minsGroup(acc *[GroupRows]float32, mins, xs []float32) { minsGroupGo(acc, m
 func expandLUT(dst, src []byte, table *[16]int8) { expandLUTGo(dst, src, table) }
 
 func expandScales(dst, src []float32, nb int) { expandScalesGo(dst, src, nb) }
+
+func expandScalesE8M0(dst []float32, src []byte, nb int) { expandScalesE8M0Go(dst, src, nb) }

@@ -83,7 +83,7 @@ func (m *Matrix) Quantized() bool { return m.fam != famF32 }
 
 // Bytes is the packed size, for memory accounting.
 func (m *Matrix) Bytes() int64 {
-	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)+len(m.mins)) + 2*int64(len(m.sc.h)+len(m.w16)) + int64(len(m.sc.k)+len(m.kint))
+	return int64(len(m.qs)) + 4*int64(len(m.sc.f)+len(m.f)+len(m.mins)) + 2*int64(len(m.sc.h)+len(m.w16)) + int64(len(m.sc.k)+len(m.sc.e)+len(m.kint))
 }
 
 // scPerBlock is the number of scale floats per (group, block).

@@ -17,6 +17,10 @@ type scales struct {
 	// d·scale and M = -(dmin·min), as ggml computes them. Packed so
 	// where the kernels read it (the VNNI level and above).
 	k []byte
+	// e: MXFP4's scales as the file keeps them, one E8M0 byte per 32
+	// (2^(e−128), model.MXFP4Scale) instead of float32: famLUT only,
+	// where the kernels convert them (expandScalesE8M0, LUT1E).
+	e []byte
 	// noM: 4-bit blocks whose offset M is -8·D (Q4_0) keep D only, so a
 	// packed Q4_0 matrix is as small as the file's (0.5625 bytes a
 	// weight, not 0.625); the kernels compute M = D·(-8), which is exact.
@@ -34,6 +38,8 @@ func (s scales) slice(lo, hi int) scales {
 		return scales{h: s.h[lo:hi], noM: s.noM}
 	case s.k != nil:
 		return scales{k: s.k[lo:hi]}
+	case s.e != nil:
+		return scales{e: s.e[lo:hi]}
 	}
 	return scales{f: s.f[lo:hi], noM: s.noM}
 }
@@ -65,8 +71,11 @@ func (s scales) nibDM(j, r int) (d, m float32) {
 
 // at returns scale i as float32.
 func (s scales) at(i int) float32 {
-	if s.h != nil {
+	switch {
+	case s.h != nil:
 		return model.F16ToF32(s.h[i])
+	case s.e != nil:
+		return model.MXFP4Scale(s.e[i])
 	}
 	return s.f[i]
 }
