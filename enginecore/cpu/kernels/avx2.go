@@ -90,7 +90,7 @@ func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Ac
 	rows := m.rows(a)
 	f16, kq, asm := k.sc.h != nil, k.kquantBytes(), k.asm256()
 	vnni := level == levelAVXVNNI && k.asmAVXVNNI()
-	sums16 := decoders[m.Type].maxQ <= 32 // the K-quant kernels' int16 sums (bytek_amd64.s)
+	small := int(m.Type) < len(sums16) && sums16[m.Type] // the K-quant kernels' int16 sums (bytek_amd64.s)
 	t := t0
 	for ; asm && t+4 <= rows; t += 4 {
 		if k.fam == famNib {
@@ -126,7 +126,7 @@ func (m *Matrix) groupAVX2(k *Matrix, qs []byte, sc scales, out []float32, a *Ac
 					byteGroup4Q8AVX2(&qs[0], &sc.h[0], &xa[0], &xq[0], in, &xd[0], nb, res4, half)
 				case k.hasMin:
 					byteGroup4Q5AVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
-				case sums16:
+				case small:
 					byteGroup4Q6SAVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)
 				default:
 					byteGroup4Q6AVX2(&qs[0], &sc.f[0], &xa[0], &xq[0], in, &xd[0], &xs[0], nb, res4, half)

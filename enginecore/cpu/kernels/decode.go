@@ -36,6 +36,16 @@ var decoders = map[model.DType]rowDecoder{
 	model.MXFP4:  {famByte, 16, 2, false, 12, decodeMXFP4},
 }
 
+// sums16 reports by type whether the decoded |q| is at most 32, so that
+// the AVX2 four-token K-quant kernels keep int16 sums (bytek_amd64.s): an
+// array, so that the choice per group costs no map lookup.
+var sums16 = func() (s [64]bool) {
+	for t, d := range decoders {
+		s[t] = d.maxQ <= 32
+	}
+	return s
+}()
+
 func half(b []byte) float32 { return model.F16ToF32(binary.LittleEndian.Uint16(b)) }
 
 func decodeQ4_0(row []byte, q []int8, d, m []float32) {
