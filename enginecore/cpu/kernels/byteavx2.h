@@ -3,6 +3,22 @@
 // (lut_amd64.s) share: scale loads, a chunk half's products and the
 // float epilogue (Y15 = ones16, Y13 the scales, Y12 and Y14 scratch).
 
+// AHEAD4 and AHEAD8 ask for the 4 or 8 cache lines 1 KiB past SI:
+// the one-token kernels' weights (256-byte blocks: the 4-bit and table
+// kernels; 512-byte: the byte kernels) ahead of the hardware prefetcher.
+#define AHEAD4 \
+	PREFETCHT0 1024(SI) \
+	PREFETCHT0 1088(SI) \
+	PREFETCHT0 1152(SI) \
+	PREFETCHT0 1216(SI)
+
+#define AHEAD8 \
+	AHEAD4 \
+	PREFETCHT0 1280(SI) \
+	PREFETCHT0 1344(SI) \
+	PREFETCHT0 1408(SI) \
+	PREFETCHT0 1472(SI)
+
 // Scale loads: 8 scales at off(DI) into y, from float16 (F16C) or float32.
 #define LDH(off, y) VCVTPH2PS off(DI), y
 #define LDF(off, y) VMOVUPS off(DI), y
