@@ -17,7 +17,7 @@
 // added by a small FMA kernel, mins_amd64.s) run Q8_0's kernels, Q3_K,
 // IQ4_XS and MXFP4 Q6_K's, at 2.3–4× the file's bytes; below the
 // AVX-512 level IQ4_NL, IQ4_XS, MXFP4 and Q3_K keep 4-bit indices
-// (famLUT, lut.go, 0.56–0.75 bytes a weight), each group expanded into
+// (famLUT, lut.go, 0.53–0.75 bytes a weight), each group expanded into
 // the byte layout (VPSHUFB on the type's table, lut_amd64.s) as a matmul
 // reaches it, for the same kernels and bits. From
 // the VNNI level on, Q4_K keeps the file's scale bytes and Q6_K packs as
