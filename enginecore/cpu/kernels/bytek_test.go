@@ -15,7 +15,8 @@ import (
 // TestDecodersMaxQ: no decoder writes a |q| above its maxQ, whatever
 // the bytes of the row (random bytes: every index, sign and sub-block
 // scale code), since the AVX2 four-token kernels keep int16 sums for
-// the types whose maxQ is at most 32.
+// the types whose maxQ is at most 32 — Q5_K's kernel for every type it
+// runs (offsets, hasMin), which has no int32 form.
 func TestDecodersMaxQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for typ, dec := range decoders {
@@ -35,6 +36,9 @@ func TestDecodersMaxQ(t *testing.T) {
 		}
 		if most > dec.maxQ {
 			t.Errorf("%v: |q| reaches %d, maxQ says %d", typ, most, dec.maxQ)
+		}
+		if dec.fam == famByte && dec.hasMin && !sums16[typ] {
+			t.Errorf("%v: byteGroup4Q5AVX2 keeps int16 sums, which need maxQ ≤ 32, not %d", typ, dec.maxQ)
 		}
 	}
 }
