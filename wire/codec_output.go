@@ -88,19 +88,22 @@ func (d *dec) float64Rows() ([][]float64, error) {
 
 var outputFields = []string{
 	"request_id", "new_token_ids", "new_logprobs", "finish_reason", "stop_reason", "num_cached_tokens", "error_code", "events",
-	"new_prompt_logprobs_tensors", "prompt_progress", "spec_decode",
+	"new_prompt_logprobs_tensors", "prompt_progress", "spec_decode", "pooling_output",
 }
 
 func (o *EngineCoreOutput) encode(e *enc) {
+	pooled := o.PoolingOutput != nil
 	switch {
-	case o.SpecDecode != nil:
+	case pooled:
 		e.arrayLen(len(outputFields))
-	case o.PromptProgress > 0:
+	case o.SpecDecode != nil:
 		e.arrayLen(len(outputFields) - 1)
-	case o.NewPromptLogprobs != nil:
+	case o.PromptProgress > 0:
 		e.arrayLen(len(outputFields) - 2)
+	case o.NewPromptLogprobs != nil:
+		e.arrayLen(len(outputFields) - 3)
 	default:
-		e.arrayLen(len(outputFields) - 3) // the common output stays 8 fields
+		e.arrayLen(len(outputFields) - 4) // the common output stays 8 fields
 	}
 	e.str(o.RequestID)
 	e.int32s(o.NewTokenIDs)
@@ -121,20 +124,27 @@ func (o *EngineCoreOutput) encode(e *enc) {
 			ev.encode(e)
 		}
 	}
+	later := o.PromptProgress > 0 || o.SpecDecode != nil || pooled
 	switch {
 	case o.NewPromptLogprobs != nil:
 		o.NewPromptLogprobs.encode(e)
-	case o.PromptProgress > 0 || o.SpecDecode != nil:
+	case later:
 		e.null()
 	}
-	if o.PromptProgress > 0 || o.SpecDecode != nil {
+	if later {
 		e.int(int64(o.PromptProgress))
 	}
-	if sd := o.SpecDecode; sd != nil {
+	switch sd := o.SpecDecode; {
+	case sd != nil:
 		e.arrayLen(3)
 		e.int(int64(sd.NumSpecTokens))
 		e.int(int64(sd.NumDraftTokens))
 		e.int(int64(sd.NumAcceptedTokens))
+	case pooled:
+		e.null()
+	}
+	if pooled {
+		e.float32s(o.PoolingOutput)
 	}
 }
 
@@ -179,6 +189,8 @@ func (o *EngineCoreOutput) decode(d *dec) error {
 			o.PromptProgress, err = d.int()
 		case 10:
 			o.SpecDecode, err = d.specDecodeStep()
+		case 11:
+			o.PoolingOutput, err = d.float32s()
 		default:
 			err = d.skip()
 		}

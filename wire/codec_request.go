@@ -307,10 +307,15 @@ func (d *dec) anyMap() (map[string]any, error) {
 var requestFields = []string{
 	"request_id", "prompt_token_ids", "sampling_params", "arrival_time", "cache_salt",
 	"data_parallel_rank", "priority", "external_req_id", "session_id", "flow_id",
+	"pooling_params",
 }
 
 func (r *EngineCoreRequest) encode(e *enc) {
-	e.arrayLen(len(requestFields))
+	if r.Pooling != nil {
+		e.arrayLen(len(requestFields))
+	} else {
+		e.arrayLen(len(requestFields) - 1) // a generation request stays 10 fields
+	}
 	e.str(r.RequestID)
 	e.int32s(r.PromptTokenIDs)
 	r.SamplingParams.encode(e)
@@ -321,6 +326,9 @@ func (r *EngineCoreRequest) encode(e *enc) {
 	e.optStr(r.ExternalReqID)
 	e.optStr(r.SessionID)
 	e.optStr(r.FlowID)
+	if r.Pooling != nil {
+		r.Pooling.encode(e)
+	}
 }
 
 func (r *EngineCoreRequest) decode(d *dec) error {
@@ -352,6 +360,12 @@ func (r *EngineCoreRequest) decode(d *dec) error {
 			r.SessionID, err = d.str()
 		case 9:
 			r.FlowID, err = d.str()
+		case 10:
+			var isNil bool
+			if isNil, err = d.takeNil(); !isNil && err == nil {
+				r.Pooling = new(PoolingParams)
+				err = r.Pooling.decode(d)
+			}
 		default:
 			err = d.skip()
 		}

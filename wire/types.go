@@ -148,6 +148,7 @@ func DefaultSamplingParams() SamplingParams {
 //	7 external_req_id   str | nil   (the user-visible id)
 //	8 session_id        str | nil   ("" = none)
 //	9 flow_id           str | nil   (fairness group in the frontend; "" = its default)
+//	10 pooling_params   PoolingParams map | nil (written only when set: an embedding request)
 type EngineCoreRequest struct {
 	RequestID        string
 	PromptTokenIDs   []int32
@@ -159,6 +160,10 @@ type EngineCoreRequest struct {
 	ExternalReqID    string
 	SessionID        string
 	FlowID           string // fairness group within the frontend; "" = the frontend's default
+	// Pooling, when set, makes this an embedding request: the engine
+	// computes the prompt and finishes with PoolingOutput (finish reason
+	// stop, no tokens); SamplingParams are then ignored.
+	Pooling *PoolingParams
 }
 
 // Logprobs holds, for each of P positions, the sampled token followed by
@@ -198,6 +203,9 @@ func (l *Logprobs) Head(n int) *Logprobs {
 //	6 error_code        int (with finish_reason error: why, an ErrorCode)
 //	7 events            [EngineCoreEvent] | nil (what happened to the request since its last output)
 //	8 new_prompt_logprobs_tensors Logprobs | nil (vLLM's name and three fields; written only when set)
+//	9 prompt_progress   int (written only when it or a later field is set)
+//	10 spec_decode      [3]int | nil (written only when it or a later field is set)
+//	11 pooling_output   bin | nil (little-endian float32s; written only when set)
 type EngineCoreOutput struct {
 	RequestID       string
 	NewTokenIDs     []int32
@@ -222,6 +230,9 @@ type EngineCoreOutput struct {
 	// otherwise. The frontend sums them into the request's (llama-server's
 	// draft_n and draft_n_accepted, vLLM's per-request speculative_decoding).
 	SpecDecode *SpecDecodeStep
+	// PoolingOutput is, on the finishing output of a request with
+	// Pooling, its embedding: [Dim] (or [Dimensions]) float32s.
+	PoolingOutput []float32
 }
 
 // SpecDecodeStep is one verified draft of one request ("spec_decode",

@@ -105,6 +105,23 @@ func TestRoundTrip(t *testing.T) {
 			}}},
 		},
 		{
+			name: "outputs with a pooling output (index 11), with and without the fields before it", typ: wire.MsgOutputs,
+			payload: &wire.EngineCoreOutputs{Outputs: []wire.EngineCoreOutput{
+				{RequestID: "a", FinishReason: wire.FinishStop, PoolingOutput: []float32{0.5, -1.25, float32(math.Inf(1)), 3e-38}},
+				{RequestID: "b", PromptProgress: 3, SpecDecode: &wire.SpecDecodeStep{NumSpecTokens: 4}, PoolingOutput: []float32{1}},
+				{RequestID: "c", NewTokenIDs: []int32{1}},
+			}},
+		},
+		{
+			name: "add embedding request (index 10)", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "e", PromptTokenIDs: []int32{1, 2}, SamplingParams: wire.DefaultSamplingParams(),
+				Pooling: &wire.PoolingParams{PoolingType: wire.PoolingMean, Normalize: true, Dimensions: 64}},
+		},
+		{
+			name: "add embedding request with the engine's defaults", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "e", SamplingParams: wire.DefaultSamplingParams(), Pooling: &wire.PoolingParams{}},
+		},
+		{
 			name: "add with per-request speculative limits", typ: wire.MsgAdd,
 			payload: &wire.EngineCoreRequest{RequestID: "r", SamplingParams: func() wire.SamplingParams {
 				p := wire.DefaultSamplingParams()
