@@ -63,8 +63,13 @@ type Config struct {
 	// engine's to allocate).
 	Speculative  *spec.Config
 	DraftBackend runner.Backend
-	Version      string
-	Logger       *slog.Logger
+	// Pooling is how an embedding request that names no pooling type
+	// pools its hidden states (vLLM's --pooler-config pooling_type,
+	// llama-server's --pooling): wire.PoolingLast, Mean or CLS; "" =
+	// the model file's pooling_type, else LAST.
+	Pooling string
+	Version string
+	Logger  *slog.Logger
 }
 
 // Engine is the engine core's logic as a state machine (etcd-raft's
@@ -360,6 +365,7 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 			NumCachedTokens:   r.NumCachedTokens(),
 			Events:            e.life.take(r.ID),
 			PromptProgress:    o.PromptProgress,
+			PoolingOutput:     o.Pooled,
 		}
 		if o.Drafted > 0 {
 			eo.SpecDecode = &wire.SpecDecodeStep{NumSpecTokens: e.cfg.Speculative.NumSpeculativeTokens, NumDraftTokens: o.Drafted, NumAcceptedTokens: o.Accepted}

@@ -25,7 +25,8 @@ import (
 
 // countingBackend is a model whose greedy next token is the last input
 // token plus one (mod vocab): a prompt ending in 5 continues 6 7 8 …, and
-// one ending in 60 reaches EOS (2) after 63 0 1. It records the steps.
+// one ending in 60 reaches EOS (2) after 63 0 1. Its hidden state at a
+// token is [position, token] (Dim 2). It records the steps.
 type countingBackend struct {
 	vocab   int
 	steps   int
@@ -44,7 +45,7 @@ const testEOS = 2
 
 func (b *countingBackend) Model() runner.ModelInfo {
 	return runner.ModelInfo{Name: "counting", Arch: "test", VocabSize: b.vocab, MaxContextLen: 1 << 12,
-		EOSTokenIDs: []int32{testEOS}, BOSTokenID: 1, NumLayers: 1, NumKVHeads: 1, HeadDim: 1}
+		EOSTokenIDs: []int32{testEOS}, BOSTokenID: 1, NumLayers: 1, NumKVHeads: 1, HeadDim: 1, Dim: 2}
 }
 func (b *countingBackend) AllocateKV(numBlocks, blockSize int) error {
 	b.blocks, b.allocs = numBlocks, b.allocs+1
@@ -67,6 +68,14 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 			row++
 		}
 	}
+	h := 0
+	for _, s := range st.Seqs {
+		first, n := s.HiddenRowsOf()
+		for t := first; t < first+n; t++ {
+			st.Hidden[2*h], st.Hidden[2*h+1] = float32(st.Positions[t]), float32(st.TokenIDs[t])
+			h++
+		}
+	}
 	return nil
 }
 
@@ -77,6 +86,7 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 //	     [spec=ngram|ngram-simple spec-k=4 spec-min=1 spec-max=3]   speculative decoding
 //	hello fe1 [version=N]              HELLO from frontend fe1 (its ZMQ identity)
 //	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0] [regex=R]
+//	    [pool=LAST|MEAN|CLS|default [dims=N] [normalize]]  an embedding request
 //	compile-start                      Engine.NextCompile: hand the next compile to a (pretend) worker
 //	compile-done [fail=msg]            run the oldest started compile (or fail it) and give it to Engine.Compiled
 //	compiling                          the holding area: requests waiting, compiles queued and started
@@ -202,8 +212,13 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		if re, ok := args["regex"]; ok {
 			sp.StructuredOutputs = &wire.StructuredOutputs{Regex: re}
 		}
+		var pooling *wire.PoolingParams
+		if t, ok := args["pool"]; ok {
+			pooling = &wire.PoolingParams{PoolingType: strings.TrimPrefix(t, "default"), Dimensions: num("dims", 0),
+				Normalize: slices.Contains(pos, "normalize")}
+		}
 		return h.outs(h.e.Handle(h.now, arg(0), &wire.EngineCoreRequest{RequestID: args["id"], PromptTokenIDs: prompt,
-			SamplingParams: sp, SessionID: args["session"], CacheSalt: args["salt"], Priority: num("prio", 0)}))
+			SamplingParams: sp, SessionID: args["session"], CacheSalt: args["salt"], Priority: num("prio", 0), Pooling: pooling}))
 	case "compile-start":
 		j, ok := h.e.NextCompile()
 		if !ok {
@@ -340,6 +355,9 @@ func (h *engineHarness) outs(outs []Out) string {
 				}
 				if sd := eo.SpecDecode; sd != nil {
 					fmt.Fprintf(&b, " draft=%d/%d", sd.NumAcceptedTokens, sd.NumDraftTokens)
+				}
+				if eo.PoolingOutput != nil {
+					fmt.Fprintf(&b, " pooled=%v", eo.PoolingOutput)
 				}
 				if h.events && len(eo.Events) > 0 {
 					b.WriteString(" events=")

@@ -83,6 +83,16 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	if !e.clients.ready(client) {
 		return []Out{e.reject(now, client, r.RequestID, wire.CodeUnknownFrontend, "unknown frontend: send HELLO first")}
 	}
+	if r.Pooling != nil {
+		p, err := e.pooling(r.Pooling)
+		if err != nil {
+			return fail("%v", err)
+		}
+		// An embedding samples nothing: its sampling parameters are
+		// the defaults, whatever the peer sent.
+		r.Pooling, r.SamplingParams = p, wire.DefaultSamplingParams()
+		r.SamplingParams.MaxTokens = 1
+	}
 	if err := validateRequest(r, int32(e.be.Model().VocabSize), *e.cfg.MaxLogprobs); err != nil {
 		return fail("%v", err)
 	}

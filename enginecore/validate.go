@@ -1,6 +1,7 @@
 package enginecore
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -170,3 +171,25 @@ type vllmError string
 func (e vllmError) Error() string { return string(e) }
 
 func vllmErrorf(format string, a ...any) error { return vllmError(fmt.Sprintf(format, a...)) }
+
+// pooling checks an embedding request's pooling parameters against the
+// model and returns them with the engine's default pooling type filled in.
+func (e *Engine) pooling(p *wire.PoolingParams) (*wire.PoolingParams, error) {
+	dim := e.be.Model().Dim
+	if dim == 0 {
+		return nil, fmt.Errorf("this engine's backend (%s) computes no embeddings", e.be.Model().Arch)
+	}
+	out := *p
+	if out.PoolingType == wire.PoolingDefault {
+		out.PoolingType = cmp.Or(e.cfg.Pooling, e.be.Model().Pooling, wire.PoolingLast)
+	}
+	switch out.PoolingType {
+	case wire.PoolingLast, wire.PoolingMean, wire.PoolingCLS:
+	default:
+		return nil, fmt.Errorf("pooling_type %q: want LAST, MEAN or CLS", out.PoolingType)
+	}
+	if out.Dimensions < 0 || out.Dimensions > dim {
+		return nil, fmt.Errorf("dimensions %d: want 1 to the model's hidden size %d", out.Dimensions, dim)
+	}
+	return &out, nil
+}

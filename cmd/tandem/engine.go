@@ -32,6 +32,8 @@ type engineFlags struct {
 	rank                int
 	maxModelLen         int
 	maxLogprobs         int
+	pooling             string // --pooling (llama-server's) or --pooler-config's pooling_type (vLLM's)
+	poolerConfig        string
 	maxNumSeqs          int
 	maxSessionRecords   int
 	sleepIdleSeconds    int
@@ -62,6 +64,8 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: dummy, or the model's base name)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "max `tokens` per request, prompt + output")
 	fs.IntVar(&f.maxLogprobs, "max-logprobs", 20, "most logprobs (and prompt_logprobs) a request may ask for per token; -1 = no cap (the whole vocabulary, as a request's -1)")
+	fs.StringVar(&f.pooling, "pooling", "", "`type` of /v1/embeddings' pooling of the hidden states (llama-server's flag): last, mean or cls; default: the model file's pooling_type, else last (docs/api.md#post-v1embeddings)")
+	fs.StringVar(&f.poolerConfig, "pooler-config", "", "vLLM's pooler `JSON`, e.g. {\"pooling_type\": \"MEAN\"}: its pooling_type as --pooling's")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")
 	fs.IntVar(&f.maxSessionRecords, "max-session-records", 16384, "session records (GET /v1/sessions counters) kept at most, least recently active dropped first; a session with no request and no cached block has none")
 	fs.IntVar(&f.sleepIdleSeconds, "sleep-idle-seconds", 0, "put the engine to sleep after this many `seconds` without requests (llama-server's flag): it frees its KV cache and the resident pages of its mapped weights, and the next request wakes it; 0 or -1 = never (docs/api.md#sleep-mode)")
@@ -183,6 +187,10 @@ func runEngine(ctx context.Context, args []string) error {
 	if f.maxLogprobs < -1 {
 		return fmt.Errorf("engine: --max-logprobs %d: want -1 (no cap) or ≥ 0", f.maxLogprobs)
 	}
+	pooling, err := poolingType(f.pooling, f.poolerConfig)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
 	specCfg, err := f.spec.resolve()
 	if err != nil {
 		return err
@@ -225,6 +233,7 @@ func runEngine(ctx context.Context, args []string) error {
 		ServedModelName:     name,
 		MaxModelLen:         f.maxModelLen,
 		MaxLogprobs:         &f.maxLogprobs,
+		Pooling:             pooling,
 		BlockSize:           f.blockSize,
 		NumBlocks:           numBlocks,
 		MaxNumSeqs:          f.maxNumSeqs,

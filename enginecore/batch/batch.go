@@ -36,6 +36,11 @@ type Item struct {
 	// samples at each of the last Draft+1 positions, keeping drafts while
 	// they equal what is sampled. Never set with MaskStop or Allowed.
 	Draft int
+	// Pooling, set on an embedding request (its PoolingType resolved to
+	// the engine's when the request left it empty), makes the runner pool
+	// hidden states instead of sampling: when Sample is set, the Result
+	// holds the request's embedding in Pooled, and no token.
+	Pooling *wire.PoolingParams
 }
 
 // Result is the runner's answer, one entry per Item (valid where Sample).
@@ -50,6 +55,10 @@ type Result struct {
 	// sampled after them (Sampled[i] is the last); nil for other items.
 	// Logprobs[i] then has a row per new token.
 	Tokens [][]int32
+	// Pooled ([len(Items)], nil unless some item has Pooling and Sample)
+	// holds an embedding request's embedding, on the step that computes
+	// its last prompt token: [Dim] or [Dimensions] float32s.
+	Pooled [][]float32
 }
 
 // NewTokens are item i's new tokens: Tokens[i] for a drafted item, else

@@ -194,6 +194,8 @@ func (b *Backend) Model() runner.ModelInfo {
 		NumLayers:     b.cfg.NumLayers,
 		NumKVHeads:    b.cfg.NumKVHeads,
 		HeadDim:       b.cfg.HeadDim,
+		Dim:           b.cfg.Dim,
+		Pooling:       b.cfg.Pooling,
 	}
 }
 
@@ -322,7 +324,7 @@ func (b *Backend) grow(numTok int) {
 // check validates step (runner.Step.Validate) and fills tokSeq. The token
 // scratch must already hold the step's tokens.
 func (b *Backend) check(step *runner.Step, numLogits int) (numRows int, err error) {
-	sh, err := step.Validate(runner.Limits{VocabSize: b.cfg.VocabSize, NumBlocks: b.numBlocks, BlockSize: b.blockSize}, numLogits)
+	sh, err := step.Validate(runner.Limits{VocabSize: b.cfg.VocabSize, NumBlocks: b.numBlocks, BlockSize: b.blockSize, Dim: b.cfg.Dim}, numLogits)
 	if err != nil {
 		return 0, fmt.Errorf("cpu: %w", err)
 	}

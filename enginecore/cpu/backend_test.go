@@ -466,7 +466,7 @@ func TestModelInfo(t *testing.T) {
 	defer be.Close()
 	want := runner.ModelInfo{
 		Name: "dummy", Arch: "llama", VocabSize: 320, MaxContextLen: 512,
-		EOSTokenIDs: []int32{257, 259}, BOSTokenID: 256, NumLayers: 4, NumKVHeads: 2, HeadDim: 32,
+		EOSTokenIDs: []int32{257, 259}, BOSTokenID: 256, NumLayers: 4, NumKVHeads: 2, HeadDim: 32, Dim: 128,
 	}
 	if diff := cmp.Diff(want, be.Model()); diff != "" {
 		t.Errorf("Model() (-want +got):\n%s", diff)

@@ -12,7 +12,8 @@ import (
 
 // Forward runs step: writes every token's K/V through SlotMapping, reads
 // context through BlockTable, and writes V logits per token of each Seq's
-// LogitRows into consecutive rows of logits. Errors wrap ErrInvalidStep,
+// LogitRows into consecutive rows of logits (and Dim hidden-state values
+// per token of its HiddenRowsOf into step.Hidden). Errors wrap ErrInvalidStep,
 // ErrNoKVCache, ErrClosed or ctx's error (checked between layers; the KV
 // of a cancelled step is partly written and must not be trusted).
 func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float32) error {
@@ -61,7 +62,16 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		b.layer(l, step)
 	}
 
-	// Final norm and LM head, only on the rows asked for.
+	// Final norm: hidden-state rows (embeddings), then the LM head's
+	// input, only on the rows asked for.
+	h := 0
+	for _, s := range step.Seqs {
+		first, n := s.HiddenRowsOf()
+		for t := first; t < first+n; t++ {
+			rmsnorm(step.Hidden[h*dim:(h+1)*dim], b.x[t*dim:(t+1)*dim], b.w.OutNorm, b.eps)
+			h++
+		}
+	}
 	r := 0
 	for _, s := range step.Seqs {
 		first, n := s.LogitRows()

@@ -118,6 +118,12 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 	default:
 		cfg.RopeDim = rd // Phi-4-mini: 96 of 128
 	}
+	// llama.cpp's enum llama_pooling_type: an embedding model's file says
+	// how it pools (Qwen3-Embedding: last); none (0) and rank (4) are not
+	// an embedding's.
+	if _, ok := md.KV(r.prefix + "pooling_type"); ok {
+		cfg.Pooling = map[int]string{1: "MEAN", 2: "CLS", 3: "LAST"}[r.int("pooling_type", 0)]
+	}
 	cfg.RopeScaling = r.ropeScaling()
 	if s := cfg.RopeScaling; s.Type == "yarn" {
 		cfg.MaxContextLen = max(cfg.MaxContextLen, int(s.Factor*float64(s.OrigContextLen))) // what YaRN extends to, as vLLM takes it

@@ -28,6 +28,7 @@ type Config struct {
 	RopeDim        int     // R, the leading dims of each head RoPE rotates (Phi-4-mini: 96 of 128); 0: HeadDim
 	NormEps        float64 // RMSNorm epsilon
 	MaxContextLen  int     // trained context length, tokens
+	Pooling        string  // how the file says embeddings pool: "LAST", "MEAN", "CLS" (wire.Pooling*); "": it does not say
 	BOSTokenID     int32   // beginning-of-sequence token
 	EOSTokenIDs    []int32 // tokens that end generation
 	TiedEmbeddings bool    // Output aliases TokenEmbed

@@ -13,7 +13,21 @@ type Step struct {
 	Positions   []int32 // [T] absolute position of each token in its sequence
 	SlotMapping []int32 // [T] KV slot to write token t's K/V into: block*B + offset
 	Seqs        []Seq   // [S] which tokens belong to which request
+	// Hidden receives, for each Seq in order, the hidden states of its
+	// HiddenRows after the model's final norm: [Σ rows][Dim], rows packed
+	// in token order (embeddings). Only its first Σ rows·Dim values are
+	// written; nil when no Seq asks.
+	Hidden []float32
 }
+
+// HiddenRows says which tokens of a Seq's span get hidden-state rows.
+type HiddenRows uint8
+
+const (
+	HiddenNone HiddenRows = iota // none
+	HiddenLast                   // the span's last token
+	HiddenAll                    // every token of the span, in order
+)
 
 // Seq is one request's span in a Step.
 type Seq struct {
@@ -30,6 +44,21 @@ type Seq struct {
 	// step verifying LastRows-1 draft tokens.
 	LastRows  int
 	PromptLen int // positions below this are the request's prompt (0: unknown; the CPU backend computes prompt tokens more precisely, see cpu.Precision)
+	// Hidden asks for hidden-state rows (Step.Hidden) at its tokens, as
+	// well as or instead of logits.
+	Hidden HiddenRows
+}
+
+// HiddenRowsOf returns which tokens of s get hidden-state rows: indices
+// [first, first+n) into Step.TokenIDs.
+func (s *Seq) HiddenRowsOf() (first, n int) {
+	switch s.Hidden {
+	case HiddenAll:
+		return s.Start, s.Len
+	case HiddenLast:
+		return s.Start + s.Len - 1, 1
+	}
+	return 0, 0
 }
 
 // LogitRows returns which tokens of s get logits rows: the span's last n,
@@ -59,7 +88,10 @@ type Backend interface {
 	// Forward runs the step, writing K/V of every token through
 	// SlotMapping and reading context through BlockTable. For each Seq, in
 	// order, it writes V logits per token of its LogitRows into logits
-	// (rows packed, in token order). len(logits) must be at least rows*V. Forward allocates nothing on the steady path.
+	// (rows packed, in token order). len(logits) must be at least rows*V.
+	// A backend whose ModelInfo has Dim > 0 also writes the Seqs' hidden
+	// rows into Step.Hidden; one with Dim 0 refuses a Step that asks.
+	// Forward allocates nothing on the steady path.
 	Forward(ctx context.Context, step *Step, logits []float32) error
 	// Close releases the weights and the KV cache.
 	Close() error
@@ -76,6 +108,12 @@ type ModelInfo struct {
 	NumLayers     int     // L
 	NumKVHeads    int     // Hkv
 	HeadDim       int     // D
+	// Dim is the hidden size, an embedding's length; 0 when the backend
+	// computes no hidden states (it serves no embeddings).
+	Dim int
+	// Pooling is how the model file says its embeddings pool ("LAST",
+	// "MEAN", "CLS"); "" when it does not say.
+	Pooling string
 }
 
 // KVLayout describes a backend's KV block bytes (KV transfer: slot save

@@ -34,6 +34,13 @@ type Runner struct {
 	// kept, whatever the model says; synthRNG draws it, per request.
 	synth    []float64
 	synthRNG map[string]*rand.Rand
+	// Embeddings: dim is the model's hidden size (0: none), hidden the
+	// last Forward's hidden-state rows ([Σ rows][Dim]), hiddenRow each
+	// item's first row in it, pools the MEAN and CLS requests' sums.
+	dim       int
+	hidden    []float32
+	hiddenRow []int
+	pools     map[string]*pooling
 }
 
 // promptLogprobs is one request's prompt logprobs in the making.
@@ -45,7 +52,9 @@ type promptLogprobs struct {
 // New returns a runner over be, whose KV cache must already be allocated
 // with blocks of blockSize tokens.
 func New(be Backend, blockSize int) *Runner {
-	return &Runner{be: be, blockSize: blockSize, vocab: be.Model().VocabSize, samplers: map[string]*sample.Sampler{}, prompts: map[string]*promptLogprobs{}}
+	m := be.Model()
+	return &Runner{be: be, blockSize: blockSize, vocab: m.VocabSize, dim: m.Dim, samplers: map[string]*sample.Sampler{},
+		prompts: map[string]*promptLogprobs{}, pools: map[string]*pooling{}}
 }
 
 // Forget drops per-request state (the sampler's RNG, prompt logprobs) of
@@ -54,6 +63,7 @@ func (r *Runner) Forget(id string) {
 	delete(r.samplers, id)
 	delete(r.prompts, id)
 	delete(r.synthRNG, id)
+	delete(r.pools, id)
 }
 
 // Execute runs one forward pass over b and samples a token for every item
@@ -77,8 +87,8 @@ func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 	st.Positions = st.Positions[:0]
 	st.SlotMapping = st.SlotMapping[:0]
 	st.Seqs = st.Seqs[:0]
-	r.firstRow, r.allRows = r.firstRow[:0], r.allRows[:0]
-	rows := 0
+	r.firstRow, r.allRows, r.hiddenRow = r.firstRow[:0], r.allRows[:0], r.hiddenRow[:0]
+	rows, hidden := 0, 0
 	for i := range b.Items {
 		it := &b.Items[i]
 		start := len(st.TokenIDs)
@@ -96,18 +106,28 @@ func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 			Len:        it.Len,
 			ContextLen: it.Start + it.Len,
 			BlockTable: it.BlockTable,
-			Logits:     it.Sample,
+			Logits:     it.Sample && it.Pooling == nil,
 			AllLogits:  r.wantsPromptRows(it),
 			LastRows:   it.Draft + 1,
 			PromptLen:  it.NumPrompt,
+			Hidden:     hiddenRows(it),
 		})
-		_, n := st.Seqs[len(st.Seqs)-1].LogitRows()
-		r.firstRow, r.allRows = append(r.firstRow, rows), append(r.allRows, st.Seqs[len(st.Seqs)-1].AllLogits)
+		s := &st.Seqs[len(st.Seqs)-1]
+		_, n := s.LogitRows()
+		r.firstRow, r.allRows = append(r.firstRow, rows), append(r.allRows, s.AllLogits)
 		rows += n
+		_, n = s.HiddenRowsOf()
+		r.hiddenRow = append(r.hiddenRow, hidden)
+		hidden += n
 	}
 	if need := rows * r.vocab; cap(r.logits) < need {
 		r.logits = make([]float32, need)
 	}
+	if need := hidden * r.dim; cap(r.hidden) < need {
+		r.hidden = make([]float32, need)
+	}
+	r.hidden = r.hidden[:hidden*r.dim]
+	st.Hidden = r.hidden
 	r.rows = 0
 	if err := r.be.Forward(ctx, st, r.logits[:rows*r.vocab]); err != nil {
 		return fmt.Errorf("runner: forward: %w", err)
@@ -123,6 +143,10 @@ func (r *Runner) Sample(b *batch.Batch) *batch.Result {
 	res := &batch.Result{Sampled: make([]int32, len(b.Items))}
 	for i := range b.Items {
 		it := &b.Items[i]
+		if it.Pooling != nil {
+			r.samplePooled(res, b, i)
+			continue
+		}
 		row := r.firstRow[i]
 		if r.allRows[i] {
 			r.gatherPrompt(it, logits[row*r.vocab:(row+it.Len)*r.vocab])

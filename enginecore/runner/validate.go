@@ -15,6 +15,7 @@ type Limits struct {
 	NumBlocks  int // blocks in the KV pool
 	BlockSize  int // B, tokens per block
 	MaxContext int // positions the model supports; 0 = no limit of its own
+	Dim        int // hidden size of Step.Hidden rows; 0 = the backend writes none
 }
 
 // Shape is what a valid Step needs of its backend.
@@ -22,6 +23,7 @@ type Shape struct {
 	NumRows   int // logits rows: Σ the Seqs' LogitRows
 	MaxCtx    int // the longest attention span, positions
 	MaxBlocks int // the longest block table in use (at least 1)
+	NumHidden int // hidden-state rows: Σ the Seqs' HiddenRowsOf
 }
 
 // Validate checks that st fits l and a logits buffer of numLogits values:
@@ -46,6 +48,8 @@ func (st *Step) Validate(l Limits, numLogits int) (Shape, error) {
 		next = s.Start + s.Len
 		_, numRows := s.LogitRows()
 		sh.NumRows += numRows
+		_, numHidden := s.HiddenRowsOf()
+		sh.NumHidden += numHidden
 		for t := s.Start; t < next; t++ {
 			id, pos, slot := st.TokenIDs[t], int(st.Positions[t]), int(st.SlotMapping[t])
 			if id < 0 || int(id) >= l.VocabSize {
@@ -73,6 +77,12 @@ func (st *Step) Validate(l Limits, numLogits int) (Shape, error) {
 	}
 	if numLogits < sh.NumRows*l.VocabSize {
 		return sh, fmt.Errorf("%w: logits hold %d values, need %d rows of %d", ErrInvalidStep, numLogits, sh.NumRows, l.VocabSize)
+	}
+	switch {
+	case sh.NumHidden > 0 && l.Dim == 0:
+		return sh, fmt.Errorf("%w: %d hidden-state rows asked of a backend that computes none", ErrInvalidStep, sh.NumHidden)
+	case len(st.Hidden) < sh.NumHidden*l.Dim:
+		return sh, fmt.Errorf("%w: hidden holds %d values, need %d rows of %d", ErrInvalidStep, len(st.Hidden), sh.NumHidden, l.Dim)
 	}
 	sh.MaxBlocks = max(sh.MaxBlocks, 1)
 	return sh, nil

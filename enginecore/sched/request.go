@@ -18,16 +18,19 @@ const (
 
 // Request is the engine's record of one request.
 type Request struct {
-	ID           string // internal id, unique in the engine
-	WireID       string // the id its frontend gave (the engine scopes ID by frontend)
-	ExternalID   string // the user-visible id
-	SessionID    string // "" = none
-	CacheSalt    string // "" = none
-	Client       string // frontend identity the outputs go to
-	Flow         string // fairness group: Client + "\x00" + the ADD's flow_id
-	Priority     int    // lower runs earlier
-	ArrivalTime  float64
-	Params       wire.SamplingParams
+	ID          string // internal id, unique in the engine
+	WireID      string // the id its frontend gave (the engine scopes ID by frontend)
+	ExternalID  string // the user-visible id
+	SessionID   string // "" = none
+	CacheSalt   string // "" = none
+	Client      string // frontend identity the outputs go to
+	Flow        string // fairness group: Client + "\x00" + the ADD's flow_id
+	Priority    int    // lower runs earlier
+	ArrivalTime float64
+	Params      wire.SamplingParams
+	// Pooling, set on an embedding request, finishes it when its prompt
+	// is computed, with the pooled hidden states instead of a token.
+	Pooling      *wire.PoolingParams
 	StopTokenIDs []int32 // EOS (unless ignore_eos) + stop_token_ids
 	EOSTokenIDs  []int32 // the tokens that stop with stop_reason nil
 	Status       Status
@@ -67,6 +70,7 @@ func NewRequest(r *wire.EngineCoreRequest, client string, eos []int32) *Request 
 		Priority:    r.Priority,
 		ArrivalTime: r.ArrivalTime,
 		Params:      r.SamplingParams,
+		Pooling:     r.Pooling,
 		tokens:      slices.Clone(r.PromptTokenIDs),
 		numPrompt:   len(r.PromptTokenIDs),
 	}
@@ -118,6 +122,17 @@ func (r *Request) checkStop(maxModelLen int) bool {
 		return true
 	}
 	return false
+}
+
+// needsEveryPrompt reports whether every prompt token of r must be
+// computed, none served by the prefix cache: prompt logprobs (vLLM's
+// rule), and the MEAN and CLS poolings, which read each token's hidden
+// state.
+func (r *Request) needsEveryPrompt() bool {
+	if r.Params.PromptLogprobs != nil {
+		return true
+	}
+	return r.Pooling != nil && (r.Pooling.PoolingType == wire.PoolingMean || r.Pooling.PoolingType == wire.PoolingCLS)
 }
 
 // shiftContext is llama.cpp's context shift on a request whose tokens

@@ -54,6 +54,8 @@ type Output struct {
 	// Drafted and Accepted are, on the output of a step that verified a
 	// draft, its tokens and how many of them the runner kept.
 	Drafted, Accepted int
+	// Pooled is an embedding request's embedding, on its finishing output.
+	Pooled []float32
 }
 
 // Scheduler decides every step's batch. Not safe for concurrent use.
@@ -88,11 +90,15 @@ func (s *Scheduler) Add(r *Request) error {
 	if r.numPrompt == 0 {
 		return fmt.Errorf("%w: empty prompt", ErrRejected)
 	}
-	if r.numPrompt >= s.cfg.MaxModelLen {
+	room := 1 // a generation samples at least one token past its prompt
+	if r.Pooling != nil {
+		room = 0 // an embedding computes its prompt only
+	}
+	if r.numPrompt+room > s.cfg.MaxModelLen {
 		return fmt.Errorf("%w: prompt of %d tokens leaves no room under max_model_len %d", ErrRejected, r.numPrompt, s.cfg.MaxModelLen)
 	}
 	st := s.kv.Stats()
-	if need := (r.numPrompt + 1 + s.cfg.BlockSize - 1) / s.cfg.BlockSize; need > st.NumBlocks {
+	if need := (r.numPrompt + room + s.cfg.BlockSize - 1) / s.cfg.BlockSize; need > st.NumBlocks {
 		return fmt.Errorf("%w: prompt needs %d KV blocks, the pool has %d", ErrRejected, need, st.NumBlocks)
 	}
 	if r.Params.MaxTokens < 1 {
@@ -237,7 +243,7 @@ func (s *Scheduler) Schedule() *batch.Batch {
 			}
 			break
 		}
-		if r.numComputedTokens == 0 && r.Params.PromptLogprobs == nil { // vLLM: prompt logprobs need every prompt token computed
+		if r.numComputedTokens == 0 && !r.needsEveryPrompt() {
 			cached := s.kv.Lookup(r.ID, r.tokens, r.CacheSalt, r.SessionID)
 			r.numComputedTokens = cached
 			if !r.admitted {
@@ -293,6 +299,7 @@ func (s *Scheduler) Schedule() *batch.Batch {
 			MaskStop:     r.numOutput() < r.Params.MinTokens,
 			StopTokenIDs: r.StopTokenIDs,
 			Draft:        draft,
+			Pooling:      r.Pooling,
 		}
 		s.flows[r.Flow].lastServed = s.numSteps
 		b.NumTokens += n
@@ -349,6 +356,20 @@ func (s *Scheduler) requeue(r *Request) {
 	s.insertWaiting(r)
 }
 
+// pooled finishes embedding request r, whose item i computed the end of
+// its prompt, with the runner's embedding.
+func (s *Scheduler) pooled(r *Request, it *batch.Item, res *batch.Result, i int) Output {
+	r.numComputedTokens = it.Start + it.Len
+	s.kv.Commit(r.ID, r.tokens, r.numComputedTokens)
+	r.FinishReason = wire.FinishStop
+	out := Output{Req: r, Finished: true}
+	if res.Pooled != nil {
+		out.Pooled = res.Pooled[i]
+	}
+	s.finish(r)
+	return out
+}
+
 // Update applies a step's results: computed tokens advance, sampled tokens
 // are appended, stops are checked, and finished requests free their blocks.
 // Items of requests aborted since Schedule are skipped.
@@ -366,6 +387,10 @@ func (s *Scheduler) Update(b *batch.Batch, res *batch.Result) []Output {
 			if r.Params.ReturnProgress && r.NumShifts == 0 && r.numComputedTokens < r.numPrompt {
 				outs = append(outs, Output{Req: r, PromptProgress: r.numComputedTokens})
 			}
+			continue
+		}
+		if r.Pooling != nil {
+			outs = append(outs, s.pooled(r, it, res, i))
 			continue
 		}
 		toks := res.NewTokens(b, i)

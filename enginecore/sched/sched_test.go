@@ -78,9 +78,14 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 			keep := num("shift", 0)
 			sp.ContextShift = &keep
 		}
+		var pooling *wire.PoolingParams
+		if t, ok := args["pool"]; ok {
+			pooling = &wire.PoolingParams{PoolingType: t}
+		}
 		r := NewRequest(&wire.EngineCoreRequest{
 			RequestID: args["id"], PromptTokenIDs: prompt, SamplingParams: sp,
 			Priority: num("prio", 0), SessionID: args["session"], CacheSalt: args["salt"], FlowID: args["flow"],
+			Pooling: pooling,
 		}, "client", []int32{eosToken})
 		if err := h.s.Add(r); err != nil {
 			return "error: " + err.Error()
@@ -105,6 +110,12 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 				tok = eosToken
 			}
 			res.Sampled[i] = tok
+			if it.Pooling != nil && it.Sample {
+				if res.Pooled == nil {
+					res.Pooled = make([][]float32, len(b.Items))
+				}
+				res.Pooled[i] = []float32{float32(it.Start + it.Len)} // stands for the embedding of that many tokens
+			}
 			fmt.Fprintf(&sb, "  %s: [%d,%d) of %d blocks=%v", it.RequestID, it.Start, it.Start+it.Len, len(it.Tokens), it.BlockTable)
 			if it.Sample {
 				sb.WriteString(" sample")
@@ -127,7 +138,11 @@ func (h *harness) cmd(t *testing.T, d *datadriven.TestData) string {
 				fmt.Fprintf(&sb, "  progress %s: %d of %d, %d tokens\n", o.Req.ID, o.PromptProgress, len(o.Req.PromptTokenIDs()), len(o.NewTokens))
 			}
 			if o.Finished {
-				fmt.Fprintf(&sb, "  finished %s: %s stop_reason=%v outputs=%d cached=%d\n", o.Req.ID, o.Req.FinishReason, o.Req.StopReason, len(o.Req.OutputTokenIDs()), o.Req.NumCachedTokens())
+				fmt.Fprintf(&sb, "  finished %s: %s stop_reason=%v outputs=%d cached=%d", o.Req.ID, o.Req.FinishReason, o.Req.StopReason, len(o.Req.OutputTokenIDs()), o.Req.NumCachedTokens())
+				if o.Pooled != nil {
+					fmt.Fprintf(&sb, " pooled=%v", o.Pooled)
+				}
+				sb.WriteString("\n")
 			}
 		}
 		return sb.String()

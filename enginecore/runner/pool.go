@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"math"
+
+	"github.com/tandem-llm/tandem/enginecore/batch"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// pooling is one embedding request's pooled hidden states in the making.
+type pooling struct {
+	sum  []float64 // [Dim] Σ of the rows pooled so far (MEAN), or the row (CLS)
+	rows int       // prompt positions 0..rows-1 are in sum
+}
+
+// hiddenRows is which hidden-state rows it's chunk needs: the last
+// token's when the chunk ends the prompt (LAST), every token's (MEAN),
+// the first chunk's (CLS, which keeps row 0).
+func hiddenRows(it *batch.Item) HiddenRows {
+	if it.Pooling == nil {
+		return HiddenNone
+	}
+	switch it.Pooling.PoolingType {
+	case wire.PoolingMean:
+		return HiddenAll
+	case wire.PoolingCLS:
+		if it.Start == 0 {
+			return HiddenAll
+		}
+		return HiddenNone
+	}
+	if it.Sample {
+		return HiddenLast
+	}
+	return HiddenNone
+}
+
+// pool takes it's hidden rows ([n][Dim]) from the last Forward into its
+// pooling, and returns the embedding when the chunk ends the prompt (nil
+// before). Rows of positions pooled before (a chunk computed again after
+// a preemption) are skipped.
+func (r *Runner) pool(it *batch.Item, rows []float32) []float32 {
+	dim := r.dim
+	switch it.Pooling.PoolingType {
+	case wire.PoolingMean, wire.PoolingCLS:
+		p := r.pools[it.RequestID]
+		if p == nil {
+			p = &pooling{sum: make([]float64, dim)}
+			r.pools[it.RequestID] = p
+		}
+		for j := range len(rows) / dim {
+			pos := it.Start + j
+			if pos != p.rows || it.Pooling.PoolingType == wire.PoolingCLS && pos > 0 {
+				continue
+			}
+			for d, x := range rows[j*dim : (j+1)*dim] {
+				p.sum[d] += float64(x)
+			}
+			p.rows++
+		}
+		if !it.Sample {
+			return nil
+		}
+		out := make([]float32, dim)
+		for d, s := range p.sum {
+			out[d] = float32(s / float64(max(p.rows, 1)))
+		}
+		return finishPooled(out, it.Pooling)
+	}
+	if !it.Sample {
+		return nil
+	}
+	return finishPooled(append([]float32(nil), rows[:dim]...), it.Pooling)
+}
+
+// finishPooled keeps v's first Dimensions values (Matryoshka) and
+// L2-normalizes them with Normalize.
+func finishPooled(v []float32, p *wire.PoolingParams) []float32 {
+	if p.Dimensions > 0 && p.Dimensions < len(v) {
+		v = v[:p.Dimensions]
+	}
+	if p.Normalize {
+		var ss float64
+		for _, x := range v {
+			ss += float64(x) * float64(x)
+		}
+		if n := math.Sqrt(ss); n > 0 {
+			inv := 1 / math.Max(n, 1e-12)
+			for i, x := range v {
+				v[i] = float32(float64(x) * inv)
+			}
+		}
+	}
+	return v
+}
+
+// samplePooled pools item i's hidden rows of the last Forward, setting
+// res.Pooled[i] when its chunk ends the prompt.
+func (r *Runner) samplePooled(res *batch.Result, b *batch.Batch, i int) {
+	it := &b.Items[i]
+	end := len(r.hidden) / max(r.dim, 1)
+	if i+1 < len(r.hiddenRow) {
+		end = r.hiddenRow[i+1]
+	}
+	v := r.pool(it, r.hidden[r.hiddenRow[i]*r.dim:end*r.dim])
+	if v == nil {
+		return
+	}
+	if res.Pooled == nil {
+		res.Pooled = make([][]float32, len(b.Items))
+	}
+	res.Pooled[i] = v
+}
