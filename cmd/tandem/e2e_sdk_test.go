@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,6 +220,33 @@ func goSDKChecks(t *testing.T, base string) {
 	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello, and tell me of the sea and the sky")}
 	ignoreEOS := option.WithJSONSet("ignore_eos", true)
 
+	t.Run("embeddings", func(t *testing.T) {
+		r, err := c.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "dummy", EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
+			Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"the sea", "the sky", "the sea"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Data) != 3 || r.Usage.PromptTokens == 0 || r.Usage.TotalTokens != r.Usage.PromptTokens {
+			t.Fatalf("%+v", r)
+		}
+		for i, d := range r.Data {
+			var norm float64
+			for _, x := range d.Embedding {
+				norm += x * x
+			}
+			if d.Index != int64(i) || len(d.Embedding) != len(r.Data[0].Embedding) || math.Abs(norm-1) > 1e-4 {
+				t.Fatalf("embedding %d: index %d, %d values, norm² %g", i, d.Index, len(d.Embedding), norm)
+			}
+		}
+		if !slices.Equal(r.Data[0].Embedding, r.Data[2].Embedding) || slices.Equal(r.Data[0].Embedding, r.Data[1].Embedding) {
+			t.Fatal("equal texts embed differently, or different texts alike")
+		}
+		ids, err := c.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "dummy", EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
+			Dimensions: openai.Int(16), Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfTokens: []int64{116, 104, 101}}})
+		if err != nil || len(ids.Data) != 1 || len(ids.Data[0].Embedding) != 16 || ids.Usage.PromptTokens != 3 {
+			t.Fatalf("token ids, 16 dimensions: %+v %v", ids, err)
+		}
+	})
 	t.Run("chat n=2 logprobs", func(t *testing.T) {
 		r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "dummy", Messages: user, MaxTokens: openai.Int(4),
 			N: openai.Int(2), Logprobs: openai.Bool(true), TopLogprobs: openai.Int(2)}, ignoreEOS)

@@ -24,6 +24,7 @@ type oracleRequest struct {
 	Probe    []int32         `json:"probe,omitempty"`    // ids whose log-probs come back at every position
 	Tokenize []string        `json:"tokenize,omitempty"` // texts, special tokens parsed, no BOS added
 	Greedy   []greedyRequest `json:"greedy,omitempty"`
+	Embed    [][]int32       `json:"embed,omitempty"` // prompts to embed (llama.cpp adds BOS/EOS as it would)
 }
 
 type greedyRequest struct {
@@ -37,6 +38,12 @@ type oracleResponse struct {
 	Prompts [][]oraclePos  `json:"prompts"` // [prompt][position]
 	Tokens  [][]int32      `json:"tokens"`  // [text][token]
 	Greedy  []greedyResult `json:"greedy"`
+	// Embeddings are llama.cpp's of each Embed prompt: the tokens it
+	// evaluated and its vector (not normalized).
+	Embeddings []struct {
+		Tokens []int32   `json:"tokens"`
+		Vector []float64 `json:"vector"`
+	} `json:"embeddings"`
 }
 
 // oraclePos is the oracle's distribution of the token after positions
@@ -128,6 +135,9 @@ func startOracle(t *testing.T, reqs ...oracleRequest) (wait func() []oracleRespo
 // checkResponse fails t when resp does not have the shape req asks for.
 func checkResponse(t *testing.T, req *oracleRequest, resp *oracleResponse) {
 	t.Helper()
+	if len(resp.Embeddings) != len(req.Embed) {
+		t.Fatalf("oracle on %s: %d embeddings for %d prompts", req.Model, len(resp.Embeddings), len(req.Embed))
+	}
 	if len(resp.Prompts) != len(req.Prompts) || len(resp.Tokens) != len(req.Tokenize) || len(resp.Greedy) != len(req.Greedy) {
 		t.Fatalf("oracle on %s: %d/%d/%d answers for %d prompts, %d texts, %d greedy runs", req.Model,
 			len(resp.Prompts), len(resp.Tokens), len(resp.Greedy), len(req.Prompts), len(req.Tokenize), len(req.Greedy))

@@ -31,9 +31,8 @@ func (s *Server) mountOllama(e *echo.Echo) {
 	e.POST("/api/show", s.ollamaShow)
 	e.GET("/api/ps", s.ollamaPS)
 	e.GET("/api/version", s.ollamaVersion)
-	for _, p := range []string{"/api/embed", "/api/embeddings"} {
-		e.POST(p, ollamaUnsupported("embeddings are not served: Tandem serves generative models"))
-	}
+	e.POST("/api/embed", s.ollamaEmbed)
+	e.POST("/api/embeddings", s.ollamaLegacyEmbeddings)
 	for _, p := range []string{"/api/pull", "/api/push", "/api/create", "/api/copy"} {
 		e.POST(p, ollamaUnsupported("model management is not served: Tandem serves the model it was started with (see /api/tags)"))
 	}

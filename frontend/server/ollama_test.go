@@ -216,7 +216,8 @@ func TestOllamaRoutes(t *testing.T) {
 		{"/api/generate", `{"model":"dummy","prompt":"x","template":"{{.Prompt}}"}`, 400, "template"},
 		{"/api/generate", `{"model":"dummy","prompt":"x","context":[999999]}`, 400, "out of vocabulary"},
 		{"/api/show", `{"model":"other"}`, 404, "not found"},
-		{"/api/embed", `{"model":"dummy","input":"x"}`, 404, "embeddings are not served"},
+		{"/api/embed", `{"model":"dummy"}`, 400, "input is required"},
+		{"/api/embed", `{"model":"other","input":"x"}`, 404, "model 'other' not found"},
 		{"/api/pull", `{"model":"llama3.2"}`, 404, "model management is not served"},
 		{"/api/nope", `{}`, 404, ""},
 	} {

@@ -245,6 +245,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/v1/chat/completions/batch", s.batchChat)
 	e.POST("/invocations", s.invocations)
 	e.POST("/v1/completions", s.completions)
+	e.POST("/v1/embeddings", s.embeddings)
 	e.POST("/v1/responses", s.createResponse)
 	e.GET("/v1/responses/:id", s.getResponse)
 	e.DELETE("/v1/responses/:id", s.deleteResponse)

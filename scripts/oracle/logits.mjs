@@ -19,7 +19,8 @@
 //     "topk":     20,                // how many of the oracle's top tokens to return per position
 //     "probe":    [id, ...],         // ids whose log-probs are returned at every position
 //     "tokenize": ["text", ...],     // tokenized with special tokens parsed, no BOS added
-//     "greedy":   [{"prompt": [id, ...], "n": 32}, ...]  // temperature-0 continuations
+//     "greedy":   [{"prompt": [id, ...], "n": 32}, ...], // temperature-0 continuations
+//     "embed":    [[id, ...], ...]  // llama.cpp's embedding of each (its own BOS/EOS added as it would)
 //   }
 // Response (JSON on stdout):
 //   {
@@ -37,6 +38,10 @@
 //     "greedy": [                    // one per request.greedy entry
 //       {"tokens": [id, ...],        // up to n ids (fewer when an end-of-generation token came)
 //        "margins": [m, ...]}        // per generated token: logp(top-1) − logp(top-2), nats
+//     ],
+//     "embeddings": [                // one per request.embed entry (node-llama-cpp's getEmbeddingFor:
+//       {"tokens": [id, ...],        //  the model's pooling_type, or the last token's hidden state
+//        "vector": [x, ...]}         //  after the output norm when it has none; not normalized)
 //     ]
 //   }
 // log-probs are natural logs of node-llama-cpp's probabilities, which are
@@ -116,6 +121,18 @@ async function answer(req) {
     }
 
     await context.dispose();
+    if (req.embed?.length) {
+        const longestEmbed = Math.max(16, ...req.embed.map((p) => p.length + 2));
+        const ectx = await model.createEmbeddingContext({ contextSize: longestEmbed, batchSize: longestEmbed, threads: 1 });
+        out.embeddings = [];
+        for (const prompt of req.embed) {
+            const tokens = [...prompt];
+            ectx._prepareInput(tokens); // the tokens llama.cpp evaluates: BOS and EOS as its tokenizer would add them
+            const e = await ectx.getEmbeddingFor(prompt);
+            out.embeddings.push({ tokens, vector: Array.from(e.vector) });
+        }
+        await ectx.dispose();
+    }
     await model.dispose();
     return out;
 }

@@ -6,7 +6,10 @@ Usage: test_langchain.py BASE_URL MODEL
 With langchain-openai's ChatOpenAI: bind_tools with tool_choice
 "required" gives tool calls whose arguments fit the tools; the tools' results
 go back as ToolMessages and the model answers in text (a two-step tool
-loop); with_structured_output(PydanticModel) returns a validated object.
+loop); with_structured_output(PydanticModel) returns a validated object;
+OpenAIEmbeddings (check_embedding_ctx_length off: its default tokenizes
+with OpenAI's tiktoken, whose ids are not this model's) embeds documents
+and a query alike.
 Prints PASS/FAIL lines and "N passed, M failed"; exits non-zero on any
 failure. cmd/tandem/e2e_structured_test.go runs it.
 """
@@ -16,7 +19,7 @@ import traceback
 
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
+from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from pydantic import BaseModel
 
 RESULTS = []
@@ -77,9 +80,20 @@ def main():
         out = llm.with_structured_output(City).invoke("Name the capital of Japan and its country.")
         assert isinstance(out, City), out
 
+    def embeddings():
+        emb = OpenAIEmbeddings(base_url=base + "/v1", api_key="unused", model=model, check_embedding_ctx_length=False,
+                               max_retries=0, timeout=300)
+        docs = emb.embed_documents(["Tokyo is the capital of Japan.", "Lima is the capital of Peru."])
+        query = emb.embed_query("Tokyo is the capital of Japan.")
+        assert len(docs) == 2 and len(docs[0]) == len(query) > 1, (len(docs), len(query))
+        assert max(abs(a - b) for a, b in zip(docs[0], query)) < 1e-5, "embed_query differs from embed_documents"
+        cos = sum(a * b for a, b in zip(docs[0], docs[1]))
+        assert cos < 0.999, cos
+
     run("bind_tools: call, result, answer", tool_loop)
     run("bind_tools: a named tool", named_tool)
     run("with_structured_output", structured)
+    run("OpenAIEmbeddings", embeddings)
     failed = RESULTS.count(False)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)

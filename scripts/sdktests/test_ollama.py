@@ -10,10 +10,12 @@ seed), format "json" and a JSON Schema (parsed and validated), a tool
 result turn with the tools the client builds from a Python function,
 generate (templated, raw, and continued from the returned context),
 sessions (X-Session-ID), the load requests (no messages, no prompt),
-logprobs, errors (an unknown model is a 404, an image a 400, a wrong key
-401), as the client raises them; and LangChain's ChatOllama (PyPI
-`langchain-ollama`): invoke and stream, with_structured_output, a tool
-result turn paired by tool_call_id, and logprobs.
+logprobs, embed (normalized vectors, one per input, the same text
+alike) and the older embeddings, errors (an unknown model is a 404, an
+image a 400, a wrong key 401), as the client raises them; and LangChain's
+ChatOllama (PyPI `langchain-ollama`): invoke and stream,
+with_structured_output, a tool result turn paired by tool_call_id, and
+logprobs; and its OllamaEmbeddings (documents and a query).
 
 Prints one PASS/FAIL line per check and "N passed, M failed"; exits
 non-zero on any failure. cmd/tandem/e2e_ollama_test.go runs it.
@@ -28,7 +30,7 @@ import uuid
 
 import ollama
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_ollama import ChatOllama
+from langchain_ollama import ChatOllama, OllamaEmbeddings
 from pydantic import BaseModel
 
 ARGS = None
@@ -201,6 +203,27 @@ def check_langchain():
     assert len(lps) == 3 and all(len(lp.top_logprobs) == 1 for lp in lps), lps
 
 
+def check_embed():
+    c, m = client(), model()
+    texts = ["The sea is deep.", "The sky is blue.", "The sea is deep."]
+    r = c.embed(model=m, input=texts)
+    vecs = r.embeddings
+    assert len(vecs) == 3 and r.prompt_eval_count > 0, r
+    for v in vecs:
+        assert len(v) == len(vecs[0]) > 1 and abs(sum(x * x for x in v) - 1) < 1e-4, len(v)
+    assert vecs[0] == vecs[2] and vecs[0] != vecs[1], "equal texts embed differently, or different texts alike"
+    one = c.embed(model=m, input=texts[1]).embeddings
+    assert len(one) == 1 and max(abs(a - b) for a, b in zip(one[0], vecs[1])) < 1e-5, "a batch changes the embedding"
+    old = c.embeddings(model=m, prompt=texts[1]).embedding
+    norm = sum(x * x for x in old) ** 0.5
+    assert len(old) == len(vecs[0]) and max(abs(a / norm - b) for a, b in zip(old, vecs[1])) < 1e-5, "older /api/embeddings differs"
+    kw = dict(model=m, base_url=ARGS.base_url, client_kwargs={"headers": {"Authorization": "Bearer " + ARGS.api_key}})
+    lc = OllamaEmbeddings(**kw)
+    docs = lc.embed_documents(texts[:2])
+    query = lc.embed_query(texts[0])
+    assert len(docs) == 2 and max(abs(a - b) for a, b in zip(docs[0], query)) < 1e-5, "embed_query differs from embed_documents"
+
+
 def expect_error(status, fn, words):
     try:
         fn()
@@ -227,7 +250,7 @@ def main():
     for name, fn in [("list, show, ps", check_list_show_ps), ("chat and its stream", check_chat_and_stream),
                      ("options", check_options), ("format", check_format), ("tool result turn", check_tool_result_turn),
                      ("generate", check_generate), ("X-Session-ID", check_session), ("load requests", check_load),
-                     ("logprobs", check_logprobs), ("errors", check_errors), ("LangChain ChatOllama", check_langchain)]:
+                     ("logprobs", check_logprobs), ("embed", check_embed), ("errors", check_errors), ("LangChain ChatOllama", check_langchain)]:
         run(name, fn)
     failed = RESULTS.count(False)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")

@@ -71,6 +71,26 @@ async function expectError(fn, cls, check) {
 }
 
 const checks = {
+  async embeddings() {
+    // The Node SDK asks for base64 unless told otherwise and decodes it.
+    const c = client();
+    const texts = ['The quick brown fox', 'jumps over the lazy dog'];
+    const b64 = await c.embeddings.create({ model: 'dummy', input: texts });
+    const flt = await c.embeddings.create({ model: 'dummy', input: texts, encoding_format: 'float' });
+    expect(b64.object === 'list' && b64.data.length === 2 && b64.data[1].index === 1, b64);
+    for (const [i, d] of b64.data.entries()) {
+      const f = flt.data[i].embedding;
+      expect(Array.isArray(d.embedding) && d.embedding.length === f.length && f.length > 1, d);
+      expect(d.embedding.every((x, j) => Math.abs(x - f[j]) < 1e-6), 'base64 and float differ');
+      const norm = Math.sqrt(f.reduce((s, x) => s + x * x, 0));
+      expect(Math.abs(norm - 1) < 1e-4, norm);
+    }
+    expect(b64.usage.prompt_tokens > 0 && b64.usage.total_tokens === b64.usage.prompt_tokens, b64.usage);
+    const short = await c.embeddings.create({ model: 'dummy', input: texts[0], dimensions: 4, encoding_format: 'float' });
+    expect(short.data[0].embedding.length === 4, short.data[0]);
+    await expectError(() => c.embeddings.create({ model: 'dummy', input: '' }), OpenAI.BadRequestError);
+  },
+
   async models() {
     const ids = [];
     for await (const m of client().models.list()) ids.push(m.id);

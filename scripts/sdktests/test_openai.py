@@ -440,6 +440,44 @@ def error_413():
 
 
 @check
+def embeddings():
+    c = client()
+    texts = ["The quick brown fox", "jumps over the lazy dog", "The quick brown fox"]
+    # The SDK asks for base64 unless told otherwise and decodes it itself.
+    b64 = c.embeddings.create(model="dummy", input=texts)
+    flt = c.embeddings.create(model="dummy", input=texts, encoding_format="float")
+    expect([d.index for d in b64.data] == [0, 1, 2] and all(d.object == "embedding" for d in b64.data), b64.data)
+    dim = len(b64.data[0].embedding)
+    expect(dim > 1 and all(len(d.embedding) == dim for d in b64.data + flt.data), "lengths differ")
+    for a, b in zip(b64.data, flt.data):
+        expect(max(abs(x - y) for x, y in zip(a.embedding, b.embedding)) < 1e-6, "base64 and float differ")
+    for d in flt.data:
+        norm = sum(x * x for x in d.embedding) ** 0.5
+        expect(abs(norm - 1) < 1e-4, f"norm {norm}")
+    e0, e1, e2 = (d.embedding for d in flt.data)
+    expect(max(abs(x - y) for x, y in zip(e0, e2)) < 1e-5, "the same text embeds differently in one batch")
+    expect(max(abs(x - y) for x, y in zip(e0, e1)) > 1e-3, "different texts embed alike")
+    expect(b64.usage.prompt_tokens > 0 and b64.usage.total_tokens == b64.usage.prompt_tokens, b64.usage)
+    # Alone, the first text embeds as it did in the batch.
+    one = c.embeddings.create(model="dummy", input=texts[0], encoding_format="float").data[0].embedding
+    expect(max(abs(x - y) for x, y in zip(one, e0)) < 1e-5, "batch changes the embedding")
+    # dimensions keeps the first n values, normalized again.
+    short = c.embeddings.create(model="dummy", input=texts[0], dimensions=8, encoding_format="float").data[0].embedding
+    full8 = e0[:8]
+    n8 = sum(x * x for x in full8) ** 0.5
+    expect(len(short) == 8 and max(abs(x - y / n8) for x, y in zip(short, full8)) < 1e-5, short)
+    ids = c.embeddings.create(model="dummy", input=[[72, 105, 33]], encoding_format="float")
+    expect(len(ids.data) == 1 and ids.usage.prompt_tokens == 3, ids.usage)
+    for bad in ({"input": ""}, {"input": [], }, {"input": "x", "encoding_format": "int8"}, {"input": "x", "dimensions": 0},
+                {"input": [[10**7]]}, {"input": "x", "dimensions": 10**6}):
+        try:
+            c.embeddings.create(model="dummy", **bad)
+            raise AssertionError(f"no error for {bad}")
+        except openai.BadRequestError as e:
+            expect(e.status_code == 400, e)
+
+
+@check
 def error_429():
     if not ARGS.max_waiting:
         return "skipped: --max-waiting not given"
