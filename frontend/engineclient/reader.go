@@ -186,7 +186,7 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs, scratch []routed) []r
 			c.retryOrFail(s, i, errUnknownFrontend)
 			continue
 		}
-		if n := len(out.NewTokenIDs); n > 0 {
+		if n := len(out.NewTokenIDs); n > 0 || out.PoolingOutput != nil { // an embedding's prompt is computed when its vector comes
 			tokens += n
 			if s.Timing().NumGenerated == 0 {
 				tokens += len(s.req.PromptTokenIDs) - min(out.NumCachedTokens, len(s.req.PromptTokenIDs))

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -11,15 +12,18 @@ import (
 const ObjectEmbedding = "embedding"
 
 // EmbeddingRequest is POST /v1/embeddings: OpenAI's fields (input,
-// model, encoding_format, dimensions, user) and vLLM's (normalize,
+// model, encoding_format, dimensions, user), vLLM's (normalize,
 // truncate_prompt_tokens, add_special_tokens, priority, request_id,
-// cache_salt, session_id through Params).
+// cache_salt, session_id through Params) and llama-server's (content,
+// embd_normalize).
 type EmbeddingRequest struct {
 	Params
 	// Input is a string, an array of strings, an array of token ids or
 	// an array of arrays of them, as a completion's prompt: one
-	// embedding each, in order.
-	Input Prompt `json:"input"`
+	// embedding each, in order. llama-server's forms read too: an array
+	// mixing token ids and strings is one input, and an array of such
+	// arrays several (the server parses it, frontend/llamacpp.Prompts).
+	Input json.RawMessage `json:"input"`
 	// EncodingFormat is "float" (the default: arrays of numbers) or
 	// "base64" (the little-endian float32 bytes, base64: what the OpenAI
 	// Python SDK asks for unless told otherwise, and decodes itself).
@@ -30,27 +34,23 @@ type EmbeddingRequest struct {
 	Dimensions *int `json:"dimensions,omitempty"`
 	// Normalize (vLLM's; default true) L2-normalizes each embedding.
 	Normalize *bool `json:"normalize,omitempty"`
+	// EmbdNormalize (llama-server's; it wins over Normalize) is the norm
+	// each embedding is divided by: -1 none, 0 the largest magnitude
+	// over 32760 (an int16 range), p > 0 the p-norm (2: euclidean).
+	EmbdNormalize *int `json:"embd_normalize,omitempty"`
+	// Content is llama-server's name for Input, read when Input is
+	// absent.
+	Content json.RawMessage `json:"content"`
 }
 
-// Validate checks what needs no model: a non-empty input, an encoding
-// format and positive dimensions.
+// Validate checks what needs no model: an input (or content), an
+// encoding format and positive dimensions.
 func (r *EmbeddingRequest) Validate() *Error {
-	p := r.Input
-	if p.Kind == PromptNone || p.Len() == 0 {
-		return BadRequest("input", "'input' must be a non-empty string, array of strings, or array of token ids.")
+	if absent(r.Input) {
+		r.Input, r.Content = r.Content, nil
 	}
-	if n := p.Len(); n > MaxPrompts {
-		return BadRequest("input", "'input' holds %d inputs; at most %d per request.", n, MaxPrompts)
-	}
-	for i, t := range p.Texts {
-		if t == "" {
-			return BadRequest("input", "input %d is an empty string.", i)
-		}
-	}
-	for i, ids := range p.Tokens {
-		if len(ids) == 0 {
-			return BadRequest("input", "input %d is an empty array of token ids.", i)
-		}
+	if absent(r.Input) {
+		return BadRequest("input", "'input' (or 'content') must be a string, an array of strings, or an array of token ids.")
 	}
 	switch r.EncodingFormat {
 	case "", "float", "base64":
@@ -63,8 +63,49 @@ func (r *EmbeddingRequest) Validate() *Error {
 	return r.Params.validate()
 }
 
-// NormalizeOrDefault is normalize, default true.
-func (r *EmbeddingRequest) NormalizeOrDefault() bool { return r.Normalize == nil || *r.Normalize }
+// absent reports whether a JSON value is missing or null.
+func absent(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) == 0 || string(v) == "null"
+}
+
+// EngineNormalizes reports whether the engine L2-normalizes the
+// embeddings: normalize (default true), unless embd_normalize asks for
+// another norm, which NormalizeEmbedding applies here.
+func (r *EmbeddingRequest) EngineNormalizes() bool {
+	if r.EmbdNormalize != nil {
+		return *r.EmbdNormalize == 2
+	}
+	return r.Normalize == nil || *r.Normalize
+}
+
+// NormalizeEmbedding divides v, in place, by llama-server's embd_normalize
+// norm p: -1 none, 0 the largest magnitude over 32760, p > 0 the p-norm.
+// A zero norm leaves zeros. Sums are float64, as llama.cpp's.
+func NormalizeEmbedding(v []float32, p int) {
+	var sum float64
+	switch {
+	case p < 0:
+		return
+	case p == 0:
+		for _, x := range v {
+			sum = max(sum, math.Abs(float64(x)))
+		}
+		sum /= 32760
+	default:
+		for _, x := range v {
+			sum += math.Pow(math.Abs(float64(x)), float64(p))
+		}
+		sum = math.Pow(sum, 1/float64(p))
+	}
+	inv := 0.0
+	if sum > 0 {
+		inv = 1 / sum
+	}
+	for i, x := range v {
+		v[i] = float32(float64(x) * inv)
+	}
+}
 
 // EmbeddingResponse is the embeddings endpoint's answer.
 type EmbeddingResponse struct {

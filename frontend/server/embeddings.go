@@ -2,13 +2,17 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tandem-llm/tandem/frontend/llamacpp"
+	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -22,18 +26,10 @@ func (s *Server) embeddings(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	prompts, e := s.embeddingInputs(&req)
+	id := "embd-" + cm.baseID
+	vecs, prompts, e := s.embedRequest(c, id, cm, &req)
 	if e != nil {
 		return writeError(c, e)
-	}
-	pooling := &wire.PoolingParams{Normalize: req.NormalizeOrDefault()}
-	if req.Dimensions != nil {
-		pooling.Dimensions = *req.Dimensions
-	}
-	id := "embd-" + cm.baseID
-	vecs, err := s.embed(c.Request().Context(), id, cm, &req.Params, prompts, pooling)
-	if err != nil {
-		return writeError(c, engineError(err))
 	}
 	out := openai.EmbeddingResponse{ID: id, Object: openai.ObjectList, Created: nowUnix(), Model: s.cfg.ServedModelName,
 		Data: make([]openai.Embedding, len(vecs))}
@@ -49,39 +45,105 @@ func (s *Server) embeddings(c echo.Context) error {
 	return respondCollected(c, out, nil)
 }
 
-// embeddingInputs tokenizes req's inputs (special tokens added unless
-// add_special_tokens is false) and truncates them (truncate_prompt_tokens,
-// -1 = max_model_len); an input longer than max_model_len is an error.
+// llamaEmbedding is one item of llama-server's /embedding answer: the
+// input's index and its pooled vector, in a list (llama-server lists a
+// vector per token when it pools nothing).
+type llamaEmbedding struct {
+	Index     int         `json:"index"`
+	Embedding [][]float32 `json:"embedding"`
+}
+
+// llamaEmbeddings serves llama-server's POST /embedding and /embeddings:
+// "content" (or "input") embedded as /v1/embeddings does, normalized as
+// embd_normalize says (default 2, euclidean), answered as its array of
+// {"index", "embedding": [[…]]}.
+func (s *Server) llamaEmbeddings(c echo.Context) error {
+	var req openai.EmbeddingRequest
+	cm, e := s.begin(c, &req, &req.Params)
+	if e != nil {
+		return writeError(c, e)
+	}
+	vecs, _, e := s.embedRequest(c, "embd-"+cm.baseID, cm, &req)
+	if e != nil {
+		return writeError(c, e)
+	}
+	out := make([]llamaEmbedding, len(vecs))
+	for i, v := range vecs {
+		out[i] = llamaEmbedding{Index: i, Embedding: [][]float32{v}}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// embedRequest embeds req's inputs: their embeddings and prompts, in
+// order.
+func (s *Server) embedRequest(c echo.Context, id string, cm common, req *openai.EmbeddingRequest) ([][]float32, [][]int32, *openai.Error) {
+	prompts, e := s.embeddingInputs(req)
+	if e != nil {
+		return nil, nil, e
+	}
+	pooling := &wire.PoolingParams{Normalize: req.EngineNormalizes()}
+	if req.Dimensions != nil {
+		pooling.Dimensions = *req.Dimensions
+	}
+	vecs, err := s.embed(c.Request().Context(), id, cm, &req.Params, prompts, pooling)
+	if err != nil {
+		return nil, nil, engineError(err)
+	}
+	if p := req.EmbdNormalize; p != nil && *p != 2 {
+		for _, v := range vecs {
+			openai.NormalizeEmbedding(v, *p)
+		}
+	}
+	return vecs, prompts, nil
+}
+
+// embeddingInputs parses req's input by llama-server's rule (a string,
+// strings, token ids, lists of token ids, arrays mixing ids and strings),
+// tokenizes its text (special tokens added unless add_special_tokens is
+// false: to a text input, or a mixed one that starts with text) and
+// truncates each (truncate_prompt_tokens, -1 = max_model_len). An input
+// with no token, or longer than max_model_len, is an error.
 func (s *Server) embeddingInputs(req *openai.EmbeddingRequest) ([][]int32, *openai.Error) {
+	var ps llamacpp.Prompts
+	if err := json.Unmarshal(req.Input, &ps); err != nil {
+		return nil, openai.BadRequest("input", "Invalid 'input': %v", err)
+	}
+	switch n := len(ps); {
+	case n == 0:
+		return nil, openai.BadRequest("input", "'input' is an empty array.")
+	case n > openai.MaxPrompts:
+		return nil, openai.BadRequest("input", "'input' holds %d inputs; at most %d per request.", n, openai.MaxPrompts)
+	}
 	p := &req.Params
 	if p.TruncatePromptTokens != nil && *p.TruncatePromptTokens == -1 {
 		k := s.cfg.MaxModelLen
 		p.TruncatePromptTokens = &k
 	}
-	var prompts [][]int32
-	switch req.Input.Kind {
-	case openai.PromptText, openai.PromptTexts:
-		for _, t := range req.Input.Texts {
-			prompts = append(prompts, s.truncatePrompt(p, s.tok.Encode(t, p.AddSpecial(true))))
-		}
-	default:
-		for _, ids := range req.Input.Tokens {
-			if e := s.checkTokens("input", ids); e != nil {
-				return nil, e
+	add := p.AddSpecial(true)
+	prompts := make([][]int32, len(ps))
+	for i, in := range ps {
+		var ids []int32
+		for j, part := range in {
+			if part.IsText {
+				ids = append(ids, s.tok.Encode(part.Text, add && j == 0)...)
+			} else {
+				ids = append(ids, part.Token)
 			}
-			prompts = append(prompts, s.truncatePrompt(p, ids))
 		}
-	}
-	for i, ids := range prompts {
+		if e := s.checkTokens("input", ids); e != nil {
+			return nil, e
+		}
+		ids = s.truncatePrompt(p, ids)
 		switch {
 		case len(ids) == 0:
-			return nil, openai.BadRequest("input", "input %d is empty after tokenization", i)
+			return nil, openai.BadRequest("input", "input %d has no token to embed", i)
 		case len(ids) > s.cfg.MaxModelLen:
 			e := openai.ContextLengthExceeded(len(ids), s.cfg.MaxModelLen)
 			param := "input"
 			e.Param = &param
 			return nil, e
 		}
+		prompts[i] = ids
 	}
 	return prompts, nil
 }
@@ -119,8 +181,13 @@ func (s *Server) embed(ctx context.Context, id string, cm common, p *openai.Para
 		s.metrics.ObserveRouted(engineOf(st))
 		go func() {
 			defer w.finish()
-			v, err := pooled(ctx, st)
-			results <- result{i, v, err}
+			start := time.Now()
+			out, err := pooled(ctx, st)
+			if err == nil { // vLLM counts a pooling request's prompt and success as a generation's
+				s.metrics.ObserveFinish(metrics.Finished{Engine: engineOf(st), Reason: "stop", E2E: time.Since(start),
+					NumPrompt: len(prompt), NumCached: out.NumCachedTokens, Timing: timingOf(st)})
+			}
+			results <- result{i, out.PoolingOutput, err}
 		}()
 	}
 	vecs := make([][]float32, len(prompts))
@@ -134,24 +201,25 @@ func (s *Server) embed(ctx context.Context, id string, cm common, p *openai.Para
 	return vecs, nil
 }
 
-// pooled reads an embedding request's stream to its finishing output.
-func pooled(ctx context.Context, st Stream) ([]float32, error) {
+// pooled reads an embedding request's stream to its finishing output,
+// which holds the embedding.
+func pooled(ctx context.Context, st Stream) (wire.EngineCoreOutput, error) {
 	defer st.Close()
 	for {
 		out, err := st.Next(ctx)
 		switch {
 		case errors.Is(err, io.EOF):
-			return nil, fmt.Errorf("engine stream ended without an embedding")
+			return out, fmt.Errorf("engine stream ended without an embedding")
 		case err != nil:
-			return nil, err
+			return out, err
 		case out.FinishReason == wire.FinishError:
 			msg, _ := out.StopReason.(string)
-			return nil, fmt.Errorf("%w: %s", errEngineRejected, msg)
+			return out, fmt.Errorf("%w: %s", errEngineRejected, msg)
 		case out.FinishReason == wire.FinishNone:
 			continue
 		case out.PoolingOutput == nil:
-			return nil, fmt.Errorf("engine finished an embedding request (%s) without an embedding", out.FinishReason)
+			return out, fmt.Errorf("engine finished an embedding request (%s) without an embedding", out.FinishReason)
 		}
-		return out.PoolingOutput, nil
+		return out, nil
 	}
 }

@@ -4,7 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,10 +94,12 @@ func TestEmbeddings(t *testing.T) {
 	n := len(f.requests())
 	for _, tc := range []struct{ body, param string }{
 		{`{"model":"dummy"}`, "input"},
-		{`{"input":""}`, "input"},
+		{`{"input":"","add_special_tokens":false}`, "input"},
 		{`{"input":[]}`, "input"},
-		{`{"input":["a",""]}`, "input"},
+		{`{"input":["a",""],"add_special_tokens":false}`, "input"},
 		{`{"input":[[]]}`, "input"},
+		{`{"input":{}}`, "input"},
+		{`{"input":[1.5]}`, "input"},
 		{`{"input":[[999999]]}`, "input"},
 		{`{"input":"a","encoding_format":"int8"}`, "encoding_format"},
 		{`{"input":"a","dimensions":0}`, "dimensions"},
@@ -108,6 +114,23 @@ func TestEmbeddings(t *testing.T) {
 	if len(f.requests()) != n {
 		t.Error("a refused request reached the engine")
 	}
+	// An empty string embeds the special tokens the tokenizer adds (the
+	// byte tokenizer's BOS), as llama-server; llama-server's mixed inputs
+	// read too: an array with a number is one input.
+	code, body = postTo(t, url, "/v1/embeddings", `{"input":["c",2]}`)
+	if code != 200 || !slices.Equal(f.requests()[len(f.requests())-1].PromptTokenIDs, []int32{256, 'c', 2}) {
+		t.Errorf("[\"c\", 2]: %d %s, engine got %v; want one input: the BOS, c and 2", code, body, f.requests()[len(f.requests())-1].PromptTokenIDs)
+	}
+	code, body = postTo(t, url, "/v1/embeddings", `{"input":["",[72,"ab",9]],"encoding_format":"float"}`)
+	resp = openai.EmbeddingResponse{}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || code != 200 || len(resp.Data) != 2 {
+		t.Fatalf("mixed: %d %s", code, body)
+	}
+	for i, want := range []string{"[1,256,0]", "[4,9,0]"} {
+		if got := string(resp.Data[i].Embedding); got != want {
+			t.Errorf("mixed input %d: %s, want %s", i, got, want)
+		}
+	}
 	// Token ids go in as they are.
 	code, body = postTo(t, url, "/v1/embeddings", `{"input":[[7,8,9,10],[11]],"encoding_format":"float"}`)
 	resp = openai.EmbeddingResponse{}
@@ -120,6 +143,34 @@ func TestEmbeddings(t *testing.T) {
 	resp = openai.EmbeddingResponse{}
 	if err := json.Unmarshal([]byte(body), &resp); err != nil || code != 200 || resp.Usage.PromptTokens != 64 {
 		t.Fatalf("truncated: %d %s", code, body)
+	}
+}
+
+// TestEmbeddingsMetrics: an embedding counts in vLLM's request and
+// prompt-token series (finished_reason stop) and llama-server's, and
+// generates nothing.
+func TestEmbeddingsMetrics(t *testing.T) {
+	url := newTestServer(t, embedEngine(), "").URL
+	if code, body := postTo(t, url, "/v1/embeddings", `{"input":["ab","xyz"]}`); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	text := string(b)
+	for _, want := range []string{
+		`vllm:request_success_total{engine="",finished_reason="stop",model_name="dummy"} 2`,
+		`vllm:request_prompt_tokens_sum{engine="",model_name="dummy"} 7`,
+		`vllm:request_generation_tokens_sum{engine="",model_name="dummy"} 0`,
+		`llamacpp:prompt_tokens_total 7`,
+		`llamacpp:tokens_predicted_total 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s in:\n%s", want, grepLines(text, "request_success|prompt_tokens|generation_tokens_sum|predicted_total"))
+		}
 	}
 }
 
@@ -176,4 +227,43 @@ func equalF32(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// TestLlamaCppEmbedding: llama-server's /embedding takes content and
+// answers [{"index", "embedding": [[…]]}]; embd_normalize 1 divides by
+// the sum of magnitudes here, the engine's normalization off.
+func TestLlamaCppEmbedding(t *testing.T) {
+	f := embedEngine()
+	url := newTestServer(t, f, "").URL
+	for _, path := range []string{"/embedding", "/embeddings"} {
+		code, body := postTo(t, url, path, `{"content":["ab","xyz"],"embd_normalize":1}`)
+		var out []llamaEmbedding
+		if err := json.Unmarshal([]byte(body), &out); err != nil || code != 200 || len(out) != 2 {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+		if out[1].Index != 1 || len(out[1].Embedding) != 1 || !equalF32(out[1].Embedding[0], []float32{4.0 / 126, 122.0 / 126, 0}) {
+			t.Errorf("%s: %s", path, body)
+		}
+		if r := f.requests(); r[len(r)-1].Pooling.Normalize {
+			t.Errorf("%s: embd_normalize 1 reached the engine normalized", path)
+		}
+	}
+	code, body := postTo(t, url, "/embedding", `{"content":"ab"}`)
+	if code != 200 || !f.requests()[len(f.requests())-1].Pooling.Normalize {
+		t.Fatalf("default euclidean: %d %s", code, body)
+	}
+	if code, body := postTo(t, url, "/embedding", `{"nothing":1}`); code != 400 {
+		t.Fatalf("no content: %d %s", code, body)
+	}
+}
+
+// grepLines returns text's lines that match the regular expression re.
+func grepLines(text, re string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if ok, _ := regexp.MatchString(re, l); ok && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -10,13 +10,15 @@ import (
 )
 
 // mountLlamaCpp adds llama-server's own routes: its native completion,
-// /infill, /apply-template, /props, and the OpenAI routes without /v1 that
+// /infill, /embedding, /apply-template, /props, and the OpenAI routes without /v1 that
 // llama-server also serves (/chat/completions, /models, /responses,
 // /v1/health). See docs/api.md, "llama.cpp's native API".
 func (s *Server) mountLlamaCpp(e *echo.Echo) {
 	e.POST("/completion", s.nativeCompletion)
 	e.POST("/completions", s.nativeCompletion)
 	e.POST("/infill", s.infill)
+	e.POST("/embedding", s.llamaEmbeddings)
+	e.POST("/embeddings", s.llamaEmbeddings)
 	e.POST("/apply-template", s.waking(s.applyTemplate))
 	e.GET("/props", s.props)
 	e.GET("/cors-proxy", s.corsProxy)

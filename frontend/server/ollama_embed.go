@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -70,7 +71,11 @@ func (s *Server) ollamaEmbeddings(c echo.Context, p *openai.Params, texts []stri
 	if e != nil {
 		return nil, 0, e
 	}
-	req := openai.EmbeddingRequest{Params: *p, Input: openai.Prompt{Kind: openai.PromptTexts, Texts: texts}}
+	input, err := json.Marshal(texts)
+	if err != nil {
+		return nil, 0, openai.Internal("%v", err)
+	}
+	req := openai.EmbeddingRequest{Params: *p, Input: input}
 	if e := req.Validate(); e != nil {
 		return nil, 0, e
 	}

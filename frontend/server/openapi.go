@@ -50,6 +50,8 @@ var apiOperations = []apiOperation{
 	{"get", "/openapi.json", "This document", "", "Object", false},
 	// llama-server's own routes and its OpenAI routes without /v1 (llamacpp_routes.go)
 	{"post", "/completion", "llama.cpp's native completion", "Object", "Object", true},
+	{"post", "/embedding", "llama.cpp's native embeddings: [{\"index\", \"embedding\": [[…]]}], normalized by embd_normalize", "Object", "Array", false},
+	{"post", "/embeddings", "As /embedding (llama.cpp)", "Object", "Array", false},
 	{"post", "/completions", "llama.cpp's native completion (as /completion)", "Object", "Object", true},
 	{"post", "/infill", "Code infill between a prefix and a suffix with the model's FIM tokens (llama.cpp)", "Object", "Object", true},
 	{"post", "/apply-template", "Chat messages rendered by the chat template (llama.cpp)", "ChatCompletionRequest", "Object", false},

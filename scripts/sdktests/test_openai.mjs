@@ -88,7 +88,7 @@ const checks = {
     expect(b64.usage.prompt_tokens > 0 && b64.usage.total_tokens === b64.usage.prompt_tokens, b64.usage);
     const short = await c.embeddings.create({ model: 'dummy', input: texts[0], dimensions: 4, encoding_format: 'float' });
     expect(short.data[0].embedding.length === 4, short.data[0]);
-    await expectError(() => c.embeddings.create({ model: 'dummy', input: '' }), OpenAI.BadRequestError);
+    await expectError(() => c.embeddings.create({ model: 'dummy', input: [] }), OpenAI.BadRequestError);
   },
 
   async models() {

@@ -468,7 +468,7 @@ def embeddings():
     expect(len(short) == 8 and max(abs(x - y / n8) for x, y in zip(short, full8)) < 1e-5, short)
     ids = c.embeddings.create(model="dummy", input=[[72, 105, 33]], encoding_format="float")
     expect(len(ids.data) == 1 and ids.usage.prompt_tokens == 3, ids.usage)
-    for bad in ({"input": ""}, {"input": [], }, {"input": "x", "encoding_format": "int8"}, {"input": "x", "dimensions": 0},
+    for bad in ({"input": []}, {"input": "x", "encoding_format": "int8"}, {"input": "x", "dimensions": 0},
                 {"input": [[10**7]]}, {"input": "x", "dimensions": 10**6}):
         try:
             c.embeddings.create(model="dummy", **bad)

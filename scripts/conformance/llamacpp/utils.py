@@ -267,9 +267,13 @@ def _start(self, timeout_seconds: int = llama_utils.DEFAULT_HTTP_TIMEOUT) -> Non
         args += ["--chat-template", self.chat_template]  # a built-in name
     elif self.chat_template_file:
         print(f"[tandem] llama.cpp chat template {self.chat_template_file!r} not found; model's own used")
-    ignored = {k: getattr(self, k) for k in ("server_embeddings", "server_reranking", "lora_files", "spec_synth_len",
+    if getattr(self, "server_embeddings", False):
+        args += ["--embeddings"]  # accepted and changes nothing: Tandem always embeds
+    if getattr(self, "pooling", None):
+        args += ["--pooling", self.pooling]  # none and rank are refused at start, with the reason
+    ignored = {k: getattr(self, k) for k in ("server_reranking", "lora_files", "spec_synth_len",
                                              "n_predict", "temperature", "reasoning_format",
-                                             "pooling", "mmproj_url")
+                                             "mmproj_url")
                if getattr(self, k, None)}
     if ignored:
         print(f"[tandem] llama-server options with no Tandem flag, ignored: {ignored}")
