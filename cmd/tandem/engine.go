@@ -34,6 +34,7 @@ type engineFlags struct {
 	maxLogprobs         int
 	pooling             string // --pooling (llama-server's) or --pooler-config's pooling_type (vLLM's)
 	poolerConfig        string
+	embed               embedFlags
 	maxNumSeqs          int
 	maxSessionRecords   int
 	sleepIdleSeconds    int
@@ -66,6 +67,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxLogprobs, "max-logprobs", 20, "most logprobs (and prompt_logprobs) a request may ask for per token; -1 = no cap (the whole vocabulary, as a request's -1)")
 	fs.StringVar(&f.pooling, "pooling", "", "`type` of /v1/embeddings' pooling of the hidden states (llama-server's flag): last, mean or cls; default: the model file's pooling_type, else last (docs/api.md#post-v1embeddings)")
 	fs.StringVar(&f.poolerConfig, "pooler-config", "", "vLLM's pooler `JSON`, e.g. {\"pooling_type\": \"MEAN\"}: its pooling_type as --pooling's")
+	f.embed.register(fs)
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")
 	fs.IntVar(&f.maxSessionRecords, "max-session-records", 16384, "session records (GET /v1/sessions counters) kept at most, least recently active dropped first; a session with no request and no cached block has none")
 	fs.IntVar(&f.sleepIdleSeconds, "sleep-idle-seconds", 0, "put the engine to sleep after this many `seconds` without requests (llama-server's flag): it frees its KV cache and the resident pages of its mapped weights, and the next request wakes it; 0 or -1 = never (docs/api.md#sleep-mode)")
@@ -189,6 +191,9 @@ func runEngine(ctx context.Context, args []string) error {
 	}
 	pooling, err := poolingType(f.pooling, f.poolerConfig)
 	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if err := f.embed.check(); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	specCfg, err := f.spec.resolve()

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tandem-llm/tandem/wire"
@@ -58,4 +60,42 @@ func parsePooling(s string) (string, error) {
 		return t, nil
 	}
 	return "", fmt.Errorf("%q: want last, mean or cls", s)
+}
+
+// embedFlags are vLLM's and llama-server's switches to an embedding
+// server: vLLM's --runner pooling, --convert embed and older --task
+// embed, llama-server's --embedding(s). Every Tandem model embeds next to
+// generating, so they change nothing; they are read, so a command line
+// written for vLLM or llama-server starts, and checked, so what Tandem
+// does not serve (classify, score, reward) says so instead of being
+// dropped.
+type embedFlags struct {
+	runner, convert, task string
+	embeddings            bool
+}
+
+func (f *embedFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.runner, "runner", "auto", "vLLM's `runner`: auto, generate or pooling; Tandem serves generation and /v1/embeddings from every model, so it changes nothing")
+	fs.StringVar(&f.convert, "convert", "auto", "vLLM's `conversion`: auto, none or embed; as --runner, nothing to change (classify and reward are not served)")
+	fs.StringVar(&f.task, "task", "auto", "vLLM's older `task`: auto, generate, embed or embedding; as --runner")
+	fs.BoolVar(&f.embeddings, "embeddings", false, "llama-server's flag; Tandem always serves /v1/embeddings (and /embedding)")
+	fs.BoolVar(&f.embeddings, "embedding", false, "alias of --embeddings")
+}
+
+// check refuses the values that ask for what Tandem does not serve.
+func (f *embedFlags) check() error {
+	for _, c := range []struct {
+		name, value string
+		ok          []string
+	}{
+		{"runner", f.runner, []string{"auto", "generate", "pooling", "draft"}},
+		{"convert", f.convert, []string{"auto", "none", "embed"}},
+		{"task", f.task, []string{"auto", "generate", "embed", "embedding"}},
+	} {
+		if !slices.Contains(c.ok, c.value) {
+			return fmt.Errorf("--%s %s: Tandem serves generation and embeddings (want one of %s); classification, scoring and reward models are not served",
+				c.name, c.value, strings.Join(c.ok, ", "))
+		}
+	}
+	return nil
 }

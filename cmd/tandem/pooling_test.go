@@ -36,3 +36,24 @@ func TestPoolingType(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedFlags: vLLM's and llama-server's embedding switches are read;
+// the values asking for what Tandem does not serve are refused.
+func TestEmbedFlags(t *testing.T) {
+	for _, tc := range []struct {
+		f   embedFlags
+		err string
+	}{
+		{embedFlags{runner: "auto", convert: "auto", task: "auto"}, ""},
+		{embedFlags{runner: "pooling", convert: "embed", task: "embed", embeddings: true}, ""},
+		{embedFlags{runner: "generate", convert: "none", task: "embedding"}, ""},
+		{embedFlags{runner: "classify", convert: "auto", task: "auto"}, "--runner classify"},
+		{embedFlags{runner: "auto", convert: "reward", task: "auto"}, "--convert reward"},
+		{embedFlags{runner: "auto", convert: "auto", task: "score"}, "--task score"},
+	} {
+		err := tc.f.check()
+		if (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%+v: %v, want %q", tc.f, err, tc.err)
+		}
+	}
+}

@@ -190,7 +190,7 @@ func checkPort(host string, port int) error {
 
 // Flags that serve forwards to engines and frontends when given.
 var (
-	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-logprobs", "pooling", "pooler-config", "max-num-seqs", "max-num-batched-tokens", "max-session-records", "sleep-idle-seconds",
+	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-logprobs", "pooling", "pooler-config", "runner", "convert", "task", "embeddings", "embedding", "max-num-seqs", "max-num-batched-tokens", "max-session-records", "sleep-idle-seconds",
 		"long-prefill-token-threshold", "target-step-time", "block-size", "kv-cache-memory", "kv-cache-dtype", "cpu-precision", "weights-cache-dir", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"kv-events-pod-id", "insecure-engine-socket", "log-level", "log-format",
 		"rope-scaling", "rope-scale", "yarn-orig-ctx",
