@@ -75,6 +75,7 @@ type Backend struct {
 	meta     uintptr
 	capMeta  int     // int32s meta holds
 	hostMeta []int32 //
+	hostXB   []byte  // [T][Dim] bf16: the final norm's rows, copied back for Step.Hidden
 	attn     attnArgs
 
 	allocs    map[uintptr]int64 // live device allocations → bytes
@@ -250,6 +251,8 @@ func (b *Backend) Model() runner.ModelInfo {
 		NumLayers:     b.cfg.NumLayers,
 		NumKVHeads:    b.cfg.NumKVHeads,
 		HeadDim:       b.cfg.HeadDim,
+		Dim:           b.cfg.Dim,
+		Pooling:       b.cfg.Pooling,
 	}
 }
 

@@ -502,7 +502,7 @@ func TestModelInfo(t *testing.T) {
 	be := openBackend(t, "emu", cfg, w)
 	got := be.Model()
 	want := runner.ModelInfo{Name: cfg.Name, Arch: cfg.Arch, VocabSize: cfg.VocabSize, MaxContextLen: 64,
-		EOSTokenIDs: cfg.EOSTokenIDs, BOSTokenID: cfg.BOSTokenID, NumLayers: cfg.NumLayers, NumKVHeads: cfg.NumKVHeads, HeadDim: cfg.HeadDim}
+		EOSTokenIDs: cfg.EOSTokenIDs, BOSTokenID: cfg.BOSTokenID, NumLayers: cfg.NumLayers, NumKVHeads: cfg.NumKVHeads, HeadDim: cfg.HeadDim, Dim: cfg.Dim}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Model() (-want +got):\n%s", diff)
 	}

@@ -4,7 +4,9 @@ package cuda
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -24,10 +26,11 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		return ErrNoKVCache
 	}
 	numTok := len(step.TokenIDs)
-	numRows, maxCtx, maxBlocks, err := b.check(step, len(logits))
+	sh, err := b.check(step, len(logits))
 	if err != nil || numTok == 0 {
 		return err
 	}
+	numRows, maxCtx, maxBlocks := sh.NumRows, sh.MaxCtx, sh.MaxBlocks
 	if err := b.grow(numTok, numRows); err != nil {
 		return err
 	}
@@ -98,6 +101,13 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		case err != nil:
 		case l+1 < c.NumLayers:
 			err = o.rmsNorm(b.xb, b.x, b.delta, b.layers[l+1].attnNorm, 0, numTok, dim, b.eps)
+		case sh.NumHidden > 0:
+			// Hidden states (embeddings): every row normalized into xb,
+			// the residual added once, then the logits rows from x as is.
+			err = o.rmsNorm(b.xb, b.x, b.delta, b.outNorm, 0, numTok, dim, b.eps)
+			if err == nil && numRows > 0 {
+				err = o.rmsNorm(b.xl, b.x, 0, b.outNorm, m.rows, numRows, dim, b.eps)
+			}
 		case numRows > 0:
 			err = o.rmsNorm(b.xl, b.x, b.delta, b.outNorm, m.rows, numRows, dim, b.eps)
 		}
@@ -105,13 +115,47 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 			return fmt.Errorf("cuda: layer %d: %w", l, err)
 		}
 	}
+	if numRows > 0 {
+		if err := b.dev.MatmulBT(b.logits, true, b.xl, b.output, numRows, dim, c.VocabSize); err != nil {
+			return fmt.Errorf("cuda: LM head: %w", err)
+		}
+		if err := b.dev.CopyDtoH(f32Bytes(logits[:numRows*c.VocabSize]), b.logits); err != nil {
+			return err
+		}
+	}
+	if sh.NumHidden > 0 {
+		return b.copyHidden(step, numTok)
+	}
 	if numRows == 0 {
 		return b.dev.Sync()
 	}
-	if err := b.dev.MatmulBT(b.logits, true, b.xl, b.output, numRows, dim, c.VocabSize); err != nil {
-		return fmt.Errorf("cuda: LM head: %w", err)
+	return nil
+}
+
+// copyHidden copies the final norm's rows (xb, bf16) back and writes the
+// Seqs' hidden rows into step.Hidden as float32 (exact: bf16 is
+// float32's top half).
+func (b *Backend) copyHidden(step *runner.Step, numTok int) error {
+	dim := b.cfg.Dim
+	if n := numTok * dim * 2; len(b.hostXB) < n {
+		b.hostXB = make([]byte, n)
 	}
-	return b.dev.CopyDtoH(f32Bytes(logits[:numRows*c.VocabSize]), b.logits)
+	xb := b.hostXB[:numTok*dim*2]
+	if err := b.dev.CopyDtoH(xb, b.xb); err != nil {
+		return fmt.Errorf("cuda: hidden states: %w", err)
+	}
+	h := 0
+	for _, s := range step.Seqs {
+		first, n := s.HiddenRowsOf()
+		for t := first; t < first+n; t++ {
+			row := xb[t*dim*2 : (t+1)*dim*2]
+			for d := range dim {
+				step.Hidden[h*dim+d] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*d:])) << 16)
+			}
+			h++
+		}
+	}
+	return nil
 }
 
 // planAttention picks the split-K partitions for numTok tokens attending
@@ -194,13 +238,14 @@ func (b *Backend) growMeta(n int) error {
 	return nil
 }
 
-// check validates step (runner.Step.Validate) and returns the number of
-// logits rows, the longest attention span (positions) and the longest
-// block table needed.
-func (b *Backend) check(step *runner.Step, numLogits int) (numRows, maxCtx, maxBlocks int, err error) {
-	sh, err := step.Validate(runner.Limits{VocabSize: b.cfg.VocabSize, NumBlocks: b.numBlocks, BlockSize: b.blockSize, MaxContext: b.ropeLen}, numLogits)
+// check validates step (runner.Step.Validate) and returns its shape: the
+// logits and hidden rows, the longest attention span (positions) and the
+// longest block table needed.
+func (b *Backend) check(step *runner.Step, numLogits int) (runner.Shape, error) {
+	sh, err := step.Validate(runner.Limits{VocabSize: b.cfg.VocabSize, NumBlocks: b.numBlocks, BlockSize: b.blockSize,
+		MaxContext: b.ropeLen, Dim: b.cfg.Dim}, numLogits)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("cuda: %w", err)
+		return sh, fmt.Errorf("cuda: %w", err)
 	}
-	return sh.NumRows, sh.MaxCtx, sh.MaxBlocks, nil
+	return sh, nil
 }
