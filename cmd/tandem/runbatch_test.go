@@ -54,7 +54,7 @@ func TestRunBatchTwoHundredLines(t *testing.T) {
 	sessions := []string{"batch-a-" + run, "batch-b-" + run}
 	invalid := map[int]string{
 		13:  `{"custom_id":"l13","method":"POST","url":"/v1/completions","body":{"prompt":`,
-		77:  `{"custom_id":"l77","method":"POST","url":"/v1/embeddings","body":{"input":"x"}}`,
+		77:  `{"custom_id":"l77","method":"POST","url":"/v1/score","body":{"text_1":"x","text_2":"y"}}`,
 		101: `{"custom_id":"l101","method":"GET","url":"/v1/completions","body":{}}`,
 		150: `{"custom_id":"l150","method":"POST","url":"/v1/completions","body":{"prompt":"x","temperature":-1}}`, // 400 from the server
 		199: `{"custom_id":"l199","method":"POST","url":"/v1/chat/completions","body":{"messages":[{"role":"user","content":"x"}],"stream":true}}`,
@@ -78,7 +78,11 @@ func TestRunBatchTwoHundredLines(t *testing.T) {
 			url, body["messages"], body["max_tokens"] = "/v1/chat/completions", []map[string]string{{"role": "user", "content": text}}, 3
 		case 1:
 			url, body["prompt"], body["max_tokens"] = "/v1/completions", text, 3
-		default:
+		case 2:
+			if i%6 == 5 {
+				url, body["input"] = "/v1/embeddings", text
+				break
+			}
 			url, body["input"], body["max_output_tokens"] = "/v1/responses", text, 3
 		}
 		b, _ := json.Marshal(map[string]any{"custom_id": fmt.Sprint("l", i), "method": "POST", "url": url, "body": body})
@@ -118,6 +122,13 @@ func TestRunBatchTwoHundredLines(t *testing.T) {
 			}
 		case l.Response == nil || l.Response.StatusCode != http.StatusOK || l.Response.RequestID == "":
 			t.Fatalf("line %d: %+v", i, l)
+		case i%6 == 5:
+			var emb struct {
+				Data []struct{ Embedding []float64 } `json:"data"`
+			}
+			if err := json.Unmarshal(l.Response.Body, &emb); err != nil || len(emb.Data) != 1 || len(emb.Data[0].Embedding) < 2 {
+				t.Fatalf("line %d (embeddings): %s", i, l.Response.Body)
+			}
 		}
 	}
 	for sid, n := range want {

@@ -15,7 +15,7 @@ import (
 )
 
 // URLs are the endpoints a batch line may call.
-var URLs = map[string]bool{"/v1/chat/completions": true, "/v1/completions": true, "/v1/responses": true}
+var URLs = map[string]bool{"/v1/chat/completions": true, "/v1/completions": true, "/v1/responses": true, "/v1/embeddings": true}
 
 // maxLineBytes is the longest accepted input line.
 const maxLineBytes = 64 << 20
@@ -176,7 +176,7 @@ func runLine(ctx context.Context, h http.Handler, line []byte) *Result {
 	case req.Method != http.MethodPost:
 		return fail("invalid_request", "method must be POST, got %q", req.Method)
 	case !URLs[req.URL]:
-		return fail("invalid_request", "url %q is not supported (use /v1/chat/completions, /v1/completions or /v1/responses)", req.URL)
+		return fail("invalid_request", "url %q is not supported (use /v1/chat/completions, /v1/completions, /v1/responses or /v1/embeddings)", req.URL)
 	case json.Unmarshal(req.Body, &body) != nil || body == nil:
 		return fail("invalid_request", "body must be a JSON object")
 	case string(body["stream"]) == "true":

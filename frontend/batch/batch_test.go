@@ -50,7 +50,7 @@ func TestRunTwoHundredLines(t *testing.T) {
 		17:  `{"custom_id":"c17","method":"POST","url":"/v1/chat/completions","body":`, // truncated JSON
 		42:  `not json at all`,
 		99:  `{"custom_id":"c99","method":"GET","url":"/v1/completions","body":{}}`,
-		120: `{"custom_id":"c120","method":"POST","url":"/v1/embeddings","body":{}}`,
+		120: `{"custom_id":"c120","method":"POST","url":"/v1/rerank","body":{}}`,
 		150: `{"method":"POST","url":"/v1/completions","body":{}}`,
 		170: `{"custom_id":"c170","method":"POST","url":"/v1/completions","body":{"stream":true}}`,
 		185: `{"custom_id":"c185","method":"POST","url":"/v1/completions","body":[1]}`,
