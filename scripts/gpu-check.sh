@@ -119,7 +119,7 @@ run() {
   export TANDEM_CUDA_TEST_DEVICES=cuda TANDEM_REQUIRE_GPU=1
   pushd gpu/cuda >/dev/null
   step "kernel + backend tests (cubin)" 150 "$tests" env TANDEM_MODEL="$model" "$bin/cuda.test" -test.v \
-    -test.count=1 -test.run 'Kernel|Matmul|Backend|Forward|KVBudget|ModelInfo|Greedy|LogitRows|HiddenRows' -test.timeout 140s
+    -test.count=1 -test.run 'Kernel|Matmul|Backend|Forward|KVBudget|ModelInfo|Greedy|LogitRows|HiddenRows|Engine' -test.timeout 140s
   step "kernel tests (clang PTX, JIT)" 60 "$tests" env TANDEM_CUDA_KERNELS=ptx "$bin/cuda.test" -test.count=1 \
     -test.run 'Kernel|Matmul|BackendMatchesCPU' -test.timeout 50s
   if [ -f "$work/kernels.fatbin" ]; then
