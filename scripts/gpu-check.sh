@@ -9,6 +9,8 @@
 #   scripts/gpu-check.sh [run]     on the GPU machine (no Go needed; `make gpu-check`):
 #                                  probe, nvcc build of the kernels, kernel and model
 #                                  tests against the CPU reference, benchmarks.
+#   scripts/gpu-check.sh locate    where libcuda.so.1 and cuBLASLt are (the probe's
+#                                  search, alone).
 #
 # With the device tool: run `scripts/gpu-check.sh prepare` here, then
 #   run(command="bash scripts/gpu-check.sh", carry=[".cache/devbin"], timeout_s=540)
@@ -58,6 +60,57 @@ prepare() {
 # step NAME SECONDS LOG CMD…: runs CMD with a time limit (cut to what is
 # left of the whole run's $budget seconds; skipped under 15 s), its output
 # also appended to LOG (unless LOG is -), and records PASS, FAIL or SKIP.
+# The places NVIDIA's libraries are installed, in order: the driver's
+# (Debian/Ubuntu, RHEL, the container toolkit's /usr/local/nvidia, WSL,
+# the GPU operator's /run/nvidia/driver), the CUDA toolkit's, and the pip
+# wheels' (nvidia-cublas-cu12's nvidia/cublas/lib, CUDA 13's
+# nvidia/cu13/lib) under every site-packages; then ldconfig's cache.
+# GPU_CHECK_ROOT prefixes every path (tests point it at a fake tree).
+lib_dirs() {
+  local r=${GPU_CHECK_ROOT:-} d
+  for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/wsl/lib \
+    /run/nvidia/driver/usr/lib/x86_64-linux-gnu /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    echo "$r$d"
+  done
+  local sp
+  for sp in $( { python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true
+    ls -d /usr/local/lib/python3*/dist-packages /usr/lib/python3/dist-packages 2>/dev/null; } | sort -u); do
+    echo "$r$sp/nvidia/cublas/lib"
+    echo "$r$sp/nvidia/cu13/lib"
+  done
+}
+
+# find_lib PATTERN: the first file matching PATTERN (a glob of a file
+# name) in lib_dirs, else the first ldconfig -p path; empty when none.
+find_lib() {
+  local d f
+  while read -r d; do
+    for f in "$d"/$1; do
+      [ -e "$f" ] && { echo "$f"; return; }
+    done
+  done < <(lib_dirs)
+  [ -n "${GPU_CHECK_ROOT:-}" ] && return
+  ldconfig -p 2>/dev/null | awk -v pat="$1" 'BEGIN { gsub(/\./, "\\.", pat); gsub(/\*/, ".*", pat) } $1 ~ "^" pat "$" { print $NF; exit }'
+}
+
+# locate_libs finds libcuda.so.1 and cuBLASLt where they are installed and
+# exports what the backend needs: LD_LIBRARY_PATH gains libcuda's
+# directory, TANDEM_CUBLASLT names the cuBLASLt file (unless already set).
+locate_libs() {
+  local cuda lt
+  cuda=$(find_lib 'libcuda.so.1')
+  echo "libcuda: ${cuda:-not found}"
+  if [ -n "$cuda" ]; then
+    export LD_LIBRARY_PATH="$(dirname "$cuda")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+  if [ -z "${TANDEM_CUBLASLT:-}" ]; then
+    lt=$(find_lib 'libcublasLt.so.13*')
+    [ -n "$lt" ] || lt=$(find_lib 'libcublasLt.so.12*')
+    [ -n "$lt" ] && export TANDEM_CUBLASLT=$lt
+  fi
+  echo "cuBLASLt: ${TANDEM_CUBLASLT:-not found}"
+}
+
 verdicts=()
 budget=${GPU_CHECK_SECONDS:-480}
 step() {
@@ -95,11 +148,7 @@ run() {
   (command -v nvcc && nvcc --version | tail -2) || echo "no nvcc"
   ldd --version | head -1
   ldconfig -p | grep -E 'libcuda\.so|libcublasLt' || true
-  if [ -z "${TANDEM_CUBLASLT:-}" ] && ! ldconfig -p | grep -q 'libcublasLt\.so\.1[23]'; then
-    TANDEM_CUBLASLT=$(timeout 60 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libcublasLt.so.1[23]*' -print 2>/dev/null | head -1)
-    export TANDEM_CUBLASLT
-    echo "cuBLASLt: ${TANDEM_CUBLASLT:-not found}"
-  fi
+  locate_libs
   [ -x "$devbin/cuda.test" ] || { echo "missing $devbin/cuda.test: run scripts/gpu-check.sh prepare here and carry .cache/devbin"; exit 1; }
   local model
   model=$(ls "$devbin"/smollm2-*L.gguf 2>/dev/null | head -1)
@@ -147,5 +196,6 @@ run() {
 case "${1:-run}" in
   prepare) prepare ;;
   run) run ;;
-  *) echo "usage: $0 [prepare|run]" >&2; exit 2 ;;
+  locate) locate_libs ;;
+  *) echo "usage: $0 [prepare|run|locate]" >&2; exit 2 ;;
 esac
