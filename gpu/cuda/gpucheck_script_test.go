@@ -3,6 +3,8 @@
 package cuda
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,3 +85,51 @@ func run(t *testing.T, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestGPUCheckDryRun prepares what a device run carries (the test and
+// bench binaries, tandem with its shared libraries, the cut default
+// model) and runs the device script's steps here: the CUDA tests on the
+// emulator, tandem gpus and tandem serve answering a chat completion and
+// an embedding (on CPU engines: no GPU here). A step that fails fails
+// the test, so the script cannot rot between device runs.
+func TestGPUCheckDryRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds three binaries")
+	}
+	for _, tool := range []string{"bash", "go", "gzip", "tar", "ldd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	prep := exec.Command("bash", "../../scripts/gpu-check.sh", "prepare")
+	if out, err := prep.CombinedOutput(); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, out)
+	} else {
+		t.Logf("prepare:\n%s", out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	out := t.TempDir()
+	cmd := exec.Command("bash", "../../scripts/gpu-check.sh", "dry-run")
+	cmd.Env = append(os.Environ(), "OUT="+out, fmt.Sprintf("GPU_CHECK_PORT=%d", port))
+	log, err := cmd.CombinedOutput()
+	verdict, _ := os.ReadFile(filepath.Join(out, "verdict.txt"))
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s\nverdict:\n%s", err, tail(log, 4000), verdict)
+	}
+	for _, want := range []string{"kernel + backend tests (cubin)       PASS", "benchmarks                           SKIP"} {
+		if !strings.Contains(string(verdict), want) {
+			t.Errorf("verdict lacks %q:\n%s", want, verdict)
+		}
+	}
+	if _, err := os.Stat("../../models/SmolLM2-135M-Instruct.Q4_1.gguf"); err == nil && !strings.Contains(string(verdict), "tandem gpus + serve (chat, embeddings) PASS") {
+		t.Errorf("the serve step did not pass:\n%s", verdict)
+	}
+	t.Logf("verdict:\n%s", verdict)
+}
+
+func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }
