@@ -219,7 +219,10 @@ var greedyPrompts = [][]int32{
 }
 
 // TestGreedyMatchesCPU generates greedily from the default model on the
-// CUDA backend and on the CPU backend and requires the same tokens.
+// CUDA backend and on the CPU backend and requires the same tokens, up to
+// a near-tie: where they differ, the CPU's logit margin between its token
+// and the CUDA backend's must be under engineTieBound, and the difference
+// is logged, not failed (the rest of that prompt is not compared).
 //
 // The CPU reference runs the model's weights dequantized to F32, so that
 // it computes exactly in float32: the CPU backend's fast path for
@@ -287,8 +290,13 @@ func TestGreedyMatchesCPU(t *testing.T) {
 				got, _ := greedy(t, be, p, numNew)
 				if k, bad := firstDiff(got, want); bad {
 					l := wantLogits[k]
-					t.Errorf("prompt %d: token %d is %d, the CPU (F32) chose %d; CPU logits %.4f vs %.4f\n got  %v\n want %v",
-						i, k, got[k], want[k], l[want[k]], l[got[k]], got, want)
+					if mg := float64(l[want[k]] - l[got[k]]); mg < engineTieBound {
+						t.Logf("prompt %d: near-tie at token %d (the CPU's margin %.4f < %g): %d, the CPU (F32) chose %d; later tokens not compared",
+							i, k, mg, engineTieBound, got[k], want[k])
+					} else {
+						t.Errorf("prompt %d: token %d is %d, the CPU (F32) chose %d; CPU logits %.4f vs %.4f\n got  %v\n want %v",
+							i, k, got[k], want[k], l[want[k]], l[got[k]], got, want)
+					}
 				}
 				if q, _ := greedy(t, quant, p, numNew); !slices.Equal(q, want) {
 					k, _ := firstDiff(q, want)
