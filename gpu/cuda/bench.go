@@ -38,8 +38,9 @@ type BenchModel struct {
 // BenchOptions select the benchmarks.
 type BenchOptions struct {
 	Device  int                           // CUDA ordinal
-	Suites  []string                      // of "ceilings", "kernels", "decode"
-	Models  []BenchModel                  // for decode
+	Suites  []string                      // of "ceilings", "kernels", "decode", "prefill"
+	Models  []BenchModel                  // for decode and prefill
+	Prompt  int                           // prefill's prompt, tokens (default 2048)
 	Batches []int                         // decode batch sizes, e.g. 1, 32, 128
 	Context int                           // tokens of context per sequence when decode is timed
 	Steps   int                           // timed decode steps per batch size
@@ -121,6 +122,12 @@ func (bn *bencher) run(ctx context.Context, o BenchOptions) ([]BenchResult, erro
 		case "decode":
 			bn.freeAll() // decode opens a backend (and its device) per model and batch
 			err = bn.decodeAll(ctx, o)
+		case "prefill":
+			bn.freeAll()
+			if o.Prompt <= 0 {
+				o.Prompt = 2048
+			}
+			err = bn.prefillAll(ctx, o)
 		default:
 			err = fmt.Errorf("cuda: unknown bench suite %q", s)
 		}

@@ -134,6 +134,82 @@ func (bn *bencher) decode(ctx context.Context, o BenchOptions, m BenchModel, bat
 	return nil
 }
 
+// prefillChunk is the most tokens of a prompt one prefill step computes
+// (the engine's default --max-num-batched-tokens; tests lower it).
+var prefillChunk = 2048
+
+// prefillAll times a prompt's prefill for every model.
+func (bn *bencher) prefillAll(ctx context.Context, o BenchOptions) error {
+	for _, m := range o.Models {
+		if err := bn.prefill(ctx, o, m); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// prefill times one sequence's prompt of o.Prompt tokens computed in
+// steps of up to 2048 (the engine's default --max-num-batched-tokens),
+// logits for its last token only, after one untimed prompt: the median
+// of three, as prompt tokens per second.
+func (bn *bencher) prefill(ctx context.Context, o BenchOptions, m BenchModel) error {
+	dev, err := bn.open()
+	if err != nil {
+		return err
+	}
+	be, err := newBackend(dev, m.Cfg, m.W)
+	if err != nil {
+		dev.Close()
+		return err
+	}
+	defer be.Close()
+	const bs, reps = 16, 4
+	chunk := prefillChunk
+	n := o.Prompt
+	blocks := ceilDiv(n, bs)
+	if err := be.AllocateKV(blocks, bs); err != nil {
+		return err
+	}
+	if _, err := be.KVBudget(0.9, chunk, 1); err != nil { // reserve scratch like the engine
+		return err
+	}
+	table := make([]int32, blocks)
+	for i := range table {
+		table[i] = int32(i)
+	}
+	vocab := m.Cfg.VocabSize
+	logits := make([]float32, vocab)
+	run := func() error { // the prompt over the same blocks each time
+		for start := 0; start < n; start += chunk {
+			l := min(chunk, n-start)
+			st := runner.Step{Seqs: []runner.Seq{{Len: l, ContextLen: start + l, BlockTable: table, Logits: start+l == n, PromptLen: n}}}
+			for p := start; p < start+l; p++ {
+				st.TokenIDs = append(st.TokenIDs, int32((p*7919)%vocab))
+				st.Positions = append(st.Positions, int32(p))
+				st.SlotMapping = append(st.SlotMapping, table[p/bs]*bs+int32(p%bs))
+			}
+			if err := be.Forward(ctx, &st, logits); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ms := make([]float64, reps)
+	for i := range ms {
+		start := time.Now()
+		if err := run(); err != nil {
+			return err
+		}
+		ms[i] = float64(time.Since(start).Microseconds()) / 1000
+	}
+	timed := slices.Clone(ms[1:]) // the first warms up
+	slices.Sort(timed)
+	med := timed[len(timed)/2]
+	bn.add(BenchResult{Suite: "prefill", Name: fmt.Sprintf("%s prompt=%d", m.Name, n),
+		Value: float64(n) / med * 1000, Unit: "tok/s", Median: med, Extra: map[string]float64{"first_ms": ms[0]}})
+	return nil
+}
+
 // RandomBF16 returns weights of cfg's shape with random bf16 matrices
 // (uniform in ±1/sqrt(in)) and unit norms, drawn in parallel: the
 // benchmark's 1B-class model, made in seconds where model.Random takes

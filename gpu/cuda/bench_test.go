@@ -38,10 +38,12 @@ func TestBenchOnEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func(c int) { prefillChunk = c }(prefillChunk)
+	prefillChunk = 32 // the 70-token prompt in three steps
 	var lines []string
 	res, err := bn.run(context.Background(), BenchOptions{
-		Suites: []string{"ceilings", "kernels", "decode"}, Models: []BenchModel{{Name: "tiny", Cfg: cfg, W: w}},
-		Batches: []int{1, 3}, Context: 40, Steps: 3,
+		Suites: []string{"ceilings", "kernels", "decode", "prefill"}, Models: []BenchModel{{Name: "tiny", Cfg: cfg, W: w}},
+		Batches: []int{1, 3}, Context: 40, Steps: 3, Prompt: 70,
 		Log: func(f string, a ...any) { lines = append(lines, f); t.Logf(f, a...) },
 	})
 	if err != nil {
@@ -57,8 +59,8 @@ func TestBenchOnEmulator(t *testing.T) {
 			t.Errorf("%s: fraction of bound %v", r.Name, r.Extra["fraction_of_bound"])
 		}
 	}
-	if count["ceilings"] != 2 || count["kernels"] != 6 || count["decode"] != 2 {
-		t.Errorf("results per suite %v, want 2 ceilings, 6 kernels, 2 decode", count)
+	if count["ceilings"] != 2 || count["kernels"] != 6 || count["decode"] != 2 || count["prefill"] != 1 {
+		t.Errorf("results per suite %v, want 2 ceilings, 6 kernels, 2 decode, 1 prefill", count)
 	}
 	if len(lines) != len(res) {
 		t.Errorf("%d log lines for %d results:\n%s", len(lines), len(res), strings.Join(lines, "\n"))

@@ -54,10 +54,11 @@ var (
 func bench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gpucheck bench", flag.ContinueOnError)
 	out := fs.String("out", ".", "directory for bench.json and summary.md")
-	suites := fs.String("suites", "ceilings,kernels,decode", "suites to run")
+	suites := fs.String("suites", "ceilings,kernels,decode,prefill", "suites to run")
 	batches := fs.String("batches", "1,32,128", "decode batch sizes")
 	context := fs.Int("context", 512, "tokens of context per sequence when decode is timed")
 	steps := fs.Int("steps", 32, "timed decode steps per batch size")
+	prompt := fs.Int("prompt", 2048, "prefill's prompt, tokens")
 	device := fs.Int("device", 0, "CUDA device")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,9 +74,9 @@ func bench(ctx context.Context, args []string) error {
 	if ok, why := cuda.Available(); !ok {
 		return errors.New(why)
 	}
-	o := cuda.BenchOptions{Device: *device, Suites: strings.Split(*suites, ","), Batches: bs, Context: *context, Steps: *steps,
+	o := cuda.BenchOptions{Device: *device, Suites: strings.Split(*suites, ","), Batches: bs, Context: *context, Steps: *steps, Prompt: *prompt,
 		Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }}
-	if strings.Contains(*suites, "decode") {
+	if strings.Contains(*suites, "decode") || strings.Contains(*suites, "prefill") {
 		for i, cfg := range []model.Config{smolLM2, llama1B} {
 			start := time.Now()
 			w, err := cuda.RandomBF16(cfg, uint64(i+1))
