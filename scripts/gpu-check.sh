@@ -57,9 +57,11 @@ prepare() {
     rm -rf "$build"
     return 0
   fi
-  # The vocabulary stays: tandem serve's frontend reads the tokenizer from it.
-  "$build/gpucheck" shrink -keep-vocab -layers 1 "$model" "$build/l1.gguf"
-  "$build/gpucheck" shrink -keep-vocab -layers 2 "$model" "$build/l2.gguf"
+  # The vocabulary stays (tandem serve's frontend reads the tokenizer from
+  # it); token_embd goes to Q4_0, half its Q8_0 bytes, so more layers fit
+  # (the CPU reference reads the same file).
+  "$build/gpucheck" shrink -keep-vocab -embed-q4 -layers 1 "$model" "$build/l1.gguf"
+  "$build/gpucheck" shrink -keep-vocab -embed-q4 -layers 2 "$model" "$build/l2.gguf"
   local s1 s2 n
   s1=$(stat -c %s "$build/l1.gguf"); s2=$(stat -c %s "$build/l2.gguf")
   if [ "$budget" -lt "$s1" ]; then
@@ -70,7 +72,7 @@ prepare() {
   fi
   n=$(( (budget - s1) / (s2 - s1) + 1 ))
   n=$(( n > 30 ? 30 : n ))
-  "$build/gpucheck" shrink -keep-vocab -layers "$n" "$model" "$devbin/smollm2-${n}L.gguf"
+  "$build/gpucheck" shrink -keep-vocab -embed-q4 -layers "$n" "$model" "$devbin/smollm2-${n}L.gguf"
   rm -rf "$build"
   echo "gpu-check: $devbin/smollm2-${n}L.gguf: the default model's first $n of 30 layers"
   du -sh "$devbin"

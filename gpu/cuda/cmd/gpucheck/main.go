@@ -129,11 +129,13 @@ func write(dir string, rep cuda.BenchReport, o cuda.BenchOptions) error {
 
 // shrink writes IN with only its first N layers (every other tensor and
 // the metadata kept, but for the tokenizer's vocabulary arrays unless
-// -keep-vocab), updating <arch>.block_count.
+// -keep-vocab; token_embd in Q4_0 with -embed-q4), updating
+// <arch>.block_count.
 func shrink(args []string) error {
 	fs := flag.NewFlagSet("gpucheck shrink", flag.ContinueOnError)
 	layers := fs.Int("layers", 8, "layers to keep")
 	keepVocab := fs.Bool("keep-vocab", false, "keep the tokenizer's vocabulary arrays (the engine's loader does not need them)")
+	embedQ4 := fs.Bool("embed-q4", false, "re-quantize token_embd to Q4_0 (half of Q8_0's bytes: more layers fit the transfer; the tied LM head reads it too)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -169,7 +171,14 @@ func shrink(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Shape, data); err != nil {
+		typ := ti.Type
+		if *embedQ4 && ti.Name == "token_embd.weight" && model.DType(typ) != model.Q4_0 {
+			if data, err = requantize(model.DType(typ), data, ti.Shape, model.Q4_0); err != nil {
+				return fmt.Errorf("%s: %w", ti.Name, err)
+			}
+			typ = uint32(model.Q4_0)
+		}
+		if err := w.AddTensor(ti.Name, typ, ti.Shape, data); err != nil {
 			return err
 		}
 	}
@@ -182,4 +191,18 @@ func shrink(args []string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// requantize decodes data (typ, shape in ggml order) and encodes it in
+// to, row by row.
+func requantize(typ model.DType, data []byte, shape []uint64, to model.DType) ([]byte, error) {
+	n := 1
+	for _, d := range shape {
+		n *= int(d)
+	}
+	v := make([]float32, n)
+	if err := model.Dequantize(typ, data, v); err != nil {
+		return nil, err
+	}
+	return model.Quantize(to, v)
 }
