@@ -17,9 +17,9 @@ import (
 	"github.com/tandem-llm/tandem/wire"
 )
 
-// embeddings serves POST /v1/embeddings (and llama-server's
-// /embeddings): one engine request per input, each computing its prompt
-// and finishing with the pooled hidden states (wire.PoolingParams).
+// embeddings serves POST /v1/embeddings: one engine request per input,
+// each computing its prompt and finishing with the pooled hidden states
+// (wire.PoolingParams), answered in OpenAI's shape.
 func (s *Server) embeddings(c echo.Context) error {
 	var req openai.EmbeddingRequest
 	cm, e := s.begin(c, &req, &req.Params)
