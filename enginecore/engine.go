@@ -65,8 +65,8 @@ type Config struct {
 	DraftBackend runner.Backend
 	// Pooling is how an embedding request that names no pooling type
 	// pools its hidden states (vLLM's --pooler-config pooling_type,
-	// llama-server's --pooling): wire.PoolingLast, Mean or CLS; "" =
-	// the model file's pooling_type, else LAST.
+	// llama-server's --pooling): wire.PoolingLast, Mean, CLS or None;
+	// "" = the model file's pooling_type, else LAST.
 	Pooling string
 	Version string
 	Logger  *slog.Logger

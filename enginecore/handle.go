@@ -1,6 +1,7 @@
 package enginecore
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -55,6 +56,7 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 		Version:         e.cfg.Version,
 		MaxLogprobs:     *e.cfg.MaxLogprobs,
 		MaxNumSeqs:      e.cfg.MaxNumSeqs,
+		Pooling:         cmp.Or(e.cfg.Pooling, e.be.Model().Pooling),
 	}
 	if sc := e.cfg.Speculative; sc != nil {
 		typ := sc.Method

@@ -184,9 +184,9 @@ func (e *Engine) pooling(p *wire.PoolingParams) (*wire.PoolingParams, error) {
 		out.PoolingType = cmp.Or(e.cfg.Pooling, e.be.Model().Pooling, wire.PoolingLast)
 	}
 	switch out.PoolingType {
-	case wire.PoolingLast, wire.PoolingMean, wire.PoolingCLS:
+	case wire.PoolingLast, wire.PoolingMean, wire.PoolingCLS, wire.PoolingNone:
 	default:
-		return nil, fmt.Errorf("pooling_type %q: want LAST, MEAN or CLS", out.PoolingType)
+		return nil, fmt.Errorf("pooling_type %q: want LAST, MEAN, CLS or NONE", out.PoolingType)
 	}
 	if out.Dimensions < 0 || out.Dimensions > dim {
 		return nil, fmt.Errorf("dimensions %d: want 1 to the model's hidden size %d", out.Dimensions, dim)

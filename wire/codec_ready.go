@@ -7,11 +7,15 @@ import "fmt"
 var readyFields = []string{
 	"protocol_version", "engine_index", "error", "model", "served_model_name", "max_model_len",
 	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version", "max_logprobs",
-	"max_num_seqs", "speculative",
+	"max_num_seqs", "speculative", "pooling",
 }
 
 func (r *Ready) encode(e *enc) {
-	e.arrayLen(len(readyFields))
+	if r.Pooling != "" {
+		e.arrayLen(len(readyFields))
+	} else {
+		e.arrayLen(len(readyFields) - 1) // as before pooling: the golden READY stays
+	}
 	e.int(int64(r.ProtocolVersion))
 	e.int(int64(r.EngineIndex))
 	e.optStr(r.Error)
@@ -35,6 +39,9 @@ func (r *Ready) encode(e *enc) {
 		e.str(s.Type)
 	} else {
 		e.null()
+	}
+	if r.Pooling != "" {
+		e.str(r.Pooling)
 	}
 }
 
@@ -79,6 +86,8 @@ func (r *Ready) decode(d *dec) error {
 			r.MaxNumSeqs, err = d.int()
 		case 15:
 			r.Speculative, err = decodeSpecInfo(d)
+		case 16:
+			r.Pooling, err = d.str()
 		default:
 			err = d.skip()
 		}

@@ -14,6 +14,10 @@ const (
 	PoolingLast    = "LAST" // the last prompt token's hidden state (decoder embedders: Qwen3-Embedding, e5-mistral, gte-Qwen2)
 	PoolingMean    = "MEAN" // the mean over every prompt token's
 	PoolingCLS     = "CLS"  // the first prompt token's
+	// PoolingNone is no pooling (llama-server's --pooling none): every
+	// prompt token's hidden state, [P][Dim] row after row, each
+	// normalized and cut to Dimensions on its own.
+	PoolingNone = "NONE"
 )
 
 // PoolingParams is vLLM's PoolingParams as far as an embedding goes: a

@@ -377,6 +377,9 @@ type Hello struct {
 //	                    step at most, drafts shorter than n_min dropped, a
 //	                    draft model's minimum probability, the method in
 //	                    llama.cpp's words); nil or absent = off
+//	16 pooling          str: the engine's default embedding pooling when
+//	                    a flag or the model file sets one (LAST, MEAN,
+//	                    CLS, NONE); written only when set, absent = ""
 type Ready struct {
 	ProtocolVersion int
 	EngineIndex     int
@@ -394,6 +397,7 @@ type Ready struct {
 	MaxLogprobs     int
 	MaxNumSeqs      int
 	Speculative     *SpecInfo
+	Pooling         string
 }
 
 // SpecInfo is an engine's speculative decoding settings, as READY

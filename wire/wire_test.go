@@ -118,6 +118,10 @@ func TestRoundTrip(t *testing.T) {
 				Pooling: &wire.PoolingParams{PoolingType: wire.PoolingMean, Normalize: true, Dimensions: 64}},
 		},
 		{
+			name: "ready with the engine's pooling (index 16)", typ: wire.MsgReady,
+			payload: &wire.Ready{ProtocolVersion: 1, Model: "m", MaxLogprobs: 20, Pooling: wire.PoolingNone},
+		},
+		{
 			name: "add embedding request with the engine's defaults", typ: wire.MsgAdd,
 			payload: &wire.EngineCoreRequest{RequestID: "e", SamplingParams: wire.DefaultSamplingParams(), Pooling: &wire.PoolingParams{}},
 		},

@@ -65,7 +65,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model `name` in the API (default: dummy, or the model's base name)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 4096, "max `tokens` per request, prompt + output")
 	fs.IntVar(&f.maxLogprobs, "max-logprobs", 20, "most logprobs (and prompt_logprobs) a request may ask for per token; -1 = no cap (the whole vocabulary, as a request's -1)")
-	fs.StringVar(&f.pooling, "pooling", "", "`type` of /v1/embeddings' pooling of the hidden states (llama-server's flag): last, mean or cls; default: the model file's pooling_type, else last (docs/api.md#post-v1embeddings)")
+	fs.StringVar(&f.pooling, "pooling", "", "`type` of /v1/embeddings' pooling of the hidden states (llama-server's flag): last, mean, cls, or none (every token's vector, on llama-server's /embedding only); default: the model file's pooling_type, else last (docs/api.md#post-v1embeddings)")
 	fs.StringVar(&f.poolerConfig, "pooler-config", "", "vLLM's pooler `JSON`, e.g. {\"pooling_type\": \"MEAN\"}: its pooling_type as --pooling's")
 	f.embed.register(fs)
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 256, "max `requests` running at once")

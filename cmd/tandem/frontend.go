@@ -423,6 +423,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		VocabSize:          info.VocabSize,
 		MaxModelLen:        info.MaxModelLen,
 		MaxLogprobs:        &info.MaxLogprobs,
+		Pooling:            info.Pooling,
 		BlockSize:          info.BlockSize,
 		NumBlocks:          info.NumBlocks,
 		MaxRequestBody:     f.maxRequestBody,

@@ -53,13 +53,17 @@ func poolingType(flag, poolerConfig string) (string, error) {
 	return fromConfig, nil
 }
 
-// parsePooling reads a pooling type in either case.
+// parsePooling reads a pooling type in either case: last, mean, cls,
+// or none (llama-server's; vLLM's ALL says the same: every token's
+// vector, on /embedding only).
 func parsePooling(s string) (string, error) {
 	switch t := strings.ToUpper(s); t {
-	case wire.PoolingLast, wire.PoolingMean, wire.PoolingCLS:
+	case wire.PoolingLast, wire.PoolingMean, wire.PoolingCLS, wire.PoolingNone:
 		return t, nil
+	case "ALL":
+		return wire.PoolingNone, nil
 	}
-	return "", fmt.Errorf("%q: want last, mean or cls", s)
+	return "", fmt.Errorf("%q: want last, mean, cls or none", s)
 }
 
 // embedFlags are vLLM's and llama-server's switches to an embedding

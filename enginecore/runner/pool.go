@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tandem-llm/tandem/enginecore/batch"
 	"github.com/tandem-llm/tandem/wire"
@@ -10,7 +11,8 @@ import (
 // pooling is one embedding request's pooled hidden states in the making.
 type pooling struct {
 	sum  []float64 // [Dim] Σ of the rows pooled so far (MEAN), or the row (CLS)
-	rows int       // prompt positions 0..rows-1 are in sum
+	all  []float32 // [rows][Dim] every row so far (NONE)
+	rows int       // prompt positions 0..rows-1 are in sum or all
 }
 
 // hiddenRows is which hidden-state rows it's chunk needs: the last
@@ -21,7 +23,7 @@ func hiddenRows(it *batch.Item) HiddenRows {
 		return HiddenNone
 	}
 	switch it.Pooling.PoolingType {
-	case wire.PoolingMean:
+	case wire.PoolingMean, wire.PoolingNone:
 		return HiddenAll
 	case wire.PoolingCLS:
 		if it.Start == 0 {
@@ -42,6 +44,26 @@ func hiddenRows(it *batch.Item) HiddenRows {
 func (r *Runner) pool(it *batch.Item, rows []float32) []float32 {
 	dim := r.dim
 	switch it.Pooling.PoolingType {
+	case wire.PoolingNone:
+		p := r.pools[it.RequestID]
+		if p == nil {
+			p = &pooling{}
+			r.pools[it.RequestID] = p
+		}
+		for j := range len(rows) / dim {
+			if it.Start+j == p.rows {
+				p.all = append(p.all, rows[j*dim:(j+1)*dim]...)
+				p.rows++
+			}
+		}
+		if !it.Sample {
+			return nil
+		}
+		var out []float32
+		for j := range p.rows {
+			out = append(out, finishPooled(slices.Clone(p.all[j*dim:(j+1)*dim]), it.Pooling)...)
+		}
+		return out
 	case wire.PoolingMean, wire.PoolingCLS:
 		p := r.pools[it.RequestID]
 		if p == nil {

@@ -51,6 +51,18 @@ func (m *hiddenModel) Forward(_ context.Context, st *Step, logits []float32) err
 // the mean of every position's, or the first's; then the first dims,
 // normalized.
 func poolWant(prompt []int32, p wire.PoolingParams) []float32 {
+	if p.PoolingType == wire.PoolingNone { // every row, each finished alone
+		var out []float32
+		for i, id := range prompt {
+			x := h(i, id)
+			row := make([]float32, hiddenDim)
+			for d := range row {
+				row[d] = float32(x[d])
+			}
+			out = append(out, finishPooled(row, &p)...)
+		}
+		return out
+	}
 	var v [hiddenDim]float64
 	switch p.PoolingType {
 	case wire.PoolingLast:
@@ -85,6 +97,8 @@ func TestPoolingOverChunks(t *testing.T) {
 		{PoolingType: wire.PoolingMean, Normalize: true},
 		{PoolingType: wire.PoolingMean, Dimensions: 2},
 		{PoolingType: wire.PoolingCLS, Normalize: true, Dimensions: 3},
+		{PoolingType: wire.PoolingNone},
+		{PoolingType: wire.PoolingNone, Normalize: true, Dimensions: 2},
 	}
 	for _, p := range params {
 		for chunk := 1; chunk <= len(prompt); chunk++ {

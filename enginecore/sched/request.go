@@ -126,13 +126,20 @@ func (r *Request) checkStop(maxModelLen int) bool {
 
 // needsEveryPrompt reports whether every prompt token of r must be
 // computed, none served by the prefix cache: prompt logprobs (vLLM's
-// rule), and the MEAN and CLS poolings, which read each token's hidden
-// state.
+// rule), and the MEAN, CLS and NONE poolings, which read each token's
+// hidden state.
 func (r *Request) needsEveryPrompt() bool {
 	if r.Params.PromptLogprobs != nil {
 		return true
 	}
-	return r.Pooling != nil && (r.Pooling.PoolingType == wire.PoolingMean || r.Pooling.PoolingType == wire.PoolingCLS)
+	if r.Pooling == nil {
+		return false
+	}
+	switch r.Pooling.PoolingType {
+	case wire.PoolingMean, wire.PoolingCLS, wire.PoolingNone:
+		return true
+	}
+	return false
 }
 
 // shiftContext is llama.cpp's context shift on a request whose tokens

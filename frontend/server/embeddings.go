@@ -26,6 +26,9 @@ func (s *Server) embeddings(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
+	if e := s.pooledOnly(); e != nil {
+		return writeError(c, e)
+	}
 	id := "embd-" + cm.baseID
 	vecs, prompts, e := s.embedRequest(c, id, cm, &req)
 	if e != nil {
@@ -63,15 +66,38 @@ func (s *Server) llamaEmbeddings(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	vecs, _, e := s.embedRequest(c, "embd-"+cm.baseID, cm, &req)
+	none := s.cfg.Pooling == wire.PoolingNone
+	if none { // llama-server: per-token vectors, as computed
+		req.EmbdNormalize, req.Dimensions = nil, nil
+		f := false
+		req.Normalize = &f
+	}
+	vecs, prompts, e := s.embedRequest(c, "embd-"+cm.baseID, cm, &req)
 	if e != nil {
 		return writeError(c, e)
 	}
 	out := make([]llamaEmbedding, len(vecs))
 	for i, v := range vecs {
 		out[i] = llamaEmbedding{Index: i, Embedding: [][]float32{v}}
+		if none { // [P][Dim], row after row
+			n := len(prompts[i])
+			dim := len(v) / max(n, 1)
+			out[i].Embedding = make([][]float32, n)
+			for j := range n {
+				out[i].Embedding[j] = v[j*dim : (j+1)*dim]
+			}
+		}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// pooledOnly refuses an embedding on the OpenAI and Ollama routes when
+// the engines pool nothing (--pooling none), with llama-server's words.
+func (s *Server) pooledOnly() *openai.Error {
+	if s.cfg.Pooling == wire.PoolingNone {
+		return openai.BadRequest("", "Pooling type 'none' is not OAI compatible. Please use a different pooling type")
+	}
+	return nil
 }
 
 // embedRequest embeds req's inputs: their embeddings and prompts, in
@@ -81,7 +107,7 @@ func (s *Server) embedRequest(c echo.Context, id string, cm common, req *openai.
 	if e != nil {
 		return nil, nil, e
 	}
-	pooling := &wire.PoolingParams{Normalize: req.EngineNormalizes()}
+	pooling := &wire.PoolingParams{PoolingType: s.cfg.Pooling, Normalize: req.EngineNormalizes()}
 	if req.Dimensions != nil {
 		pooling.Dimensions = *req.Dimensions
 	}

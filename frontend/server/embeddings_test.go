@@ -14,6 +14,7 @@ import (
 
 	"github.com/tandem-llm/tandem/frontend/ollama"
 	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/frontend/tokenizer"
 	"github.com/tandem-llm/tandem/wire"
 )
 
@@ -266,4 +267,46 @@ func grepLines(text, re string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestEmbeddingsPoolingNone: with engines that pool nothing (READY's
+// pooling NONE), llama-server's /embedding answers a vector per token,
+// not normalized, and the OpenAI and Ollama routes refuse with
+// llama-server's words.
+func TestEmbeddingsPoolingNone(t *testing.T) {
+	f := &fakeEngine{script: func(req *wire.EngineCoreRequest) []wire.EngineCoreOutput {
+		var v []float32 // [P][2]: position, token
+		for i, id := range req.PromptTokenIDs {
+			v = append(v, float32(i), float32(id))
+		}
+		return []wire.EngineCoreOutput{{RequestID: req.RequestID, FinishReason: wire.FinishStop, PoolingOutput: v}}
+	}}
+	url := newTestServerWith(t, f, func(c *Config) { c.Pooling = wire.PoolingNone }, tokenizer.NewByte()).URL
+	code, body := postTo(t, url, "/embedding", `{"content":["ab",[7,8]],"embd_normalize":2}`)
+	var out []llamaEmbedding
+	if err := json.Unmarshal([]byte(body), &out); err != nil || code != 200 || len(out) != 2 {
+		t.Fatalf("%d %s", code, body)
+	}
+	want := [][][]float32{{{0, 256}, {1, 'a'}, {2, 'b'}}, {{0, 7}, {1, 8}}}
+	for i := range want {
+		if len(out[i].Embedding) != len(want[i]) {
+			t.Fatalf("input %d: %d rows, want %d: %s", i, len(out[i].Embedding), len(want[i]), body)
+		}
+		for j := range want[i] {
+			if !equalF32(out[i].Embedding[j], want[i][j]) {
+				t.Errorf("input %d row %d: %v, want %v", i, j, out[i].Embedding[j], want[i][j])
+			}
+		}
+	}
+	for _, r := range f.requests() {
+		if p := r.Pooling; p.PoolingType != wire.PoolingNone || p.Normalize {
+			t.Errorf("engine request pooling %+v, want NONE, not normalized", p)
+		}
+	}
+	for _, path := range []string{"/v1/embeddings", "/api/embed"} {
+		code, body := postTo(t, url, path, `{"model":"dummy","input":"ab"}`)
+		if code != 400 || !strings.Contains(body, "Pooling type 'none' is not OAI compatible") {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
 }

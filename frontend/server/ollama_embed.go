@@ -67,6 +67,9 @@ func (s *Server) ollamaLegacyEmbeddings(c echo.Context) error {
 // ollamaEmbeddings embeds texts for the Ollama routes and counts their
 // prompt tokens.
 func (s *Server) ollamaEmbeddings(c echo.Context, p *openai.Params, texts []string, pooling *wire.PoolingParams) ([][]float32, int, *openai.Error) {
+	if e := s.pooledOnly(); e != nil {
+		return nil, 0, e
+	}
 	cm, e := s.resolveCommon(c, p)
 	if e != nil {
 		return nil, 0, e

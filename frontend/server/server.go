@@ -89,6 +89,10 @@ type Config struct {
 	// max_logprobs, their --max-logprobs); -1 = the whole vocabulary;
 	// nil = 20, vLLM's default.
 	MaxLogprobs *int
+	// Pooling is the engines' default embedding pooling as their READY
+	// reports it; wire.PoolingNone (--pooling none) gives per-token
+	// vectors on llama-server's /embedding and a 400 on the OpenAI route.
+	Pooling string
 	// ForceIncludeUsage sends usage on every stream, as if each asked
 	// for include_usage and continuous_usage_stats
 	// (--enable-force-include-usage).
