@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
-	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -237,29 +236,20 @@ var greedyPrompts = [][]int32{
 // (default 24; 8 on the emulator, which is slow and runs only with
 // $TANDEM_EMU_GREEDY set).
 func TestGreedyMatchesCPU(t *testing.T) {
-	path := os.Getenv("TANDEM_MODEL")
-	if path == "" {
-		t.Skip("TANDEM_MODEL not set (make test sets it to the default model)")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("default model not found: %v (make model fetches it)", err)
-	}
-	m, err := loader.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	w, err := model.FromTensors(m.Config, m.Tensors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := m.Config
+	layers := 0
 	if s := os.Getenv("TANDEM_GPU_LAYERS"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > cfg.NumLayers {
-			t.Fatalf("TANDEM_GPU_LAYERS=%q: want 1..%d", s, cfg.NumLayers)
+		if err != nil || n < 1 {
+			t.Fatalf("TANDEM_GPU_LAYERS=%q: want a layer count ≥ 1", s)
 		}
-		cfg.NumLayers, w.Layers = n, w.Layers[:n]
+		layers = n
+	}
+	cfg, w, why := defaultModelWeights(t, layers)
+	if why != "" {
+		t.Skip(why)
+	}
+	if layers > cfg.NumLayers {
+		t.Fatalf("TANDEM_GPU_LAYERS=%d: want 1..%d", layers, cfg.NumLayers)
 	}
 	exact, err := cpu.New(cfg, f32Weights(t, w), 0)
 	if err != nil {

@@ -16,6 +16,21 @@ import (
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
+// backend opens a device of its own and builds m's backend on it
+// (closing the backend closes the device).
+func (bn *bencher) backend(m BenchModel) (*Backend, error) {
+	dev, err := bn.open()
+	if err != nil {
+		return nil, err
+	}
+	be, err := newBackend(dev, m.Cfg, m.W)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return be, nil
+}
+
 // decodeAll times decode steps of every model at every batch size.
 func (bn *bencher) decodeAll(ctx context.Context, o BenchOptions) error {
 	for _, m := range o.Models {
@@ -34,13 +49,8 @@ func (bn *bencher) decodeAll(ctx context.Context, o BenchOptions) error {
 // logits back). The bound is the bytes a step must read (bf16 weights and
 // the KV cache) at the measured copy bandwidth.
 func (bn *bencher) decode(ctx context.Context, o BenchOptions, m BenchModel, batch int) error {
-	dev, err := bn.open()
+	be, err := bn.backend(m)
 	if err != nil {
-		return err
-	}
-	be, err := newBackend(dev, m.Cfg, m.W)
-	if err != nil {
-		dev.Close()
 		return err
 	}
 	defer be.Close()
@@ -153,13 +163,8 @@ func (bn *bencher) prefillAll(ctx context.Context, o BenchOptions) error {
 // logits for its last token only, after one untimed prompt: the median
 // of three, as prompt tokens per second.
 func (bn *bencher) prefill(ctx context.Context, o BenchOptions, m BenchModel) error {
-	dev, err := bn.open()
+	be, err := bn.backend(m)
 	if err != nil {
-		return err
-	}
-	be, err := newBackend(dev, m.Cfg, m.W)
-	if err != nil {
-		dev.Close()
 		return err
 	}
 	defer be.Close()

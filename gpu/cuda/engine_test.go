@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/tandem-llm/tandem/enginecore"
 	"github.com/tandem-llm/tandem/enginecore/cpu"
-	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/wire"
@@ -187,22 +185,10 @@ func TestEngineMatchesCPU(t *testing.T) {
 	models := []testModel{}
 	cfg, w := model.Dummy(512)
 	models = append(models, testModel{"dummy", cfg, w})
-	if path := os.Getenv("TANDEM_MODEL"); path != "" {
-		m, err := loader.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		w, err := model.FromTensors(m.Config, m.Tensors)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := m.Config
-		n := min(2, cfg.NumLayers) // gpu-check's copy may hold one
-		cfg.NumLayers, w.Layers = n, w.Layers[:n]
-		models = append(models, testModel{fmt.Sprintf("default-%d-layers", n), cfg, w})
+	if cfg, w, why := defaultModelWeights(t, 2); why == "" { // gpu-check's copy may hold one layer
+		models = append(models, testModel{fmt.Sprintf("default-%d-layers", cfg.NumLayers), cfg, w})
 	} else {
-		t.Log("TANDEM_MODEL not set: the dummy model only (make test sets it to the default model)")
+		t.Logf("%s: the dummy model only", why)
 	}
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {

@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tandem-llm/tandem/enginecore/cpu"
+	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/gpu/cuda/emu"
 )
@@ -206,4 +209,51 @@ func fakeSMs(n int) device { return smDevice{numSMs: n} }
 
 func modelCfg(numHeads, numKVHeads int) model.Config {
 	return model.Config{NumHeads: numHeads, NumKVHeads: numKVHeads}
+}
+
+// defaultModelWeights loads $TANDEM_MODEL (make test sets it to the
+// default model) as the engine does, keeping at most its first layers (0:
+// all); why says what is missing when it cannot. The file stays mapped
+// until t ends.
+func defaultModelWeights(t *testing.T, layers int) (cfg model.Config, w *model.Weights, why string) {
+	t.Helper()
+	path := os.Getenv("TANDEM_MODEL")
+	if path == "" {
+		return cfg, nil, "TANDEM_MODEL not set (make test sets it to the default model)"
+	}
+	if _, err := os.Stat(path); err != nil {
+		return cfg, nil, fmt.Sprintf("default model not found: %v (make model fetches it)", err)
+	}
+	m, err := loader.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if w, err = model.FromTensors(m.Config, m.Tensors); err != nil {
+		t.Fatal(err)
+	}
+	cfg = m.Config
+	if layers > 0 && layers < cfg.NumLayers {
+		cfg.NumLayers, w.Layers = layers, w.Layers[:layers]
+	}
+	return cfg, w, ""
+}
+
+// rowsModel is the random model of the row-order tests (a Q8_0 Llama of
+// 2 layers, tied embeddings) and its CPU backend, the reference; the
+// backend closes when t ends.
+func rowsModel(t *testing.T, seed uint64) (model.Config, *model.Weights, *cpu.Backend) {
+	t.Helper()
+	cfg := model.Config{Arch: "llama", VocabSize: 300, Dim: 128, NumLayers: 2, NumHeads: 4, NumKVHeads: 2,
+		HeadDim: 32, FFNDim: 256, RopeTheta: 10000, NormEps: 1e-5, MaxContextLen: 256, TiedEmbeddings: true}
+	w, err := model.Random(cfg, model.RandomTypes{Matrix: model.Q8_0, Embed: model.Q8_0}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := cpu.New(cfg, w, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ref.Close() })
+	return cfg, w, ref
 }

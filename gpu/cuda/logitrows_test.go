@@ -6,8 +6,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tandem-llm/tandem/enginecore/cpu"
-	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
@@ -16,17 +14,7 @@ import (
 // (AllLogits), a prompt with its last row only, and a chunk with none.
 // Every row must be the CPU's, in the same order (runner.Seq.LogitRows).
 func TestLogitRowsMatchCPU(t *testing.T) {
-	cfg := model.Config{Arch: "llama", VocabSize: 300, Dim: 128, NumLayers: 2, NumHeads: 4, NumKVHeads: 2,
-		HeadDim: 32, FFNDim: 256, RopeTheta: 10000, NormEps: 1e-5, MaxContextLen: 256, TiedEmbeddings: true}
-	w, err := model.Random(cfg, model.RandomTypes{Matrix: model.Q8_0, Embed: model.Q8_0}, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := cpu.New(cfg, w, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
+	cfg, w, ref := rowsModel(t, 7)
 	const blockSize = 16
 	var st runner.Step
 	for i, q := range []struct {
