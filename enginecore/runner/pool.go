@@ -10,9 +10,9 @@ import (
 
 // pooling is one embedding request's pooled hidden states in the making.
 type pooling struct {
-	sum  []float64 // [Dim] Σ of the rows pooled so far (MEAN), or the row (CLS)
+	sum  []float64 // [Dim] Σ of the rows pooled so far (MEAN), or the first (CLS)
 	all  []float32 // [rows][Dim] every row so far (NONE)
-	rows int       // prompt positions 0..rows-1 are in sum or all
+	rows int       // prompt positions 0..rows-1 are pooled
 }
 
 // hiddenRows is which hidden-state rows it's chunk needs: the last
@@ -42,57 +42,54 @@ func hiddenRows(it *batch.Item) HiddenRows {
 // before). Rows of positions pooled before (a chunk computed again after
 // a preemption) are skipped.
 func (r *Runner) pool(it *batch.Item, rows []float32) []float32 {
-	dim := r.dim
-	switch it.Pooling.PoolingType {
-	case wire.PoolingNone:
-		p := r.pools[it.RequestID]
-		if p == nil {
-			p = &pooling{}
-			r.pools[it.RequestID] = p
-		}
-		for j := range len(rows) / dim {
-			if it.Start+j == p.rows {
-				p.all = append(p.all, rows[j*dim:(j+1)*dim]...)
-				p.rows++
-			}
-		}
+	dim, typ := r.dim, it.Pooling.PoolingType
+	switch typ {
+	case wire.PoolingMean, wire.PoolingCLS, wire.PoolingNone:
+	default: // LAST: the one row of the chunk that ends the prompt
 		if !it.Sample {
 			return nil
 		}
+		return finishPooled(slices.Clone(rows[:dim]), it.Pooling)
+	}
+	p := r.pools[it.RequestID]
+	if p == nil {
+		p = &pooling{sum: make([]float64, dim)}
+		r.pools[it.RequestID] = p
+	}
+	for j := range len(rows) / dim {
+		if it.Start+j != p.rows {
+			continue
+		}
+		row := rows[j*dim : (j+1)*dim]
+		switch {
+		case typ == wire.PoolingNone:
+			p.all = append(p.all, row...)
+		case typ == wire.PoolingMean || p.rows == 0: // CLS: the first row only
+			for d, x := range row {
+				p.sum[d] += float64(x)
+			}
+		}
+		p.rows++
+	}
+	if !it.Sample {
+		return nil
+	}
+	if typ == wire.PoolingNone {
 		var out []float32
 		for j := range p.rows {
 			out = append(out, finishPooled(slices.Clone(p.all[j*dim:(j+1)*dim]), it.Pooling)...)
 		}
 		return out
-	case wire.PoolingMean, wire.PoolingCLS:
-		p := r.pools[it.RequestID]
-		if p == nil {
-			p = &pooling{sum: make([]float64, dim)}
-			r.pools[it.RequestID] = p
-		}
-		for j := range len(rows) / dim {
-			pos := it.Start + j
-			if pos != p.rows || it.Pooling.PoolingType == wire.PoolingCLS && pos > 0 {
-				continue
-			}
-			for d, x := range rows[j*dim : (j+1)*dim] {
-				p.sum[d] += float64(x)
-			}
-			p.rows++
-		}
-		if !it.Sample {
-			return nil
-		}
-		out := make([]float32, dim)
-		for d, s := range p.sum {
-			out[d] = float32(s / float64(max(p.rows, 1)))
-		}
-		return finishPooled(out, it.Pooling)
 	}
-	if !it.Sample {
-		return nil
+	n := 1.0 // CLS
+	if typ == wire.PoolingMean {
+		n = float64(max(p.rows, 1))
 	}
-	return finishPooled(append([]float32(nil), rows[:dim]...), it.Pooling)
+	out := make([]float32, dim)
+	for d, s := range p.sum {
+		out[d] = float32(s / n)
+	}
+	return finishPooled(out, it.Pooling)
 }
 
 // finishPooled keeps v's first Dimensions values (Matryoshka) and

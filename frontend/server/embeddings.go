@@ -103,7 +103,11 @@ func (s *Server) pooledOnly() *openai.Error {
 // embedRequest embeds req's inputs: their embeddings and prompts, in
 // order.
 func (s *Server) embedRequest(c echo.Context, id string, cm common, req *openai.EmbeddingRequest) ([][]float32, [][]int32, *openai.Error) {
-	prompts, e := s.embeddingInputs(req)
+	var ps llamacpp.Prompts
+	if err := json.Unmarshal(req.Input, &ps); err != nil {
+		return nil, nil, openai.BadRequest("input", "Invalid 'input': %v", err)
+	}
+	prompts, e := s.embeddingInputs(&req.Params, ps)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -123,24 +127,19 @@ func (s *Server) embedRequest(c echo.Context, id string, cm common, req *openai.
 	return vecs, prompts, nil
 }
 
-// embeddingInputs parses req's input by llama-server's rule (a string,
-// strings, token ids, lists of token ids, arrays mixing ids and strings),
-// tokenizes its text (special tokens added unless add_special_tokens is
-// false: to a text input, or a mixed one that starts with text) and
-// truncates each (truncate_prompt_tokens, -1 = max_model_len). An input
-// with no token, or longer than max_model_len, is an error.
-func (s *Server) embeddingInputs(req *openai.EmbeddingRequest) ([][]int32, *openai.Error) {
-	var ps llamacpp.Prompts
-	if err := json.Unmarshal(req.Input, &ps); err != nil {
-		return nil, openai.BadRequest("input", "Invalid 'input': %v", err)
-	}
+// embeddingInputs tokenizes inputs, parsed by llama-server's rule (a
+// string, strings, token ids, lists of token ids, arrays mixing ids and
+// strings): their text gets special tokens unless add_special_tokens is
+// false (a text input, or a mixed one that starts with text), and each is
+// truncated (truncate_prompt_tokens, -1 = max_model_len). An input with
+// no token, or longer than max_model_len, is an error.
+func (s *Server) embeddingInputs(p *openai.Params, ps llamacpp.Prompts) ([][]int32, *openai.Error) {
 	switch n := len(ps); {
 	case n == 0:
 		return nil, openai.BadRequest("input", "'input' is an empty array.")
 	case n > openai.MaxPrompts:
 		return nil, openai.BadRequest("input", "'input' holds %d inputs; at most %d per request.", n, openai.MaxPrompts)
 	}
-	p := &req.Params
 	if p.TruncatePromptTokens != nil && *p.TruncatePromptTokens == -1 {
 		k := s.cfg.MaxModelLen
 		p.TruncatePromptTokens = &k

@@ -1,12 +1,12 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tandem-llm/tandem/frontend/llamacpp"
 	"github.com/tandem-llm/tandem/frontend/ollama"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
@@ -74,19 +74,15 @@ func (s *Server) ollamaEmbeddings(c echo.Context, p *openai.Params, texts []stri
 	if e != nil {
 		return nil, 0, e
 	}
-	input, err := json.Marshal(texts)
-	if err != nil {
-		return nil, 0, openai.Internal("%v", err)
+	ps := make(llamacpp.Prompts, len(texts))
+	for i, t := range texts {
+		ps[i] = llamacpp.Prompt{{Text: t, IsText: true}}
 	}
-	req := openai.EmbeddingRequest{Params: *p, Input: input}
-	if e := req.Validate(); e != nil {
-		return nil, 0, e
-	}
-	prompts, e := s.embeddingInputs(&req)
+	prompts, e := s.embeddingInputs(p, ps)
 	if e != nil {
 		return nil, 0, e
 	}
-	vecs, err := s.embed(c.Request().Context(), "embd-"+cm.baseID, cm, &req.Params, prompts, pooling)
+	vecs, err := s.embed(c.Request().Context(), "embd-"+cm.baseID, cm, p, prompts, pooling)
 	if err != nil {
 		return nil, 0, engineError(err)
 	}
