@@ -56,3 +56,24 @@ func TestBlockHashesChain(t *testing.T) {
 		})
 	}
 }
+
+func TestLoRASalt(t *testing.T) {
+	a := []wire.LoRARequest{{Name: "a", ID: 1, Path: "/a.gguf", Scale: 1}}
+	tests := []struct {
+		name  string
+		x, y  string
+		equal bool
+	}{
+		{"no adapters is the salt", wire.LoRASalt("s", nil), "s", true},
+		{"a zero scale is no adapter", wire.LoRASalt("s", []wire.LoRARequest{{Path: "/a.gguf"}}), "s", true},
+		{"an adapter changes the salt", wire.LoRASalt("s", a), "s", false},
+		{"the scale counts", wire.LoRASalt("", a), wire.LoRASalt("", []wire.LoRARequest{{Path: "/a.gguf", Scale: 0.5}}), false},
+		{"the name does not (the file does)", wire.LoRASalt("", a), wire.LoRASalt("", []wire.LoRARequest{{Name: "b", ID: 7, Path: "/a.gguf", Scale: 1}}), true},
+		{"the cache salt still counts", wire.LoRASalt("x", a), wire.LoRASalt("y", a), false},
+	}
+	for _, tc := range tests {
+		if got := tc.x == tc.y; got != tc.equal {
+			t.Errorf("%s: %q vs %q: equal %v, want %v", tc.name, tc.x, tc.y, got, tc.equal)
+		}
+	}
+}

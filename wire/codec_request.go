@@ -307,14 +307,17 @@ func (d *dec) anyMap() (map[string]any, error) {
 var requestFields = []string{
 	"request_id", "prompt_token_ids", "sampling_params", "arrival_time", "cache_salt",
 	"data_parallel_rank", "priority", "external_req_id", "session_id", "flow_id",
-	"pooling_params",
+	"pooling_params", "lora_requests",
 }
 
 func (r *EngineCoreRequest) encode(e *enc) {
-	if r.Pooling != nil {
+	switch {
+	case len(r.LoRA) > 0:
 		e.arrayLen(len(requestFields))
-	} else {
-		e.arrayLen(len(requestFields) - 1) // a generation request stays 10 fields
+	case r.Pooling != nil:
+		e.arrayLen(len(requestFields) - 1)
+	default:
+		e.arrayLen(len(requestFields) - 2) // a generation request stays 10 fields
 	}
 	e.str(r.RequestID)
 	e.int32s(r.PromptTokenIDs)
@@ -328,6 +331,11 @@ func (r *EngineCoreRequest) encode(e *enc) {
 	e.optStr(r.FlowID)
 	if r.Pooling != nil {
 		r.Pooling.encode(e)
+	} else if len(r.LoRA) > 0 {
+		e.null()
+	}
+	if len(r.LoRA) > 0 {
+		encodeLoRAs(e, r.LoRA)
 	}
 }
 
@@ -366,6 +374,8 @@ func (r *EngineCoreRequest) decode(d *dec) error {
 				r.Pooling = new(PoolingParams)
 				err = r.Pooling.decode(d)
 			}
+		case 11:
+			r.LoRA, err = decodeLoRAs(d)
 		default:
 			err = d.skip()
 		}

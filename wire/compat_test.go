@@ -34,7 +34,7 @@ func TestDecodeTolerance(t *testing.T) {
 		{
 			name: "add with extra trailing fields",
 			typ:  wire.MsgAdd,
-			payload: []any{"r", []int{1, 2}, map[string]any{"max_tokens": 8}, 1.5, "salt", 0, 2, "ext-id", "sess", "flow", nil,
+			payload: []any{"r", []int{1, 2}, map[string]any{"max_tokens": 8}, 1.5, "salt", 0, 2, "ext-id", "sess", "flow", nil, nil,
 				"future", []any{map[string]any{"deep": []any{1, ext}}}, ext, nil},
 			want: &wire.EngineCoreRequest{
 				RequestID: "r", PromptTokenIDs: []int32{1, 2},

@@ -149,6 +149,7 @@ func DefaultSamplingParams() SamplingParams {
 //	8 session_id        str | nil   ("" = none)
 //	9 flow_id           str | nil   (fairness group in the frontend; "" = its default)
 //	10 pooling_params   PoolingParams map | nil (written only when set: an embedding request)
+//	11 lora_requests    [LoRARequest map] | nil (written only when set; index 10 is then nil without pooling)
 type EngineCoreRequest struct {
 	RequestID        string
 	PromptTokenIDs   []int32
@@ -164,6 +165,9 @@ type EngineCoreRequest struct {
 	// computes the prompt and finishes with PoolingOutput (finish reason
 	// stop, no tokens); SamplingParams are then ignored.
 	Pooling *PoolingParams
+	// LoRA are the LoRA adapters the request applies, each with its
+	// scale; none: the base model.
+	LoRA []LoRARequest
 }
 
 // Logprobs holds, for each of P positions, the sampled token followed by

@@ -118,6 +118,16 @@ func TestRoundTrip(t *testing.T) {
 				Pooling: &wire.PoolingParams{PoolingType: wire.PoolingMean, Normalize: true, Dimensions: 64}},
 		},
 		{
+			name: "add with LoRA adapters (index 11, index 10 nil)", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "l", PromptTokenIDs: []int32{1}, SamplingParams: wire.DefaultSamplingParams(),
+				LoRA: []wire.LoRARequest{{Name: "sql", ID: 1, Path: "/a/sql.gguf", Scale: 1}, {Name: "tone", ID: 2, Path: "/a/t.gguf", Scale: 0.25}}},
+		},
+		{
+			name: "add embedding with a LoRA adapter", typ: wire.MsgAdd,
+			payload: &wire.EngineCoreRequest{RequestID: "le", SamplingParams: wire.DefaultSamplingParams(), Pooling: &wire.PoolingParams{},
+				LoRA: []wire.LoRARequest{{Name: "x", ID: 3, Path: "x.gguf", Scale: -0.5}}},
+		},
+		{
 			name: "ready with the engine's pooling (index 16)", typ: wire.MsgReady,
 			payload: &wire.Ready{ProtocolVersion: 1, Model: "m", MaxLogprobs: 20, Pooling: wire.PoolingNone},
 		},

@@ -288,3 +288,21 @@ func TestToTandemSkipReadingPrefixCache(t *testing.T) {
 		}
 	}
 }
+
+// TestFromTandemRefusesPoolingAndLoRA: an embedding or a LoRA request
+// would run on vLLM's engine as a plain generation if the fields were
+// dropped, so they are refused.
+func TestFromTandemRefusesPoolingAndLoRA(t *testing.T) {
+	tests := []struct {
+		name string
+		req  wire.EngineCoreRequest
+	}{
+		{"pooling", wire.EngineCoreRequest{RequestID: "e", SamplingParams: wire.DefaultSamplingParams(), Pooling: &wire.PoolingParams{}}},
+		{"lora", wire.EngineCoreRequest{RequestID: "l", SamplingParams: wire.DefaultSamplingParams(), LoRA: []wire.LoRARequest{{Name: "a", ID: 1, Path: "a.gguf", Scale: 1}}}},
+	}
+	for _, tt := range tests {
+		if _, err := vllm.FromTandemRequest(&tt.req, 0, 0); !errors.Is(err, vllm.ErrUntranslatable) {
+			t.Errorf("%s: err %v, want ErrUntranslatable", tt.name, err)
+		}
+	}
+}

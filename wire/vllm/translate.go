@@ -59,6 +59,12 @@ func ptrInt64ToInt(p *int64) *int {
 // tags before a constraint (ReasoningEnd) are vLLM's reasoning_ended
 // false: vLLM's engine finds the end with its own --reasoning-parser.
 func FromTandemRequest(r *wire.EngineCoreRequest, clientIndex, currentWave int64) (*EngineCoreRequest, error) {
+	switch {
+	case r.Pooling != nil: // vLLM pools with its own PoolingParams struct and a pooling runner
+		return nil, untranslatable("pooling_params")
+	case len(r.LoRA) > 0: // vLLM's LoRARequest names a PEFT directory its engine must know
+		return nil, untranslatable("lora_requests")
+	}
 	sp, err := FromTandemSamplingParams(&r.SamplingParams)
 	if err != nil {
 		return nil, err
