@@ -1,6 +1,9 @@
 package batch
 
-import "github.com/tandem-llm/tandem/wire"
+import (
+	"github.com/tandem-llm/tandem/enginecore/lora"
+	"github.com/tandem-llm/tandem/wire"
+)
 
 // Batch is one engine step.
 type Batch struct {
@@ -41,6 +44,8 @@ type Item struct {
 	// hidden states instead of sampling: when Sample is set, the Result
 	// holds the request's embedding in Pooled, and no token.
 	Pooling *wire.PoolingParams
+	// LoRA are the adapters the request applies (none: the base model).
+	LoRA []lora.Use
 }
 
 // Result is the runner's answer, one entry per Item (valid where Sample).

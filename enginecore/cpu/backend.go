@@ -58,6 +58,7 @@ type Backend struct {
 	cosL   []float32 // [T][R/2] local layers' RoPE cosines; nil unless freqL
 	sinL   []float32 // [T][R/2]
 	tokSeq []int32   // [T] index into Step.Seqs of each token
+	lora   bool      // some Seq of the step being run applies a LoRA adapter
 	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
 	moe    moeScratch
 

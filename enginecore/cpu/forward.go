@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
+	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -29,6 +30,12 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	if err != nil || numTok == 0 {
 		return err
 	}
+	b.lora = hasLoRA(step)
+	if b.lora {
+		if err := b.checkLoRA(step); err != nil {
+			return err
+		}
+	}
 	b.markPrecise(step)
 	b.attn.tiles = b.planTiles(step)
 	b.pool.begin()
@@ -41,6 +48,9 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		x := b.x[t*dim : (t+1)*dim]
 		if err := b.w.TokenEmbed.DequantizeRow(int(id), x); err != nil {
 			return fmt.Errorf("cpu: embedding of token %d: %w", id, err)
+		}
+		if b.lora {
+			b.loraEmbed(step, t, id, x)
 		}
 		if c.EmbedScale > 0 {
 			scaleVec(x, float32(c.EmbedScale))
@@ -83,6 +93,9 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 	if numRows > 0 {
 		b.precise = b.rowPrecise
 		b.matmul(b.xl[:numRows*dim], numRows, matmulOp{out: logits, m: b.output})
+		if b.lora {
+			b.loraLogits(step, b.xl[:numRows*dim], logits[:numRows*c.VocabSize])
+		}
 		if c.LogitScale > 0 {
 			scaleVec(logits[:numRows*c.VocabSize], float32(1/c.LogitScale))
 		}
@@ -104,6 +117,11 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	b.perToken(stageAttnNorm, l, step)
 	q, k, v := b.q[:numTok*b.qDim], b.k[:numTok*b.kvDim], b.v[:numTok*b.kvDim]
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: q, m: m.wq}, matmulOp{out: k, m: m.wk}, matmulOp{out: v, m: m.wv})
+	if b.lora {
+		b.loraLayer(step, l, lora.Q, b.xb, q)
+		b.loraLayer(step, l, lora.K, b.xb, k)
+		b.loraLayer(step, l, lora.V, b.xb, v)
+	}
 	b.perToken(stageRoPEKV, l, step)
 	b.attn.layer, b.attn.step = l, step
 	b.pool.run(&b.attn, b.attnWork(step))
@@ -112,6 +130,9 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	}
 	b.attn.step = nil
 	b.matmul(b.att[:numTok*b.qDim], numTok, matmulOp{out: b.xb2, m: m.wo})
+	if b.lora {
+		b.loraLayer(step, l, lora.O, b.att, b.xb2)
+	}
 
 	// MLP: (post-norm,) residual, norm, gate and up, SwiGLU or GeGLU,
 	// down, (post-norm,) residual; or the mixture of experts.
@@ -122,8 +143,15 @@ func (b *Backend) layer(l int, step *runner.Step) {
 		return
 	}
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: b.hb, m: m.w1}, matmulOp{out: b.hb2, m: m.w3})
+	if b.lora {
+		b.loraLayer(step, l, lora.Gate, b.xb, b.hb)
+		b.loraLayer(step, l, lora.Up, b.xb, b.hb2)
+	}
 	b.perToken(stageGate, l, step)
 	b.matmul(b.hb[:numTok*f], numTok, matmulOp{out: b.xb2, m: m.w2})
+	if b.lora {
+		b.loraLayer(step, l, lora.Down, b.hb, b.xb2)
+	}
 	b.perToken(stageAdd, l, step)
 }
 

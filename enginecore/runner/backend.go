@@ -1,6 +1,10 @@
 package runner
 
-import "context"
+import (
+	"context"
+
+	"github.com/tandem-llm/tandem/enginecore/lora"
+)
 
 // Dimension glossary: T = tokens in one step (all requests together),
 // S = sequences (requests) in the step, L = layers, V = vocab size,
@@ -47,6 +51,9 @@ type Seq struct {
 	// Hidden asks for hidden-state rows (Step.Hidden) at its tokens, as
 	// well as or instead of logits.
 	Hidden HiddenRows
+	// LoRA are the adapters applied to this request's tokens (none: the
+	// base model). A backend that cannot apply them refuses the step.
+	LoRA []lora.Use
 }
 
 // HiddenRowsOf returns which tokens of s get hidden-state rows: indices

@@ -111,6 +111,7 @@ func (r *Runner) Forward(ctx context.Context, b *batch.Batch) error {
 			LastRows:   it.Draft + 1,
 			PromptLen:  it.NumPrompt,
 			Hidden:     hiddenRows(it),
+			LoRA:       it.LoRA,
 		})
 		s := &st.Seqs[len(st.Seqs)-1]
 		_, n := s.LogitRows()

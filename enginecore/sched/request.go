@@ -3,6 +3,7 @@ package sched
 import (
 	"slices"
 
+	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/wire"
 )
 
@@ -30,7 +31,10 @@ type Request struct {
 	Params      wire.SamplingParams
 	// Pooling, set on an embedding request, finishes it when its prompt
 	// is computed, with the pooled hidden states instead of a token.
-	Pooling      *wire.PoolingParams
+	Pooling *wire.PoolingParams
+	// LoRA are the adapters the request applies, loaded by the engine
+	// (CacheSalt then includes them: wire.LoRASalt).
+	LoRA         []lora.Use
 	StopTokenIDs []int32 // EOS (unless ignore_eos) + stop_token_ids
 	EOSTokenIDs  []int32 // the tokens that stop with stop_reason nil
 	Status       Status

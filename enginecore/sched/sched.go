@@ -300,6 +300,7 @@ func (s *Scheduler) Schedule() *batch.Batch {
 			StopTokenIDs: r.StopTokenIDs,
 			Draft:        draft,
 			Pooling:      r.Pooling,
+			LoRA:         r.LoRA,
 		}
 		s.flows[r.Flow].lastServed = s.numSteps
 		b.NumTokens += n

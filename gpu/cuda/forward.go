@@ -26,6 +26,11 @@ func (b *Backend) Forward(ctx context.Context, step *runner.Step, logits []float
 		return ErrNoKVCache
 	}
 	numTok := len(step.TokenIDs)
+	for i := range step.Seqs {
+		if len(step.Seqs[i].LoRA) > 0 {
+			return fmt.Errorf("%w: seq %d applies a LoRA adapter; the CUDA backend applies none", ErrInvalidStep, i)
+		}
+	}
 	sh, err := b.check(step, len(logits))
 	if err != nil || numTok == 0 {
 		return err
