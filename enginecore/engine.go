@@ -16,6 +16,7 @@ import (
 
 	"github.com/tandem-llm/tandem/enginecore/drafter"
 	"github.com/tandem-llm/tandem/enginecore/kvcache"
+	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/enginecore/sched"
 	"github.com/tandem-llm/tandem/enginecore/spec"
@@ -68,8 +69,18 @@ type Config struct {
 	// llama-server's --pooling): wire.PoolingLast, Mean, CLS or None;
 	// "" = the model file's pooling_type, else LAST.
 	Pooling string
-	Version string
-	Logger  *slog.Logger
+	// LoadLoRA loads a LoRA adapter file a request names; nil: the
+	// backend's LoadLoRA (with MaxLoRARank) if it has one, else requests
+	// naming adapters are refused.
+	LoadLoRA func(path string) (*lora.Adapter, error)
+	// MaxLoRARank refuses adapters of a higher rank (vLLM's
+	// --max-lora-rank); 0: any.
+	MaxLoRARank int
+	// MaxLoRAs is how many adapters stay loaded (least recently used
+	// dropped first; vLLM's --max-cpu-loras); 0: DefaultMaxLoRAs.
+	MaxLoRAs int
+	Version  string
+	Logger   *slog.Logger
 }
 
 // Engine is the engine core's logic as a state machine (etcd-raft's
@@ -104,6 +115,8 @@ type Engine struct {
 	drafter *drafter.Drafter // a draft model's; nil: none
 
 	slp sleepState // sleep mode (sleep.go)
+
+	loras *loras // the LoRA adapters requests named (loras.go)
 
 	// overlap, set by the shell, runs fn alongside the caller and returns
 	// the wait for it (forward fills masks with it during the forward
@@ -192,6 +205,7 @@ func NewEngine(cfg Config, be runner.Backend) (*Engine, error) {
 	}
 	e.constraints, e.failed, e.holding = map[string]*constraint{}, map[string]error{}, newHolding()
 	e.thinking = map[string]*thinking{}
+	e.loras = newLoras(cfg, be, e.log)
 	if v := cfg.Vocab; v != nil {
 		sv, err := structured.NewVocab(v.Pieces, v.Special, e.eos)
 		if err != nil {

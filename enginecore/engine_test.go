@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/enginecore/spec"
 	"github.com/tandem-llm/tandem/wire"
@@ -36,6 +37,18 @@ type countingBackend struct {
 	lastLen int
 
 	kvReleases, weightReleases int // sleep mode's memoryReleaser calls
+
+	// LoRA: loading a path that starts with "bad" fails; each adapter a
+	// request applies with a non-zero scale adds 1 to its next token.
+	loraLoads []string
+}
+
+func (b *countingBackend) LoadLoRA(path string, maxRank int) (*lora.Adapter, error) {
+	b.loraLoads = append(b.loraLoads, path)
+	if strings.HasPrefix(path, "bad") {
+		return nil, fmt.Errorf("%w: %s is not a LoRA adapter", lora.ErrFormat, path)
+	}
+	return &lora.Adapter{Path: path}, nil
 }
 
 func (b *countingBackend) ReleaseKV()      { b.kvReleases++ }
@@ -64,7 +77,13 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 		for t := first; t < first+n; t++ {
 			out := logits[row*b.vocab : (row+1)*b.vocab]
 			clear(out)
-			out[(int(st.TokenIDs[t])+1)%b.vocab] = 10
+			next := int(st.TokenIDs[t]) + 1
+			for _, u := range s.LoRA {
+				if u.Scale != 0 {
+					next++
+				}
+			}
+			out[next%b.vocab] = 10
 			row++
 		}
 	}
@@ -82,11 +101,13 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 // engineHarness drives an Engine from a datadriven script, with a clock
 // that moves only when the script says:
 //
-//	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [max-sessions=N] [caching=false] [publish] [vocab]
+//	init blocks=8 block-size=4 max-seqs=4 max-batched=16 max-len=64 [max-sessions=N] [caching=false] [publish] [vocab] [max-loras=N]
 //	     [spec=ngram|ngram-simple spec-k=4 spec-min=1 spec-max=3]   speculative decoding
 //	hello fe1 [version=N]              HELLO from frontend fe1 (its ZMQ identity)
 //	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0] [regex=R]
 //	    [pool=LAST|MEAN|CLS|default [dims=N] [normalize]]  an embedding request
+//	    [lora=PATH:SCALE,…]             LoRA adapters (each adds 1 to the next token; a PATH "bad…" fails to load)
+//	loras                              the adapter files loaded so far, in order
 //	compile-start                      Engine.NextCompile: hand the next compile to a (pretend) worker
 //	compile-done [fail=msg]            run the oldest started compile (or fail it) and give it to Engine.Compiled
 //	compiling                          the holding area: requests waiting, compiles queued and started
@@ -165,7 +186,7 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		e, err := NewEngine(Config{ServedModelName: "counting", MaxModelLen: num("max-len", 64), BlockSize: num("block-size", 4),
 			NumBlocks: num("blocks", 8), MaxNumSeqs: num("max-seqs", 4), MaxNumBatchedTokens: num("max-batched", 16),
 			EnablePrefixCaching: args["caching"] != "false", MaxSessionRecords: num("max-sessions", 0), Vocab: vocab,
-			SleepIdle: time.Duration(num("sleep-idle", 0)) * time.Second, Speculative: sc,
+			SleepIdle: time.Duration(num("sleep-idle", 0)) * time.Second, Speculative: sc, MaxLoRAs: num("max-loras", 0),
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, h.be)
 		if err != nil {
 			return "error: " + err.Error()
@@ -217,8 +238,21 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			pooling = &wire.PoolingParams{PoolingType: strings.TrimPrefix(t, "default"), Dimensions: num("dims", 0),
 				Normalize: slices.Contains(pos, "normalize")}
 		}
+		var loras []wire.LoRARequest
+		if list, ok := args["lora"]; ok {
+			for i, f := range strings.Split(list, ",") {
+				path, scale, _ := strings.Cut(f, ":")
+				s, err := strconv.ParseFloat(scale, 64)
+				if err != nil {
+					t.Fatalf("%s: lora=%q", d.Pos, list)
+				}
+				loras = append(loras, wire.LoRARequest{Name: path, ID: i + 1, Path: path, Scale: s})
+			}
+		}
 		return h.outs(h.e.Handle(h.now, arg(0), &wire.EngineCoreRequest{RequestID: args["id"], PromptTokenIDs: prompt,
-			SamplingParams: sp, SessionID: args["session"], CacheSalt: args["salt"], Priority: num("prio", 0), Pooling: pooling}))
+			SamplingParams: sp, SessionID: args["session"], CacheSalt: args["salt"], Priority: num("prio", 0), Pooling: pooling, LoRA: loras}))
+	case "loras":
+		return strings.Join(h.be.loraLoads, " ")
 	case "compile-start":
 		j, ok := h.e.NextCompile()
 		if !ok {

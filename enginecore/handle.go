@@ -98,6 +98,10 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	if err := validateRequest(r, int32(e.be.Model().VocabSize), *e.cfg.MaxLogprobs); err != nil {
 		return fail("%v", err)
 	}
+	uses, err := e.loras.resolve(r.LoRA)
+	if err != nil {
+		return fail("%v", err)
+	}
 	e.slp.lastActive = now
 	if e.slp.idle { // asleep idle: the first request wakes the engine
 		if _, err := e.wakeUp(nil); err != nil {
@@ -106,6 +110,9 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	}
 	req := sched.NewRequest(r, client, e.eos)
 	req.ID = requestKey(client, r.RequestID) // each frontend's ids are its own
+	if len(uses) > 0 {
+		req.LoRA, req.CacheSalt = uses, wire.LoRASalt(r.CacheSalt, r.LoRA)
+	}
 	so := r.SamplingParams.StructuredOutputs
 	if so == nil {
 		return e.admitted(now, req, nil)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tandem-llm/tandem/enginecore/cpu"
 	"github.com/tandem-llm/tandem/enginecore/loader"
+	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
@@ -25,6 +26,7 @@ type engine struct {
 	vocab int // V
 	ctxs  int // positions the KV cache holds
 	table []int32
+	lora  []lora.Use // applied to every Seq
 }
 
 // openEngine loads path as the engine serves it with a context of maxLen
@@ -63,7 +65,7 @@ func (e *engine) Close() error {
 // positions ctxLen-n..ctxLen-1, over the identity block table.
 func (e *engine) seq(start, n, ctxLen int) runner.Seq {
 	return runner.Seq{Start: start, Len: n, ContextLen: ctxLen, Logits: true,
-		BlockTable: e.table[:(ctxLen+kvBlockSize-1)/kvBlockSize]}
+		BlockTable: e.table[:(ctxLen+kvBlockSize-1)/kvBlockSize], LoRA: e.lora}
 }
 
 // decodeAll returns the logits after every position of prompt ([len][V]),

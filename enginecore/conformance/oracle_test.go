@@ -25,6 +25,12 @@ type oracleRequest struct {
 	Tokenize []string        `json:"tokenize,omitempty"` // texts, special tokens parsed, no BOS added
 	Greedy   []greedyRequest `json:"greedy,omitempty"`
 	Embed    [][]int32       `json:"embed,omitempty"` // prompts to embed (llama.cpp adds BOS/EOS as it would)
+	LoRA     []oracleLoRA    `json:"lora,omitempty"`  // adapters applied to every evaluation
+}
+
+type oracleLoRA struct {
+	Path  string  `json:"path"`
+	Scale float64 `json:"scale"`
 }
 
 type greedyRequest struct {

@@ -20,7 +20,8 @@
 //     "probe":    [id, ...],         // ids whose log-probs are returned at every position
 //     "tokenize": ["text", ...],     // tokenized with special tokens parsed, no BOS added
 //     "greedy":   [{"prompt": [id, ...], "n": 32}, ...], // temperature-0 continuations
-//     "embed":    [[id, ...], ...]  // llama.cpp's embedding of each (its own BOS/EOS added as it would)
+//     "embed":    [[id, ...], ...],  // llama.cpp's embedding of each (its own BOS/EOS added as it would)
+//     "lora":     [{"path": "/a.gguf", "scale": 0.5}, ...] // LoRA adapters applied to every evaluation (llama_set_adapter_lora)
 //   }
 // Response (JSON on stdout):
 //   {
@@ -83,6 +84,7 @@ async function answer(req) {
     const context = await model.createContext({
         contextSize: longest, batchSize: longest, sequences: 1, threads: 1,
         flashAttention: false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+        ...(req.lora?.length ? { lora: { adapters: req.lora.map((a) => ({ filePath: a.path, scale: a.scale ?? 1 })) } } : {}),
     });
     const seq = context.getSequence();
     const out = { vocab: null, bos: model.tokens.bos ?? null, eos: model.tokens.eos ?? null, prompts: [], tokens: [], greedy: [] };
