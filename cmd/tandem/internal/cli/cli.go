@@ -132,12 +132,21 @@ func (c *Command) normalize(args []string) (line, tail []string) {
 		}
 		if hasValue {
 			line = append(line, dashes+name+"="+value)
-			continue
+		} else {
+			line = append(line, dashes+name)
+			if !isBool(f) && i+1 < len(args) {
+				i++
+				line = append(line, args[i])
+			}
 		}
-		line = append(line, dashes+name)
-		if !isBool(f) && i+1 < len(args) {
-			i++
-			line = append(line, args[i])
+		// A flag whose value takes more (argparse's nargs="+", as vLLM's
+		// --lora-modules a=/x b=/y) gets each following argument it
+		// accepts as one more occurrence.
+		if m, ok := f.Value.(interface{ TakesMore(arg string) bool }); ok {
+			for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && m.TakesMore(args[i+1]) {
+				i++
+				line = append(line, dashes+name, args[i])
+			}
 		}
 	}
 	return line, after

@@ -149,3 +149,46 @@ func writeConfig(t *testing.T, text string) string {
 	}
 	return path
 }
+
+// pairs is a repeatable flag of name=value items, taking more items
+// after it as argparse's nargs="+" does.
+type pairs []string
+
+func (p *pairs) String() string { return strings.Join(*p, " ") }
+func (p *pairs) Set(v string) error {
+	*p = append(*p, v)
+	return nil
+}
+func (p *pairs) TakesMore(arg string) bool { return strings.Contains(arg, "=") }
+
+func TestTakesMore(t *testing.T) {
+	tests := []struct {
+		args      []string
+		want      []string
+		wantModel string
+	}{
+		{[]string{"--mods", "a=/x", "b=/y", "m.gguf"}, []string{"a=/x", "b=/y"}, "m.gguf"},
+		{[]string{"m.gguf", "--mods=a=/x", "b=/y", "--port", "1"}, []string{"a=/x", "b=/y"}, "m.gguf"},
+		{[]string{"--mods", "a=/x", "--mods", "c=/z"}, []string{"a=/x", "c=/z"}, "dummy"},
+		{[]string{"--mods", "a=/x", "-", "b=/y"}, []string{"a=/x"}, "-"},
+	}
+	for _, tt := range tests {
+		var s settings
+		var got pairs
+		c := testCommand(&s)
+		c.Flags.Var(&got, "mods", "name=path `items`")
+		err := c.Parse(tt.args)
+		if tt.args[len(tt.args)-1] == "b=/y" && len(tt.want) == 1 { // "-" is positional; b=/y a second one
+			if err == nil {
+				t.Errorf("Parse(%q): no error for the stray item", tt.args)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tt.args, err)
+		}
+		if diff := cmp.Diff(tt.want, []string(got)); diff != "" || s.Model != tt.wantModel {
+			t.Errorf("Parse(%q): model %q (-want +got):\n%s", tt.args, s.Model, diff)
+		}
+	}
+}
