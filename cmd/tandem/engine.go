@@ -56,6 +56,7 @@ type engineFlags struct {
 	metricsAddress      string // --metrics-address: the engine's own /metrics
 	showHidden          string // --show-hidden-metrics-for-version, for the engine's /metrics
 	spec                specFlags
+	lora                loraEngineFlags
 	rope                ropeFlags
 	log                 logFlags
 }
@@ -84,6 +85,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.device, "device", "cpu", "`device`: cpu, cuda:N in a binary built with -tags cuda, or null (no forward pass: every step returns scripted tokens at once, or after STEP with null:STEP; null:fail-after=N (or null:STEP,fail-after=N) fails every forward pass after N, warm-up's included, so the engine dies as on a device error: fault injection; for benchmarking the frontend and the wire)")
 	f.gpu.register(fs)
 	f.spec.register(fs)
+	f.lora.register(fs)
 	f.rope.register(fs)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
@@ -239,6 +241,8 @@ func runEngine(ctx context.Context, args []string) error {
 		MaxModelLen:         f.maxModelLen,
 		MaxLogprobs:         &f.maxLogprobs,
 		Pooling:             pooling,
+		MaxLoRARank:         f.lora.maxRank,
+		MaxLoRAs:            f.lora.cache(),
 		BlockSize:           f.blockSize,
 		NumBlocks:           numBlocks,
 		MaxNumSeqs:          f.maxNumSeqs,

@@ -11,6 +11,7 @@ var servingGroups = []cli.Group{
 	{Title: "Engine", Flags: []string{"device", "threads", "cpu-precision", "kv-cache-dtype", "weights-cache-dir", "gpu-memory-utilization", "kv-cache-memory",
 		"block-size", "enable-prefix-caching", "max-num-seqs", "max-num-batched-tokens", "long-prefill-token-threshold", "target-step-time", "max-session-records", "sleep-idle-seconds", "protocol", "listen", "events", "kv-events-config", "kv-events-pod-id", "metrics-address"}},
 	{Title: "Speculative decoding", Flags: specFlagNames},
+	{Title: "LoRA adapters", Flags: []string{"enable-lora", "lora-modules", "lora", "lora-scaled", "lora-init-without-apply", "max-lora-rank", "max-loras", "max-cpu-loras"}},
 	{Title: "Parallelism", Flags: []string{"data-parallel-size", "data-parallel-rank", "api-server-count", "run-dir", "data-parallel-address", "data-parallel-rpc-port"}},
 	{Title: "Frontend", Flags: []string{"host", "port", "reuse-port", "max-request-body", "max-request-output-tokens", "max-waiting-requests", "max-connections", "show-hidden-metrics-for-version", "metrics-socket", "metrics-peers", "disable-engine-metrics",
 		"enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "slot-save-path", "seed",

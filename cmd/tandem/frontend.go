@@ -50,6 +50,7 @@ type frontendFlags struct {
 	tools             toolFlags
 	vllm              vllmFrontFlags // --engine-protocol vllm
 	api               apiFlags
+	lora              loraFlags
 	heartbeatInterval time.Duration
 	heartbeatTimeout  time.Duration
 	log               logFlags
@@ -69,6 +70,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 	fs.BoolVar(&f.disableWebUI, "disable-web-ui", false, "do not serve the web console (the chat page at /, the cluster view at /console; docs/webui.md)")
 	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "also export the deprecated metric names vLLM `version` X.Y could still export (vllm:gpu_cache_usage_perc, …; docs/metrics.md)")
 	f.api.register(fs)
+	f.lora.register(fs)
 }
 
 // apiFlags are vLLM's API-server settings of the same names.
@@ -443,6 +445,11 @@ func runFrontend(ctx context.Context, args []string) error {
 	}
 	f.api.apply(&cfg)
 	f.tools.apply(&cfg)
+	cfg.ModelArch = modelArch(info.Model)
+	if cfg.LoRA, err = f.lora.adapters(cfg.ModelArch); err != nil {
+		return fmt.Errorf("frontend: %w", err)
+	}
+	cfg.RuntimeLoRAUpdating = envTrue("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
 	<-mcpWarm
 	cfg.Tools = cfg.Tools.WithMCP(mcp)
 	cfg.Vertex = vertex

@@ -97,17 +97,14 @@ func Load(path string, base Base) (*Adapter, error) {
 	return a, nil
 }
 
-// CheckHeader reads only what says a file is a LoRA adapter for arch
-// (general.type, adapter.type, general.architecture): what a frontend
-// checks before naming it to the engines, which check the rest.
+// CheckHeader checks that m is a LoRA adapter's header for arch ("" =
+// any): gguf.LoRAArch, then the architecture.
 func CheckHeader(m *gguf.Metadata, arch string) error {
-	if t, _ := m.String("general.type"); t != "adapter" {
-		return fmt.Errorf("%w: general.type is %q, want \"adapter\"", ErrFormat, t)
+	a, err := gguf.LoRAArch(m)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrFormat, err)
 	}
-	if t, _ := m.String("adapter.type"); t != "lora" {
-		return fmt.Errorf("%w: adapter.type is %q, want \"lora\"", ErrFormat, t)
-	}
-	if a, _ := m.String("general.architecture"); arch != "" && a != arch {
+	if arch != "" && a != arch {
 		return fmt.Errorf("%w: the adapter is for architecture %q, the model is %q", ErrMismatch, a, arch)
 	}
 	return nil

@@ -35,7 +35,7 @@ func (c *Client) route(req *wire.EngineCoreRequest, exclude int) (int, router.De
 		})
 	}
 	d, err := c.router.Route(router.Request{
-		SessionID: req.SessionID, TokenIDs: req.PromptTokenIDs, CacheSalt: req.CacheSalt, Rank: req.DataParallelRank,
+		SessionID: req.SessionID, TokenIDs: req.PromptTokenIDs, CacheSalt: wire.LoRASalt(req.CacheSalt, req.LoRA), Rank: req.DataParallelRank,
 	}, engines)
 	if err != nil {
 		return 0, d, c.noEngine(req)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/tandem-llm/tandem/frontend/openai"
 )
 
 // llama.cpp's sampling defaults (common/common.h, common_params_sampling).
@@ -47,20 +49,20 @@ type CompletionRequest struct {
 	Samplers          []string `json:"samplers"`
 
 	// Samplers Tandem does not have; their "off" values are accepted.
-	TypicalP         *float64 `json:"typical_p"`         // off: 1
-	Mirostat         int      `json:"mirostat"`          // off: 0
-	DynatempRange    float64  `json:"dynatemp_range"`    // off: 0
-	XTCProbability   float64  `json:"xtc_probability"`   // off: 0
-	DRYMultiplier    float64  `json:"dry_multiplier"`    // off: 0
-	TopNSigma        *float64 `json:"top_n_sigma"`       // off: < 0
-	NKeep            int      `json:"n_keep"`            // context shift (--context-shift): prompt tokens kept after BOS; -1 = all
-	NIndent          int      `json:"n_indent"`          // off: 0
-	TMaxPredictMS    int64    `json:"t_max_predict_ms"`  // off: 0
-	Lora             []any    `json:"lora"`              // off: empty
-	NCacheReuse      int      `json:"n_cache_reuse"`     // KV shifting: accepted, prefix caching applies instead
-	MirostatTau      *float64 `json:"mirostat_tau"`      // only with mirostat
-	MirostatEta      *float64 `json:"mirostat_eta"`      // only with mirostat
-	DynatempExponent *float64 `json:"dynatemp_exponent"` // only with dynatemp_range
+	TypicalP         *float64           `json:"typical_p"`         // off: 1
+	Mirostat         int                `json:"mirostat"`          // off: 0
+	DynatempRange    float64            `json:"dynatemp_range"`    // off: 0
+	XTCProbability   float64            `json:"xtc_probability"`   // off: 0
+	DRYMultiplier    float64            `json:"dry_multiplier"`    // off: 0
+	TopNSigma        *float64           `json:"top_n_sigma"`       // off: < 0
+	NKeep            int                `json:"n_keep"`            // context shift (--context-shift): prompt tokens kept after BOS; -1 = all
+	NIndent          int                `json:"n_indent"`          // off: 0
+	TMaxPredictMS    int64              `json:"t_max_predict_ms"`  // off: 0
+	Lora             []openai.LoRAScale `json:"lora"`              // adapters by GET /lora-adapters id, the others at 0; absent: the server's scales
+	NCacheReuse      int                `json:"n_cache_reuse"`     // KV shifting: accepted, prefix caching applies instead
+	MirostatTau      *float64           `json:"mirostat_tau"`      // only with mirostat
+	MirostatEta      *float64           `json:"mirostat_eta"`      // only with mirostat
+	DynatempExponent *float64           `json:"dynatemp_exponent"` // only with dynatemp_range
 
 	// Speculative decoding, per request (the server's --speculative-config
 	// or --spec-type turns it on): at most n_max draft tokens (0 = none),

@@ -156,7 +156,8 @@ func TestResolveRefuses(t *testing.T) {
 		{`{"prompt":"x","xtc_probability":0.5}`, "xtc_probability"},
 		{`{"prompt":"x","dynatemp_range":0.5}`, "dynatemp_range"},
 		{`{"prompt":"x","top_n_sigma":1}`, "top_n_sigma"},
-		{`{"prompt":"x","lora":[{"id":0,"scale":1}]}`, "lora"},
+		{`{"prompt":"x","lora":[{"scale":1}]}`, "lora"}, // no id
+		{`{"prompt":"x","lora":[{"id":0,"scale":1e308}]}`, "lora"},
 		{`{"prompt":"x","grammar":"root ::= \"a\"","json_schema":{}}`, "grammar"},
 	} {
 		r := decode(t, tc.body)

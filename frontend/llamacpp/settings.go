@@ -34,6 +34,9 @@ type Settings struct {
 	JSONSchema        []byte
 	IDSlot            int
 	NKeep             int // context shift: prompt tokens kept (after BOS); -1 = all
+	// Lora is the request's adapter list (by GET /lora-adapters id; the
+	// others at scale 0); nil: the server's global scales.
+	Lora []openai.LoRAScale
 	// SpecNMax and SpecNMin are speculative.n_max and n_min, SpecPMin
 	// speculative.p_min (nil: the server's; p_min is reported only, the
 	// engine's draft model keeps its own).
@@ -96,6 +99,7 @@ func (r *CompletionRequest) Resolve() (Settings, *openai.Error) {
 	if r.IDSlot != nil {
 		s.IDSlot = *r.IDSlot
 	}
+	s.Lora = r.Lora
 	for _, n := range []*int{r.N, r.NCmpl} {
 		if n != nil {
 			s.NCmpl = *n
@@ -127,6 +131,11 @@ func (r *CompletionRequest) Resolve() (Settings, *openai.Error) {
 	if e := r.unsupported(); e != nil {
 		return s, e
 	}
+	for _, l := range r.Lora {
+		if e := l.Validate(); e != nil {
+			return s, e
+		}
+	}
 	return s, nil
 }
 
@@ -148,7 +157,6 @@ func (r *CompletionRequest) unsupported() *openai.Error {
 		off("top_n_sigma", r.TopNSigma != nil && *r.TopNSigma >= 0),
 		off("n_indent", r.NIndent != 0),
 		off("t_max_predict_ms", r.TMaxPredictMS > 0),
-		off("lora", len(r.Lora) > 0),
 	} {
 		if e != nil {
 			return e
@@ -167,7 +175,7 @@ func (r *CompletionRequest) unsupported() *openai.Error {
 func (s *Settings) Params(logitBias map[string]float64, sessionID, cacheSalt string) openai.Params {
 	p := openai.Params{Stop: s.Stop, IgnoreEOS: s.IgnoreEOS, PresencePenalty: s.PresencePenalty,
 		FrequencyPenalty: s.FrequencyPenalty, LogitBias: logitBias, SessionID: sessionID, CacheSalt: cacheSalt,
-		GuidedGrammar: s.Grammar, GuidedJSON: s.JSONSchema}
+		GuidedGrammar: s.Grammar, GuidedJSON: s.JSONSchema, LoRA: s.Lora}
 	t := max(s.Temperature, 0)
 	p.Temperature = &t
 	tp := s.TopP

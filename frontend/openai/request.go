@@ -100,6 +100,10 @@ type Params struct {
 	CacheSalt string         `json:"cache_salt,omitempty"`
 	SessionID string         `json:"session_id,omitempty"` // resolve with package session, not directly
 	VLLMXArgs map[string]any `json:"vllm_xargs,omitempty"`
+	// LoRA is llama-server's per-request adapter list: the ids of GET
+	// /lora-adapters at these scales, the others at 0; nil: the server's
+	// global scales (vLLM's way is a model naming an adapter).
+	LoRA []LoRAScale `json:"lora,omitempty"`
 
 	// ReturnTokensAsTokenIDs writes logprobs' tokens as "token_id:N";
 	// nil = the server's --return-tokens-as-token-ids.

@@ -160,6 +160,11 @@ func (r *CompletionRequest) validatePrompt() *Error {
 
 // validate checks the shared fields, in a fixed order.
 func (p *Params) validate() *Error {
+	for _, l := range p.LoRA {
+		if e := l.Validate(); e != nil {
+			return e
+		}
+	}
 	if p.ThinkingTokenBudget != nil && *p.ThinkingTokenBudget < -1 {
 		return BadRequest("thinking_token_budget", "'thinking_token_budget' must be -1 (unlimited) or at least 0, got %d.", *p.ThinkingTokenBudget)
 	}

@@ -133,7 +133,7 @@ func (s *Server) batchGen(req *openai.ChatCompletionRequest, cm common, internal
 	think := s.thinkerFor(text, &sp, thinkOptionsOf(&req.Params, false))
 	return &genRequest{internalID: internalID, externalID: internalID, prompt: prompt, params: sp, n: 1,
 		sessionID: cm.sessionID, source: cm.source, cacheSalt: req.CacheSalt, priority: req.Priority, rank: cm.rank,
-		stops: req.Stop, includeStop: req.IncludeStopStr, skipSpecial: skipSpecialOf(req.SkipSpecialTokens, nil, think)}, think, nil
+		stops: req.Stop, includeStop: req.IncludeStopStr, skipSpecial: skipSpecialOf(req.SkipSpecialTokens, nil, think), lora: cm.lora}, think, nil
 }
 
 // batchEcho is what echo prepends to a conversation's answer: its last

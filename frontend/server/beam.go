@@ -137,6 +137,7 @@ func (s *Server) expandBeams(ctx context.Context, g *genRequest, step, k int, se
 			ExternalReqID:    g.externalID,
 			SessionID:        g.sessionID,
 			FlowID:           flowOf(ctx),
+			LoRA:             g.lora,
 		}
 		w := s.startWaiting()
 		st, err := s.eng.Submit(ctx, req)

@@ -89,6 +89,7 @@ func (s *Server) completions(c echo.Context) error {
 			stops:       req.Stop,
 			includeStop: req.IncludeStopStr,
 			skipSpecial: req.SkipSpecial(),
+			lora:        cm.lora,
 		})
 	}
 	created := nowUnix()

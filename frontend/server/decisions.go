@@ -61,7 +61,7 @@ func (s *Server) createDecisions(c echo.Context) error {
 		sp.IgnoreEOS = true // the read is the first token, whatever it is
 		gens[i] = &genRequest{internalID: fmt.Sprintf("decision-%s-%d-%s", cm.baseID, i, randomHex(4)), externalID: "decision-" + cm.baseID,
 			prompt: prompt, params: sp, n: 1, firstIndex: i, sessionID: cm.sessionID, source: cm.source, cacheSalt: p.CacheSalt,
-			rank: cm.rank}
+			rank: cm.rank, lora: cm.lora}
 	}
 	res, err := s.collect(c.Request().Context(), gens, s.startAll, false)
 	if err != nil {

@@ -198,6 +198,7 @@ func (s *Server) embed(ctx context.Context, id string, cm common, p *openai.Para
 			SessionID:        cm.sessionID,
 			FlowID:           flowOf(ctx),
 			Pooling:          pooling,
+			LoRA:             cm.lora,
 		})
 		if err != nil {
 			w.finish()

@@ -34,6 +34,7 @@ type genRequest struct {
 	includeStop bool
 	skipSpecial bool
 	slot        *slotPin // id_slot's: the first choice's tokens are recorded there (slotsave.go)
+	lora        []wire.LoRARequest
 }
 
 // newGen is the one-choice engine request id of an HTTP request (cm, its
@@ -54,6 +55,7 @@ func (cm common) newGen(id string, prompt []int32, sp wire.SamplingParams, p *op
 		rank:        cm.rank,
 		stops:       p.Stop,
 		skipSpecial: skipSpecial,
+		lora:        cm.lora,
 	}
 }
 
@@ -107,6 +109,7 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 		ExternalReqID:    g.externalID,
 		SessionID:        g.sessionID,
 		FlowID:           flowOf(ctx),
+		LoRA:             g.lora,
 	}
 	parent.SamplingParams.N = g.n
 	if parent.SamplingParams.Seed == nil && s.cfg.DefaultSeed != nil { // --seed: the seed of requests that set none

@@ -106,6 +106,7 @@ func (s *Server) runNative(c echo.Context, req *llamacpp.CompletionRequest, prom
 			internalID: fmt.Sprintf("%s-%d-%s", id, i, randomHex(4)), externalID: fmt.Sprintf("%s-%d", id, i),
 			prompt: p, params: sp, n: set.NCmpl, firstIndex: i * set.NCmpl, sessionID: cm.sessionID, source: cm.source,
 			cacheSalt: params.CacheSalt, rank: cm.rank, stops: set.Stop, skipSpecial: params.SkipSpecial(), slot: slot,
+			lora: cm.lora,
 		})
 	}
 	nat.gens = gens

@@ -28,7 +28,7 @@ func (s *Server) card() openai.Model {
 
 // models serves GET /v1/models.
 func (s *Server) models(c echo.Context) error {
-	return c.JSON(http.StatusOK, openai.ModelList{Object: openai.ObjectList, Data: []openai.Model{s.card()}})
+	return c.JSON(http.StatusOK, openai.ModelList{Object: openai.ObjectList, Data: append([]openai.Model{s.card()}, s.loraCards()...)})
 }
 
 // model serves GET /v1/models/{id} (OpenAI's retrieve): the card, or
@@ -40,6 +40,11 @@ func (s *Server) model(c echo.Context) error {
 		id = u
 	}
 	if !s.isModelName(id) {
+		for _, m := range s.loraCards() {
+			if m.ID == id {
+				return c.JSON(http.StatusOK, m)
+			}
+		}
 		return writeError(c, openai.ModelNotFound(id))
 	}
 	return c.JSON(http.StatusOK, s.card())

@@ -65,6 +65,10 @@ var apiOperations = []apiOperation{
 	{"post", "/v1/streams/lookup", "The kept streams of the given conversation ids (llama.cpp)", "Object", "Array", false},
 	{"get", "/tools", "The built-in agent tools --tools enables, a JSON array (llama.cpp)", "", "", false},
 	{"post", "/tools", "Run a built-in agent tool: {\"tool\", \"params\"}; exec_shell_command streams with \"stream\": true (llama.cpp, with --tools)", "Object", "Object", true},
+	{"get", "/lora-adapters", "The LoRA adapters by id, with their global scales (llama.cpp)", "", "Array", false},
+	{"post", "/lora-adapters", "Set the adapters' global scales: [{\"id\", \"scale\"}], the others to 0 (llama.cpp)", "Array", "Object", false},
+	{"post", "/v1/load_lora_adapter", "Add a LoRA adapter as a model: {\"lora_name\", \"lora_path\"} (vLLM's, with VLLM_ALLOW_RUNTIME_LORA_UPDATING)", "Object", "", false},
+	{"post", "/v1/unload_lora_adapter", "Remove a LoRA adapter added as a model: {\"lora_name\"} (vLLM's, with VLLM_ALLOW_RUNTIME_LORA_UPDATING)", "Object", "", false},
 	{"get", "/v1/health", "As /health (llama.cpp)", "", "", false},
 	{"get", "/models", "As /v1/models (llama.cpp)", "", "ModelList", false},
 	{"post", "/chat/completions", "As /v1/chat/completions (llama.cpp)", "ChatCompletionRequest", "ChatCompletion", true},
@@ -174,6 +178,7 @@ func (s *Server) openAPIDocument() map[string]any {
 	for _, o := range ops {
 		if o.path == "/tokenizer_info" && !s.cfg.EnableTokenizerInfo || sleepPaths[o.path] && !s.cfg.EnableSleepMode ||
 			o.path == "/slots/{id_slot}" && s.cfg.SlotSavePath == "" ||
+			strings.HasSuffix(o.path, "load_lora_adapter") && !s.cfg.RuntimeLoRAUpdating ||
 			o.path == "/infill" && s.fimTokens().Missing() != "" { // a model without FIM tokens answers /infill 501
 			continue
 		}

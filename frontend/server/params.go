@@ -20,9 +20,10 @@ import (
 type common struct {
 	baseID    string // X-Request-Id header, else body request_id, else random
 	sessionID string
-	source    session.Source // where sessionID came from
-	rank      *int           // X-data-parallel-rank, or id_slot's engine
-	slot      *slotPin       // id_slot's (llama.cpp): the slot the tokens are recorded in
+	source    session.Source     // where sessionID came from
+	rank      *int               // X-data-parallel-rank, or id_slot's engine
+	slot      *slotPin           // id_slot's (llama.cpp): the slot the tokens are recorded in
+	lora      []wire.LoRARequest // the adapters the request applies (lora.go)
 }
 
 // readBody decodes the JSON body into v, as a 400 when malformed.
@@ -122,6 +123,11 @@ func (s *Server) resolveCommon(c echo.Context, p *openai.Params) (common, *opena
 	if e := s.checkLogitBias(p.LogitBias); e != nil {
 		return cm, e
 	}
+	lora, e := s.loras.resolve(p.Model, p.LoRA)
+	if e != nil {
+		return cm, e
+	}
+	cm.lora = lora
 	h := c.Request().Header
 	id, src, err := session.Resolve(p.SessionID, h, p.VLLMXArgs)
 	if err != nil {

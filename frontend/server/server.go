@@ -93,6 +93,15 @@ type Config struct {
 	// reports it; wire.PoolingNone (--pooling none) gives per-token
 	// vectors on llama-server's /embedding and a 400 on the OpenAI route.
 	Pooling string
+	// ModelArch is the served model's architecture (general.architecture),
+	// which LoRA adapters must name; "" = not checked here.
+	ModelArch string
+	// LoRA are the adapters requests may apply (lora.go); the engines
+	// load them from Path. RuntimeLoRAUpdating serves vLLM's
+	// /v1/load_lora_adapter and /v1/unload_lora_adapter
+	// (VLLM_ALLOW_RUNTIME_LORA_UPDATING).
+	LoRA                []LoRAAdapter
+	RuntimeLoRAUpdating bool
 	// ForceIncludeUsage sends usage on every stream, as if each asked
 	// for include_usage and continuous_usage_stats
 	// (--enable-force-include-usage).
@@ -203,6 +212,8 @@ type Server struct {
 	// slotTab is each llama-server slot's tokens, for slot save and
 	// restore (slotsave.go).
 	slotTab slotTable
+	// loras are the LoRA adapters (lora.go).
+	loras *loraSet
 }
 
 // New builds the server and its routes.
@@ -218,7 +229,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 			ShowHiddenMetricsForVersion: cfg.ShowHiddenMetricsForVersion, Engines: eng.Engines, Peers: cfg.MetricsPeers,
 			NoEngineSeries: cfg.DisableEngineMetrics}),
 		store: responses.NewStore(cfg.StoredResponses),
-		keys:  newKeys(allKeys(cfg))}
+		keys:  newKeys(allKeys(cfg)), loras: newLoRASet(cfg.LoRA)}
 	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
 	s.fingerprint = "fp_" + hex.EncodeToString(fp[:5])
 	s.permissionID = "modelperm-" + randomHex(16)
@@ -265,6 +276,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	s.mountLlamaCpp(e)
 	s.mountAnthropic(e)
 	s.mountOllama(e)
+	s.mountLoRA(e)
 	if cfg.EnableTokenizerInfo {
 		e.GET("/tokenizer_info", s.tokenizerInfo)
 	}

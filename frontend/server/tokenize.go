@@ -19,6 +19,9 @@ func (s *Server) checkModel(model string) *openai.Error {
 	if model == "" || s.cfg.AcceptAnyModel || s.isModelName(model) {
 		return nil
 	}
+	if _, ok := s.loras.module(model); ok {
+		return nil
+	}
 	return openai.ModelNotFound(model)
 }
 
