@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tandem-llm/tandem/enginecore/lora"
+	"github.com/tandem-llm/tandem/enginecore/runner"
 	"github.com/tandem-llm/tandem/wire"
 )
 
@@ -42,6 +43,13 @@ func newLoras(cfg Config, be any, log *slog.Logger) *loras {
 	case cfg.LoadLoRA != nil:
 		c.load = cfg.LoadLoRA
 	default:
+		for {
+			u, ok := be.(interface{ Unwrap() runner.Backend })
+			if _, loads := be.(loraLoader); loads || !ok {
+				break
+			}
+			be = u.Unwrap() // a shell's wrapper (cmd/tandem's closer) around the backend
+		}
 		if l, ok := be.(loraLoader); ok {
 			c.load = func(path string) (*lora.Adapter, error) { return l.LoadLoRA(path, cfg.MaxLoRARank) }
 		} else {
