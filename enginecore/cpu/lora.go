@@ -6,15 +6,19 @@ import (
 	"strconv"
 
 	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
+	"github.com/tandem-llm/tandem/enginecore/loader"
 	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/enginecore/runner"
 )
 
-// LoadLoRA loads the GGUF LoRA adapter at path for this backend's model,
-// refusing ranks above maxRank (0: any).
+// LoadLoRA loads the LoRA adapter at path (a GGUF file, or a PEFT
+// directory) for this backend's model, refusing ranks above maxRank (0:
+// any).
 func (b *Backend) LoadLoRA(path string, maxRank int) (*lora.Adapter, error) {
-	return lora.Load(path, lora.Base{Arch: b.cfg.Arch, NumLayers: b.cfg.NumLayers, MaxRank: maxRank, Shape: b.loraShape})
+	c := &b.cfg
+	return lora.Load(path, lora.Base{Arch: c.Arch, NumLayers: c.NumLayers, MaxRank: maxRank, Shape: b.loraShape,
+		PermuteQK: loader.PermutesQK(*c), Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim})
 }
 
 var loraLayerName = regexp.MustCompile(`^blk\.(\d+)\.([a-z_]+)\.weight$`)

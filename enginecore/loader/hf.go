@@ -321,7 +321,7 @@ func hfTensors(set *safetensors.Set, cfg *model.Config) (map[string]*model.Tenso
 				continue
 			}
 		}
-		if !cfg.RopeNeox && !supported[cfg.Arch].interleaved {
+		if PermutesQK(*cfg) {
 			heads := 0
 			switch {
 			case strings.HasSuffix(gname, ".attn_q.weight"), strings.HasSuffix(gname, ".attn_q.bias"):
@@ -396,6 +396,13 @@ func ggufName(hf string, moe bool) (string, bool) {
 	}
 	return "blk." + num + "." + g, true
 }
+
+// PermutesQK says whether a Hugging Face checkpoint of cfg's model has its
+// Q and K rows permuted into GGUF llama's RoPE order (adjacent pairs) when
+// loaded, as convert_hf_to_gguf.py does: a rotary model whose checkpoint
+// rotates halves (not NEOX, not ERNIE's interleaved checkpoints). A PEFT
+// adapter's Q and K rows need the same (enginecore/lora).
+func PermutesQK(cfg model.Config) bool { return !cfg.RopeNeox && !supported[cfg.Arch].interleaved }
 
 // permuteRows reorders the rows of a Q or K projection (or bias) from
 // Hugging Face's RoPE layout, where head h rotates the pair (i, i+D/2), to

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,10 +78,25 @@ type Base struct {
 	Shape     func(name string) (in, out int, ok bool)
 	NumLayers int
 	MaxRank   int // refuse adapters of a higher rank (vLLM's --max-lora-rank); 0: any
+	// PermuteQK says the model's Q and K rows are in GGUF llama's RoPE
+	// order (adjacent pairs) while Hugging Face checkpoints, and so PEFT
+	// adapters, have them in halves: a PEFT adapter's lora_B rows of Q and
+	// K are then permuted as convert_hf_to_gguf.py permutes the weights,
+	// over Heads, KVHeads heads of HeadDim rows.
+	PermuteQK               bool
+	Heads, KVHeads, HeadDim int
 }
 
 // Load opens path and parses it against base.
 func Load(path string, base Base) (*Adapter, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		a, err := loadPEFT(path, base)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		a.Path = path
+		return a, nil
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		if errors.Is(err, gguf.ErrFormat) {
@@ -145,22 +161,28 @@ func Parse(f *gguf.File, base Base) (*Adapter, error) {
 		p[half] = t
 		pairs[name] = p
 	}
+	return a, a.addAll(pairs, base, false)
+}
+
+// addAll checks and stores every pair, by base tensor name; peft says
+// they come from a PEFT checkpoint (Q and K rows in Hugging Face's order).
+func (a *Adapter) addAll(pairs map[string][2]*model.Tensor, base Base, peft bool) error {
 	if len(pairs) == 0 {
-		return nil, fmt.Errorf("%w: no lora_a/lora_b tensors", ErrFormat)
+		return fmt.Errorf("%w: no lora_a/lora_b tensors", ErrFormat)
 	}
 	for name, ab := range pairs {
 		if ab[0] == nil || ab[1] == nil {
-			return nil, fmt.Errorf("%w: %s has only one of lora_a and lora_b", ErrFormat, name)
+			return fmt.Errorf("%w: %s has only one of lora_a and lora_b", ErrFormat, name)
 		}
-		if err := a.add(name, ab[0], ab[1], base); err != nil {
-			return nil, err
+		if err := a.add(name, ab[0], ab[1], base, peft); err != nil {
+			return err
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // add checks and stores the pair of base tensor name.
-func (a *Adapter) add(name string, ta, tb *model.Tensor, base Base) error {
+func (a *Adapter) add(name string, ta, tb *model.Tensor, base Base, peft bool) error {
 	if len(ta.Shape) != 2 || len(tb.Shape) != 2 {
 		return fmt.Errorf("%w: %s: lora_a %v and lora_b %v are not matrices", ErrFormat, name, ta.Shape, tb.Shape)
 	}
@@ -170,7 +192,7 @@ func (a *Adapter) add(name string, ta, tb *model.Tensor, base Base) error {
 		if !ok || tb.Shape[1] != dim || ta.Shape[1] != vocab || tb.Shape[0] != r {
 			return fmt.Errorf("%w: %s: lora_a %v and lora_b %v for a %d×%d embedding", ErrMismatch, name, ta.Shape, tb.Shape, vocab, dim)
 		}
-		p, err := a.pair(name, ta, tb, r, vocab, dim, base.MaxRank)
+		p, err := a.pair(name, ta, tb, r, vocab, dim, base.MaxRank, nil)
 		if err != nil {
 			return err
 		}
@@ -189,7 +211,18 @@ func (a *Adapter) add(name string, ta, tb *model.Tensor, base Base) error {
 	if ta.Shape[0] != in || tb.Shape[1] != out || tb.Shape[0] != r {
 		return fmt.Errorf("%w: %s: lora_a %v and lora_b %v for a [%d, %d] matrix", ErrMismatch, name, ta.Shape, tb.Shape, in, out)
 	}
-	p, err := a.pair(name, ta, tb, r, in, out, base.MaxRank)
+	var perm []int
+	if m := layerName.FindStringSubmatch(name); peft && base.PermuteQK && m != nil && (m[2] == "attn_q" || m[2] == "attn_k") {
+		heads := base.Heads
+		if m[2] == "attn_k" {
+			heads = base.KVHeads
+		}
+		if heads*base.HeadDim != out || base.HeadDim%2 != 0 {
+			return fmt.Errorf("%w: %s: %d rows are not %d heads of %d", ErrMismatch, name, out, heads, base.HeadDim)
+		}
+		perm = ropeOrder(heads, base.HeadDim)
+	}
+	p, err := a.pair(name, ta, tb, r, in, out, base.MaxRank, perm)
 	if err != nil {
 		return err
 	}
@@ -222,7 +255,7 @@ func (a *Adapter) addFused(name, layer string, ta, tb *model.Tensor, base Base) 
 	if l >= len(a.Layers) || ta.Shape[0] != in || tb.Shape[1] != outs[0]+outs[1]+outs[2] || tb.Shape[0] != r {
 		return fmt.Errorf("%w: %s: lora_a %v and lora_b %v for Q, K, V of %v rows", ErrMismatch, name, ta.Shape, tb.Shape, outs)
 	}
-	whole, err := a.pair(name, ta, tb, r, in, outs[0]+outs[1]+outs[2], base.MaxRank)
+	whole, err := a.pair(name, ta, tb, r, in, outs[0]+outs[1]+outs[2], base.MaxRank, nil)
 	if err != nil {
 		return err
 	}
@@ -239,8 +272,8 @@ func (a *Adapter) addFused(name, layer string, ta, tb *model.Tensor, base Base) 
 }
 
 // pair dequantizes ta ([R][In] rows) and tb ([Out][R] rows) into a Pair,
-// transposing tb.
-func (a *Adapter) pair(name string, ta, tb *model.Tensor, r, in, out, maxRank int) (*Pair, error) {
+// transposing tb; with perm, tb's row perm[o] becomes output o.
+func (a *Adapter) pair(name string, ta, tb *model.Tensor, r, in, out, maxRank int, perm []int) (*Pair, error) {
 	if r < 1 {
 		return nil, fmt.Errorf("%w: %s has rank %d", ErrFormat, name, r)
 	}
@@ -264,8 +297,12 @@ func (a *Adapter) pair(name string, ta, tb *model.Tensor, r, in, out, maxRank in
 	}
 	p := &Pair{R: r, In: in, Out: out, A: av, Bt: make([]float32, r*out)}
 	for o := range out { // bv is [Out][R]
+		src := o
+		if perm != nil {
+			src = perm[o]
+		}
 		for k := range r {
-			p.Bt[k*out+o] = bv[o*r+k]
+			p.Bt[k*out+o] = bv[src*r+k]
 		}
 	}
 	a.Floats += len(av) + len(p.Bt)
@@ -322,4 +359,20 @@ func tensorOf(f *gguf.File, ti gguf.TensorInfo) (*model.Tensor, error) {
 type Use struct {
 	Adapter *Adapter
 	Scale   float32
+}
+
+// ropeOrder is convert_hf_to_gguf.py's LlamaModel.permute of the rows of
+// heads heads of headDim: GGUF row h·D+2i+s is Hugging Face row
+// h·D+s·D/2+i, s ∈ {0, 1}.
+func ropeOrder(heads, headDim int) []int {
+	perm := make([]int, heads*headDim)
+	half := headDim / 2
+	for h := range heads {
+		for i := range half {
+			for s := range 2 {
+				perm[h*headDim+2*i+s] = h*headDim + s*half + i
+			}
+		}
+	}
+	return perm
 }

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -135,6 +137,9 @@ func (s *Server) loraCards() []openai.Model {
 // ("" = any): a frontend's check before naming it to the engines, which
 // check the rest when a request first applies it.
 func CheckLoRAFile(path, arch string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return checkPEFTDir(path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -154,6 +159,28 @@ func CheckLoRAFile(path, arch string) error {
 	}
 	if arch != "" && a != arch {
 		return fmt.Errorf("%s: the adapter is for architecture %q, the model is %q", path, a, arch)
+	}
+	return nil
+}
+
+// checkPEFTDir checks dir is a PEFT LoRA adapter (vLLM's format): an
+// adapter_config.json of peft_type LORA beside adapter_model.safetensors.
+func checkPEFTDir(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	if err != nil {
+		return fmt.Errorf("%s: not a LoRA adapter: a directory needs a PEFT adapter_config.json: %w", dir, err)
+	}
+	var c struct {
+		PeftType string `json:"peft_type"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("%s: adapter_config.json: %w", dir, err)
+	}
+	if c.PeftType != "" && c.PeftType != "LORA" {
+		return fmt.Errorf("%s: not a LoRA adapter: peft_type %q", dir, c.PeftType)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "adapter_model.safetensors")); err != nil {
+		return fmt.Errorf("%s: no adapter_model.safetensors: %w", dir, err)
 	}
 	return nil
 }

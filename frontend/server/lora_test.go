@@ -134,6 +134,18 @@ func TestLoadUnloadLoRA(t *testing.T) {
 	writeAdapterHeader(t, good, "adapter", "llama")
 	writeAdapterHeader(t, model, "model", "llama")
 	writeAdapterHeader(t, other, "adapter", "qwen2")
+	peft, bare := filepath.Join(dir, "peft"), filepath.Join(dir, "bare")
+	for _, d := range []string{peft, bare} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(peft, "adapter_config.json"), []byte(`{"peft_type": "LORA", "r": 8}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(peft, "adapter_model.safetensors"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f := &fakeEngine{script: func(*wire.EngineCoreRequest) []wire.EngineCoreOutput { return tokens("ok", wire.FinishLength) }}
 	ts := newTestServerWith(t, f, func(c *Config) { c.RuntimeLoRAUpdating, c.ModelArch = true, "llama" }, tokenizer.NewByte())
 	load := func(name, path string) string { return `{"lora_name":"` + name + `","lora_path":"` + path + `"}` }
@@ -153,6 +165,8 @@ func TestLoadUnloadLoRA(t *testing.T) {
 		{"unloaded", "/v1/unload_lora_adapter", `{"lora_name":"sql"}`, 200, "Success: LoRA adapter 'sql' removed successfully."},
 		{"gone", "/v1/unload_lora_adapter", `{"lora_name":"sql"}`, 404, "The lora adapter 'sql' cannot be found."},
 		{"no longer a model", "/v1/completions", `{"model":"sql","prompt":"hi","max_tokens":1}`, 404, "does not exist"},
+		{"a PEFT directory", "/v1/load_lora_adapter", load("peft", peft), 200, "Success"},
+		{"a directory without adapter_config.json", "/v1/load_lora_adapter", load("bare", bare), 400, "adapter_config.json"},
 	}
 	for _, s := range steps {
 		code, body := do(t, ts, "POST", s.path, s.body, nil)
