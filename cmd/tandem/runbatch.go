@@ -32,6 +32,7 @@ type runBatchFlags struct {
 	tokenizer      string
 	chatTemplate   string
 	tools          toolFlags
+	lora           loraFlags
 	maxRequestBody string
 }
 
@@ -54,6 +55,7 @@ func runBatchCommand(ef *engineFlags, f *runBatchFlags) *cli.Command {
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer to use: a GGUF `file` or a Hugging Face directory (default: the model)")
 	fs.StringVar(&f.chatTemplate, "chat-template", "", "the chat template replacing the model's: a Jinja `file`, a built-in name (llama.cpp's: chatml, llama3, command-r, gemma, phi3, phi4, mistral-v7, deepseek3, zephyr, falcon3, vicuna) or the template itself")
 	f.tools.register(fs)
+	f.lora.register(fs)
 	fs.StringVar(&f.maxRequestBody, "max-request-body", "16M", "largest accepted request body of one line, in `bytes`")
 	return c
 }
@@ -127,6 +129,10 @@ func runBatch(ctx context.Context, args []string) error {
 		ReasoningParser: reasoningParser,
 	}
 	f.tools.apply(&cfg)
+	cfg.ModelArch = modelArch(info.Model)
+	if cfg.LoRA, err = f.lora.adapters(cfg.ModelArch); err != nil {
+		return fmt.Errorf("run-batch: %w", err)
+	}
 	srv := server.New(cfg, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {

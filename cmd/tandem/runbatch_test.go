@@ -161,3 +161,44 @@ func TestRunBatchStartsItsEngine(t *testing.T) {
 		t.Fatalf("%v: %s\n%s", err, stdout, stderr.String())
 	}
 }
+
+// TestRunBatchLoRA: vLLM's run-batch takes --lora-modules, and a line
+// naming the module runs with its adapter (another answer than the base
+// model's, the same as the module's own answer on a second line).
+func TestRunBatchLoRA(t *testing.T) {
+	dir := t.TempDir()
+	adapter := filepath.Join(dir, "a.gguf")
+	writeDummyAdapter(t, adapter, 4)
+	inPath := filepath.Join(dir, "in.jsonl")
+	line := func(id, model string) string {
+		return `{"custom_id":"` + id + `","method":"POST","url":"/v1/completions","body":{"model":"` + model + `","prompt":"Once upon","max_tokens":8,"temperature":0,"ignore_eos":true}}`
+	}
+	if err := os.WriteFile(inPath, []byte(line("base", "dummy")+"\n"+line("a1", "tuned")+"\n"+line("a2", "tuned")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "run-batch", "-i", inPath, "-o", "-", "--model", "dummy", "--max-model-len", "256", "--kv-cache-memory", "16Mi",
+		"--threads", "1", "--enable-lora", "--lora-modules", "tuned="+adapter)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run-batch: %v\n%s", err, stderr.String())
+	}
+	text := map[string]string{}
+	for _, raw := range strings.Split(strings.TrimSpace(string(stdout)), "\n") {
+		var l batchLine
+		if err := json.Unmarshal([]byte(raw), &l); err != nil || l.Response == nil || l.Response.StatusCode != 200 {
+			t.Fatalf("%v: %s", err, raw)
+		}
+		var body struct {
+			Choices []struct{ Text string } `json:"choices"`
+		}
+		if err := json.Unmarshal(l.Response.Body, &body); err != nil || len(body.Choices) != 1 {
+			t.Fatalf("%v: %s", err, l.Response.Body)
+		}
+		text[l.CustomID] = body.Choices[0].Text
+	}
+	if text["a1"] != text["a2"] || text["a1"] == text["base"] {
+		t.Errorf("base %q, tuned %q and %q", text["base"], text["a1"], text["a2"])
+	}
+}
