@@ -10,8 +10,9 @@ real meaning against the model Tandem serves:
   served GGUF (transformers' own GGUF converter), whatever name is asked;
 - vllm.config.ModelConfig(...).get_vocab_size() → that tokenizer's size;
 - vllm.platforms.current_platform → no GPU, no ROCm;
-- vllm.transformers_utils.repo_utils.hf_api() → LoRA downloads give a
-  path that does not exist (Tandem serves no LoRA);
+- vllm.transformers_utils.repo_utils.hf_api() → a LoRA download is a PEFT
+  adapter directory made here for the served model (random weights: no
+  Hugging Face adapter can be fetched), which Tandem serves as vLLM would;
 - download_weights_from_hf(name) → name (served as the model name).
 
 `torch` (imported at the top of some of those files) is a placeholder
@@ -105,13 +106,53 @@ class ModelConfig:
 
 
 class _HubApi:
-    """hf_api(): the test files' LoRA downloads. Tandem serves no LoRA (the
-    --enable-lora flags are dropped), so an adapter is a directory that does
-    not exist: a server fixture that lists one still starts, and the tests of
-    the base model in it still run."""
+    """hf_api(): the test files' LoRA downloads. No Hugging Face adapter can
+    be fetched here, so each repository is a PEFT LoRA directory written for
+    the served model (adapter_config.json and adapter_model.safetensors:
+    q_proj and v_proj of every layer, rank 8, alpha 16, random weights small
+    enough to leave the model's text readable), the same for the same
+    repo_id; a server fixture naming it serves it with --lora-modules."""
 
     def snapshot_download(self, repo_id: str = "", **kwargs) -> str:
-        return "/nonexistent/tandem-serves-no-lora/" + repo_id
+        root = os.environ.get("TANDEM_CONFORMANCE_LORA_DIR") or os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), "tandem-conformance-lora")
+        path = os.path.join(root, repo_id.replace("/", "--"))
+        if not os.path.exists(os.path.join(path, "adapter_model.safetensors")):
+            _write_peft(path, repo_id)
+        return path
+
+
+def _write_peft(path: str, repo_id: str) -> None:
+    import json
+    import zlib
+
+    import gguf
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    reader = gguf.GGUFReader(os.environ["TANDEM_MODEL"])
+    arch = reader.fields["general.architecture"].contents()
+
+    def kv(key):
+        return int(reader.fields[f"{arch}.{key}"].contents())
+
+    dim, layers, heads = kv("embedding_length"), kv("block_count"), kv("attention.head_count")
+    kv_heads = kv("attention.head_count_kv") if f"{arch}.attention.head_count_kv" in reader.fields else heads
+    head_dim = dim // heads
+    rank = 8
+    rng = np.random.default_rng(zlib.crc32(repo_id.encode()))
+    tensors = {}
+    for layer in range(layers):
+        for mod, out in (("q_proj", heads * head_dim), ("v_proj", kv_heads * head_dim)):
+            name = f"base_model.model.model.layers.{layer}.self_attn.{mod}"
+            tensors[f"{name}.lora_A.weight"] = (rng.standard_normal((rank, dim)) / np.sqrt(dim)).astype(np.float32)
+            tensors[f"{name}.lora_B.weight"] = (rng.standard_normal((out, rank)) * 0.005).astype(np.float32)
+    os.makedirs(path, exist_ok=True)
+    save_file(tensors, os.path.join(path, "adapter_model.safetensors"))
+    config = {"peft_type": "LORA", "r": rank, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
+              "bias": "none", "base_model_name_or_path": repo_id, "task_type": "CAUSAL_LM"}
+    with open(os.path.join(path, "adapter_config.json"), "w") as f:
+        json.dump(config, f)
 
 
 def download_weights_from_hf(model_name_or_path: str, *args, **kwargs) -> str:
