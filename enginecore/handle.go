@@ -58,6 +58,9 @@ func (e *Engine) hello(client string, h *wire.Hello) []Out {
 		MaxNumSeqs:      e.cfg.MaxNumSeqs,
 		Pooling:         cmp.Or(e.cfg.Pooling, e.be.Model().Pooling),
 	}
+	if e.loras.load != nil {
+		ready.MaxLoRAs = e.loras.max
+	}
 	if sc := e.cfg.Speculative; sc != nil {
 		typ := sc.Method
 		if typ == spec.MethodDraftModel {

@@ -7,14 +7,17 @@ import "fmt"
 var readyFields = []string{
 	"protocol_version", "engine_index", "error", "model", "served_model_name", "max_model_len",
 	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version", "max_logprobs",
-	"max_num_seqs", "speculative", "pooling",
+	"max_num_seqs", "speculative", "pooling", "max_loras",
 }
 
 func (r *Ready) encode(e *enc) {
-	if r.Pooling != "" {
+	switch {
+	case r.MaxLoRAs > 0:
 		e.arrayLen(len(readyFields))
-	} else {
-		e.arrayLen(len(readyFields) - 1) // as before pooling: the golden READY stays
+	case r.Pooling != "":
+		e.arrayLen(len(readyFields) - 1)
+	default:
+		e.arrayLen(len(readyFields) - 2) // as before pooling: the golden READY stays
 	}
 	e.int(int64(r.ProtocolVersion))
 	e.int(int64(r.EngineIndex))
@@ -40,8 +43,11 @@ func (r *Ready) encode(e *enc) {
 	} else {
 		e.null()
 	}
-	if r.Pooling != "" {
+	if r.Pooling != "" || r.MaxLoRAs > 0 {
 		e.str(r.Pooling)
+	}
+	if r.MaxLoRAs > 0 {
+		e.int(int64(r.MaxLoRAs))
 	}
 }
 
@@ -88,6 +94,8 @@ func (r *Ready) decode(d *dec) error {
 			r.Speculative, err = decodeSpecInfo(d)
 		case 16:
 			r.Pooling, err = d.str()
+		case 17:
+			r.MaxLoRAs, err = d.int()
 		default:
 			err = d.skip()
 		}

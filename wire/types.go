@@ -384,6 +384,10 @@ type Hello struct {
 //	16 pooling          str: the engine's default embedding pooling when
 //	                    a flag or the model file sets one (LAST, MEAN,
 //	                    CLS, NONE); written only when set, absent = ""
+//	17 max_loras        int: the LoRA adapters the engine keeps loaded
+//	                    (--max-cpu-loras) when its device applies them;
+//	                    written only when set (index 16 is then "" unless
+//	                    set), absent = 0: the device applies none
 type Ready struct {
 	ProtocolVersion int
 	EngineIndex     int
@@ -402,6 +406,7 @@ type Ready struct {
 	MaxNumSeqs      int
 	Speculative     *SpecInfo
 	Pooling         string
+	MaxLoRAs        int
 }
 
 // SpecInfo is an engine's speculative decoding settings, as READY

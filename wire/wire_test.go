@@ -128,6 +128,10 @@ func TestRoundTrip(t *testing.T) {
 				LoRA: []wire.LoRARequest{{Name: "x", ID: 3, Path: "x.gguf", Scale: -0.5}}},
 		},
 		{
+			name: "ready with LoRA adapters (index 17, index 16 empty)", typ: wire.MsgReady,
+			payload: &wire.Ready{ProtocolVersion: 1, Model: "m", MaxLogprobs: 20, MaxLoRAs: 8},
+		},
+		{
 			name: "ready with the engine's pooling (index 16)", typ: wire.MsgReady,
 			payload: &wire.Ready{ProtocolVersion: 1, Model: "m", MaxLogprobs: 20, Pooling: wire.PoolingNone},
 		},

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/enginecore/model"
@@ -50,7 +53,7 @@ func TestServeLoRA(t *testing.T) {
 	writeDummyAdapter(t, a, 1)
 	writeDummyAdapter(t, b, 2)
 	port := freePort(t)
-	p := startProc(t, "serve", "--model", "dummy", "--port", strconv.Itoa(port), "--max-model-len", "256",
+	p := startProc(t, "serve", "--model", "dummy", "--port", strconv.Itoa(port), "--max-model-len", "4096",
 		"--kv-cache-memory", "16Mi", "--threads", "1", "--enable-lora", "--lora-modules", "alpha="+a, `{"name": "beta", "path": "`+b+`"}`,
 		"--lora", a, "--lora-init-without-apply", "--max-lora-rank", "8")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -102,6 +105,88 @@ func TestServeLoRA(t *testing.T) {
 	if !strings.Contains(p.out.String(), "loaded LoRA adapter") {
 		t.Error("the engine logged no adapter load")
 	}
+
+	// vllm:lora_requests_info, read as the Gateway API Inference
+	// Extension's endpoint picker (llm-d's) reads it: while a request of
+	// alpha streams, alpha is a running adapter; once it ends, none is.
+	// The stream is not read: its 4,000 tokens outgrow the socket's
+	// buffers, so the request stays running however fast the dummy is.
+	body := `{"model":"alpha","prompt":"Once","max_tokens":4000,"ignore_eos":true,"stream":true}`
+	stream, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 1)
+	if _, err := stream.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	active, waiting, maxActive := gieLoRA(scrapeWith(t, http.DefaultClient, base))
+	stream.Body.Close()
+	if _, ok := active["alpha"]; !ok || len(active) != 1 || len(waiting) != 0 || maxActive != 8 {
+		t.Errorf("while alpha streams: active %v, waiting %v, max %d; want alpha running and max_lora 8", active, waiting, maxActive)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		active, waiting, _ = gieLoRA(scrapeWith(t, http.DefaultClient, base))
+		if active == nil && waiting == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if active != nil || waiting != nil {
+		t.Errorf("after the stream was closed: active %v, waiting %v", active, waiting)
+	}
+}
+
+// gieLoRA reads vllm:lora_requests_info as the Gateway API Inference
+// Extension's endpoint picker does (written from its published source,
+// pkg/epp/backend/metrics/metrics.go: getLatestLoraMetric and
+// promToPodMetrics): the series with the largest value among those whose
+// running or waiting label is not empty, its lists split on commas and
+// max_lora read with strconv.Atoi. nil maps: no such series.
+func gieLoRA(fams map[string]*dto.MetricFamily) (active, waiting map[string]int, maxActive int) {
+	var latest *dto.Metric
+	latestTS := 0.0
+	for _, m := range fams["vllm:lora_requests_info"].GetMetric() {
+		running, wait := "", ""
+		for _, lp := range m.GetLabel() {
+			switch lp.GetName() {
+			case "running_lora_adapters":
+				running = lp.GetValue()
+			case "waiting_lora_adapters":
+				wait = lp.GetValue()
+			}
+		}
+		if running == "" && wait == "" {
+			continue
+		}
+		if m.GetGauge().GetValue() > latestTS {
+			latestTS, latest = m.GetGauge().GetValue(), m
+		}
+	}
+	if latest == nil {
+		return nil, nil, 0
+	}
+	active, waiting = map[string]int{}, map[string]int{}
+	for _, lp := range latest.GetLabel() {
+		switch lp.GetName() {
+		case "running_lora_adapters":
+			if lp.GetValue() != "" {
+				for _, a := range strings.Split(lp.GetValue(), ",") {
+					active[a] = 0
+				}
+			}
+		case "waiting_lora_adapters":
+			if lp.GetValue() != "" {
+				for _, a := range strings.Split(lp.GetValue(), ",") {
+					waiting[a] = 0
+				}
+			}
+		case "max_lora":
+			maxActive, _ = strconv.Atoi(lp.GetValue())
+		}
+	}
+	return active, waiting, maxActive
 }
 
 // TestServeLoRARefusesBadFiles: an adapter flag naming a file that is not

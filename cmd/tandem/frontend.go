@@ -450,6 +450,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		return fmt.Errorf("frontend: %w", err)
 	}
 	cfg.RuntimeLoRAUpdating = envTrue("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
+	cfg.MaxLoRAs = info.MaxLoRAs
 	<-mcpWarm
 	cfg.Tools = cfg.Tools.WithMCP(mcp)
 	cfg.Vertex = vertex

@@ -133,6 +133,7 @@ func runBatch(ctx context.Context, args []string) error {
 	if cfg.LoRA, err = f.lora.adapters(cfg.ModelArch); err != nil {
 		return fmt.Errorf("run-batch: %w", err)
 	}
+	cfg.MaxLoRAs = info.MaxLoRAs
 	srv := server.New(cfg, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {

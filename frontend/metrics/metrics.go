@@ -43,6 +43,11 @@ type Config struct {
 	// counts each engine once per frontend. Request series, HTTP series
 	// and production-stack's router series stay: they are this frontend's.
 	NoEngineSeries bool
+	// LoRA exports vllm:lora_requests_info (the server serves LoRA
+	// adapters); MaxLoRA is its max_lora label, the adapters an engine
+	// keeps loaded.
+	LoRA    bool
+	MaxLoRA int
 }
 
 // Metrics holds the frontend's collectors. Every vllm: series carries
@@ -74,6 +79,7 @@ type Metrics struct {
 	touched                              sync.Map      // engine label → struct{}: its series exist
 	llama                                llamaStats    // llama-server's llamacpp: series (llamacpp.go)
 	sleep                                *sleepMetrics // vLLM's sleep-mode operations (sleep.go)
+	lora                                 *loraInfo     // vllm:lora_requests_info (lora.go); nil without adapters
 }
 
 // processStart is this process's start, Unix seconds (llama-server's
@@ -150,6 +156,10 @@ func New(cfg Config) *Metrics {
 	}
 	m.http = newHTTPMetrics(reg)
 	m.sleep = newSleepMetrics(reg)
+	if cfg.LoRA {
+		m.lora = newLoRAInfo(cfg.MaxLoRA)
+		reg.MustRegister(m.lora)
+	}
 	reg.MustRegister(&qpsCollector{m: m}, &llamaCollector{m: m})
 	shared.MustRegister(&llamaCollector{m: m, shared: true})
 	shared.MustRegister(&routerCollector{m: m})

@@ -118,8 +118,10 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 	}
 	for _, req := range engineclient.Children(parent) { // the Go client's parallel sampling
 		w := s.startWaiting()
+		w.lora = s.metrics.LoRARequest(loraNames(g.lora))
 		st, err := s.eng.Submit(ctx, req)
 		if err != nil {
+			w.lora.Done()
 			w.finish()
 			abort()
 			return nil, err
@@ -139,6 +141,7 @@ func (s *Server) start(ctx context.Context, g *genRequest, events chan<- choiceE
 // engine (closing its stream).
 func (s *Server) follow(ctx context.Context, g *genRequest, index int, st Stream, w *waitingToken, ps *parentStats, events chan<- choiceEvent) {
 	defer st.Close()
+	defer w.lora.Done()
 	defer w.finish()
 	seq := detok.NewSequence(s.tok, detok.SequenceConfig{Stops: g.stops, IncludeStop: g.includeStop, SkipSpecial: g.skipSpecial, MinTokens: g.params.MinTokens})
 	send := func(ev choiceEvent) bool {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/tandem-llm/tandem/frontend/metrics"
 	"github.com/tandem-llm/tandem/frontend/openai"
 )
 
@@ -77,6 +78,9 @@ func (s *Server) checkOutput(gens []*genRequest) *openai.Error {
 type waitingToken struct {
 	s    *Server
 	done bool
+	// lora is the request's adapters on vllm:lora_requests_info (nil:
+	// none); finish moves them from waiting to running, its owner ends it.
+	lora *metrics.LoRARequest
 }
 
 func (s *Server) startWaiting() *waitingToken {
@@ -88,5 +92,6 @@ func (w *waitingToken) finish() {
 	if !w.done {
 		w.done = true
 		w.s.numWaiting.Add(-1)
+		w.lora.Running()
 	}
 }

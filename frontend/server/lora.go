@@ -297,3 +297,12 @@ func (s *Server) mountLoRA(e *echo.Echo) {
 		e.POST("/v1/unload_lora_adapter", s.unloadLoRAAdapter)
 	}
 }
+
+// loraNames are the adapters' names, for vllm:lora_requests_info.
+func loraNames(ls []wire.LoRARequest) []string {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Name
+	}
+	return names
+}

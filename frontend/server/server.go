@@ -102,6 +102,9 @@ type Config struct {
 	// (VLLM_ALLOW_RUNTIME_LORA_UPDATING).
 	LoRA                []LoRAAdapter
 	RuntimeLoRAUpdating bool
+	// MaxLoRAs is the adapters an engine keeps loaded, as READY reports
+	// it: vllm:lora_requests_info's max_lora.
+	MaxLoRAs int
 	// ForceIncludeUsage sends usage on every stream, as if each asked
 	// for include_usage and continuous_usage_stats
 	// (--enable-force-include-usage).
@@ -227,7 +230,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, eng: eng, tok: tok, e: echo.New(), created: time.Now().Unix(),
 		metrics: metrics.New(metrics.Config{ModelName: cfg.ServedModelName, MaxModelLen: cfg.MaxModelLen,
 			ShowHiddenMetricsForVersion: cfg.ShowHiddenMetricsForVersion, Engines: eng.Engines, Peers: cfg.MetricsPeers,
-			NoEngineSeries: cfg.DisableEngineMetrics}),
+			NoEngineSeries: cfg.DisableEngineMetrics, LoRA: len(cfg.LoRA) > 0 || cfg.RuntimeLoRAUpdating, MaxLoRA: cfg.MaxLoRAs}),
 		store: responses.NewStore(cfg.StoredResponses),
 		keys:  newKeys(allKeys(cfg)), loras: newLoRASet(cfg.LoRA)}
 	fp := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", cfg.Version, cfg.ServedModelName, cfg.MaxModelLen))
