@@ -59,8 +59,13 @@ type Backend struct {
 	sinL   []float32 // [T][R/2]
 	tokSeq []int32   // [T] index into Step.Seqs of each token
 	lora   bool      // some Seq of the step being run applies a LoRA adapter
-	xl     []float32 // [T][Dim] normalized last-token rows for the LM head
-	moe    moeScratch
+	// loraGroups are the step's adapters and their tokens (checkLoRA);
+	// loraX ([n][In]), loraAX ([n][R]) and loraD ([n][Out]) are
+	// loraRows' scratch.
+	loraGroups           []loraGroup
+	loraX, loraAX, loraD []float32
+	xl                   []float32 // [T][Dim] normalized last-token rows for the LM head
+	moe                  moeScratch
 
 	precision  Precision
 	tokPrecise []bool // [capTok] backing array of precise

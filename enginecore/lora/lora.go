@@ -45,6 +45,9 @@ type Pair struct {
 	R, In, Out int
 	A          []float32 // [R][In] (token_embd's: [Vocab][R], a row per token)
 	Bt         []float32 // [R][Out]: lora_b transposed, so a rank's column is contiguous
+	// Packed is the one backend's form of A and B that applies the
+	// adapter (its kernels' layout), made on first use; nil until then.
+	Packed any
 }
 
 // Adapter is one loaded LoRA adapter.
