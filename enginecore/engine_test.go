@@ -106,7 +106,7 @@ func (b *countingBackend) Forward(_ context.Context, st *runner.Step, logits []f
 //	hello fe1 [version=N]              HELLO from frontend fe1 (its ZMQ identity)
 //	add fe1 id=a [start=10] [len=4] [tokens=1,2] [max=4] [min=0] [session=s] [salt=x] [stop=5,9] [ignore-eos] [prio=0] [regex=R]
 //	    [pool=LAST|MEAN|CLS|default [dims=N] [normalize]]  an embedding request
-//	    [lora=PATH:SCALE,…]             LoRA adapters (each adds 1 to the next token; a PATH "bad…" fails to load)
+//	    [lora=PATH:SCALE,…]             LoRA adapters (each adds 1 to the next token; a PATH "bad…" fails to load; ids 1, 2, … by first mention)
 //	loras                              the adapter files loaded so far, in order
 //	compile-start                      Engine.NextCompile: hand the next compile to a (pretend) worker
 //	compile-done [fail=msg]            run the oldest started compile (or fail it) and give it to Engine.Compiled
@@ -131,6 +131,7 @@ type engineHarness struct {
 	seq     int
 	started []CompileJob // handed out by compile-start, not done yet
 	events  bool         // init … events: print each output's request events
+	loraIDs map[string]int
 }
 
 // countingVocab is the vocabulary of the counting model: token t is the
@@ -240,13 +241,19 @@ func (h *engineHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		var loras []wire.LoRARequest
 		if list, ok := args["lora"]; ok {
-			for i, f := range strings.Split(list, ",") {
+			for _, f := range strings.Split(list, ",") {
 				path, scale, _ := strings.Cut(f, ":")
 				s, err := strconv.ParseFloat(scale, 64)
 				if err != nil {
 					t.Fatalf("%s: lora=%q", d.Pos, list)
 				}
-				loras = append(loras, wire.LoRARequest{Name: path, ID: i + 1, Path: path, Scale: s})
+				if h.loraIDs == nil {
+					h.loraIDs = map[string]int{}
+				}
+				if h.loraIDs[path] == 0 {
+					h.loraIDs[path] = len(h.loraIDs) + 1 // a frontend's ids: one per file, from 1
+				}
+				loras = append(loras, wire.LoRARequest{Name: path, ID: h.loraIDs[path], Path: path, Scale: s})
 			}
 		}
 		return h.outs(h.e.Handle(h.now, arg(0), &wire.EngineCoreRequest{RequestID: args["id"], PromptTokenIDs: prompt,
@@ -477,7 +484,7 @@ func utilityArg(a string) any {
 		list := []any{}
 		for _, f := range strings.Split(strings.Trim(a, "[]"), ";") {
 			if f != "" {
-				list = append(list, f)
+				list = append(list, utilityArg(f))
 			}
 		}
 		return list

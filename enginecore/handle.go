@@ -210,7 +210,8 @@ func (e *Engine) reject(now time.Time, client, id string, code wire.ErrorCode, m
 // prefix hash, true on success, false while requests hold blocks; this
 // engine cannot preempt its running requests for it, so with
 // reset_running_requests true and blocks held it fails). Only frontends
-// that completed HELLO get here.
+// that completed HELLO get here. add_lora, list_loras, remove_lora and
+// pin_lora are vLLM's (loras.go).
 func (e *Engine) utility(client string, u *wire.Utility) []Out {
 	res := &wire.UtilityResult{CallID: u.CallID}
 	var v any
@@ -268,6 +269,8 @@ func (e *Engine) utility(client string, u *wire.Utility) []Out {
 		v = e.touch()
 	case "kv_export", "kv_import", "kv_evict":
 		v, err = e.kvCall(u.Method, u.Args)
+	case "add_lora", "list_loras", "remove_lora", "pin_lora":
+		v, err = e.loras.call(u.Method, u.Args)
 	case "list_requests": // the caller's own: no other frontend's ids or identity
 		reqs := []any{}
 		e.requests(func(r *sched.Request) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 
 	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/enginecore/runner"
@@ -27,6 +28,8 @@ type loras struct {
 	load    func(path string) (*lora.Adapter, error) // nil: requests with adapters are refused
 	max     int
 	byPath  map[string]*loraEntry
+	ids     map[int]string  // lora_int_id → path, as requests and add_lora named them
+	pinned  map[string]bool // paths pin_lora keeps loaded
 	tick    uint64
 	log     *slog.Logger
 	refused string
@@ -38,7 +41,8 @@ type loraEntry struct {
 }
 
 func newLoras(cfg Config, be any, log *slog.Logger) *loras {
-	c := &loras{max: cmpOr(cfg.MaxLoRAs, DefaultMaxLoRAs), byPath: map[string]*loraEntry{}, log: log}
+	c := &loras{max: cmpOr(cfg.MaxLoRAs, DefaultMaxLoRAs), byPath: map[string]*loraEntry{}, ids: map[int]string{},
+		pinned: map[string]bool{}, log: log}
 	switch {
 	case cfg.LoadLoRA != nil:
 		c.load = cfg.LoadLoRA
@@ -97,20 +101,112 @@ func (c *loras) resolve(reqs []wire.LoRARequest) ([]lora.Use, error) {
 			c.evict()
 		}
 		e.lastUsed = c.tick
+		if r.ID > 0 {
+			c.ids[r.ID] = r.Path
+		}
 		uses = append(uses, lora.Use{Adapter: e.a, Scale: float32(r.Scale)})
 	}
 	return uses, nil
 }
 
-// evict drops the least recently used adapters past max.
+// evict drops the least recently used adapters past max, never a
+// pinned one.
 func (c *loras) evict() {
 	for len(c.byPath) > c.max {
 		oldest, at := "", uint64(math.MaxUint64)
 		for p, e := range c.byPath {
-			if e.lastUsed < at {
+			if e.lastUsed < at && !c.pinned[p] {
 				oldest, at = p, e.lastUsed
 			}
 		}
+		if oldest == "" {
+			return // all pinned
+		}
 		delete(c.byPath, oldest)
 	}
+}
+
+// The LoRA utilities, vLLM's EngineCore methods of the same names (a
+// vLLM frontend calls them; Tandem's frontends name adapters per
+// request): add_lora [lora] loads an adapter ahead of its requests, where
+// lora is vLLM's LoRARequest array [lora_name, lora_int_id, lora_path,
+// …] or wire.LoRARequest's map; list_loras [] lists the ids of the
+// adapters loaded; remove_lora [id] and pin_lora [id] drop one or keep
+// it loaded past --max-cpu-loras. Each answers true when it did.
+func (c *loras) call(method string, args []any) (any, error) {
+	switch method {
+	case "add_lora":
+		if len(args) != 1 {
+			return nil, fmt.Errorf("add_lora takes one LoRA request")
+		}
+		r, err := loraArg(args[0])
+		if err != nil {
+			return nil, fmt.Errorf("add_lora: %w", err)
+		}
+		if _, err := c.resolve([]wire.LoRARequest{r}); err != nil {
+			return nil, err
+		}
+		return true, nil
+	case "list_loras":
+		ids := []int{}
+		for id, p := range c.ids {
+			if c.byPath[p] != nil {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		return ids, nil
+	case "remove_lora", "pin_lora":
+		id, ok := 0, len(args) == 1
+		if ok {
+			id, ok = intArg(args[0])
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s takes one adapter id", method)
+		}
+		p, known := c.ids[id]
+		if !known || c.byPath[p] == nil {
+			return false, nil
+		}
+		if method == "pin_lora" {
+			c.pinned[p] = true
+		} else {
+			delete(c.byPath, p)
+			delete(c.pinned, p)
+		}
+		return true, nil
+	}
+	return nil, fmt.Errorf("unknown utility method %q", method)
+}
+
+// loraArg reads one adapter of a utility call: vLLM's LoRARequest array
+// or wire.LoRARequest's map (scale 1 unless given).
+func loraArg(a any) (wire.LoRARequest, error) {
+	r := wire.LoRARequest{Scale: 1}
+	var ok bool
+	switch v := a.(type) {
+	case []any:
+		if len(v) < 3 {
+			return r, fmt.Errorf("a LoRA request [lora_name, lora_int_id, lora_path, …] of %d fields", len(v))
+		}
+		r.Name, ok = v[0].(string)
+		if ok {
+			r.ID, ok = intArg(v[1])
+		}
+		if ok {
+			r.Path, ok = v[2].(string)
+		}
+	case map[string]any:
+		r.Name, ok = v["lora_name"].(string)
+		if ok {
+			r.ID, ok = intArg(v["lora_int_id"])
+		}
+		if ok {
+			r.Path, ok = v["lora_path"].(string)
+		}
+	}
+	if !ok || r.ID < 1 || r.Path == "" {
+		return r, fmt.Errorf("want a LoRA request with lora_name, lora_int_id ≥ 1 and lora_path, got %v", a)
+	}
+	return r, nil
 }

@@ -241,6 +241,8 @@ func (g *Gate) readyResponse() *vllm.EngineCoreReadyResponse {
 		KVCacheSizeTokens:         &tokens,
 		KVCacheMaxConcurrency:     &conc,
 		EnableSleepMode:           true, // sleep, wake_up, is_sleeping: the engine core's (docs/api.md#sleep-mode)
+		SupportsLoRA:              r.MaxLoRAs > 0,
+		MaxLoRAs:                  int64(r.MaxLoRAs),
 	}
 }
 

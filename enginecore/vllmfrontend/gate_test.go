@@ -181,10 +181,8 @@ func TestGateUtilities(t *testing.T) {
 		failure string
 	}{
 		{"get_supported_tasks", nil, []any{"generate"}, ""},
-		{"list_loras", nil, []any{}, ""},
 		{"reset_mm_cache", nil, nil, ""},
 		{"pause_scheduler", nil, nil, "Call to pause_scheduler method failed: this engine core cannot pause its scheduler"},
-		{"add_lora", nil, nil, "Call to add_lora method failed: this engine core does not support LoRA (supports_lora is false)"},
 		{"no_such_method", nil, nil, `Call to no_such_method method failed: this engine core has no method "no_such_method"`},
 	}
 	g := serving(t)
@@ -220,6 +218,15 @@ func TestGateUtilities(t *testing.T) {
 		f, _ := vllm.EncodeUtility(&vllm.UtilityRequest{ClientIndex: 0, CallID: 78, Method: "sleep", Args: []byte{0x92, 0x02, 0xa4, 'w', 'a', 'i', 't'}})
 		u, ok := toEngine(t, g.Input(0, f)).(*wire.Utility)
 		if !ok || u.Method != "sleep" || !cmp.Equal(u.Args, []any{int64(2), "wait"}) {
+			t.Fatalf("UTILITY to the engine: %+v", u)
+		}
+	})
+	t.Run("add_lora forwarded with vLLM's LoRARequest", func(t *testing.T) {
+		// [["sql", 1, "/a/sql"]]: the array_like LoRARequest, defaults omitted
+		args := []byte{0x91, 0x93, 0xa3, 's', 'q', 'l', 0x01, 0xa6, '/', 'a', '/', 's', 'q', 'l'}
+		f, _ := vllm.EncodeUtility(&vllm.UtilityRequest{ClientIndex: 0, CallID: 79, Method: "add_lora", Args: args})
+		u, ok := toEngine(t, g.Input(0, f)).(*wire.Utility)
+		if !ok || u.Method != "add_lora" || !cmp.Equal(u.Args, []any{[]any{"sql", int64(1), "/a/sql"}}) {
 			t.Fatalf("UTILITY to the engine: %+v", u)
 		}
 	})

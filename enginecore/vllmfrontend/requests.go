@@ -92,7 +92,6 @@ var (
 	localResults = map[string]any{
 		"get_supported_tasks": []string{"generate"},
 		"is_scheduler_paused": false, // it cannot pause
-		"list_loras":          []int{},
 		// A text-only vLLM engine answers None too: there is no
 		// multi-modal or encoder cache to clear.
 		"reset_mm_cache":      nil,
@@ -103,9 +102,6 @@ var (
 		"pause_scheduler":           "this engine core cannot pause its scheduler",
 		"pause_generation":          "this engine core cannot pause its scheduler",
 		"resume_scheduler":          "this engine core cannot pause its scheduler",
-		"add_lora":                  "this engine core does not support LoRA (supports_lora is false)",
-		"remove_lora":               "this engine core does not support LoRA (supports_lora is false)",
-		"pin_lora":                  "this engine core does not support LoRA (supports_lora is false)",
 		"profile":                   "this engine core has no profiler",
 		"collective_rpc":            "this engine core has no workers to call",
 		"execute_dummy_batch":       "this engine core runs no dummy batches",
@@ -118,7 +114,8 @@ var (
 		"take_draft_weight_updates": "this engine core has no draft model",
 	}
 	// forwarded are answered by the engine core under the same name.
-	forwarded = []string{"reset_prefix_cache", "sleep", "wake_up", "is_sleeping", "release_kv_cache_memory"}
+	forwarded = []string{"reset_prefix_cache", "sleep", "wake_up", "is_sleeping", "release_kv_cache_memory",
+		"add_lora", "remove_lora", "pin_lora", "list_loras"}
 )
 
 func (g *Gate) utility(client int, u *vllm.UtilityRequest) []Send {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/vllm"
@@ -289,20 +290,61 @@ func TestToTandemSkipReadingPrefixCache(t *testing.T) {
 	}
 }
 
-// TestFromTandemRefusesPoolingAndLoRA: an embedding or a LoRA request
-// would run on vLLM's engine as a plain generation if the fields were
-// dropped, so they are refused.
+// TestFromTandemRefusesPoolingAndLoRA: an embedding, or adapters vLLM
+// cannot apply (two at once, or a scale), would run on vLLM's engine as
+// something else if dropped, so they are refused.
 func TestFromTandemRefusesPoolingAndLoRA(t *testing.T) {
+	lora := func(ls ...wire.LoRARequest) wire.EngineCoreRequest {
+		return wire.EngineCoreRequest{RequestID: "l", SamplingParams: wire.DefaultSamplingParams(), LoRA: ls}
+	}
+	a := wire.LoRARequest{Name: "a", ID: 1, Path: "a.gguf", Scale: 1}
 	tests := []struct {
 		name string
 		req  wire.EngineCoreRequest
 	}{
 		{"pooling", wire.EngineCoreRequest{RequestID: "e", SamplingParams: wire.DefaultSamplingParams(), Pooling: &wire.PoolingParams{}}},
-		{"lora", wire.EngineCoreRequest{RequestID: "l", SamplingParams: wire.DefaultSamplingParams(), LoRA: []wire.LoRARequest{{Name: "a", ID: 1, Path: "a.gguf", Scale: 1}}}},
+		{"two adapters", lora(a, wire.LoRARequest{Name: "b", ID: 2, Path: "b", Scale: 1})},
+		{"a scale", lora(wire.LoRARequest{Name: "a", ID: 1, Path: "a.gguf", Scale: 0.5})},
 	}
 	for _, tt := range tests {
 		if _, err := vllm.FromTandemRequest(&tt.req, 0, 0); !errors.Is(err, vllm.ErrUntranslatable) {
 			t.Errorf("%s: err %v, want ErrUntranslatable", tt.name, err)
+		}
+	}
+}
+
+// TestLoRARequestBothWays: one adapter at scale 1 crosses to vLLM's
+// LoRARequest and back; vLLM's with its defaults written, or a
+// load_inplace, read as vLLM writes them.
+func TestLoRARequestBothWays(t *testing.T) {
+	a := wire.LoRARequest{Name: "sql", ID: 3, Path: "/a/sql", Scale: 1}
+	in := wire.EngineCoreRequest{RequestID: "l", PromptTokenIDs: []int32{1}, SamplingParams: wire.DefaultSamplingParams(), LoRA: []wire.LoRARequest{a}}
+	v, err := vllm.FromTandemRequest(&in, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := vllm.ToTandemRequest(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]wire.LoRARequest{a}, back.LoRA); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct {
+		name    string
+		fields  []any
+		wantErr error
+	}{
+		{"every field", []any{"sql", 3, "/a/sql", nil, false, false}, nil},
+		{"load_inplace", []any{"sql", 3, "/a/sql", nil, true}, vllm.ErrUntranslatable},
+		{"no path", []any{"sql", 3}, vllm.ErrMalformed},
+		{"id 0", []any{"sql", 0, "/a/sql"}, vllm.ErrMalformed},
+		{"not an array", []any{}, vllm.ErrMalformed},
+	} {
+		v.LoRARequest = mp(t, func(e *msgpack.Encoder) error { return e.Encode(tt.fields) })
+		got, err := vllm.ToTandemRequest(v)
+		if !errors.Is(err, tt.wantErr) || (err == nil && (len(got.LoRA) != 1 || got.LoRA[0] != a)) {
+			t.Errorf("%s: %v, %+v", tt.name, err, got)
 		}
 	}
 }

@@ -59,11 +59,12 @@ func ptrInt64ToInt(p *int64) *int {
 // tags before a constraint (ReasoningEnd) are vLLM's reasoning_ended
 // false: vLLM's engine finds the end with its own --reasoning-parser.
 func FromTandemRequest(r *wire.EngineCoreRequest, clientIndex, currentWave int64) (*EngineCoreRequest, error) {
-	switch {
-	case r.Pooling != nil: // vLLM pools with its own PoolingParams struct and a pooling runner
+	if r.Pooling != nil { // vLLM pools with its own PoolingParams struct and a pooling runner
 		return nil, untranslatable("pooling_params")
-	case len(r.LoRA) > 0: // vLLM's LoRARequest names a PEFT directory its engine must know
-		return nil, untranslatable("lora_requests")
+	}
+	lora, err := loraToVLLM(r.LoRA)
+	if err != nil {
+		return nil, err
 	}
 	sp, err := FromTandemSamplingParams(&r.SamplingParams)
 	if err != nil {
@@ -86,6 +87,7 @@ func FromTandemRequest(r *wire.EngineCoreRequest, clientIndex, currentWave int64
 		Priority:         int64(r.Priority),
 		ExternalReqID:    optS(r.ExternalReqID),
 		SessionID:        optS(r.SessionID),
+		LoRARequest:      lora,
 	}, nil
 }
 
@@ -171,8 +173,9 @@ func FromTandemSamplingParams(t *wire.SamplingParams) (*SamplingParams, error) {
 // reasoning parser to find the end of the thinking with (a Tandem
 // frontend names the tags in _tandem_reasoning_*), so a vLLM frontend's
 // constrained request is constrained from its first token.
+// lora_request becomes the request's one adapter at scale 1.
 // Fields that change what the engine computes and that Tandem lacks
-// (mm_features, pooling_params, lora_request, prompt_embeds,
+// (mm_features, pooling_params, prompt_embeds,
 // prompt_is_token_ids, abort_immediately, kv_hints; in SamplingParams
 // watermarking, prompt_logprob_token_ids/start, _bad_words_token_ids,
 // thinking_token_budget, repetition_detection, routed_experts_prompt_start,
@@ -185,7 +188,7 @@ func ToTandemRequest(r *EngineCoreRequest) (*wire.EngineCoreRequest, error) {
 		name string
 		set  bool
 	}{{"mm_features", !r.MMFeatures.IsNil()}, {"pooling_params", !r.PoolingParams.IsNil()},
-		{"lora_request", !r.LoRARequest.IsNil()}, {"prompt_embeds", r.PromptEmbeds != nil},
+		{"prompt_embeds", r.PromptEmbeds != nil},
 		{"prompt_is_token_ids", r.PromptIsTokenIDs != nil}, {"abort_immediately", r.AbortImmediately},
 		{"kv_hints", !r.KVHints.IsNil()}, {"sampling_params (None)", r.SamplingParams == nil}} {
 		if f.set {
@@ -195,6 +198,14 @@ func ToTandemRequest(r *EngineCoreRequest) (*wire.EngineCoreRequest, error) {
 	sp, err := ToTandemSamplingParams(r.SamplingParams)
 	if err != nil {
 		return nil, err
+	}
+	l, err := decodeLoRARequest(r.LoRARequest)
+	if err != nil {
+		return nil, err
+	}
+	var lora []wire.LoRARequest
+	if l != nil {
+		lora = []wire.LoRARequest{{Name: l.Name, ID: int(l.IntID), Path: l.Path, Scale: 1}}
 	}
 	var dpRank *int
 	if r.DataParallelRank != nil {
@@ -210,6 +221,7 @@ func ToTandemRequest(r *EngineCoreRequest) (*wire.EngineCoreRequest, error) {
 		Priority:         int(r.Priority),
 		ExternalReqID:    deref(r.ExternalReqID),
 		SessionID:        deref(r.SessionID),
+		LoRA:             lora,
 	}, nil
 }
 

@@ -312,3 +312,126 @@ def test_tandem_frontend_routes_sessions_over_two_vllm_ranks(tiny_model):
     finally:
         front.stop()
         engines.stop()
+
+
+def write_peft(d: Path, hidden: int, q_out: int, kv_out: int, layers: int, std: float, seed: int) -> Path:
+    """A PEFT LoRA directory (adapter_config.json, adapter_model.safetensors):
+    q_proj and v_proj of every layer, rank 8, alpha 16, random weights (no
+    Hugging Face adapter can be fetched here). Both vLLM and Tandem load it."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for layer in range(layers):
+        for mod, out in (("q_proj", q_out), ("v_proj", kv_out)):
+            name = f"base_model.model.model.layers.{layer}.self_attn.{mod}"
+            tensors[f"{name}.lora_A.weight"] = (rng.standard_normal((8, hidden)) / np.sqrt(hidden)).astype(np.float32)
+            tensors[f"{name}.lora_B.weight"] = (rng.standard_normal((out, 8)) * std).astype(np.float32)
+    d.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(d / "adapter_model.safetensors"))
+    (d / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
+        "bias": "none", "task_type": "CAUSAL_LM", "base_model_name_or_path": "tiny"}))
+    return d
+
+
+def test_vllm_frontend_applies_lora_on_tandem_engine(tiny_model, tmp_path):
+    """vLLM's API server with --enable-lora --lora-modules in front of a
+    Tandem engine: vLLM's frontend loads the adapter with the engine's
+    add_lora utility and names it in each request's lora_request; the Tandem
+    engine applies it, so the answer equals `tandem serve`'s with the same
+    module, and differs from the base model's."""
+    import gguf
+
+    r = gguf.GGUFReader(MODEL)
+    kv = lambda k: int(r.fields[f"llama.{k}"].contents())  # noqa: E731
+    hidden, heads, kv_heads = kv("embedding_length"), kv("attention.head_count"), kv("attention.head_count_kv")
+    adapter = write_peft(tmp_path / "sql-lora", hidden, hidden, kv_heads * hidden // heads, kv("block_count"), 0.02, 1)
+    rpc, http, ref_http = free_port(), free_port(), free_port()
+    engine = Proc("tandem-engine-lora", [
+        TANDEM, "engine", MODEL, "--protocol", "vllm", "--data-parallel-size", "1",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc), "--max-model-len", "1024"])
+    front = Proc("vllm-api-server-lora", [
+        VLLM, "serve", str(tiny_model), "--served-model-name", "tiny", "--data-parallel-size", "1",
+        "--data-parallel-size-local", "0", "--data-parallel-address", "127.0.0.1",
+        "--data-parallel-rpc-port", str(rpc), "--host", "127.0.0.1", "--port", str(http),
+        "--max-model-len", "1024", "--dtype", "float32",
+        "--enable-lora", "--lora-modules", f"sql={adapter}", "--max-lora-rank", "8"], VLLM_ENV)
+    ref = Proc("tandem-serve-lora", [TANDEM, "serve", MODEL, "--served-model-name", "tiny", "--host", "127.0.0.1",
+                                     "--port", str(ref_http), "--max-model-len", "1024", "--lora-modules", f"sql={adapter}"])
+    base, ref_base = f"http://127.0.0.1:{http}", f"http://127.0.0.1:{ref_http}"
+    try:
+        wait_http(f"{base}/health", [engine, front])
+        wait_http(f"{ref_base}/health", [ref])
+        models = requests.get(f"{base}/v1/models", timeout=10).json()["data"]
+        assert [m["id"] for m in models] == ["tiny", "sql"], models
+        user = [{"role": "user", "content": "What is the capital of France?"}]
+        got = chat(base, user, model="sql", max_tokens=16, temperature=0)
+        want = chat(ref_base, user, model="sql", max_tokens=16, temperature=0)
+        plain = chat(base, user, max_tokens=16, temperature=0)
+        text = lambda r: r["choices"][0]["message"]["content"]  # noqa: E731
+        assert text(got) == text(want), (got, want)
+        assert text(got) != text(plain), (got, plain)
+    finally:
+        for p in (front, engine, ref):
+            p.stop()
+
+
+def test_tandem_frontend_applies_lora_on_vllm_engine(tiny_model, tmp_path):
+    """Tandem's frontend with --lora-modules in front of a vLLM headless
+    engine started with --enable-lora: the request naming the module reaches
+    vLLM's engine as its LoRARequest, which loads the PEFT directory and
+    applies it (other logprobs than the base model's, the same on a second
+    request). vLLM's dummy weights (uniform ±1e-3) give every token the same
+    logit whatever an adapter does, so this model has normal random weights
+    in a checkpoint of its own."""
+    import shutil
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    model = tmp_path / "tiny-weights"
+    shutil.copytree(tiny_model, model)
+    cfg = json.loads((model / "config.json").read_text())
+    h, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    q, kv = cfg["num_attention_heads"] * cfg["head_dim"], cfg["num_key_value_heads"] * cfg["head_dim"]
+    rng = np.random.default_rng(3)
+    w = {"model.embed_tokens.weight": rng.standard_normal((v, h)), "model.norm.weight": np.ones(h)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        for name, shape in (("self_attn.q_proj", (q, h)), ("self_attn.k_proj", (kv, h)), ("self_attn.v_proj", (kv, h)),
+                            ("self_attn.o_proj", (h, q)), ("mlp.gate_proj", (f, h)), ("mlp.up_proj", (f, h)),
+                            ("mlp.down_proj", (h, f))):
+            w[p + name + ".weight"] = rng.standard_normal(shape) / np.sqrt(shape[1])
+        w[p + "input_layernorm.weight"], w[p + "post_attention_layernorm.weight"] = np.ones(h), np.ones(h)
+    save_file({k: a.astype(np.float32) for k, a in w.items()}, str(model / "model.safetensors"))
+    adapter = write_peft(tmp_path / "tiny-lora", h, q, kv, cfg["num_hidden_layers"], 0.5, 2)
+    rpc, http = free_port(), free_port()
+    engine = Proc("vllm-headless-engine-lora", [
+        VLLM, "serve", str(model), "--headless", "--data-parallel-size", "1",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc),
+        "--skip-tokenizer-init", "--max-model-len", "1024",
+        "--block-size", "32", "--dtype", "float32", "--max-num-seqs", "8",
+        "--enable-lora", "--max-lora-rank", "8"], VLLM_ENV)
+    front = Proc("tandem-frontend-lora", [
+        TANDEM, "frontend", "--engine-protocol", "vllm", "--model", MODEL, "--served-model-name", "tiny",
+        "--data-parallel-size", "1", "--data-parallel-address", "127.0.0.1",
+        "--data-parallel-rpc-port", str(rpc), "--host", "127.0.0.1", "--port", str(http),
+        "--lora-modules", f"tiny-lora={adapter}"])
+    base = f"http://127.0.0.1:{http}"
+    try:
+        wait_http(f"{base}/health", [engine, front])
+        user = [{"role": "user", "content": "Tell me about the sea."}]
+        toks = lambda r: r["choices"][0]["message"]["content"]  # noqa: E731
+        lp = dict(max_tokens=12, ignore_eos=True, temperature=0, logprobs=True, top_logprobs=3)
+        a = chat(base, user, model="tiny-lora", **lp)
+        b = chat(base, user, model="tiny-lora", **lp)
+        plain = chat(base, user, **lp)
+        first = lambda r: [t["logprob"] for t in r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]  # noqa: E731
+        assert a["usage"]["completion_tokens"] == 12, a
+        assert toks(a) == toks(b) and first(a) == first(b), (a, b)
+        assert first(a) != first(plain), (first(a), first(plain))
+    finally:
+        front.stop()
+        engine.stop()
