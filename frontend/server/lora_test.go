@@ -69,6 +69,9 @@ func TestLoRARequests(t *testing.T) {
 		{"a body that is not a list", "POST", "/lora-adapters", `{"id":1}`, 400, nil},
 		{"an id out of range", "POST", "/lora-adapters", `[{"id":5,"scale":1}]`, 400, nil},
 		{"an unknown model is still a 404", "POST", "/v1/completions", `{"model":"nosuch","prompt":"hi"}`, 404, nil},
+		{"Ollama's chat by the module's name", "POST", "/api/chat", `{"model":"sql:latest","messages":[{"role":"user","content":"hi"}],"stream":false}`, 200, []wire.LoRARequest{sql(1)}},
+		{"Ollama's generate with the served model: the global scales", "POST", "/api/generate", `{"model":"dummy","prompt":"hi","stream":false}`, 200, []wire.LoRARequest{sql(0.25)}},
+		{"Ollama: an unknown model", "POST", "/api/chat", `{"model":"nosuch","messages":[{"role":"user","content":"hi"}]}`, 404, nil},
 	}
 	for _, s := range steps {
 		n := len(f.requests())
@@ -110,6 +113,9 @@ func TestLoRARequests(t *testing.T) {
 	}
 	if code, body := do(t, ts, "GET", "/v1/models/sql", "", nil); code != 200 || !strings.Contains(body, `"parent":"dummy"`) {
 		t.Errorf("GET /v1/models/sql: %d %s", code, body)
+	}
+	if code, body := do(t, ts, "GET", "/api/tags", "", nil); code != 200 || !strings.Contains(body, `"name":"sql"`) {
+		t.Errorf("Ollama's /api/tags does not list the module: %d %s", code, body)
 	}
 }
 

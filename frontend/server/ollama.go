@@ -67,12 +67,23 @@ func (s *Server) checkOllamaModel(name string) *openai.Error {
 	if name == "" {
 		return openai.BadRequest("model", "model is required")
 	}
-	if s.cfg.AcceptAnyModel || s.isModelName(name) || s.isModelName(strings.TrimSuffix(name, ":latest")) {
+	if s.cfg.AcceptAnyModel || s.isModelName(name) || s.isModelName(strings.TrimSuffix(name, ":latest")) || s.ollamaModule(name) != "" {
 		return nil
 	}
 	e := openai.ModelNotFound(name)
 	e.Message = "model '" + name + "' not found"
 	return e
+}
+
+// ollamaModule is the LoRA module an Ollama model name names (with or
+// without ":latest"), "" for none: the request then applies it.
+func (s *Server) ollamaModule(name string) string {
+	for _, n := range []string{name, strings.TrimSuffix(name, ":latest")} {
+		if _, ok := s.loras.module(n); ok {
+			return n
+		}
+	}
+	return ""
 }
 
 // ollamaChat serves POST /api/chat.
@@ -159,6 +170,7 @@ func (s *Server) ollamaRun(c echo.Context, run ollamaRun) error {
 	if e := chat.Validate(); e != nil {
 		return writeError(c, e)
 	}
+	chat.Params.Model = s.ollamaModule(run.model) // a LoRA module's name applies it; the served model's none
 	cm, e := s.resolveCommon(c, &chat.Params)
 	if e != nil {
 		return writeError(c, e)
@@ -407,7 +419,13 @@ func (s *Server) ollamaModelEntry() ollama.ListModel {
 
 // ollamaTags serves GET /api/tags: the served model.
 func (s *Server) ollamaTags(c echo.Context) error {
-	return c.JSON(http.StatusOK, ollama.ListResponse{Models: []ollama.ListModel{s.ollamaModelEntry()}})
+	models := []ollama.ListModel{s.ollamaModelEntry()}
+	for _, card := range s.loraCards() { // LoRA modules: models of their own, as on /v1/models
+		m := s.ollamaModelEntry()
+		m.Name, m.Model = card.ID, card.ID
+		models = append(models, m)
+	}
+	return c.JSON(http.StatusOK, ollama.ListResponse{Models: models})
 }
 
 // ollamaPS serves GET /api/ps: the served model, loaded while an engine

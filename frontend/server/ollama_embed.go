@@ -30,7 +30,7 @@ func (s *Server) ollamaEmbed(c echo.Context) error {
 	if req.Dimensions < 0 {
 		return writeError(c, openai.BadRequest("dimensions", "dimensions must be positive, got %d", req.Dimensions))
 	}
-	var p openai.Params
+	p := openai.Params{Model: s.ollamaModule(req.Model)}
 	if req.Truncate == nil || *req.Truncate {
 		k, right := s.cfg.MaxModelLen, "right"
 		p.TruncatePromptTokens, p.TruncationSide = &k, &right // Ollama keeps the start
@@ -56,7 +56,7 @@ func (s *Server) ollamaLegacyEmbeddings(c echo.Context) error {
 	if req.Prompt == "" {
 		return c.JSON(http.StatusOK, ollama.EmbeddingsResponse{Embedding: []float32{}})
 	}
-	var p openai.Params
+	p := openai.Params{Model: s.ollamaModule(req.Model)}
 	vecs, _, e := s.ollamaEmbeddings(c, &p, []string{req.Prompt}, &wire.PoolingParams{})
 	if e != nil {
 		return writeError(c, e)
