@@ -25,17 +25,16 @@ func (b *Backend) LoadLoRA(path string, maxRank int) (*lora.Adapter, error) {
 var loraLayerName = regexp.MustCompile(`^blk\.(\d+)\.([a-z_]+)\.weight$`)
 
 // loraShape is lora.Base.Shape: the [In, Out] of a matrix this backend
-// adapts. A tied LM head is token_embd (llama.cpp adapts it under that
-// name only), and a mixture's experts are not adapted.
+// adapts. The LM head is adapted as output.weight even when the model
+// ties it to token_embd (a PEFT adapter's lm_head: its update goes to the
+// logits, not to the embedding), and a mixture's experts are not adapted.
 func (b *Backend) loraShape(name string) (in, out int, ok bool) {
 	var t *model.Tensor
 	switch name {
 	case "token_embd.weight":
 		t = b.w.TokenEmbed
 	case "output.weight":
-		if b.w.Output != b.w.TokenEmbed {
-			t = b.w.Output
-		}
+		t = b.w.Output
 	default:
 		m := loraLayerName.FindStringSubmatch(name)
 		if m == nil {

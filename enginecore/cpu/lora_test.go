@@ -155,3 +155,38 @@ func TestLoRARefusesAnotherModel(t *testing.T) {
 		t.Fatal("an adapter for another architecture was applied")
 	}
 }
+
+// TestLoRATiedLMHead: on a model whose LM head is its token embedding,
+// an adapter of output.weight changes the logits only: the same as a
+// model whose head is the embedding plus the update, its embedding
+// untouched.
+func TestLoRATiedLMHead(t *testing.T) {
+	cfg, w0 := dummy()
+	w := *w0
+	w.Output = w.TokenEmbed // tied
+	h := newHarness(t, cfg, &w, 1, 16, 16, 0)
+	var buf bytes.Buffer
+	if err := lora.Random(&buf, lora.Spec{Arch: cfg.Arch, Rank: 4, Shapes: map[string][2]int{"output.weight": {cfg.Dim, cfg.VocabSize}}, Std: 0.2, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "head.gguf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.be.LoadLoRA(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := newHarness(t, cfg, merged(t, &w, a, 1), 1, 16, 16, 0) // merged unties: Output gets the update
+	toks := prompt(9, 4)
+	var s1, s2 seqState
+	var step runner.Step
+	h.add(&step, &s1, toks, true)
+	step.Seqs[0].LoRA = []lora.Use{{Adapter: a, Scale: 1}}
+	got, want := h.forward(&step)[0], ref.feed(&s2, toks)
+	for j := range want {
+		if d := math.Abs(float64(got[j] - want[j])); d > 1e-4 {
+			t.Fatalf("logit %d: %v, merged head %v", j, got[j], want[j])
+		}
+	}
+}
