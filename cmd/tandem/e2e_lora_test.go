@@ -215,3 +215,19 @@ func TestServeLoRARefusesBadFiles(t *testing.T) {
 		t.Errorf("an adapter of rank 8 under --max-lora-rank 4: %d %v", code, resp)
 	}
 }
+
+// TestLoRAClients runs scripts/sdktests/test_lora.py: the OpenAI Python
+// SDK and LangChain's ChatOpenAI naming a LoRA module served by
+// --lora-modules, and llama-server's per-request lora list through the
+// SDK's extra_body, against the dummy model with a random adapter.
+func TestLoRAClients(t *testing.T) {
+	py := pythonWith(t, "langchain_openai", "langchain-openai")
+	adapter := filepath.Join(t.TempDir(), "tuned.gguf")
+	writeDummyAdapter(t, adapter, 6)
+	port := freePort(t)
+	p := startProc(t, "serve", "--model", "dummy", "--port", strconv.Itoa(port), "--max-model-len", "1024",
+		"--kv-cache-memory", "16Mi", "--threads", "1", "--lora-modules", "tuned="+adapter, "--lora", adapter, "--lora-init-without-apply")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, p)
+	runSDKScript(t, py, "test_lora.py", base, "dummy", "tuned")
+}
