@@ -118,9 +118,7 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	q, k, v := b.q[:numTok*b.qDim], b.k[:numTok*b.kvDim], b.v[:numTok*b.kvDim]
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: q, m: m.wq}, matmulOp{out: k, m: m.wk}, matmulOp{out: v, m: m.wv})
 	if b.lora {
-		b.loraLayer(step, l, lora.Q, b.xb, q)
-		b.loraLayer(step, l, lora.K, b.xb, k)
-		b.loraLayer(step, l, lora.V, b.xb, v)
+		b.loraLayer(l, b.xb, loraOut{lora.Q, q}, loraOut{lora.K, k}, loraOut{lora.V, v})
 	}
 	b.perToken(stageRoPEKV, l, step)
 	b.attn.layer, b.attn.step = l, step
@@ -131,7 +129,7 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	b.attn.step = nil
 	b.matmul(b.att[:numTok*b.qDim], numTok, matmulOp{out: b.xb2, m: m.wo})
 	if b.lora {
-		b.loraLayer(step, l, lora.O, b.att, b.xb2)
+		b.loraLayer(l, b.att, loraOut{lora.O, b.xb2})
 	}
 
 	// MLP: (post-norm,) residual, norm, gate and up, SwiGLU or GeGLU,
@@ -144,13 +142,12 @@ func (b *Backend) layer(l int, step *runner.Step) {
 	}
 	b.matmul(b.xb[:numTok*dim], numTok, matmulOp{out: b.hb, m: m.w1}, matmulOp{out: b.hb2, m: m.w3})
 	if b.lora {
-		b.loraLayer(step, l, lora.Gate, b.xb, b.hb)
-		b.loraLayer(step, l, lora.Up, b.xb, b.hb2)
+		b.loraLayer(l, b.xb, loraOut{lora.Gate, b.hb}, loraOut{lora.Up, b.hb2})
 	}
 	b.perToken(stageGate, l, step)
 	b.matmul(b.hb[:numTok*f], numTok, matmulOp{out: b.xb2, m: m.w2})
 	if b.lora {
-		b.loraLayer(step, l, lora.Down, b.hb, b.xb2)
+		b.loraLayer(l, b.hb, loraOut{lora.Down, b.xb2})
 	}
 	b.perToken(stageAdd, l, step)
 }

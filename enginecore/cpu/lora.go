@@ -106,7 +106,11 @@ func (b *Backend) checkLoRA(step *runner.Step) error {
 				g = len(b.loraGroups) - 1
 			}
 			gr := &b.loraGroups[g]
-			gr.spans = append(gr.spans, loraSpan{s.Start, s.Start + s.Len, u.Scale})
+			if k := len(gr.spans) - 1; k >= 0 && gr.spans[k].to == s.Start && gr.spans[k].scale == u.Scale {
+				gr.spans[k].to += s.Len // the next request's tokens, at the same scale: one span
+			} else {
+				gr.spans = append(gr.spans, loraSpan{s.Start, s.Start + s.Len, u.Scale})
+			}
 			gr.n += s.Len
 		}
 	}
@@ -149,48 +153,82 @@ func packLoRA(a *lora.Adapter) error {
 	return nil
 }
 
-// loraLayer adds the step's adapters' update of layer l's matrix t to out
-// ([T][Out]) from its input x ([T][In]).
-func (b *Backend) loraLayer(step *runner.Step, l int, t lora.Target, x, out []float32) {
+// loraOut is one matrix a LoRA step updates: its target and output
+// ([T][Out]).
+type loraOut struct {
+	t   lora.Target
+	out []float32
+}
+
+// loraLayer adds the step's adapters' updates of layer l's matrices outs
+// (up to three with the same input x, [T][In]: Q, K, V or gate, up).
+func (b *Backend) loraLayer(l int, x []float32, outs ...loraOut) {
+	var pairs [3]*lora.Pair
+	var dst [3][]float32
 	for gi := range b.loraGroups {
 		g := &b.loraGroups[gi]
-		if p := g.a.Layers[l][t]; p != nil {
-			b.loraRows(g, p, x, out)
+		n := 0
+		for _, o := range outs {
+			if p := g.a.Layers[l][o.t]; p != nil {
+				pairs[n], dst[n] = p, o.out
+				n++
+			}
+		}
+		if n > 0 {
+			b.loraRows(g, pairs[:n], x, dst[:n])
 		}
 	}
 }
 
-// loraRows applies pair p to group g's tokens t_i: their inputs gathered
-// into xg ([n][In]), ax = xg·Aᵀ ([n][R]) scaled per span, d = ax·Bᵀ
-// ([n][Out]), out[t_i] += d[i]: two matmuls of the kernels over all the
-// group's tokens, in parallel. Rank-R work is about R·(In+Out)/(In·Out)
-// of the base matmul's.
-func (b *Backend) loraRows(g *loraGroup, p *lora.Pair, x, out []float32) {
-	pk := p.Packed.(*loraPacked)
-	n := g.n
-	b.loraX = grown(b.loraX, n*p.In)
-	b.loraAX = grown(b.loraAX, n*p.R)
-	b.loraD = grown(b.loraD, n*p.Out)
-	xg, ax, d := b.loraX[:n*p.In], b.loraAX[:n*p.R], b.loraD[:n*p.Out]
-	i := 0
-	for _, sp := range g.spans {
-		copy(xg[i*p.In:], x[sp.from*p.In:sp.to*p.In])
-		i += sp.to - sp.from
-	}
-	b.matmul(xg, n, matmulOp{out: ax, m: pk.a})
-	i = 0
-	for _, sp := range g.spans {
-		if sc := g.a.Scale(p, sp.scale); sc != 1 {
-			scaleVec(ax[i*p.R:(i+sp.to-sp.from)*p.R], sc)
+// loraRows applies pairs ps (same In) of group g to its tokens t_i,
+// pairs[j]'s update into outs[j]: the inputs gathered into xg ([n][In];
+// x itself when the group is one span), ax_j = xg·A_jᵀ ([n][R_j]) for
+// every pair in one parallel matmul, scaled per span, then d = ax_j·B_jᵀ
+// ([n][Out_j]) and out_j[t_i] += d[i]. Rank-R work is about
+// R·(In+Out)/(In·Out) of the base matmul's.
+func (b *Backend) loraRows(g *loraGroup, ps []*lora.Pair, x []float32, outs [][]float32) {
+	n, in := g.n, ps[0].In
+	xg := x[g.spans[0].from*in : g.spans[0].to*in]
+	if len(g.spans) > 1 {
+		b.loraX = grown(b.loraX, n*in)
+		xg = b.loraX[:n*in]
+		i := 0
+		for _, sp := range g.spans {
+			copy(xg[i*in:], x[sp.from*in:sp.to*in])
+			i += sp.to - sp.from
 		}
-		i += sp.to - sp.from
 	}
-	b.matmul(ax, n, matmulOp{out: d, m: pk.b})
-	i = 0
-	for _, sp := range g.spans {
-		rows := sp.to - sp.from
-		add(out[sp.from*p.Out:sp.to*p.Out], d[i*p.Out:(i+rows)*p.Out])
-		i += rows
+	var ops [3]matmulOp
+	var ax [3][]float32
+	need := 0
+	for _, p := range ps {
+		need += n * p.R
+	}
+	b.loraAX = grown(b.loraAX, need)
+	off := 0
+	for j, p := range ps {
+		ax[j] = b.loraAX[off : off+n*p.R]
+		off += n * p.R
+		ops[j] = matmulOp{out: ax[j], m: p.Packed.(*loraPacked).a}
+	}
+	b.matmul(xg, n, ops[:len(ps)]...)
+	for j, p := range ps {
+		i := 0
+		for _, sp := range g.spans {
+			if sc := g.a.Scale(p, sp.scale); sc != 1 {
+				scaleVec(ax[j][i*p.R:(i+sp.to-sp.from)*p.R], sc)
+			}
+			i += sp.to - sp.from
+		}
+		b.loraD = grown(b.loraD, n*p.Out)
+		d := b.loraD[:n*p.Out]
+		b.matmul(ax[j], n, matmulOp{out: d, m: p.Packed.(*loraPacked).b})
+		i = 0
+		for _, sp := range g.spans {
+			rows := sp.to - sp.from
+			add(outs[j][sp.from*p.Out:sp.to*p.Out], d[i*p.Out:(i+rows)*p.Out])
+			i += rows
+		}
 	}
 }
 
@@ -228,7 +266,7 @@ func (b *Backend) loraLogits(step *runner.Step, xl, logits []float32) {
 		for _, u := range s.LoRA {
 			if p := u.Adapter.Output; p != nil && u.Scale != 0 && n > 0 {
 				g := loraGroup{a: u.Adapter, spans: []loraSpan{{r, r + n, u.Scale}}, n: n}
-				b.loraRows(&g, p, xl, logits)
+				b.loraRows(&g, []*lora.Pair{p}, xl, [][]float32{logits})
 			}
 		}
 		r += n
