@@ -29,23 +29,25 @@ import (
 // start answers chain_evicted.
 
 // kvCopier is a Backend that can copy whole KV blocks (cpu.Backend),
-// itself or a backend it wraps (asKVCopier).
+// itself or a backend it wraps (backendAs).
 type kvCopier interface {
 	KVLayout() runner.KVLayout
 	ReadKVBlocks(ids []int32, dst []byte) error
 	WriteKVBlocks(ids []int32, src []byte) error
 }
 
-// asKVCopier finds the kvCopier in be or in the backends it wraps
-// (Unwrap() runner.Backend).
-func asKVCopier(be runner.Backend) (kvCopier, bool) {
+// backendAs finds a T (an optional capability: kvCopier, loraLoader) in
+// be or in the backends it wraps (Unwrap() runner.Backend: cmd/tandem's
+// closer).
+func backendAs[T any](be runner.Backend) (T, bool) {
 	for {
-		if c, ok := be.(kvCopier); ok {
+		if c, ok := be.(T); ok {
 			return c, true
 		}
 		u, ok := be.(interface{ Unwrap() runner.Backend })
 		if !ok {
-			return nil, false
+			var zero T
+			return zero, false
 		}
 		be = u.Unwrap()
 	}
@@ -73,7 +75,7 @@ func kvResult(code wire.KVTransferCode, format string, args ...any) map[string]a
 
 // kvReady says why the engine cannot move KV blocks now (nil: it can).
 func (e *Engine) kvReady() (kvCopier, map[string]any) {
-	c, ok := asKVCopier(e.be)
+	c, ok := backendAs[kvCopier](e.be)
 	switch {
 	case !ok:
 		return nil, kvResult(wire.KVTransferUnsupported, "this engine's device cannot copy KV blocks")

@@ -1,6 +1,7 @@
 package enginecore
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -40,34 +41,17 @@ type loraEntry struct {
 	lastUsed uint64
 }
 
-func newLoras(cfg Config, be any, log *slog.Logger) *loras {
-	c := &loras{max: cmpOr(cfg.MaxLoRAs, DefaultMaxLoRAs), byPath: map[string]*loraEntry{}, ids: map[int]string{},
-		pinned: map[string]bool{}, log: log}
-	switch {
-	case cfg.LoadLoRA != nil:
-		c.load = cfg.LoadLoRA
-	default:
-		for {
-			u, ok := be.(interface{ Unwrap() runner.Backend })
-			if _, loads := be.(loraLoader); loads || !ok {
-				break
-			}
-			be = u.Unwrap() // a shell's wrapper (cmd/tandem's closer) around the backend
-		}
-		if l, ok := be.(loraLoader); ok {
+func newLoras(cfg Config, be runner.Backend, log *slog.Logger) *loras {
+	c := &loras{max: cmp.Or(max(cfg.MaxLoRAs, 0), DefaultMaxLoRAs), byPath: map[string]*loraEntry{}, ids: map[int]string{},
+		pinned: map[string]bool{}, log: log, load: cfg.LoadLoRA}
+	if c.load == nil {
+		if l, ok := backendAs[loraLoader](be); ok {
 			c.load = func(path string) (*lora.Adapter, error) { return l.LoadLoRA(path, cfg.MaxLoRARank) }
 		} else {
 			c.refused = "this engine's device applies no LoRA adapters (the CPU backend does)"
 		}
 	}
 	return c
-}
-
-func cmpOr(a, b int) int { // cmp.Or for counts: a unless it is 0 or negative
-	if a > 0 {
-		return a
-	}
-	return b
 }
 
 // resolve loads (or finds) each adapter of reqs; an error says why the
