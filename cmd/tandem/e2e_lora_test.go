@@ -21,14 +21,8 @@ import (
 func writeDummyAdapter(t *testing.T, path string, seed uint64) {
 	t.Helper()
 	cfg, _ := model.Dummy(0)
-	q, kv := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
-	shapes := map[string][2]int{"output.weight": {cfg.Dim, cfg.VocabSize}, "token_embd.weight": {cfg.Dim, cfg.VocabSize}}
-	for l := range cfg.NumLayers {
-		for n, s := range map[string][2]int{"attn_q": {cfg.Dim, q}, "attn_k": {cfg.Dim, kv}, "attn_v": {cfg.Dim, kv}, "attn_output": {q, cfg.Dim},
-			"ffn_gate": {cfg.Dim, cfg.FFNDim}, "ffn_up": {cfg.Dim, cfg.FFNDim}, "ffn_down": {cfg.FFNDim, cfg.Dim}} {
-			shapes[fmt.Sprintf("blk.%d.%s.weight", l, n)] = s
-		}
-	}
+	shapes := lora.LayerShapes(cfg)
+	shapes["output.weight"], shapes["token_embd.weight"] = [2]int{cfg.Dim, cfg.VocabSize}, [2]int{cfg.Dim, cfg.VocabSize}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)

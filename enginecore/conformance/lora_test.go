@@ -46,15 +46,7 @@ func TestLoRAMatchesLlamaCpp(t *testing.T) {
 	prompts := runOracle(t, oracleRequest{Model: path, Tokenize: texts})[0].Tokens
 	e := openEngine(t, path, 128)
 	defer e.Close()
-	c := e.cfg
-	shapes := map[string][2]int{}
-	for l := range c.NumLayers {
-		q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
-		for n, s := range map[string][2]int{"attn_q": {c.Dim, q}, "attn_k": {c.Dim, kv}, "attn_v": {c.Dim, kv}, "attn_output": {q, c.Dim},
-			"ffn_gate": {c.Dim, c.FFNDim}, "ffn_up": {c.Dim, c.FFNDim}, "ffn_down": {c.FFNDim, c.Dim}} {
-			shapes[fmt.Sprintf("blk.%d.%s.weight", l, n)] = s
-		}
-	}
+	c, shapes := e.cfg, lora.LayerShapes(e.cfg)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name  string

@@ -2,9 +2,7 @@ package cpu
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 
 	"github.com/tandem-llm/tandem/enginecore/cpu/kernels"
 	"github.com/tandem-llm/tandem/enginecore/loader"
@@ -22,8 +20,6 @@ func (b *Backend) LoadLoRA(path string, maxRank int) (*lora.Adapter, error) {
 		PermuteQK: loader.PermutesQK(*c), Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim})
 }
 
-var loraLayerName = regexp.MustCompile(`^blk\.(\d+)\.([a-z_]+)\.weight$`)
-
 // loraShape is lora.Base.Shape: the [In, Out] of a matrix this backend
 // adapts. The LM head is adapted as output.weight even when the model
 // ties it to token_embd (a PEFT adapter's lm_head: its update goes to the
@@ -36,17 +32,13 @@ func (b *Backend) loraShape(name string) (in, out int, ok bool) {
 	case "output.weight":
 		t = b.w.Output
 	default:
-		m := loraLayerName.FindStringSubmatch(name)
-		if m == nil {
-			return 0, 0, false
-		}
-		l, err := strconv.Atoi(m[1])
-		if err != nil || l >= len(b.w.Layers) {
+		l, kind, ok := lora.LayerTensor(name)
+		if !ok || l >= len(b.w.Layers) {
 			return 0, 0, false
 		}
 		w := &b.w.Layers[l]
 		t = map[string]*model.Tensor{"attn_q": w.Wq, "attn_k": w.Wk, "attn_v": w.Wv, "attn_output": w.Wo,
-			"ffn_gate": w.W1, "ffn_up": w.W3, "ffn_down": w.W2}[m[2]]
+			"ffn_gate": w.W1, "ffn_up": w.W3, "ffn_down": w.W2}[kind]
 	}
 	if t == nil || len(t.Shape) != 2 {
 		return 0, 0, false

@@ -1,10 +1,7 @@
 package cpu
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tandem-llm/tandem/enginecore/lora"
@@ -25,26 +22,7 @@ func BenchmarkLoRA(b *testing.B) {
 				h := newHarness(b, cfg, w, 2, 256, 16, 0)
 				var uses []lora.Use
 				if rank > 0 {
-					shapes := map[string][2]int{}
-					q, kv := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
-					for l := range cfg.NumLayers {
-						for n, s := range map[string][2]int{"attn_q": {cfg.Dim, q}, "attn_k": {cfg.Dim, kv}, "attn_v": {cfg.Dim, kv}, "attn_output": {q, cfg.Dim},
-							"ffn_gate": {cfg.Dim, cfg.FFNDim}, "ffn_up": {cfg.Dim, cfg.FFNDim}, "ffn_down": {cfg.FFNDim, cfg.Dim}} {
-							shapes[fmt.Sprintf("blk.%d.%s.weight", l, n)] = s
-						}
-					}
-					var buf bytes.Buffer
-					if err := lora.Random(&buf, lora.Spec{Arch: cfg.Arch, Alpha: 32, Rank: rank, Shapes: shapes, Std: 0.01, Seed: 1}); err != nil {
-						b.Fatal(err)
-					}
-					path := filepath.Join(b.TempDir(), "a.gguf")
-					if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-						b.Fatal(err)
-					}
-					a, err := h.be.LoadLoRA(path, 0)
-					if err != nil {
-						b.Fatal(err)
-					}
+					a := loadAdapter(b, h.be, lora.Spec{Arch: cfg.Arch, Alpha: 32, Rank: rank, Shapes: lora.LayerShapes(cfg), Std: 0.01, Seed: 1})
 					uses = []lora.Use{{Adapter: a, Scale: 1}}
 				}
 				step := &runner.Step{}

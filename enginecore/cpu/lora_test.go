@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,21 +16,32 @@ import (
 // seven, the LM head and the token embedding.
 func loraShapes(t *testing.T, be *Backend) map[string][2]int {
 	t.Helper()
-	shapes := map[string][2]int{}
-	names := []string{"output.weight", "token_embd.weight"}
-	for l := range be.cfg.NumLayers {
-		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"} {
-			names = append(names, fmt.Sprintf("blk.%d.%s.weight", l, n))
+	shapes := lora.LayerShapes(be.cfg)
+	shapes["output.weight"], shapes["token_embd.weight"] = [2]int{be.cfg.Dim, be.cfg.VocabSize}, [2]int{be.cfg.Dim, be.cfg.VocabSize}
+	for n, s := range shapes {
+		if in, out, ok := be.loraShape(n); !ok || [2]int{in, out} != s {
+			t.Fatalf("the dummy's adaptable %s: %d×%d, %v; want %v", n, in, out, ok, s)
 		}
-	}
-	for _, n := range names {
-		in, out, ok := be.loraShape(n)
-		if !ok {
-			t.Fatalf("the dummy has no adaptable %s", n)
-		}
-		shapes[n] = [2]int{in, out}
 	}
 	return shapes
+}
+
+// loadAdapter writes a random adapter of spec s and loads it on be.
+func loadAdapter(tb testing.TB, be *Backend, s lora.Spec) *lora.Adapter {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := lora.Random(&buf, s); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "adapter.gguf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	a, err := be.LoadLoRA(path, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
 }
 
 // merged returns w with every adapted matrix replaced by W + sc·B·A (and
@@ -100,18 +110,7 @@ func merged(t *testing.T, w *model.Weights, a *lora.Adapter, s float32) *model.W
 func TestLoRAMatchesMergedWeights(t *testing.T) {
 	cfg, w := dummy()
 	base := newHarness(t, cfg, w, 2, 64, 16, 7)
-	var buf bytes.Buffer
-	if err := lora.Random(&buf, lora.Spec{Arch: cfg.Arch, Alpha: 16, Rank: 8, Shapes: loraShapes(t, base.be), Std: 0.05, Seed: 11}); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "a.gguf")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a, err := base.be.LoadLoRA(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := loadAdapter(t, base.be, lora.Spec{Arch: cfg.Arch, Alpha: 16, Rank: 8, Shapes: loraShapes(t, base.be), Std: 0.05, Seed: 11})
 	const scale = 0.7
 	ref := newHarness(t, cfg, merged(t, w, a, scale), 2, 64, 16, 7)
 	plain := newHarness(t, cfg, w, 2, 64, 16, 7)
@@ -165,18 +164,7 @@ func TestLoRATiedLMHead(t *testing.T) {
 	w := *w0
 	w.Output = w.TokenEmbed // tied
 	h := newHarness(t, cfg, &w, 1, 16, 16, 0)
-	var buf bytes.Buffer
-	if err := lora.Random(&buf, lora.Spec{Arch: cfg.Arch, Rank: 4, Shapes: map[string][2]int{"output.weight": {cfg.Dim, cfg.VocabSize}}, Std: 0.2, Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "head.gguf")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a, err := h.be.LoadLoRA(path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := loadAdapter(t, h.be, lora.Spec{Arch: cfg.Arch, Rank: 4, Shapes: map[string][2]int{"output.weight": {cfg.Dim, cfg.VocabSize}}, Std: 0.2, Seed: 3})
 	ref := newHarness(t, cfg, merged(t, &w, a, 1), 1, 16, 16, 0) // merged unties: Output gets the update
 	toks := prompt(9, 4)
 	var s1, s2 seqState

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -131,6 +132,35 @@ func CheckHeader(m *gguf.Metadata, arch string) error {
 
 var layerName = regexp.MustCompile(`^blk\.(\d+)\.([a-z_]+)\.weight$`)
 
+// LayerTensor parses a layer matrix's GGUF name, blk.N.KIND.weight
+// (KIND: attn_q, ffn_down, …); ok is false for any other name.
+func LayerTensor(name string) (layer int, kind string, ok bool) {
+	m := layerName.FindStringSubmatch(name)
+	if m == nil {
+		return 0, "", false
+	}
+	l, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, "", false
+	}
+	return l, m[2], true
+}
+
+// LayerShapes are the [In, Out] of the attention and MLP matrices of
+// every layer of a dense model cfg, by GGUF name: what Random adapts for
+// an adapter on every one of them.
+func LayerShapes(cfg model.Config) map[string][2]int {
+	q, kv := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
+	shapes := map[string][2]int{}
+	for l := range cfg.NumLayers {
+		for t, s := range [NumTargets][2]int{Q: {cfg.Dim, q}, K: {cfg.Dim, kv}, V: {cfg.Dim, kv}, O: {q, cfg.Dim},
+			Gate: {cfg.Dim, cfg.FFNDim}, Up: {cfg.Dim, cfg.FFNDim}, Down: {cfg.FFNDim, cfg.Dim}} {
+			shapes[fmt.Sprintf("blk.%d.%s.weight", l, Target(t))] = s
+		}
+	}
+	return shapes
+}
+
 // Parse builds the adapter of f, checking every pair against base.
 func Parse(f *gguf.File, base Base) (*Adapter, error) {
 	if err := CheckHeader(&f.Metadata, base.Arch); err != nil {
@@ -203,8 +233,9 @@ func (a *Adapter) add(name string, ta, tb *model.Tensor, base Base, peft bool) e
 		a.Embed = p
 		return nil
 	}
-	if m := layerName.FindStringSubmatch(name); m != nil && m[2] == "attn_qkv" {
-		return a.addFused(name, m[1], ta, tb, base)
+	layer, kind, isLayer := LayerTensor(name)
+	if isLayer && kind == "attn_qkv" {
+		return a.addFused(name, layer, ta, tb, base)
 	}
 	in, out, ok := base.Shape(name)
 	if !ok {
@@ -215,9 +246,9 @@ func (a *Adapter) add(name string, ta, tb *model.Tensor, base Base, peft bool) e
 		return fmt.Errorf("%w: %s: lora_a %v and lora_b %v for a [%d, %d] matrix", ErrMismatch, name, ta.Shape, tb.Shape, in, out)
 	}
 	var perm []int
-	if m := layerName.FindStringSubmatch(name); peft && base.PermuteQK && m != nil && (m[2] == "attn_q" || m[2] == "attn_k") {
+	if peft && base.PermuteQK && (kind == "attn_q" || kind == "attn_k") {
 		heads := base.Heads
-		if m[2] == "attn_k" {
+		if kind == "attn_k" {
 			heads = base.KVHeads
 		}
 		if heads*base.HeadDim != out || base.HeadDim%2 != 0 {
@@ -233,22 +264,24 @@ func (a *Adapter) add(name string, ta, tb *model.Tensor, base Base, peft bool) e
 		a.Output = p
 		return nil
 	}
-	l, t, err := target(name, len(a.Layers))
-	if err != nil {
-		return err
+	t := slices.Index(targetNames[:], kind)
+	switch {
+	case !isLayer || t < 0:
+		return fmt.Errorf("%w: cannot adapt %s", ErrMismatch, name)
+	case layer >= len(a.Layers):
+		return fmt.Errorf("%w: %s: the model has %d layers", ErrMismatch, name, len(a.Layers))
 	}
-	a.Layers[l][t] = p
+	a.Layers[layer][t] = p
 	return nil
 }
 
 // addFused splits a fused attn_qkv pair (Phi-3's GGUF) into Q, K and V
 // pairs sharing lora_a: lora_b's rows are Q's, then K's, then V's.
-func (a *Adapter) addFused(name, layer string, ta, tb *model.Tensor, base Base) error {
-	l, _ := strconv.Atoi(layer)
+func (a *Adapter) addFused(name string, l int, ta, tb *model.Tensor, base Base) error {
 	var outs [3]int
 	in := 0
 	for i, t := range []Target{Q, K, V} {
-		n := fmt.Sprintf("blk.%s.%s.weight", layer, t)
+		n := fmt.Sprintf("blk.%d.%s.weight", l, t)
 		var ok bool
 		if in, outs[i], ok = base.Shape(n); !ok {
 			return fmt.Errorf("%w: the model has no tensor %s this backend adapts", ErrMismatch, n)
@@ -311,24 +344,6 @@ func (a *Adapter) pair(name string, ta, tb *model.Tensor, r, in, out, maxRank in
 	a.Floats += len(av) + len(p.Bt)
 	a.Tensor[name] = struct{}{}
 	return p, nil
-}
-
-// target maps blk.N.NAME.weight to its layer and Target.
-func target(name string, numLayers int) (int, Target, error) {
-	m := layerName.FindStringSubmatch(name)
-	if m == nil {
-		return 0, 0, fmt.Errorf("%w: cannot adapt %s", ErrMismatch, name)
-	}
-	l, err := strconv.Atoi(m[1])
-	if err != nil || l >= numLayers {
-		return 0, 0, fmt.Errorf("%w: %s: the model has %d layers", ErrMismatch, name, numLayers)
-	}
-	for t, n := range targetNames {
-		if n == m[2] {
-			return l, Target(t), nil
-		}
-	}
-	return 0, 0, fmt.Errorf("%w: cannot adapt %s", ErrMismatch, name)
 }
 
 // tensorOf views ti's bytes in f as a model.Tensor (not copied: Parse
