@@ -445,12 +445,9 @@ func runFrontend(ctx context.Context, args []string) error {
 	}
 	f.api.apply(&cfg)
 	f.tools.apply(&cfg)
-	cfg.ModelArch = modelArch(info.Model)
-	if cfg.LoRA, err = f.lora.adapters(cfg.ModelArch); err != nil {
+	if err := f.lora.apply(&cfg, info, envTrue("VLLM_ALLOW_RUNTIME_LORA_UPDATING")); err != nil {
 		return fmt.Errorf("frontend: %w", err)
 	}
-	cfg.RuntimeLoRAUpdating = envTrue("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
-	cfg.MaxLoRAs = info.MaxLoRAs
 	<-mcpWarm
 	cfg.Tools = cfg.Tools.WithMCP(mcp)
 	cfg.Vertex = vertex

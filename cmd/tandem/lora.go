@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tandem-llm/tandem/frontend/server"
+	"github.com/tandem-llm/tandem/wire"
 	"github.com/tandem-llm/tandem/wire/gguf"
 )
 
@@ -50,6 +51,20 @@ func (l *loraFlags) register(fs *flag.FlagSet) {
 	fs.Var(&l.files, "lora", "llama-server's: LoRA adapter `files` (GGUF), comma-separated or repeated, applied at scale 1 to every request that names no adapter; ids 0, 1, … on /lora-adapters")
 	fs.Var(&l.scaled, "lora-scaled", "llama-server's: LoRA adapters with their global scale, `FILE:SCALE`, comma-separated or repeated")
 	fs.BoolVar(&l.initWithoutApply, "lora-init-without-apply", false, "llama-server's: load --lora and --lora-scaled adapters at scale 0 (POST /lora-adapters or a request's lora list applies them)")
+}
+
+// apply sets cfg's adapters from the flags (the files checked against the
+// served model's architecture, read from its file only when there are
+// adapters to check: --lora*, or runtime loading), the engines' max_loras
+// and runtime loading (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING).
+func (l *loraFlags) apply(cfg *server.Config, info wire.Ready, runtime bool) error {
+	if len(l.modules)+len(l.files)+len(l.scaled) > 0 || runtime {
+		cfg.ModelArch = modelArch(info.Model)
+	}
+	var err error
+	cfg.LoRA, err = l.adapters(cfg.ModelArch)
+	cfg.RuntimeLoRAUpdating, cfg.MaxLoRAs = runtime, info.MaxLoRAs
+	return err
 }
 
 // adapters parses the flags into the server's adapters, checking each

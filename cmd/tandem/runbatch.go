@@ -129,11 +129,9 @@ func runBatch(ctx context.Context, args []string) error {
 		ReasoningParser: reasoningParser,
 	}
 	f.tools.apply(&cfg)
-	cfg.ModelArch = modelArch(info.Model)
-	if cfg.LoRA, err = f.lora.adapters(cfg.ModelArch); err != nil {
+	if err := f.lora.apply(&cfg, info, false); err != nil {
 		return fmt.Errorf("run-batch: %w", err)
 	}
-	cfg.MaxLoRAs = info.MaxLoRAs
 	srv := server.New(cfg, server.ClientEngine(client), tok)
 	out, err := createOutput(f.output)
 	if err != nil {

@@ -69,8 +69,14 @@ func (s *loraSet) request(i int, scale float64) wire.LoRARequest {
 func (s *loraSet) module(model string) (int, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i := slices.IndexFunc(s.list, func(a LoRAAdapter) bool { return a.Module && a.Name == model })
+	i := s.indexModule(model)
 	return i, i >= 0
+}
+
+// indexModule is the index of the module named name, -1 if none. s.mu is
+// held.
+func (s *loraSet) indexModule(name string) int {
+	return slices.IndexFunc(s.list, func(a LoRAAdapter) bool { return a.Module && a.Name == name })
 }
 
 // resolve is the adapters a request applies: the module its model names
@@ -85,7 +91,7 @@ func (s *loraSet) resolve(model string, list []openai.LoRAScale) ([]wire.LoRAReq
 		}
 		return nil, nil
 	}
-	if i := slices.IndexFunc(s.list, func(a LoRAAdapter) bool { return a.Module && a.Name == model }); i >= 0 {
+	if i := s.indexModule(model); i >= 0 {
 		return []wire.LoRARequest{s.request(i, 1)}, nil
 	}
 	var out []wire.LoRARequest
@@ -259,7 +265,7 @@ func (s *Server) loadLoRAAdapter(c echo.Context) error {
 	}
 	s.loras.mu.Lock()
 	defer s.loras.mu.Unlock()
-	if slices.ContainsFunc(s.loras.list, func(a LoRAAdapter) bool { return a.Module && a.Name == req.LoRAName }) {
+	if s.loras.indexModule(req.LoRAName) >= 0 { // loaded meanwhile: the file was read unlocked
 		return writeError(c, openai.BadRequest("lora_name", "The lora adapter '%s' has already been loaded.", req.LoRAName))
 	}
 	s.loras.add(LoRAAdapter{Name: req.LoRAName, Path: req.LoRAPath, Module: true})
@@ -278,7 +284,7 @@ func (s *Server) unloadLoRAAdapter(c echo.Context) error {
 	}
 	s.loras.mu.Lock()
 	defer s.loras.mu.Unlock()
-	i := slices.IndexFunc(s.loras.list, func(a LoRAAdapter) bool { return a.Module && a.Name == req.LoRAName })
+	i := s.loras.indexModule(req.LoRAName)
 	if i < 0 {
 		return writeError(c, openai.NotFound("lora_name", "The lora adapter '%s' cannot be found.", req.LoRAName))
 	}
