@@ -117,9 +117,9 @@ func Load(path string, base Base) (*Adapter, error) {
 	return a, nil
 }
 
-// CheckHeader checks that m is a LoRA adapter's header for arch ("" =
+// checkHeader checks that m is a LoRA adapter's header for arch ("" =
 // any): gguf.LoRAArch, then the architecture.
-func CheckHeader(m *gguf.Metadata, arch string) error {
+func checkHeader(m *gguf.Metadata, arch string) error {
 	a, err := gguf.LoRAArch(m)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrFormat, err)
@@ -163,7 +163,7 @@ func LayerShapes(cfg model.Config) map[string][2]int {
 
 // Parse builds the adapter of f, checking every pair against base.
 func Parse(f *gguf.File, base Base) (*Adapter, error) {
-	if err := CheckHeader(&f.Metadata, base.Arch); err != nil {
+	if err := checkHeader(&f.Metadata, base.Arch); err != nil {
 		return nil, err
 	}
 	a := &Adapter{Arch: base.Arch, Layers: make([][NumTargets]*Pair, base.NumLayers), Tensor: map[string]struct{}{}}
