@@ -4,11 +4,17 @@ import "slices"
 
 // clients are the frontends that completed HELLO: ZMQ identity → the
 // FrontendID they gave. The Engine's; liveness is the shell's (liveness).
+// adds counts the ADDs from each identity since its latest HELLO (also
+// those refused, and from identities without HELLO): the figures the
+// Engine reports to a frontend say how many of its ADDs they include
+// (SchedulerStats.AddsSeen), so the frontend knows which of its requests
+// in flight are not counted yet.
 type clients struct {
 	byID map[string]string
+	adds map[string]int64
 }
 
-func newClients() *clients { return &clients{byID: map[string]string{}} }
+func newClients() *clients { return &clients{byID: map[string]string{}, adds: map[string]int64{}} }
 
 // accept marks id as having completed the handshake. It reports whether
 // the client is new (not ready before): a frontend that dialled an engine
@@ -30,6 +36,7 @@ func (cs *clients) ready(id string) bool {
 func (cs *clients) drop(id string) (string, bool) {
 	name, ok := cs.byID[id]
 	delete(cs.byID, id)
+	delete(cs.adds, id)
 	return name, ok
 }
 
@@ -41,4 +48,23 @@ func (cs *clients) readyIDs() []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// hello restarts id's count of ADDs: the frontend counts from its HELLO.
+func (cs *clients) hello(id string) { cs.adds[id] = 0 }
+
+// added counts one ADD from id.
+func (cs *clients) added(id string) { cs.adds[id]++ }
+
+// addsSeen is the ADDs from id since its latest HELLO.
+func (cs *clients) addsSeen(id string) int64 { return cs.adds[id] }
+
+// allAdds is a copy of every ready client's count, for the shell's
+// heartbeats.
+func (cs *clients) allAdds() map[string]int64 {
+	m := make(map[string]int64, len(cs.byID))
+	for id := range cs.byID {
+		m[id] = cs.adds[id]
+	}
+	return m
 }

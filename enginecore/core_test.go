@@ -3,6 +3,7 @@ package enginecore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -365,4 +366,75 @@ func TestParallelSamplingCarriesTheSession(t *testing.T) {
 	if got := infos[0].RecentRequestIDs; !slices.Equal(got, []string{"0_par", "1_par", "2_par"}) || infos[0].NumRequests != 3 {
 		t.Fatalf("session records requests %v (%d), want 0_par 1_par 2_par", got, infos[0].NumRequests)
 	}
+}
+
+// TestReportsCountTheFrontendsAdds: every heartbeat and OUTPUTS a
+// frontend gets says how many of its ADDs (since its HELLO) the figures
+// include, and the figures hold exactly those requests; a new HELLO
+// counts anew.
+func TestReportsCountTheFrontendsAdds(t *testing.T) {
+	ep := startEngine(t, 256)
+	raw, err := zmq.DialDealer(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	send := func(typ wire.MsgType, p any) {
+		frames, err := wire.Encode(typ, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := raw.Send(frames); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next is the figures of the next heartbeat or OUTPUTS (answering
+	// the engine's heartbeats keeps this frontend alive).
+	next := func() *wire.SchedulerStats {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case frames := <-raw.Recv():
+				_, v, err := wire.Decode(frames)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch m := v.(type) {
+				case *wire.Heartbeat:
+					send(wire.MsgHeartbeat, &wire.Heartbeat{Timestamp: 1})
+					return m.SchedulerStats
+				case *wire.EngineCoreOutputs:
+					return m.SchedulerStats
+				}
+			case <-timeout:
+				t.Fatal("no report from the engine")
+			}
+		}
+	}
+	send(wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "counter"})
+	const n = 3
+	for i := range n {
+		send(wire.MsgAdd, &wire.EngineCoreRequest{RequestID: fmt.Sprint("r", i), PromptTokenIDs: []int32{1, 2, 3}, SamplingParams: greedy(100000)})
+	}
+	for seen := int64(0); seen < n; {
+		st := next()
+		if st == nil || st.AddsSeen == nil {
+			t.Fatalf("report without adds_seen: %+v", st)
+		}
+		if *st.AddsSeen < seen || *st.AddsSeen > n {
+			t.Fatalf("adds_seen %d after %d, with %d sent", *st.AddsSeen, seen, n)
+		}
+		seen = *st.AddsSeen
+		if got := int64(st.NumRunningReqs + st.NumWaitingReqs); got != seen {
+			t.Fatalf("figures hold %d requests, adds_seen says %d", got, seen)
+		}
+	}
+	send(wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "counter"})
+	for {
+		if st := next(); *st.AddsSeen == 0 {
+			break
+		}
+	}
+	send(wire.MsgAbort, &wire.Abort{RequestIDs: []string{"r0", "r1", "r2"}})
 }

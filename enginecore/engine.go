@@ -305,6 +305,10 @@ func (e *Engine) HasWork() bool { return !e.slp.paused && e.sched.HasWork() }
 // ENGINE_DEAD).
 func (e *Engine) Clients() []string { return e.clients.readyIDs() }
 
+// AddsSeen is, for each frontend that completed HELLO, the ADDs it sent
+// since that HELLO which Load's figures include (a copy).
+func (e *Engine) AddsSeen() map[string]int64 { return e.clients.allAdds() }
+
 // Drop forgets frontends that went silent and aborts their requests, so a
 // dead frontend never leaks KV blocks.
 func (e *Engine) Drop(now time.Time, clients ...string) {
@@ -409,6 +413,8 @@ func (e *Engine) outputs(now time.Time, outs []sched.Output) []Out {
 // outputsFor is one OUTPUTS message.
 func (e *Engine) outputsFor(now time.Time, client string, outs []wire.EngineCoreOutput, finished []string) Out {
 	st := e.Load()
+	seen := e.clients.addsSeen(client)
+	st.AddsSeen = &seen
 	return Out{Client: client, Type: wire.MsgOutputs, Payload: &wire.EngineCoreOutputs{
 		EngineIndex:      e.cfg.EngineIndex,
 		Outputs:          outs,

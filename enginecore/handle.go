@@ -19,8 +19,10 @@ func (e *Engine) Handle(now time.Time, client string, msg any) []Out {
 	e.clock = now
 	switch p := msg.(type) {
 	case *wire.Hello:
+		e.clients.hello(client)
 		return e.hello(client, p)
 	case *wire.EngineCoreRequest:
+		e.clients.added(client)
 		return e.add(now, client, p)
 	case *wire.Abort:
 		if !e.clients.ready(client) {

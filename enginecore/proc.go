@@ -45,9 +45,17 @@ type Core struct {
 	kvlog  *kvLog   // KV-event batches published: sequence numbers, replay buffer, snapshot mirror
 	replay Conn     // the replay ROUTER socket; nil: none
 
-	load    atomic.Pointer[wire.SchedulerStats] // the Engine's load after the last message or step
-	ready   atomic.Pointer[[]string]            // the Engine's frontends after the last HELLO or drop
-	dropped int64                               // PUB payloads dropped on a full queue, loop goroutine only
+	load    atomic.Pointer[loadSnap] // the Engine's load after the last message or step
+	ready   atomic.Pointer[[]string] // the Engine's frontends after the last HELLO or drop
+	dropped int64                    // PUB payloads dropped on a full queue, loop goroutine only
+}
+
+// loadSnap is the Engine's figures and, for each frontend, how many of
+// its ADDs they include: taken together, so a heartbeat never pairs old
+// figures with newer counts (that would hide requests from the frontend).
+type loadSnap struct {
+	st   wire.SchedulerStats
+	adds map[string]int64 // ZMQ identity → ADDs since its HELLO (Engine.AddsSeen)
 }
 
 const (
@@ -109,7 +117,7 @@ func overlap(fn func()) (wait func()) {
 // Stats is the Engine's load after the last message or step, as the
 // heartbeats carry it: for the engine's own /metrics. Safe from any
 // goroutine.
-func (c *Core) Stats() wire.SchedulerStats { return *c.load.Load() }
+func (c *Core) Stats() wire.SchedulerStats { return c.load.Load().st }
 
 // KVTopic is the topic of the KV-events messages.
 func (c *Core) KVTopic() string { return c.cfg.KVEvents.Topic }
@@ -283,8 +291,7 @@ func (c *Core) send(outs []Out) {
 
 // snapshot stores what the output goroutine reads of the Engine.
 func (c *Core) snapshot(clients bool) {
-	st := c.eng.Load()
-	c.load.Store(&st)
+	c.load.Store(&loadSnap{st: c.eng.Load(), adds: c.eng.AddsSeen()})
 	if clients {
 		ids := c.eng.Clients()
 		c.ready.Store(&ids)
@@ -327,11 +334,14 @@ func (c *Core) output(router Conn, pub Publisher, done <-chan struct{}) {
 		}
 	}
 	heartbeat := func(sessions *wire.SessionReport) {
-		st := c.load.Load()
-		hb := &wire.Heartbeat{Timestamp: unixSeconds(time.Now()), NumRunning: st.NumRunningReqs, NumWaiting: st.NumWaitingReqs,
-			SchedulerStats: st, Sessions: sessions}
+		snap := c.load.Load()
+		ts := unixSeconds(time.Now())
 		for _, id := range *c.ready.Load() {
-			send(Out{Client: id, Type: wire.MsgHeartbeat, Payload: hb})
+			s := snap.st
+			seen := snap.adds[id]
+			s.AddsSeen = &seen
+			send(Out{Client: id, Type: wire.MsgHeartbeat, Payload: &wire.Heartbeat{Timestamp: ts, NumRunning: s.NumRunningReqs,
+				NumWaiting: s.NumWaitingReqs, SchedulerStats: &s, Sessions: sessions}})
 		}
 	}
 	for {

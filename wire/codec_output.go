@@ -251,6 +251,9 @@ func (s *SchedulerStats) encode(e *enc) {
 	if s.SpecDecoding != nil {
 		n++
 	}
+	if s.AddsSeen != nil {
+		n++
+	}
 	e.mapLen(n)
 	e.str(k[0])
 	e.int(int64(s.NumRunningReqs))
@@ -285,6 +288,10 @@ func (s *SchedulerStats) encode(e *enc) {
 	if sd := s.SpecDecoding; sd != nil {
 		e.str("spec_decoding_stats")
 		sd.encode(e)
+	}
+	if s.AddsSeen != nil {
+		e.str("adds_seen")
+		e.int(*s.AddsSeen)
 	}
 }
 
@@ -324,6 +331,13 @@ func (s *SchedulerStats) decode(d *dec) error {
 			}
 			s.SpecDecoding = new(SpecDecodingStats)
 			err = s.SpecDecoding.decode(d)
+		case "adds_seen":
+			if isNil, e := d.takeNil(); e != nil || isNil {
+				return true, e
+			}
+			var n int64
+			n, err = d.int64()
+			s.AddsSeen = &n
 		default:
 			return false, nil
 		}

@@ -313,6 +313,13 @@ type SchedulerStats struct {
 	// SpecDecoding is the engine's speculative decoding figures, nil when
 	// it does not speculate (then not written).
 	SpecDecoding *SpecDecodingStats
+	// AddsSeen ("adds_seen", Tandem's own) is how many ADD messages from
+	// the receiving frontend (its ZMQ identity, counted from its latest
+	// HELLO) these figures include. A Tandem engine writes it in the
+	// OUTPUTS and heartbeats it sends each frontend; nil: unknown (then
+	// not written), and a frontend assumes every request it sent is in the
+	// figures.
+	AddsSeen *int64
 }
 
 // SleepStates are the values of vllm:engine_sleep_state for its

@@ -58,6 +58,10 @@ func TestRoundTrip(t *testing.T) {
 		{name: "heartbeat", typ: wire.MsgHeartbeat, payload: &wire.Heartbeat{Timestamp: 1.5, NumRunning: 2, NumWaiting: 3, SchedulerStats: &wire.SchedulerStats{KVCacheUsage: 0.5}}},
 		{name: "heartbeat with deferred requests", typ: wire.MsgHeartbeat, payload: &wire.Heartbeat{NumWaiting: 3,
 			SchedulerStats: &wire.SchedulerStats{NumWaitingReqs: 3, NumSkippedWaitingReqs: 2}}},
+		{name: "heartbeat with adds seen zero", typ: wire.MsgHeartbeat, payload: &wire.Heartbeat{NumRunning: 1,
+			SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 1, AddsSeen: ptr(int64(0))}}},
+		{name: "outputs with adds seen after the other keys", typ: wire.MsgOutputs, payload: &wire.EngineCoreOutputs{
+			SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 1, Sleeping: true, SleepLevel: 1, AddsSeen: ptr(int64(1) << 40)}}},
 		{name: "ready", typ: wire.MsgReady, payload: sampleReady()},
 		{name: "ready refused", typ: wire.MsgReady, payload: &wire.Ready{ProtocolVersion: 1, Error: "bad version"}},
 		{name: "outputs", typ: wire.MsgOutputs, payload: sampleOutputs()},

@@ -104,8 +104,14 @@ type slot struct {
 	conn    *zmq.Conn // DEALER to its ROUTER
 	sub     *zmq.Conn // SUB to its PUB; nil until known
 	removed bool
-	dynamic bool   // from a dns+tcp endpoint: removed when its record goes
-	epoch   uint64 // reports received; a stream placed in epoch e is in the reports after e
+	dynamic bool // from a dns+tcp endpoint: removed when its record goes
+	// sent counts the ADDs sent on conn since its HELLO; unseen are the
+	// placements no report counts yet, oldest first. countsAdds: the
+	// engine's reports say how many ADDs they include (adds_seen), so its
+	// published load reports, which cannot, are not used.
+	sent       uint64
+	unseen     []*placement
+	countsAdds bool
 	// incarnation counts the engine processes seen behind this slot: it
 	// goes up when the engine shows it lost us ("unknown frontend") or
 	// READY names a new engine id, once per restart (noticed marks that
@@ -325,7 +331,14 @@ func (c *Client) sendTo(i int, t wire.MsgType, payload any) error {
 	return nil
 }
 
+// hello says HELLO to engine i. The engine counts our ADDs anew from it:
+// the placements sent before are taken as counted.
 func (c *Client) hello(i int) {
+	c.mu.Lock()
+	sl := c.slots[i]
+	c.include(sl, sl.sent)
+	sl.sent = 0
+	c.mu.Unlock()
 	_ = c.sendTo(i, wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: c.cfg.FrontendID, PID: os.Getpid()})
 }
 
@@ -439,7 +452,7 @@ func (c *Client) failEngineBefore(i int, inc uint64, reason string) {
 		}
 	}
 	c.slots[i].state.NumInFlight = 0
-	c.report(i, 0, 0, 0)
+	c.report(i, 0, 0, 0, nil)
 	for id, pc := range c.calls {
 		if pc.engine == i {
 			delete(c.calls, id)

@@ -161,7 +161,9 @@ func (c *Client) events(i int, sub *zmq.Conn, cu catchUp) {
 				continue
 			}
 			c.mu.Lock()
-			c.report(i, rep.NumWaiting, rep.NumRunning, rep.NumTotalBlocks-rep.NumFreeBlocks)
+			if !c.slots[i].countsAdds { // else its heartbeats carry the same figures, and which of our ADDs they include
+				c.report(i, rep.NumWaiting, rep.NumRunning, rep.NumTotalBlocks-rep.NumFreeBlocks, nil)
+			}
 			c.mu.Unlock()
 		case wire.TopicSessions:
 			var rep wire.SessionReport

@@ -37,7 +37,8 @@ type fakeEngine struct {
 	strict  bool            // answer an ADD before HELLO "unknown frontend", as the engine does
 	listed  map[string]bool // request ids list_requests answers with (requests it "runs")
 	onAdd   func(f *fakeEngine, client string, req *wire.EngineCoreRequest)
-	adds    []string // request ids received
+	adds    []string         // request ids received
+	counted map[string]int64 // ADDs from each client since its HELLO (adds_seen)
 	seq     map[string]uint64
 	load    wire.LoadReport // last published; heartbeats carry its counts
 	dead    bool
@@ -72,7 +73,7 @@ func startFake(t *testing.T, rank int, endpoint string) *fakeEngine {
 	}
 	f := &fakeEngine{
 		t: t, rank: rank, id: fmt.Sprintf("fake-%d-%d", rank, time.Now().UnixNano()), router: r, pub: p, endpoint: endpoint,
-		clients: map[string]bool{}, shunned: map[string]bool{}, listed: map[string]bool{}, seq: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
+		clients: map[string]bool{}, shunned: map[string]bool{}, listed: map[string]bool{}, seq: map[string]uint64{}, counted: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go f.run()
 	t.Cleanup(f.kill)
@@ -190,14 +191,15 @@ func (f *fakeEngine) run() {
 			return
 		case <-tick.C:
 			f.mu.Lock()
-			var ids []string
-			for id := range f.clients {
-				ids = append(ids, id)
+			hbs := map[string]*wire.Heartbeat{}
+			for id := range f.clients { // as the engine: each client's own adds_seen
+				seen := f.counted[id]
+				hbs[id] = &wire.Heartbeat{Timestamp: 1, NumRunning: f.load.NumRunning, NumWaiting: f.load.NumWaiting,
+					SchedulerStats: &wire.SchedulerStats{NumRunningReqs: f.load.NumRunning, NumWaitingReqs: f.load.NumWaiting, AddsSeen: &seen}}
 			}
-			hb := &wire.Heartbeat{Timestamp: 1, NumRunning: f.load.NumRunning, NumWaiting: f.load.NumWaiting}
 			load := f.load
 			f.mu.Unlock()
-			for _, id := range ids {
+			for id, hb := range hbs {
 				f.send(id, wire.MsgHeartbeat, hb)
 			}
 			f.publish(wire.TopicLoad, &load)
@@ -221,11 +223,13 @@ func (f *fakeEngine) run() {
 			case *wire.Hello:
 				f.mu.Lock()
 				f.clients[client] = true
+				f.counted[client] = 0
 				f.mu.Unlock()
 				f.send(client, wire.MsgReady, &wire.Ready{ProtocolVersion: wire.ProtocolVersion, EngineIndex: f.rank, Model: "dummy",
 					ServedModelName: "dummy", MaxModelLen: 256, VocabSize: 256, BlockSize: 4, NumBlocks: 64, EngineID: f.id})
 			case *wire.EngineCoreRequest:
 				f.mu.Lock()
+				f.counted[client]++
 				if f.strict && !f.clients[client] {
 					f.mu.Unlock()
 					f.output(client, wire.EngineCoreOutput{RequestID: p.RequestID, FinishReason: wire.FinishError,

@@ -28,11 +28,13 @@ func (c *Client) reader(i int, conn *zmq.Conn) {
 		case *wire.Heartbeat:
 			c.mu.Lock()
 			used := c.slots[i].state.UsedBlocks
+			var seen *int64
 			if st := p.SchedulerStats; st != nil {
 				c.slots[i].state.Stats = *st
 				used = st.NumTotalBlocks - st.NumFreeBlocks
+				seen = st.AddsSeen
 			}
-			c.report(i, p.NumWaiting, p.NumRunning, used)
+			c.report(i, p.NumWaiting, p.NumRunning, used, seen)
 			c.mu.Unlock()
 			if p.Sessions != nil {
 				c.router.ApplySessions(i, p.Sessions)
@@ -149,7 +151,7 @@ func (c *Client) outputs(i int, o *wire.EngineCoreOutputs, scratch []routed) []r
 	if st := o.SchedulerStats; st != nil {
 		c.mu.Lock()
 		c.slots[i].state.Stats = *st
-		c.report(i, st.NumWaitingReqs, st.NumRunningReqs, st.NumTotalBlocks-st.NumFreeBlocks)
+		c.report(i, st.NumWaitingReqs, st.NumRunningReqs, st.NumTotalBlocks-st.NumFreeBlocks, st.AddsSeen)
 		c.mu.Unlock()
 	}
 	rs := scratch[:0]

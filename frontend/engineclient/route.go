@@ -50,21 +50,32 @@ func (c *Client) noEngine(req *wire.EngineCoreRequest) error {
 	return ErrNoEngine
 }
 
+// placement is one send of a stream to an engine: load the router counts
+// on that engine until the engine's figures include it.
+type placement struct {
+	seq      uint64 // the ADD's number on its engine's connection, from 1 after HELLO
+	blocks   int    // KV blocks of the prompt
+	included bool   // a report from the engine counts it
+	settled  bool   // it finished (or moved) before one did
+}
+
 // place records s as running on engine i. c.mu is held.
 func (c *Client) place(s *Stream, i int) {
 	s.engine.Store(int64(i))
 	c.streams[s.id] = s
 	sl := c.slots[i]
-	s.epoch = sl.epoch
 	s.incarnation = sl.incarnation
 	s.placedAt(time.Now())
-	s.blocks = 0
+	sl.sent++
+	p := &placement{seq: sl.sent}
 	if bs := sl.state.Info.BlockSize; bs > 0 {
-		s.blocks = (len(s.req.PromptTokenIDs) + bs - 1) / bs
+		p.blocks = (len(s.req.PromptTokenIDs) + bs - 1) / bs
 	}
+	s.pl = p
+	sl.unseen = append(sl.unseen, p)
 	sl.state.NumInFlight++
 	sl.state.Pending++
-	sl.state.PendingBlocks += s.blocks
+	sl.state.PendingBlocks += p.blocks
 }
 
 // settle accounts for the end of s on its engine. c.mu is held.
@@ -72,23 +83,46 @@ func (c *Client) settle(s *Stream) {
 	sl := c.slots[s.EngineIndex()]
 	e := &sl.state
 	e.NumInFlight = max(e.NumInFlight-1, 0)
-	if s.epoch == sl.epoch { // sent since the last report
+	p := s.pl
+	if !p.included { // no report counts it yet
+		p.settled = true
 		e.Pending = max(e.Pending-1, 0)
-		e.PendingBlocks = max(e.PendingBlocks-s.blocks, 0)
+		e.PendingBlocks = max(e.PendingBlocks-p.blocks, 0)
 		return
 	}
 	e.Finished++
-	e.FinishedBlocks += s.blocks
+	e.FinishedBlocks += p.blocks
 }
 
 // report records fresh load figures of engine i (a load report, a
-// heartbeat, or the stats of an outputs message). c.mu is held.
-func (c *Client) report(i, waiting, running, usedBlocks int) {
+// heartbeat, or the stats of an outputs message). seen is how many of
+// this client's ADDs since its HELLO the figures include; nil (an engine
+// that does not say) takes them to include every ADD sent. c.mu is held.
+func (c *Client) report(i, waiting, running, usedBlocks int, seen *int64) {
 	sl := c.slots[i]
-	sl.epoch++
 	e := &sl.state
 	e.NumWaiting, e.NumRunning, e.UsedBlocks = waiting, running, usedBlocks
-	e.Pending, e.PendingBlocks, e.Finished, e.FinishedBlocks = 0, 0, 0, 0
+	e.Finished, e.FinishedBlocks = 0, 0
+	n := sl.sent
+	if seen != nil {
+		sl.countsAdds = true
+		n = min(uint64(max(*seen, 0)), sl.sent)
+	}
+	c.include(sl, n)
+}
+
+// include marks the placements on sl up to ADD number n as counted by the
+// engine's figures. c.mu is held.
+func (c *Client) include(sl *slot, n uint64) {
+	k := 0
+	for ; k < len(sl.unseen) && sl.unseen[k].seq <= n; k++ {
+		if p := sl.unseen[k]; !p.settled {
+			p.included = true
+			sl.state.Pending = max(sl.state.Pending-1, 0)
+			sl.state.PendingBlocks = max(sl.state.PendingBlocks-p.blocks, 0)
+		}
+	}
+	sl.unseen = append(sl.unseen[:0], sl.unseen[k:]...)
 }
 
 func (c *Client) observe(d router.Decision) {

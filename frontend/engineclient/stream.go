@@ -17,9 +17,8 @@ type Stream struct {
 	req         *wire.EngineCoreRequest // kept to resend it elsewhere
 	engine      atomic.Int64            // index of the engine serving it
 	attempts    int                     // resends so far; guarded by Client.mu
-	epoch       uint64                  // its engine's report count when placed; guarded by Client.mu
+	pl          *placement              // its latest send; guarded by Client.mu
 	incarnation uint64                  // its engine slot's incarnation when placed; guarded by Client.mu
-	blocks      int                     // KV blocks of its prompt; guarded by Client.mu
 	c           *Client
 
 	mu      sync.Mutex // mu guards the fields below
