@@ -44,21 +44,22 @@ func (e *Engine) Handle(now time.Time, client string, msg any) []Out {
 
 func (e *Engine) hello(client string, h *wire.Hello) []Out {
 	ready := &wire.Ready{
-		ProtocolVersion: wire.ProtocolVersion,
-		EngineIndex:     e.cfg.EngineIndex,
-		Model:           e.cfg.Model,
-		ServedModelName: e.cfg.ServedModelName,
-		MaxModelLen:     e.cfg.MaxModelLen,
-		VocabSize:       e.be.Model().VocabSize,
-		BlockSize:       e.cfg.BlockSize,
-		NumBlocks:       e.cfg.NumBlocks,
-		EOSTokenIDs:     e.eos,
-		EngineID:        e.engineID,
-		PID:             e.pid,
-		Version:         e.cfg.Version,
-		MaxLogprobs:     *e.cfg.MaxLogprobs,
-		MaxNumSeqs:      e.cfg.MaxNumSeqs,
-		Pooling:         cmp.Or(e.cfg.Pooling, e.be.Model().Pooling),
+		ProtocolVersion:  wire.ProtocolVersion,
+		EngineIndex:      e.cfg.EngineIndex,
+		Model:            e.cfg.Model,
+		ServedModelName:  e.cfg.ServedModelName,
+		MaxModelLen:      e.cfg.MaxModelLen,
+		VocabSize:        e.be.Model().VocabSize,
+		BlockSize:        e.cfg.BlockSize,
+		NumBlocks:        e.cfg.NumBlocks,
+		EOSTokenIDs:      e.eos,
+		EngineID:         e.engineID,
+		PID:              e.pid,
+		Version:          e.cfg.Version,
+		MaxLogprobs:      *e.cfg.MaxLogprobs,
+		MaxNumSeqs:       e.cfg.MaxNumSeqs,
+		Pooling:          cmp.Or(e.cfg.Pooling, e.be.Model().Pooling),
+		ClassifierLabels: classifierLabels(e.be.Model().Classifier),
 	}
 	if e.loras.load != nil {
 		ready.MaxLoRAs = e.loras.max

@@ -3,6 +3,7 @@ package enginecore
 import (
 	"cmp"
 	"fmt"
+	"github.com/tandem-llm/tandem/enginecore/model"
 	"math"
 
 	"github.com/tandem-llm/tandem/wire"
@@ -185,11 +186,32 @@ func (e *Engine) pooling(p *wire.PoolingParams) (*wire.PoolingParams, error) {
 	}
 	switch out.PoolingType {
 	case wire.PoolingLast, wire.PoolingMean, wire.PoolingCLS, wire.PoolingNone:
+	case wire.PoolingRank:
+		if e.be.Model().Classifier == nil {
+			return nil, fmt.Errorf("pooling_type RANK needs a model with a classification head (a reranker: cls.output.weight); %s has none", e.be.Model().Name)
+		}
+		out.Normalize, out.Dimensions = false, 0
 	default:
-		return nil, fmt.Errorf("pooling_type %q: want LAST, MEAN, CLS or NONE", out.PoolingType)
+		return nil, fmt.Errorf("pooling_type %q: want LAST, MEAN, CLS, NONE or RANK", out.PoolingType)
 	}
 	if out.Dimensions < 0 || out.Dimensions > dim {
 		return nil, fmt.Errorf("dimensions %d: want 1 to the model's hidden size %d", out.Dimensions, dim)
 	}
 	return &out, nil
+}
+
+// classifierLabels names the head's classes for READY: the file's
+// labels, else vLLM's LABEL_i; nil without a head.
+func classifierLabels(c *model.Classifier) []string {
+	if c == nil {
+		return nil
+	}
+	if c.Labels != nil {
+		return c.Labels
+	}
+	out := make([]string, c.NumClasses)
+	for i := range out {
+		out[i] = fmt.Sprintf("LABEL_%d", i)
+	}
+	return out
 }

@@ -7,18 +7,23 @@ import "fmt"
 var readyFields = []string{
 	"protocol_version", "engine_index", "error", "model", "served_model_name", "max_model_len",
 	"vocab_size", "block_size", "num_blocks", "eos_token_ids", "engine_id", "pid", "version", "max_logprobs",
-	"max_num_seqs", "speculative", "pooling", "max_loras",
+	"max_num_seqs", "speculative", "pooling", "max_loras", "classifier_labels",
 }
 
 func (r *Ready) encode(e *enc) {
+	// The optional tail is written up to its last set element: a READY
+	// with none of them is as before pooling (the golden READY stays).
+	n := len(readyFields)
 	switch {
+	case len(r.ClassifierLabels) > 0:
 	case r.MaxLoRAs > 0:
-		e.arrayLen(len(readyFields))
+		n--
 	case r.Pooling != "":
-		e.arrayLen(len(readyFields) - 1)
+		n -= 2
 	default:
-		e.arrayLen(len(readyFields) - 2) // as before pooling: the golden READY stays
+		n -= 3
 	}
+	e.arrayLen(n)
 	e.int(int64(r.ProtocolVersion))
 	e.int(int64(r.EngineIndex))
 	e.optStr(r.Error)
@@ -43,11 +48,14 @@ func (r *Ready) encode(e *enc) {
 	} else {
 		e.null()
 	}
-	if r.Pooling != "" || r.MaxLoRAs > 0 {
+	if n > 16 {
 		e.str(r.Pooling)
 	}
-	if r.MaxLoRAs > 0 {
+	if n > 17 {
 		e.int(int64(r.MaxLoRAs))
+	}
+	if n > 18 {
+		e.strs(r.ClassifierLabels)
 	}
 }
 
@@ -96,6 +104,8 @@ func (r *Ready) decode(d *dec) error {
 			r.Pooling, err = d.str()
 		case 17:
 			r.MaxLoRAs, err = d.int()
+		case 18:
+			r.ClassifierLabels, err = d.strs()
 		default:
 			err = d.skip()
 		}

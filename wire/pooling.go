@@ -18,6 +18,12 @@ const (
 	// prompt token's hidden state, [P][Dim] row after row, each
 	// normalized and cut to Dimensions on its own.
 	PoolingNone = "NONE"
+	// PoolingRank (llama.cpp's rank pooling, vLLM's classify and score
+	// tasks) runs the model's classification head over the last prompt
+	// token's hidden state: the output is the head's raw logits, one per
+	// class (READY's classifier_labels); Normalize and Dimensions do not
+	// apply. Only a model with a head (a reranker) takes it.
+	PoolingRank = "RANK"
 )
 
 // PoolingParams is vLLM's PoolingParams as far as an embedding goes: a

@@ -395,6 +395,10 @@ type Hello struct {
 //	                    (--max-cpu-loras) when its device applies them;
 //	                    written only when set (index 16 is then "" unless
 //	                    set), absent = 0: the device applies none
+//	18 classifier_labels [str]: the names of the model's classification
+//	                    head's classes (a reranker: RANK pooling), in
+//	                    order; written only when it has one (16 and 17
+//	                    then as when unset), absent or nil = no head
 type Ready struct {
 	ProtocolVersion int
 	EngineIndex     int
@@ -414,6 +418,8 @@ type Ready struct {
 	Speculative     *SpecInfo
 	Pooling         string
 	MaxLoRAs        int
+	// ClassifierLabels: the model's classification head (index 18).
+	ClassifierLabels []string
 }
 
 // SpecInfo is an engine's speculative decoding settings, as READY

@@ -63,6 +63,8 @@ func TestRoundTrip(t *testing.T) {
 		{name: "outputs with adds seen after the other keys", typ: wire.MsgOutputs, payload: &wire.EngineCoreOutputs{
 			SchedulerStats: &wire.SchedulerStats{NumRunningReqs: 1, Sleeping: true, SleepLevel: 1, AddsSeen: ptr(int64(1) << 40)}}},
 		{name: "ready", typ: wire.MsgReady, payload: sampleReady()},
+		{name: "ready with a classification head (index 18; 16, 17 unset)", typ: wire.MsgReady, payload: &wire.Ready{ProtocolVersion: 1, Model: "r",
+			EOSTokenIDs: []int32{2}, MaxLogprobs: 20, ClassifierLabels: []string{"yes", "no"}}},
 		{name: "ready refused", typ: wire.MsgReady, payload: &wire.Ready{ProtocolVersion: 1, Error: "bad version"}},
 		{name: "outputs", typ: wire.MsgOutputs, payload: sampleOutputs()},
 		{

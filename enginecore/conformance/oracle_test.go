@@ -26,6 +26,7 @@ type oracleRequest struct {
 	Greedy   []greedyRequest `json:"greedy,omitempty"`
 	Embed    [][]int32       `json:"embed,omitempty"` // prompts to embed (llama.cpp adds BOS/EOS as it would)
 	LoRA     []oracleLoRA    `json:"lora,omitempty"`  // adapters applied to every evaluation
+	Rank     [][]int32       `json:"rank,omitempty"`  // prompts a reranker scores, tokens as given
 }
 
 type oracleLoRA struct {
@@ -50,6 +51,9 @@ type oracleResponse struct {
 		Tokens []int32   `json:"tokens"`
 		Vector []float64 `json:"vector"`
 	} `json:"embeddings"`
+	// Ranks are llama.cpp's rank-pooling scores of each Rank prompt (a
+	// qwen3 reranker's: the softmax of its head's logits, class 0).
+	Ranks []float64 `json:"ranks"`
 }
 
 // oraclePos is the oracle's distribution of the token after positions

@@ -202,6 +202,7 @@ func (b *Backend) Model() runner.ModelInfo {
 		HeadDim:       b.cfg.HeadDim,
 		Dim:           b.cfg.Dim,
 		Pooling:       b.cfg.Pooling,
+		Classifier:    b.w.Classifier,
 	}
 }
 

@@ -119,10 +119,17 @@ func ggufConfig(md *gguf.Metadata) (model.Config, error) {
 		cfg.RopeDim = rd // Phi-4-mini: 96 of 128
 	}
 	// llama.cpp's enum llama_pooling_type: an embedding model's file says
-	// how it pools (Qwen3-Embedding: last); none (0) and rank (4) are not
-	// an embedding's.
+	// how it pools (Qwen3-Embedding: last); none (0) and rank (4, a
+	// reranker's: its classification head, cls.*) are not an embedding's.
 	if _, ok := md.KV(r.prefix + "pooling_type"); ok {
 		cfg.Pooling = map[int]string{1: "MEAN", 2: "CLS", 3: "LAST"}[r.int("pooling_type", 0)]
+	}
+	if v, ok := md.KV(r.prefix + "classifier.output_labels"); ok {
+		labels, isStrings := md.Strings(r.prefix + "classifier.output_labels")
+		if !isStrings {
+			r.errs = append(r.errs, invalid("%sclassifier.output_labels is %T, want an array of strings", r.prefix, v))
+		}
+		cfg.ClassifierLabels = labels
 	}
 	cfg.RopeScaling = r.ropeScaling()
 	if s := cfg.RopeScaling; s.Type == "yarn" {

@@ -231,7 +231,17 @@ func checkTensors(cfg *model.Config, tensors map[string]*model.Tensor) error {
 			break
 		}
 	}
-	want := expectedShapes(cfg, stacked)
+	expected := expectedShapes(cfg, stacked)
+	if out, ok := tensors["cls.output.weight"]; ok && len(out.Shape) >= 2 { // a classification head: a reranker's
+		d, n := cfg.Dim, out.Shape[1]
+		expected["cls.output.weight"] = want{[]int{d, n}, true}
+		expected["cls.output.bias"] = want{[]int{n}, true}
+		expected["cls.weight"] = want{[]int{d, d}, true}
+		expected["cls.bias"] = want{[]int{d}, true}
+		if l := len(cfg.ClassifierLabels); l > 0 && l != n {
+			return invalid("%d classifier labels for a head of %d classes", l, n)
+		}
+	}
 	var errs []error
 	names := make([]string, 0, len(tensors))
 	for n := range tensors {
@@ -240,7 +250,7 @@ func checkTensors(cfg *model.Config, tensors map[string]*model.Tensor) error {
 	slices.Sort(names)
 	for _, name := range names {
 		t := tensors[name]
-		w, ok := want[name]
+		w, ok := expected[name]
 		if !ok {
 			errs = append(errs, unsupported("tensor %q is not supported for architecture %q", name, cfg.Arch))
 			continue
@@ -261,7 +271,7 @@ func checkTensors(cfg *model.Config, tensors map[string]*model.Tensor) error {
 			errs = append(errs, invalid("tensor %q (%v %v) has %d bytes of data", name, typeName(t.Type), t.Shape, len(t.Data)))
 		}
 	}
-	for name, w := range want {
+	for name, w := range expected {
 		if _, ok := tensors[name]; !ok && !w.optional {
 			errs = append(errs, invalid("tensor %q is missing", name))
 		}

@@ -324,6 +324,16 @@ func TestGGUFRefused(t *testing.T) {
 		{"heads not divisible", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("llama.attention.head_count_kv", uint32(3)) })
 		}, loader.ErrInvalid, "not a multiple"},
+		{"classifier labels for another head", func(t *testing.T, dir string) string {
+			head := base
+			head.Classes, head.Labels = 2, []string{"yes", "no"}
+			return rewrite(t, dir, head, func(kv *kvs, _ *tensors) { kv.set("llama.classifier.output_labels", []string{"a", "b", "c"}) })
+		}, loader.ErrInvalid, "3 classifier labels for a head of 2 classes"},
+		{"classifier head of another width", func(t *testing.T, dir string) string {
+			head := base
+			head.Classes = 1
+			return rewrite(t, dir, head, func(_ *kvs, ts *tensors) { ts.add("cls.output.bias", 2) })
+		}, loader.ErrInvalid, `tensor "cls.output.bias" has shape [2], want [1]`},
 		{"eos outside vocab", func(t *testing.T, dir string) string {
 			return rewrite(t, dir, base, func(kv *kvs, _ *tensors) { kv.set("tokenizer.ggml.eos_token_id", uint32(300)) })
 		}, loader.ErrInvalid, "EOS token 300"},

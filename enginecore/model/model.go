@@ -14,29 +14,33 @@ var ErrShape = errors.New("model: weight shape mismatch")
 // ERNIE, OLMo, and the mixtures of experts Mixtral, Qwen2-MoE,
 // Qwen3-MoE, Granite MoE, ERNIE MoE and OLMoE) add to it.
 type Config struct {
-	Name           string  // served name, e.g. "dummy" or a file base name
-	Arch           string  // architecture, e.g. "llama"
-	VocabSize      int     // V, tokens
-	Dim            int     // model (residual) width
-	NumLayers      int     // L
-	NumHeads       int     // H, query heads
-	NumKVHeads     int     // Hkv, key/value heads; H is a multiple of Hkv
-	HeadDim        int     // D, per head; usually Dim/H
-	FFNDim         int     // F, hidden width of the SwiGLU MLP
-	RopeTheta      float64 // RoPE base
-	RopeNeox       bool    // rotate (x[i], x[i+R/2]) (NEOX, Qwen) instead of (x[2i], x[2i+1])
-	RopeDim        int     // R, the leading dims of each head RoPE rotates (Phi-4-mini: 96 of 128); 0: HeadDim
-	NormEps        float64 // RMSNorm epsilon
-	MaxContextLen  int     // trained context length, tokens
-	Pooling        string  // how the file says embeddings pool: "LAST", "MEAN", "CLS" (wire.Pooling*); "": it does not say
-	BOSTokenID     int32   // beginning-of-sequence token
-	EOSTokenIDs    []int32 // tokens that end generation
-	TiedEmbeddings bool    // Output aliases TokenEmbed
-	RopeScaling    RopeScaling
-	QKVBias        bool // Q, K and V projections have biases (Qwen2)
-	QKNorm         bool // per-head RMSNorm of Q and K before RoPE (Qwen3)
-	QKNormFull     bool // with QKNorm: Q and K are normalized whole, over all heads at once ([H*D], [Hkv*D]; OLMo 2, OLMoE)
-	NoPreNorms     bool // no RMSNorm before attention and the MLP: they read the residual stream as is (OLMo 2, which has PostNorms)
+	Name          string  // served name, e.g. "dummy" or a file base name
+	Arch          string  // architecture, e.g. "llama"
+	VocabSize     int     // V, tokens
+	Dim           int     // model (residual) width
+	NumLayers     int     // L
+	NumHeads      int     // H, query heads
+	NumKVHeads    int     // Hkv, key/value heads; H is a multiple of Hkv
+	HeadDim       int     // D, per head; usually Dim/H
+	FFNDim        int     // F, hidden width of the SwiGLU MLP
+	RopeTheta     float64 // RoPE base
+	RopeNeox      bool    // rotate (x[i], x[i+R/2]) (NEOX, Qwen) instead of (x[2i], x[2i+1])
+	RopeDim       int     // R, the leading dims of each head RoPE rotates (Phi-4-mini: 96 of 128); 0: HeadDim
+	NormEps       float64 // RMSNorm epsilon
+	MaxContextLen int     // trained context length, tokens
+	Pooling       string  // how the file says embeddings pool: "LAST", "MEAN", "CLS" (wire.Pooling*); "": it does not say
+	// ClassifierLabels names a classification head's classes, from
+	// {arch}.classifier.output_labels (Qwen3-Reranker: "yes", "no");
+	// nil when the file names none.
+	ClassifierLabels []string
+	BOSTokenID       int32   // beginning-of-sequence token
+	EOSTokenIDs      []int32 // tokens that end generation
+	TiedEmbeddings   bool    // Output aliases TokenEmbed
+	RopeScaling      RopeScaling
+	QKVBias          bool // Q, K and V projections have biases (Qwen2)
+	QKNorm           bool // per-head RMSNorm of Q and K before RoPE (Qwen3)
+	QKNormFull       bool // with QKNorm: Q and K are normalized whole, over all heads at once ([H*D], [Hkv*D]; OLMo 2, OLMoE)
+	NoPreNorms       bool // no RMSNorm before attention and the MLP: they read the residual stream as is (OLMo 2, which has PostNorms)
 
 	// Gemma's, SmolLM3's, Granite's and Phi-3's options; their zero
 	// values are Llama's behaviour.
@@ -210,6 +214,9 @@ type Weights struct {
 	OutNorm    []float32 // [Dim] final RMSNorm gain
 	Output     *Tensor   // [V][Dim] LM head; the same *Tensor as TokenEmbed when tied
 	RopeFreqs  []float32 // [R/2] optional per-frequency divisors (R = Config.RotaryDim) (GGUF rope_freqs.weight); nil if absent
+	// Classifier is the sequence-classification head (cls.* tensors: a
+	// reranker's), nil when the file has none.
+	Classifier *Classifier
 }
 
 // Validate checks that cfg is consistent and every tensor of w has the

@@ -26,7 +26,9 @@ var ErrMissingTensor = errors.New("model: missing tensor")
 //	blk.N.ffn_gate_inp_shexp.weight; gpt-oss adds blk.N.attn_output.bias
 //	(cfg.OutBias), blk.N.attn_sinks.weight (cfg.AttnSinks) and
 //	blk.N.ffn_gate_inp.bias and blk.N.ffn_{gate,up,down}_exps.bias
-//	(cfg.ExpertBiases; [out, E]).
+//	(cfg.ExpertBiases; [out, E]). A classification head (a reranker's) is
+//	cls.output.weight with the optional cls.output.bias, cls.weight and
+//	cls.bias (Classifier).
 //
 // Matrices are kept as given (any supported type, Data not copied); norm
 // gains and biases (F32, F16 or BF16) are converted to float32. Unknown
@@ -107,6 +109,11 @@ func FromTensors(cfg Config, ts map[string]*Tensor) (*Weights, error) {
 		}
 		w.Layers = append(w.Layers, l)
 	}
+	cls, err := classifierFromTensors(cfg, ts)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	w.Classifier = cls
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/tandem-llm/tandem/enginecore/model"
 
 	"github.com/tandem-llm/tandem/enginecore/lora"
 )
@@ -121,6 +122,10 @@ type ModelInfo struct {
 	// Pooling is how the model file says its embeddings pool ("LAST",
 	// "MEAN", "CLS"); "" when it does not say.
 	Pooling string
+	// Classifier is the model's classification head (a reranker's), which
+	// RANK pooling applies to the last prompt token's hidden state; nil
+	// when it has none. Read-only.
+	Classifier *model.Classifier
 }
 
 // KVLayout describes a backend's KV block bytes (KV transfer: slot save

@@ -45,6 +45,11 @@ func (r *Runner) pool(it *batch.Item, rows []float32) []float32 {
 	dim, typ := r.dim, it.Pooling.PoolingType
 	switch typ {
 	case wire.PoolingMean, wire.PoolingCLS, wire.PoolingNone:
+	case wire.PoolingRank: // the head over the last prompt token's row
+		if !it.Sample || r.classifier == nil {
+			return nil
+		}
+		return r.classifier.Apply(rows[:dim])
 	default: // LAST: the one row of the chunk that ends the prompt
 		if !it.Sample {
 			return nil

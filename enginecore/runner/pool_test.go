@@ -6,13 +6,26 @@ import (
 	"testing"
 
 	"github.com/tandem-llm/tandem/enginecore/batch"
+	"github.com/tandem-llm/tandem/enginecore/model"
 	"github.com/tandem-llm/tandem/wire"
 )
 
 // hiddenModel is a backend whose hidden state at position p after token
 // id is h(p, id) = [p+1, id, 1, -(p+1)·id] ([Dim=4]): the pooled vectors
 // have closed forms.
-type hiddenModel struct{ vocab int }
+type hiddenModel struct {
+	vocab int
+	cls   *model.Classifier // nil: no head
+}
+
+// testHead is a classification head with every part (dense + tanh,
+// biases) over [Dim=4] hidden states, 2 classes.
+var testHead = &model.Classifier{NumClasses: 2,
+	Dense:     []float32{0.1, -0.2, 0.3, 0.01, 0, 0.5, -0.1, 0.02, 0.2, 0.2, 0.2, -0.03, -0.4, 0, 0.1, 0.01},
+	DenseBias: []float32{0.1, 0, -0.1, 0.2},
+	Out:       []float32{1, -1, 0.5, 2, -0.5, 0.25, 1, 0},
+	OutBias:   []float32{0.3, -0.3},
+}
 
 const hiddenDim = 4
 
@@ -21,7 +34,7 @@ func h(p int, id int32) [hiddenDim]float64 {
 }
 
 func (m *hiddenModel) Model() ModelInfo {
-	return ModelInfo{VocabSize: m.vocab, Dim: hiddenDim, EOSTokenIDs: []int32{2}}
+	return ModelInfo{VocabSize: m.vocab, Dim: hiddenDim, EOSTokenIDs: []int32{2}, Classifier: m.cls}
 }
 func (m *hiddenModel) AllocateKV(int, int) error           { return nil }
 func (m *hiddenModel) KVBytesPerBlock(blockSize int) int64 { return 0 }
@@ -65,6 +78,13 @@ func poolWant(prompt []int32, p wire.PoolingParams) []float32 {
 	}
 	var v [hiddenDim]float64
 	switch p.PoolingType {
+	case wire.PoolingRank: // the head over the last row, as float32 gets it
+		x := h(len(prompt)-1, prompt[len(prompt)-1])
+		row := make([]float32, hiddenDim)
+		for d := range row {
+			row[d] = float32(x[d])
+		}
+		return testHead.Apply(row)
 	case wire.PoolingLast:
 		v = h(len(prompt)-1, prompt[len(prompt)-1])
 	case wire.PoolingCLS:
@@ -99,11 +119,12 @@ func TestPoolingOverChunks(t *testing.T) {
 		{PoolingType: wire.PoolingCLS, Normalize: true, Dimensions: 3},
 		{PoolingType: wire.PoolingNone},
 		{PoolingType: wire.PoolingNone, Normalize: true, Dimensions: 2},
+		{PoolingType: wire.PoolingRank},
 	}
 	for _, p := range params {
 		for chunk := 1; chunk <= len(prompt); chunk++ {
 			for _, replay := range []bool{false, true} {
-				r := New(&hiddenModel{vocab: 16}, 4)
+				r := New(&hiddenModel{vocab: 16, cls: testHead}, 4)
 				var got []float32
 				for start := 0; start < len(prompt); {
 					n := min(chunk, len(prompt)-start)

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/tandem-llm/tandem/enginecore/model"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -41,6 +42,9 @@ type Runner struct {
 	hidden    []float32
 	hiddenRow []int
 	pools     map[string]*pooling
+	// classifier is the model's classification head (RANK pooling); nil:
+	// none.
+	classifier *model.Classifier
 }
 
 // promptLogprobs is one request's prompt logprobs in the making.
@@ -54,7 +58,7 @@ type promptLogprobs struct {
 func New(be Backend, blockSize int) *Runner {
 	m := be.Model()
 	return &Runner{be: be, blockSize: blockSize, vocab: m.VocabSize, dim: m.Dim, samplers: map[string]*sample.Sampler{},
-		prompts: map[string]*promptLogprobs{}, pools: map[string]*pooling{}}
+		prompts: map[string]*promptLogprobs{}, pools: map[string]*pooling{}, classifier: m.Classifier}
 }
 
 // Forget drops per-request state (the sampler's RNG, prompt logprobs) of

@@ -33,6 +33,9 @@ type Backend struct {
 	ops *ops
 	cfg model.Config
 	eps float32
+	// classifier is the model's classification head, applied on the host
+	// by the runner (RANK pooling); nil: none.
+	classifier *model.Classifier
 	// Widths of one token's rows.
 	qDim      int // H·D
 	kvDim     int // Hkv·D
@@ -192,18 +195,19 @@ func newBackend(dev device, cfg model.Config, w *model.Weights) (*Backend, error
 	}
 	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
 	b := &Backend{
-		dev:       dev,
-		ops:       o,
-		cfg:       cfg,
-		eps:       float32(cfg.NormEps),
-		qDim:      qd,
-		kvDim:     kvd,
-		rowStride: qd + 2*kvd,
-		scale:     float32(1 / math.Sqrt(float64(cfg.HeadDim))),
-		ropeLen:   cfg.MaxContextLen,
-		allocs:    map[uintptr]int64{},
-		baseFree:  free,
-		capParts:  4 * dev.NumSMs() * (cfg.NumHeads / cfg.NumKVHeads),
+		dev:        dev,
+		ops:        o,
+		cfg:        cfg,
+		classifier: w.Classifier,
+		eps:        float32(cfg.NormEps),
+		qDim:       qd,
+		kvDim:      kvd,
+		rowStride:  qd + 2*kvd,
+		scale:      float32(1 / math.Sqrt(float64(cfg.HeadDim))),
+		ropeLen:    cfg.MaxContextLen,
+		allocs:     map[uintptr]int64{},
+		baseFree:   free,
+		capParts:   4 * dev.NumSMs() * (cfg.NumHeads / cfg.NumKVHeads),
 	}
 	if err := b.upload(w, freq); err != nil {
 		b.Close()
@@ -253,6 +257,7 @@ func (b *Backend) Model() runner.ModelInfo {
 		HeadDim:       b.cfg.HeadDim,
 		Dim:           b.cfg.Dim,
 		Pooling:       b.cfg.Pooling,
+		Classifier:    b.classifier,
 	}
 }
 

@@ -21,7 +21,8 @@
 //     "tokenize": ["text", ...],     // tokenized with special tokens parsed, no BOS added
 //     "greedy":   [{"prompt": [id, ...], "n": 32}, ...], // temperature-0 continuations
 //     "embed":    [[id, ...], ...],  // llama.cpp's embedding of each (its own BOS/EOS added as it would)
-//     "lora":     [{"path": "/a.gguf", "scale": 0.5}, ...] // LoRA adapters applied to every evaluation (llama_set_adapter_lora)
+//     "lora":     [{"path": "/a.gguf", "scale": 0.5}, ...], // LoRA adapters applied to every evaluation (llama_set_adapter_lora)
+//     "rank":     [[id, ...], ...]   // a reranker's score of each, the tokens as given (rank pooling)
 //   }
 // Response (JSON on stdout):
 //   {
@@ -43,7 +44,10 @@
 //     "embeddings": [                // one per request.embed entry (node-llama-cpp's getEmbeddingFor:
 //       {"tokens": [id, ...],        //  the model's pooling_type, or the last token's hidden state
 //        "vector": [x, ...]}         //  after the output norm when it has none; not normalized)
-//     ]
+//     ],
+//     "ranks": [s, ...]              // one per request.rank entry: llama.cpp's rank pooling output 0 (its
+//                                    //  classification head over the pooled token; for qwen3, softmaxed over
+//                                    //  the classes in the graph), sigmoid-ed by node-llama-cpp for other archs
 //   }
 // log-probs are natural logs of node-llama-cpp's probabilities, which are
 // the float32 softmax of llama.cpp's raw logits over the whole vocabulary.
@@ -134,6 +138,15 @@ async function answer(req) {
             out.embeddings.push({ tokens, vector: Array.from(e.vector) });
         }
         await ectx.dispose();
+    }
+    if (req.rank?.length) {
+        const longestRank = Math.max(16, ...req.rank.map((p) => p.length + 1));
+        const rctx = await model.createRankingContext({ contextSize: longestRank, batchSize: longestRank, threads: 1 });
+        out.ranks = [];
+        for (const prompt of req.rank) {
+            out.ranks.push(await rctx._evaluateRankingForInput(prompt)); // exactly these tokens, no template
+        }
+        await rctx.dispose();
     }
     await model.dispose();
     return out;

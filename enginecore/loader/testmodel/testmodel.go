@@ -98,6 +98,14 @@ type Spec struct {
 	// is used for F16 and BF16 too.
 	Quantize func(t model.DType, f32 []float32) []byte
 
+	// Classes, when positive, writes a reranker's classification head:
+	// cls.output.weight ([Classes][Dim], std 1/√Dim), pooling_type 4
+	// (rank) and, when set, Labels as classifier.output_labels
+	// (Qwen3-Reranker's file: 2 classes, "yes" and "no", no output.weight
+	// when Tied). GGUF only.
+	Classes int
+	Labels  []string
+
 	// Tokenizer holds tokenizer.* metadata written as is (values of the
 	// types gguf.Writer accepts, e.g. from ReadTokenizer). nil: ByteVocab.
 	Tokenizer map[string]any
@@ -312,6 +320,9 @@ func (s Spec) generate() []tensor {
 	if !s.Tied {
 		ts = append(ts, matrix("output.weight", s.VocabSize, d, 4/math.Sqrt(float64(d))))
 	}
+	if s.Classes > 0 {
+		ts = append(ts, matrix("cls.output.weight", s.Classes, d, 1/math.Sqrt(float64(d))))
+	}
 	return ts
 }
 
@@ -444,6 +455,8 @@ func WriteGGUF(path string, spec Spec) error {
 		{keyValue{a + "expert_shared_feed_forward_length", uint32(s.SharedFFNDim)}, s.SharedFFNDim > 0},
 		{keyValue{a + "leading_dense_block_count", uint32(s.DenseLead)}, s.Arch == "ernie4_5-moe"},
 		{keyValue{a + "interleave_moe_layer_step", uint32(s.MoEStep)}, s.Arch == "ernie4_5-moe"},
+		{keyValue{a + "pooling_type", uint32(4)}, s.Classes > 0},
+		{keyValue{a + "classifier.output_labels", s.Labels}, s.Classes > 0 && s.Labels != nil},
 	} {
 		if kv.on {
 			kvs = append(kvs, kv.keyValue)
