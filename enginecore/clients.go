@@ -12,6 +12,10 @@ import "slices"
 type clients struct {
 	byID map[string]string
 	adds map[string]int64
+	// snap is allAdds' last copy, valid while fresh (nothing counted
+	// since): a flood of other messages copies nothing.
+	snap  map[string]int64
+	fresh bool
 }
 
 func newClients() *clients { return &clients{byID: map[string]string{}, adds: map[string]int64{}} }
@@ -23,6 +27,7 @@ func newClients() *clients { return &clients{byID: map[string]string{}, adds: ma
 func (cs *clients) accept(id, name string) (fresh bool) {
 	prev, ok := cs.byID[id]
 	cs.byID[id] = name
+	cs.fresh = false
 	return !ok || prev != name
 }
 
@@ -37,6 +42,7 @@ func (cs *clients) drop(id string) (string, bool) {
 	name, ok := cs.byID[id]
 	delete(cs.byID, id)
 	delete(cs.adds, id)
+	cs.fresh = false
 	return name, ok
 }
 
@@ -51,20 +57,24 @@ func (cs *clients) readyIDs() []string {
 }
 
 // hello restarts id's count of ADDs: the frontend counts from its HELLO.
-func (cs *clients) hello(id string) { cs.adds[id] = 0 }
+func (cs *clients) hello(id string) { cs.adds[id], cs.fresh = 0, false }
 
 // added counts one ADD from id.
-func (cs *clients) added(id string) { cs.adds[id]++ }
+func (cs *clients) added(id string) { cs.adds[id], cs.fresh = cs.adds[id]+1, false }
 
 // addsSeen is the ADDs from id since its latest HELLO.
 func (cs *clients) addsSeen(id string) int64 { return cs.adds[id] }
 
-// allAdds is a copy of every ready client's count, for the shell's
-// heartbeats.
+// allAdds is every ready client's count, for the shell's heartbeats: a
+// copy the caller must not modify, made anew only when a count changed.
 func (cs *clients) allAdds() map[string]int64 {
+	if cs.fresh {
+		return cs.snap
+	}
 	m := make(map[string]int64, len(cs.byID))
 	for id := range cs.byID {
 		m[id] = cs.adds[id]
 	}
+	cs.snap, cs.fresh = m, true
 	return m
 }

@@ -306,7 +306,8 @@ func (e *Engine) HasWork() bool { return !e.slp.paused && e.sched.HasWork() }
 func (e *Engine) Clients() []string { return e.clients.readyIDs() }
 
 // AddsSeen is, for each frontend that completed HELLO, the ADDs it sent
-// since that HELLO which Load's figures include (a copy).
+// since that HELLO which Load's figures include (read-only: a copy made
+// when a count changes, shared until the next change).
 func (e *Engine) AddsSeen() map[string]int64 { return e.clients.allAdds() }
 
 // Drop forgets frontends that went silent and aborts their requests, so a
