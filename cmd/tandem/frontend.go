@@ -426,6 +426,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		MaxModelLen:        info.MaxModelLen,
 		MaxLogprobs:        &info.MaxLogprobs,
 		Pooling:            info.Pooling,
+		ClassifierLabels:   info.ClassifierLabels,
 		BlockSize:          info.BlockSize,
 		NumBlocks:          info.NumBlocks,
 		MaxRequestBody:     f.maxRequestBody,

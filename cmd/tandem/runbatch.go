@@ -124,7 +124,7 @@ func runBatch(ctx context.Context, args []string) error {
 		return fmt.Errorf("run-batch: %w", err)
 	}
 	cfg := server.Config{
-		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, MaxLogprobs: &info.MaxLogprobs, Pooling: info.Pooling, BlockSize: info.BlockSize,
+		ServedModelName: info.ServedModelName, ModelRoot: info.Model, VocabSize: info.VocabSize, MaxModelLen: info.MaxModelLen, MaxLogprobs: &info.MaxLogprobs, Pooling: info.Pooling, ClassifierLabels: info.ClassifierLabels, BlockSize: info.BlockSize,
 		NumBlocks: info.NumBlocks, MaxRequestBody: f.maxRequestBody, Version: version, Logger: log, ToolParser: toolParser,
 		ReasoningParser: reasoningParser,
 	}

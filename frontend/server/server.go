@@ -93,6 +93,11 @@ type Config struct {
 	// reports it; wire.PoolingNone (--pooling none) gives per-token
 	// vectors on llama-server's /embedding and a 400 on the OpenAI route.
 	Pooling string
+	// ClassifierLabels names the classes of the model's classification
+	// head as READY reports them (a reranker): /score and /rerank then
+	// score pairs with it, /classify labels inputs; nil: no head, and
+	// /score and /rerank compare embeddings (cosine).
+	ClassifierLabels []string
 	// ModelArch is the served model's architecture (general.architecture),
 	// which LoRA adapters must name; "" = not checked here.
 	ModelArch string
@@ -264,6 +269,14 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/invocations", s.invocations)
 	e.POST("/v1/completions", s.completions)
 	e.POST("/v1/embeddings", s.embeddings)
+	for _, r := range []string{"/score", "/v1/score"} {
+		e.POST(r, s.score)
+	}
+	for _, r := range []string{"/rerank", "/v1/rerank", "/v2/rerank", "/reranking", "/v1/reranking"} {
+		e.POST(r, s.rerank)
+	}
+	e.POST("/classify", s.classify)
+	e.POST("/pooling", s.pooling)
 	e.POST("/v1/responses", s.createResponse)
 	e.GET("/v1/responses/:id", s.getResponse)
 	e.DELETE("/v1/responses/:id", s.deleteResponse)

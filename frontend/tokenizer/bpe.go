@@ -111,6 +111,8 @@ type BPE struct {
 	hasBOS, hasEOS bool
 	stops          []int32 // ids that end generation; eos first
 	chatSource     string  // Jinja source of the chat template; "" when the model has none
+	rerankSource   string  // llama.cpp's rerank template ({query}, {document}); "" when none
+	sep            []int32 // the separator a query/document pair gets between them (add_sep_token), else nil
 	tmpl           atomic.Pointer[tmplBox]
 
 	cache wordCache

@@ -150,6 +150,18 @@ func FromGGUF(md Metadata) (*BPE, error) {
 	if t.chatSource, err = mdOptString(md, "tokenizer.chat_template"); err != nil {
 		return nil, err
 	}
+	if t.rerankSource, err = mdOptString(md, "tokenizer.chat_template.rerank"); err != nil {
+		return nil, err
+	}
+	if add, ok, err := mdOptBool(md, "tokenizer.ggml.add_sep_token"); err != nil {
+		return nil, err
+	} else if ok && add {
+		if id, ok, err := mdOptUint(md, "tokenizer.ggml.seperator_token_id"); err != nil { // sic: llama.cpp's key
+			return nil, err
+		} else if ok && id < uint64(n) {
+			t.sep = []int32{int32(id)}
+		}
+	}
 	name, _ := mdOptString(md, "general.name")
 	promoteControl(t)
 	if err := t.finish(merges, ggufAdded(t, name), extraStops); err != nil {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tandem-llm/tandem/enginecore/loader/testmodel"
+	"github.com/tandem-llm/tandem/enginecore/model"
+)
+
+// TestServeReranker serves a random-weight reranker written as
+// convert_hf_to_gguf.py writes Qwen3-Reranker (a yes/no head, pooling
+// rank, a rerank template) and ranks documents on every route: the
+// scores are probabilities, best first, and each equals /classify's
+// probability of "yes" for the template filled in by hand — the pair
+// went through the model's template and its head — and /score gives the
+// same numbers in request order.
+func TestServeReranker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts tandem serve")
+	}
+	const template = "<Query>: {query}\n<Document>: {document}\nRelevant:"
+	tok := testmodel.ByteVocab(512)
+	tok["tokenizer.chat_template.rerank"] = template
+	path := filepath.Join(t.TempDir(), "tiny-reranker.gguf")
+	spec := testmodel.Spec{Arch: "qwen3", VocabSize: 512, Dim: 64, NumLayers: 2, NumHeads: 4, NumKVHeads: 2, FFNDim: 128,
+		ContextLen: 1024, Seed: 5, Tied: true, Classes: 2, Labels: []string{"yes", "no"}, MatrixType: model.F32, Tokenizer: tok}
+	if err := testmodel.WriteGGUF(path, spec); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	p := startProc(t, "serve", path, "--port", strconv.Itoa(port), "--max-model-len", "512", "--kv-cache-memory", "32Mi")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, p)
+
+	query := "what do bakers do at dawn?"
+	docs := []string{"Bakers light their ovens before sunrise.", "The river is wide.", "zzz", "Dawn: bread, ovens, flour."}
+	num := func(v any) float64 { f, _ := v.(float64); return f }
+	var ranked map[int]float64
+	for _, route := range []string{"/v1/rerank", "/rerank", "/v2/rerank"} {
+		code, resp := postJSON(t, base+route, map[string]any{"model": "tiny-reranker", "query": query, "documents": docs}, nil)
+		results, _ := resp["results"].([]any)
+		if code != 200 || len(results) != len(docs) {
+			t.Fatalf("%s: %d %v", route, code, resp)
+		}
+		got := map[int]float64{}
+		prev := 2.0
+		for _, r := range results {
+			m := r.(map[string]any)
+			s := num(m["relevance_score"])
+			if s <= 0 || s >= 1 || s > prev {
+				t.Fatalf("%s: scores not probabilities, best first: %v", route, results)
+			}
+			prev = s
+			got[int(num(m["index"]))] = s
+		}
+		if ranked == nil {
+			ranked = got
+		}
+		for i, s := range got {
+			if s != ranked[i] {
+				t.Errorf("%s: document %d scored %v, %v on /v1/rerank", route, i, s, ranked[i])
+			}
+		}
+	}
+	for i, d := range docs {
+		filled := strings.NewReplacer("{query}", query, "{document}", d).Replace(template)
+		code, resp := postJSON(t, base+"/classify", map[string]any{"input": filled, "add_special_tokens": false}, nil)
+		data, _ := resp["data"].([]any)
+		if code != 200 || len(data) != 1 {
+			t.Fatalf("classify: %d %v", code, resp)
+		}
+		probs, _ := data[0].(map[string]any)["probs"].([]any)
+		if len(probs) != 2 || math.Abs(num(probs[0])-ranked[i]) > 1e-6 {
+			t.Errorf("document %d: rerank %v, classify of the filled template %v (labels yes, no)", i, ranked[i], probs)
+		}
+	}
+	code, resp := postJSON(t, base+"/v1/score", map[string]any{"text_1": query, "text_2": docs}, nil)
+	data, _ := resp["data"].([]any)
+	if code != 200 || len(data) != len(docs) {
+		t.Fatalf("score: %d %v", code, resp)
+	}
+	for i, d := range data {
+		if s := num(d.(map[string]any)["score"]); s != ranked[i] {
+			t.Errorf("score %d: %v, rerank %v", i, s, ranked[i])
+		}
+	}
+}
