@@ -19,14 +19,12 @@ non-zero on any failure. cmd/tandem/e2e_anthropic_test.go runs it.
 
 import argparse
 import json
-import sys
-import traceback
 import urllib.request
 
 import anthropic
+from harness import finish, run
 
 ARGS = None
-RESULTS = []
 WEATHER = {
     "name": "get_weather",
     "description": "Get the current weather in a city",
@@ -43,17 +41,6 @@ GREEDY = {"extra_body": {"temperature": 0}}
 def client(**kw):
     kw.setdefault("api_key", ARGS.api_key)
     return anthropic.Anthropic(base_url=ARGS.base_url, max_retries=0, timeout=120, **kw)
-
-
-def run(name, fn):
-    try:
-        fn()
-        RESULTS.append(True)
-        print("PASS", name, flush=True)
-    except Exception:
-        RESULTS.append(False)
-        print("FAIL", name, flush=True)
-        traceback.print_exc()
 
 
 def text_of(msg):
@@ -199,9 +186,7 @@ def main():
                      ("tool_use streamed", check_tool_stream), ("count_tokens", check_count_tokens),
                      ("X-Session-ID and bearer token", check_session_and_bearer), ("errors", check_errors)]:
         run(name, fn)
-    failed = RESULTS.count(False)
-    print(f"{len(RESULTS) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

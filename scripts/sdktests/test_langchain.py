@@ -15,26 +15,12 @@ failure. cmd/tandem/e2e_structured_test.go runs it.
 """
 
 import sys
-import traceback
 
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from pydantic import BaseModel
-
-RESULTS = []
-
-
-def run(name, fn):
-    try:
-        fn()
-        RESULTS.append(True)
-        print("PASS", name, flush=True)
-    except Exception:
-        RESULTS.append(False)
-        print("FAIL", name, flush=True)
-        traceback.print_exc()
-
+from harness import finish, run
 
 @tool
 def add(a: int, b: int) -> int:
@@ -94,9 +80,7 @@ def main():
     run("bind_tools: a named tool", named_tool)
     run("with_structured_output", structured)
     run("OpenAIEmbeddings", embeddings)
-    failed = RESULTS.count(False)
-    print(f"{len(RESULTS) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

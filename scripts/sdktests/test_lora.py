@@ -17,24 +17,10 @@ failure. cmd/tandem/e2e_lora_test.go runs it.
 """
 
 import sys
-import traceback
 
 import openai
 from langchain_openai import ChatOpenAI
-
-RESULTS = []
-
-
-def run(name, fn):
-    try:
-        fn()
-        RESULTS.append(True)
-        print("PASS", name, flush=True)
-    except Exception:
-        RESULTS.append(False)
-        print("FAIL", name, flush=True)
-        traceback.print_exc()
-
+from harness import finish, run
 
 def main():
     base, model, module = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -74,9 +60,7 @@ def main():
     for name, fn in [("models", check_models), ("module_answers", check_module_answers),
                      ("lora_list", check_lora_list), ("langchain", check_langchain), ("unknown", check_unknown)]:
         run(name, fn)
-    failed = RESULTS.count(False)
-    print(f"{RESULTS.count(True)} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -23,8 +23,6 @@ non-zero on any failure. cmd/tandem/e2e_ollama_test.go runs it.
 
 import argparse
 import json
-import sys
-import traceback
 import urllib.request
 import uuid
 
@@ -32,9 +30,9 @@ import ollama
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_ollama import ChatOllama, OllamaEmbeddings
 from pydantic import BaseModel
+from harness import finish, run
 
 ARGS = None
-RESULTS = []
 GREEDY = {"temperature": 0, "num_predict": 24}
 
 
@@ -42,17 +40,6 @@ def client(**kw):
     headers = kw.pop("headers", {})
     headers.setdefault("Authorization", "Bearer " + ARGS.api_key)
     return ollama.Client(host=ARGS.base_url, headers=headers, timeout=120, **kw)
-
-
-def run(name, fn):
-    try:
-        fn()
-        RESULTS.append(True)
-        print("PASS", name, flush=True)
-    except Exception:
-        RESULTS.append(False)
-        print("FAIL", name, flush=True)
-        traceback.print_exc()
 
 
 def model():
@@ -252,9 +239,7 @@ def main():
                      ("generate", check_generate), ("X-Session-ID", check_session), ("load requests", check_load),
                      ("logprobs", check_logprobs), ("embed", check_embed), ("errors", check_errors), ("LangChain ChatOllama", check_langchain)]:
         run(name, fn)
-    failed = RESULTS.count(False)
-    print(f"{len(RESULTS) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -21,12 +21,11 @@ import argparse
 import enum
 import json
 import re
-import sys
-import traceback
 from typing import List, Literal, Optional, Union
 
 import openai
 from pydantic import BaseModel, Field
+from harness import finish, run
 
 
 class Color(str, enum.Enum):
@@ -172,7 +171,6 @@ MODELS = [
 ]
 
 ARGS = None
-RESULTS = []
 
 # A 135M model at temperature 0 repeats array items until max_tokens (the
 # constraint keeps every prefix valid, but a cut answer does not parse):
@@ -193,17 +191,6 @@ def with_retry(call, tries=4):
 
 def client():
     return openai.OpenAI(base_url=ARGS.base_url + "/v1", api_key=ARGS.api_key or "unused", max_retries=0, timeout=300)
-
-
-def run(name, fn):
-    try:
-        fn()
-        RESULTS.append(True)
-        print("PASS", name, flush=True)
-    except Exception:
-        RESULTS.append(False)
-        print("FAIL", name, flush=True)
-        traceback.print_exc()
 
 
 class ColorChoice(BaseModel):
@@ -528,9 +515,7 @@ def main():
     for model, prompt in MODELS[:5]:
         run(f"stream {model.__name__}", stream_check(model, prompt))
     other_checks()
-    failed = RESULTS.count(False)
-    print(f"{len(RESULTS) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":
