@@ -39,7 +39,7 @@ type Read struct {
 // mass) scales the confidence, so a read that mostly wanted another token
 // is not confident.
 func AnswerOf(q *Question, r Read) Answer {
-	probs := softmax(r.LabelLogprobs)
+	probs := Softmax(r.LabelLogprobs)
 	mass := 0.0
 	for _, lp := range r.LabelLogprobs {
 		mass += math.Exp(lp)
@@ -73,8 +73,9 @@ func AnswerOf(q *Question, r Read) Answer {
 	return a
 }
 
-// softmax is the softmax of logprobs (stable: shifted by their maximum).
-func softmax(logprobs []float64) []float64 {
+// Softmax is the softmax of logprobs (or any logits; stable: shifted by
+// their maximum), a new slice.
+func Softmax(logprobs []float64) []float64 {
 	top := math.Inf(-1)
 	for _, lp := range logprobs {
 		top = max(top, lp)

@@ -107,15 +107,26 @@ func NormalizeEmbedding(v []float32, p int) {
 	}
 }
 
-// EmbeddingResponse is the embeddings endpoint's answer.
-type EmbeddingResponse struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"` // "list"
-	Created int64       `json:"created"`
-	Model   string      `json:"model"`
-	Data    []Embedding `json:"data"`
-	Usage   Usage       `json:"usage"`
+// List is the answer of the pooling routes (embeddings, /score,
+// /classify, /pooling): one item per input or pair, in order, and the
+// prompt tokens computed.
+type List[T any] struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"` // "list"
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Data    []T    `json:"data"`
+	Usage   Usage  `json:"usage"`
 }
+
+// NewList is a List of n items for model, created at created (unix
+// seconds).
+func NewList[T any](id, model string, created int64, n int) List[T] {
+	return List[T]{ID: id, Object: ObjectList, Created: created, Model: model, Data: make([]T, n)}
+}
+
+// EmbeddingResponse is the embeddings endpoint's answer.
+type EmbeddingResponse = List[Embedding]
 
 // Embedding is one input's embedding.
 type Embedding struct {

@@ -174,14 +174,7 @@ type ScoreData struct {
 }
 
 // ScoreResponse is vLLM's /score answer.
-type ScoreResponse struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"` // "list"
-	Created int64       `json:"created"`
-	Model   string      `json:"model"`
-	Data    []ScoreData `json:"data"`
-	Usage   Usage       `json:"usage"`
-}
+type ScoreResponse = List[ScoreData]
 
 // RerankDocument is a ranked document's text.
 type RerankDocument struct {
@@ -243,14 +236,7 @@ type ClassificationData struct {
 }
 
 // ClassificationResponse is vLLM's /classify answer.
-type ClassificationResponse struct {
-	ID      string               `json:"id"`
-	Object  string               `json:"object"` // "list"
-	Created int64                `json:"created"`
-	Model   string               `json:"model"`
-	Data    []ClassificationData `json:"data"`
-	Usage   Usage                `json:"usage"`
-}
+type ClassificationResponse = List[ClassificationData]
 
 // PoolingRequest is vLLM's /pooling body: inputs as for embeddings, and
 // the task (embed, classify, score; default: classify for a model with a
@@ -279,11 +265,4 @@ type PoolingData struct {
 }
 
 // PoolingResponse is vLLM's /pooling answer.
-type PoolingResponse struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"` // "list"
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Data    []PoolingData `json:"data"`
-	Usage   Usage         `json:"usage"`
-}
+type PoolingResponse = List[PoolingData]

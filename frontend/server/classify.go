@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tandem-llm/tandem/frontend/decisions"
 	"github.com/tandem-llm/tandem/frontend/llamacpp"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
@@ -24,8 +25,7 @@ func (s *Server) classify(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	out := openai.ClassificationResponse{ID: id, Object: openai.ObjectList, Created: nowUnix(), Model: s.cfg.ServedModelName,
-		Data: make([]openai.ClassificationData, len(probs))}
+	out := openai.NewList[openai.ClassificationData](id, s.cfg.ServedModelName, nowUnix(), len(probs))
 	for i, p := range probs {
 		best := 0
 		for k, x := range p {
@@ -76,23 +76,12 @@ func activation(logits []float32, activate bool) []float64 {
 	}
 	switch {
 	case !activate:
+		return out
 	case len(out) == 1:
 		out[0] = 1 / (1 + math.Exp(-out[0]))
-	default:
-		top := out[0]
-		for _, x := range out {
-			top = math.Max(top, x)
-		}
-		var sum float64
-		for k, x := range out {
-			out[k] = math.Exp(x - top)
-			sum += out[k]
-		}
-		for k := range out {
-			out[k] /= sum
-		}
+		return out
 	}
-	return out
+	return decisions.Softmax(out)
 }
 
 // pooling serves vLLM's POST /pooling: each input's pooled output for
@@ -113,7 +102,7 @@ func (s *Server) pooling(c echo.Context) error {
 			task = "classify"
 		}
 	}
-	out := openai.PoolingResponse{ID: id, Object: openai.ObjectList, Created: nowUnix(), Model: s.cfg.ServedModelName}
+	out := openai.NewList[openai.PoolingData](id, s.cfg.ServedModelName, nowUnix(), 0)
 	var prompts [][]int32
 	if task == "embed" {
 		if e := s.pooledOnly(); e != nil {

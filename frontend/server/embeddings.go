@@ -34,8 +34,7 @@ func (s *Server) embeddings(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	out := openai.EmbeddingResponse{ID: id, Object: openai.ObjectList, Created: nowUnix(), Model: s.cfg.ServedModelName,
-		Data: make([]openai.Embedding, len(vecs))}
+	out := openai.NewList[openai.Embedding](id, s.cfg.ServedModelName, nowUnix(), len(vecs))
 	for i, v := range vecs {
 		enc, err := openai.EncodeEmbedding(v, req.EncodingFormat)
 		if err != nil {

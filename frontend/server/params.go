@@ -108,6 +108,12 @@ func (s *Server) begin(c echo.Context, req interface{ Validate() *openai.Error }
 	if e := readRequest(c, req); e != nil {
 		return common{}, e
 	}
+	return s.validated(c, req, p)
+}
+
+// validated is begin's part after the body is read: the request's own
+// checks, then the model name, ids, session and rank.
+func (s *Server) validated(c echo.Context, req interface{ Validate() *openai.Error }, p *openai.Params) (common, *openai.Error) {
 	if e := req.Validate(); e != nil {
 		return common{}, e
 	}

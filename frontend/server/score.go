@@ -33,8 +33,8 @@ func (s *Server) score(c echo.Context) error {
 	if e != nil {
 		return writeError(c, e)
 	}
-	out := openai.ScoreResponse{ID: id, Object: openai.ObjectList, Created: nowUnix(), Model: s.cfg.ServedModelName,
-		Data: make([]openai.ScoreData, len(scores)), Usage: openai.Usage{PromptTokens: tokens, TotalTokens: tokens}}
+	out := openai.NewList[openai.ScoreData](id, s.cfg.ServedModelName, nowUnix(), len(scores))
+	out.Usage = openai.Usage{PromptTokens: tokens, TotalTokens: tokens}
 	for i, sc := range scores {
 		out.Data[i] = openai.ScoreData{Index: i, Object: "score", Score: sc}
 	}
@@ -96,57 +96,63 @@ func (s *Server) beginScoring(c echo.Context, req interface{ Validate() *openai.
 	if e := readBody(c, req); e != nil {
 		return common{}, e
 	}
-	if e := req.Validate(); e != nil {
-		return common{}, e
-	}
-	return s.resolveCommon(c, p)
+	return s.validated(c, req, p)
 }
 
 // scorePairs scores first[i] against second[i] (equal lengths) and counts
 // the prompt tokens computed. With a classification head (a reranker)
 // each pair is one prompt (rerankPrompt) through the head; without one,
-// each text is embedded (normalized) and a pair's score is the cosine of
-// its embeddings, as vLLM scores with an embedding model.
+// each distinct text is embedded once (normalized) and a pair's score is
+// the cosine of its embeddings, as vLLM scores with an embedding model.
 func (s *Server) scorePairs(ctx context.Context, id string, cm common, p *openai.Params, o *openai.ScoreOptions, first, second []string) ([]float64, int, *openai.Error) {
-	for i := range first {
-		first[i] = s.truncateText(first[i], o.MaxTokensPerQuery)
-		second[i] = s.truncateText(second[i], o.MaxTokensPerDoc)
+	first = s.truncateTexts(first, o.MaxTokensPerQuery)
+	second = s.truncateTexts(second, o.MaxTokensPerDoc)
+	if n := len(s.cfg.ClassifierLabels); n > 2 {
+		return nil, 0, openai.BadRequest("", "The model's classification head has %d classes; scoring needs one (a relevance logit) or two (yes, no). Use /classify.", n)
+	} else if n == 0 {
+		return s.cosinePairs(ctx, id, cm, p, first, second)
 	}
 	tokens := 0
-	if n := len(s.cfg.ClassifierLabels); n > 0 {
-		if n > 2 {
-			return nil, 0, openai.BadRequest("", "The model's classification head has %d classes; scoring needs one (a relevance logit) or two (yes, no). Use /classify.", n)
-		}
-		prompts := make([][]int32, len(first))
-		for i := range first {
-			ids := s.rerankPrompt(first[i], second[i])
-			if e := s.checkPrompt(p, &ids); e != nil {
-				return nil, 0, e
-			}
-			prompts[i] = ids
-			tokens += len(ids)
-		}
-		logits, err := s.embed(ctx, id, cm, p, prompts, &wire.PoolingParams{PoolingType: wire.PoolingRank})
-		if err != nil {
-			return nil, 0, engineError(err)
-		}
-		out := make([]float64, len(logits))
-		for i, l := range logits {
-			out[i] = relevance(l, o.Activate())
-		}
-		return out, tokens, nil
-	}
-	if e := s.pooledOnly(); e != nil {
-		return nil, 0, e
-	}
-	texts := append(slices.Clone(first), second...)
-	prompts := make([][]int32, len(texts))
-	for i, t := range texts {
-		ids := s.tok.Encode(t, p.AddSpecial(true))
+	prompts := make([][]int32, len(first))
+	for i := range first {
+		ids := s.rerankPrompt(first[i], second[i])
 		if e := s.checkPrompt(p, &ids); e != nil {
 			return nil, 0, e
 		}
 		prompts[i] = ids
+		tokens += len(ids)
+	}
+	logits, err := s.embed(ctx, id, cm, p, prompts, &wire.PoolingParams{PoolingType: wire.PoolingRank})
+	if err != nil {
+		return nil, 0, engineError(err)
+	}
+	out := make([]float64, len(logits))
+	for i, l := range logits {
+		out[i] = relevance(l, o.Activate())
+	}
+	return out, tokens, nil
+}
+
+// cosinePairs is scorePairs for a model without a classification head:
+// each distinct text of either side is embedded once (a rerank's query
+// once, not once per document).
+func (s *Server) cosinePairs(ctx context.Context, id string, cm common, p *openai.Params, first, second []string) ([]float64, int, *openai.Error) {
+	if e := s.pooledOnly(); e != nil {
+		return nil, 0, e
+	}
+	index := map[string]int{} // text → its prompt
+	var prompts [][]int32
+	tokens := 0
+	for _, t := range append(slices.Clone(first), second...) {
+		if _, ok := index[t]; ok {
+			continue
+		}
+		ids := s.tok.Encode(t, p.AddSpecial(true))
+		if e := s.checkPrompt(p, &ids); e != nil {
+			return nil, 0, e
+		}
+		index[t] = len(prompts)
+		prompts = append(prompts, ids)
 		tokens += len(ids)
 	}
 	vecs, err := s.embed(ctx, id, cm, p, prompts, &wire.PoolingParams{PoolingType: s.cfg.Pooling, Normalize: true})
@@ -155,7 +161,7 @@ func (s *Server) scorePairs(ctx context.Context, id string, cm common, p *openai
 	}
 	out := make([]float64, len(first))
 	for i := range out {
-		out[i] = cosine(vecs[i], vecs[len(first)+i])
+		out[i] = cosine(vecs[index[first[i]]], vecs[index[second[i]]])
 	}
 	return out, tokens, nil
 }
@@ -183,17 +189,27 @@ func (s *Server) checkPrompt(p *openai.Params, ids *[]int32) *openai.Error {
 	return nil
 }
 
-// truncateText keeps text's first n tokens (vLLM's max_tokens_per_query
-// and max_tokens_per_doc); n = 0 keeps all.
-func (s *Server) truncateText(text string, n int) string {
+// truncateTexts is texts each cut to its first n tokens (vLLM's
+// max_tokens_per_query and max_tokens_per_doc), a new slice; n = 0 keeps
+// all. A text repeated (a rerank's query) is tokenized once.
+func (s *Server) truncateTexts(texts []string, n int) []string {
 	if n <= 0 {
-		return text
+		return texts
 	}
-	ids := s.tok.Encode(text, false)
-	if len(ids) <= n {
-		return text
+	out := make([]string, len(texts))
+	cut := map[string]string{}
+	for i, t := range texts {
+		c, ok := cut[t]
+		if !ok {
+			c = t
+			if ids := s.tok.Encode(t, false); len(ids) > n {
+				c = s.tok.Decode(ids[:n], false)
+			}
+			cut[t] = c
+		}
+		out[i] = c
 	}
-	return s.tok.Decode(ids[:n], false)
+	return out
 }
 
 // relevance is a pair's score from the head's logits: a one-class

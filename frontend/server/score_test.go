@@ -80,6 +80,10 @@ func TestRerankWithHead(t *testing.T) {
 	if tei[0].Index != 1 || tei[0].Text == nil || *tei[0].Text != "ccc" || math.Abs(tei[0].Score-sigmoid(0.5)) > 1e-6 {
 		t.Errorf("TEI first %+v", tei[0])
 	}
+	code, body = postTo(t, url, "/v1/rerank", `{"query":"q","documents":["abcdef"],"max_tokens_per_doc":2}`)
+	if code != 200 || !strings.Contains(body, `"text":"abcdef"`) || !strings.Contains(body, `"prompt_tokens":4`) {
+		t.Errorf("max_tokens_per_doc: %d %s, want the document as sent, scored on BOS+q+ab", code, body)
+	}
 	code, body = postTo(t, url, "/v1/rerank", `{"query":"q","documents":["a"],"return_documents":false,"use_activation":false}`)
 	if code != 200 || strings.Contains(body, `"document"`) || !strings.Contains(body, `"relevance_score":0.3`) {
 		t.Errorf("without documents and activation: %d %s", code, body)
@@ -150,6 +154,9 @@ func TestScoreWithoutHead(t *testing.T) {
 	}
 	if resp.Results[0].RelevanceScore < resp.Results[1].RelevanceScore {
 		t.Errorf("not best first: %s", out)
+	}
+	if n := len(f.requests()); n != 3 {
+		t.Errorf("%d texts embedded, want 3: the query once, each document once", n)
 	}
 	for _, r := range f.requests() {
 		if r.Pooling == nil || !r.Pooling.Normalize || r.Pooling.PoolingType != wire.PoolingDefault {

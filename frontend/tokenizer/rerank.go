@@ -22,6 +22,3 @@ func (t *BPE) RerankPrompt(query, document string) []int32 {
 	ids = append(ids, t.EncodeWith(document, plain)...)
 	return append(ids, t.suffix...)
 }
-
-// HasRerankTemplate reports whether the model file has a rerank template.
-func (t *BPE) HasRerankTemplate() bool { return t.rerankSource != "" }
