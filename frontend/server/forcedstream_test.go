@@ -213,7 +213,7 @@ func callsOf(tcs []openai.ToolCall) []call {
 // each call's fragments join to the arguments the answer gives whole
 // (ToolPlan.ToolCalls, which reads it with encoding/json); cut by
 // max_tokens at a random length, the calls so far are those calls'
-// beginnings, and a named call's equals the answer not streamed.
+// beginnings, and equal the answer's not streamed.
 func TestForcedToolStreamSplits(t *testing.T) {
 	answers := []struct{ choice, text string }{
 		{namedWeather, `{"city": "Zürich", "days": [1, 2, {"a": "b\"c\\d\u00e9 東京"}], "x": null, "y": -0.5E+2}`},
@@ -257,12 +257,10 @@ func TestForcedToolStreamSplits(t *testing.T) {
 					t.Fatalf("%q cut at %d: call %v is not the beginning of %v", a.text, n, c, want[i])
 				}
 			}
-			if plan.Mode == openai.ToolsNamed {
-				var ch openai.ChatChoice
-				cutToolAnswer(&ch, plan, a.text[:n], toolCallID)
-				if cut := callsOf(ch.Message.ToolCalls); !cmp.Equal(got.calls, cut) {
-					t.Fatalf("%q cut at %d: streamed %v, not streamed %v", a.text, n, got.calls, cut)
-				}
+			var ch openai.ChatChoice
+			cutToolAnswer(&ch, plan, a.text[:n], toolCallID)
+			if cut := callsOf(ch.Message.ToolCalls); !cmp.Equal(got.calls, cut) {
+				t.Fatalf("%q cut at %d: streamed %v, not streamed %v", a.text, n, got.calls, cut)
 			}
 		}
 	}

@@ -189,19 +189,21 @@ func (cs *chatStreamer) callChunks(ev *choiceEvent, d toolparse.Delta, lps []tok
 }
 
 // cutToolAnswer is the message of a tool_choice named or "required"
-// answer that max_tokens cut (finish_reason stays length): a named call
-// with its arguments so far, as streamed (compact; no call when there are
-// none); for "required", whose answer vLLM parses only whole, no calls.
-// The content is "" in place of the cut text.
+// answer that max_tokens cut (finish_reason stays length): the calls so
+// far, as the stream sends them (compact arguments, the last call's as
+// far as they go; none when the cut came before a name). vLLM gives a cut
+// "required" answer no calls at all, though its stream has sent them, so
+// an agent's non-streaming turn loses the calls that were whole. The
+// content is "" in place of the cut text.
 func cutToolAnswer(ch *openai.ChatChoice, plan openai.ToolPlan, text string, newID func() string) {
 	empty := ""
 	ch.Message.Content = &empty
-	if plan.Mode != openai.ToolsNamed {
-		return
-	}
 	_, calls, ok := toolparse.ExtractWith(forcedParser(plan), text)
 	if !ok {
 		return
+	}
+	if plan.OneCall {
+		calls = calls[:1]
 	}
 	ch.Message.Content, ch.Message.ToolCalls = nil, apiToolCalls(calls, newID)
 }
