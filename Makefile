@@ -63,7 +63,7 @@ vet: setup llguidance
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
-sdktests: ## install the Python OpenAI and Anthropic SDKs and pyzmq+msgpack (KV-event consumer) for the tests into .cache
+sdktests: ## install the Python SDKs and agent frameworks the tests run (OpenAI, Anthropic, Ollama, Cohere, LangChain, Agents SDK, Pydantic AI, LiteLLM) into .cache
 	@./scripts/sdktests/setup.sh
 	@./scripts/kvevents/setup.sh
 

@@ -18,7 +18,8 @@ import (
 // scores are probabilities, best first, and each equals /classify's
 // probability of "yes" for the template filled in by hand — the pair
 // went through the model's template and its head — and /score gives the
-// same numbers in request order.
+// same numbers in request order. Then Cohere's own Python SDK reranks and
+// embeds against it (scripts/sdktests/test_cohere.py).
 func TestServeReranker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts tandem serve")
@@ -89,4 +90,7 @@ func TestServeReranker(t *testing.T) {
 			t.Errorf("score %d: %v, rerank %v", i, s, ranked[i])
 		}
 	}
+	t.Run("cohere", func(t *testing.T) {
+		runSDKScript(t, pythonWith(t, "cohere", "Cohere's Python SDK"), "test_cohere.py", base, "tiny-reranker")
+	})
 }

@@ -34,6 +34,8 @@ var apiOperations = []apiOperation{
 	{"post", "/v1/embeddings", "Embeddings of one input or many: the pooled hidden states (--pooling)", "EmbeddingRequest", "EmbeddingResponse", false},
 	{"post", "/v1/score", "Scores of text pairs: a reranker's head, else the cosine of embeddings", "Object", "Object", false},
 	{"post", "/score", "As /v1/score", "Object", "Object", false},
+	{"post", "/v2/embed", "Embeddings in Cohere's shape, by type: float, base64, binary, ubinary (vLLM's Cohere path)", "Object", "Object", false},
+	{"post", "/v1/embed", "As /v2/embed; without embedding_types, plain floats (Cohere's v1 clients)", "Object", "Object", false},
 	{"post", "/v1/rerank", "Documents ranked by relevance to a query (Jina's, Cohere's)", "Object", "Object", false},
 	{"post", "/rerank", "As /v1/rerank; with texts, TEI's answer (llama-server's)", "Object", "Object", false},
 	{"post", "/v2/rerank", "As /v1/rerank (vLLM's Cohere v2 path)", "Object", "Object", false},

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the OpenAI Python SDK (PyPI `openai`), Anthropic's (PyPI
-# `anthropic`) and Ollama's client (PyPI `ollama`) into a virtual
+# `anthropic`), Ollama's and Cohere's clients, LangChain's integrations,
+# OpenAI's Agents SDK, Pydantic AI and LiteLLM into a virtual
 # environment under .cache/sdktests-venv for the SDK acceptance tests
 # (cmd/tandem/e2e_sdk_test.go runs scripts/sdktests/test_openai.py with
 # it, e2e_anthropic_test.go test_anthropic.py, e2e_ollama_test.go
-# test_ollama.py).
+# test_ollama.py, e2e_rerank_test.go test_cohere.py,
+# e2e_structured_test.go the tool-loop scripts).
 # The Node SDK comes from scripts/oracle (make oracle); the Go SDK is a
 # module dependency. Idempotent: does nothing when the pinned version is
 # already installed.
@@ -19,6 +21,14 @@ anthropic=${ANTHROPIC_PY_VERSION:-2.16.0}
 ollama=${OLLAMA_PY_VERSION:-0.6.3}
 # LangChain's Ollama integration (ChatOllama), in test_ollama.py.
 langchain_ollama=${LANGCHAIN_OLLAMA_VERSION:-1.1.0}
+# Cohere's SDK, for its rerank and embed APIs (test_cohere.py).
+cohere=${COHERE_PY_VERSION:-7.3.1}
+# Agent frameworks and gateways with their own clients: OpenAI's Agents
+# SDK (test_agents.py), Pydantic AI (test_pydantic_ai.py), LiteLLM
+# (test_litellm.py).
+agents=${OPENAI_AGENTS_VERSION:-0.25.0}
+pydantic_ai=${PYDANTIC_AI_VERSION:-2.78.0}
+litellm=${LITELLM_VERSION:-1.110.2}
 venv=.cache/sdktests-venv
 py=${PYTHON:-python3}
 if ! command -v "$py" >/dev/null 2>&1; then
@@ -26,14 +36,16 @@ if ! command -v "$py" >/dev/null 2>&1; then
   exit 0
 fi
 ready() {
-  "$venv/bin/python" -c "import openai, sys, importlib.metadata as m; sys.exit(openai.__version__ != '$version' or m.version('langchain-openai') != '$langchain' or m.version('anthropic') != '$anthropic' or m.version('ollama') != '$ollama' or m.version('langchain-ollama') != '$langchain_ollama')" 2>/dev/null
+  "$venv/bin/python" -c "import openai, sys, importlib.metadata as m; sys.exit(openai.__version__ != '$version' or m.version('langchain-openai') != '$langchain' or m.version('anthropic') != '$anthropic' or m.version('ollama') != '$ollama' or m.version('langchain-ollama') != '$langchain_ollama' or m.version('cohere') != '$cohere' or m.version('openai-agents') != '$agents' or m.version('pydantic-ai-slim') != '$pydantic_ai' or m.version('litellm') != '$litellm')" 2>/dev/null
 }
 if [ -x "$venv/bin/python" ] && ready; then
-  echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic, ollama $ollama and langchain-ollama $langchain_ollama ready in $venv"
+  echo "sdktests: ready in $venv"
   exit 0
 fi
-echo "sdktests: installing openai==$version, langchain-openai==$langchain, anthropic==$anthropic, ollama==$ollama and langchain-ollama==$langchain_ollama into $venv…"
+pins=("openai==$version" "langchain-openai==$langchain" "anthropic==$anthropic" "ollama==$ollama" "langchain-ollama==$langchain_ollama"
+  "cohere==$cohere" "openai-agents==$agents" "pydantic-ai-slim[openai]==$pydantic_ai" "litellm==$litellm")
+echo "sdktests: installing ${pins[*]} into $venv…"
 mkdir -p .cache
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$version" "langchain-openai==$langchain" "anthropic==$anthropic" "ollama==$ollama" "langchain-ollama==$langchain_ollama"
-echo "sdktests: openai $version, langchain-openai $langchain, anthropic $anthropic, ollama $ollama and langchain-ollama $langchain_ollama ready in $venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
+echo "sdktests: ${pins[*]} ready in $venv"

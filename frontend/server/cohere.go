@@ -1,0 +1,113 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tandem-llm/tandem/frontend/cohere"
+	"github.com/tandem-llm/tandem/frontend/llamacpp"
+	"github.com/tandem-llm/tandem/frontend/openai"
+	"github.com/tandem-llm/tandem/wire"
+)
+
+// cohereEmbed serves Cohere's POST /v2/embed (as vLLM serves it) and the
+// older POST /v1/embed: texts embedded as /v1/embeddings embeds them
+// (inputs' text parts rendered as one user message each, as vLLM renders
+// them), truncated as truncate and max_tokens say, answered in Cohere's
+// shapes (cohere.EmbedRequest.Response).
+func (s *Server) cohereEmbed(c echo.Context) error {
+	v1 := strings.HasPrefix(c.Path(), "/v1/")
+	var req cohere.EmbedRequest
+	if e := readBody(c, &req); e != nil {
+		return writeError(c, e)
+	}
+	if err := req.Validate(); err != nil {
+		return writeError(c, openai.BadRequest(err.Param, "%s", err.Message))
+	}
+	if e := s.pooledOnly(); e != nil {
+		return writeError(c, e)
+	}
+	p := openai.Params{Model: req.Model, Priority: req.Priority}
+	if req.Model == "" {
+		p.Model = s.cfg.ServedModelName // Cohere's v1 makes model optional
+	}
+	k := s.cfg.MaxModelLen
+	if req.MaxTokens != nil {
+		k = min(k, *req.MaxTokens)
+	}
+	if req.Truncate != "NONE" {
+		side := "right" // END: the last tokens go
+		if req.Truncate == "START" {
+			side = "left"
+		}
+		p.TruncatePromptTokens, p.TruncationSide = &k, &side
+	}
+	if len(req.Inputs) > 0 {
+		no := false
+		p.AddSpecialTokens = &no // the chat template writes them
+	}
+	cm, e := s.resolveCommon(c, &p)
+	if e != nil {
+		return writeError(c, e)
+	}
+	ps, e := s.cohereInputs(&req)
+	if e != nil {
+		return writeError(c, e)
+	}
+	prompts, e := s.embeddingInputs(&p, ps)
+	if e != nil {
+		return writeError(c, e)
+	}
+	tokens := 0
+	for i, pr := range prompts {
+		if len(pr) > k { // truncate NONE
+			return writeError(c, openai.BadRequest("max_tokens", "Input %d of %d tokens exceeds max_tokens=%d with truncate=NONE. Set truncate to END or START to allow truncation.", i, len(pr), k))
+		}
+		tokens += len(pr)
+	}
+	pooling := &wire.PoolingParams{PoolingType: s.cfg.Pooling, Normalize: true}
+	if req.OutputDimension != nil {
+		pooling.Dimensions = *req.OutputDimension
+	}
+	id := "embd-" + cm.baseID
+	vecs, err := s.embed(c.Request().Context(), id, cm, &p, prompts, pooling)
+	if err != nil {
+		return writeError(c, engineError(err))
+	}
+	out, err := req.Response(id, v1, vecs, tokens)
+	if err != nil {
+		return writeError(c, openai.BadRequest("embedding_types", "%v", err))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// cohereInputs is req's inputs as embedding prompts: each text as it is
+// (tokenized with the model's special tokens), or each mixed input's text
+// parts as one user message in the chat template (no generation prompt;
+// the caller tokenizes it without adding special tokens).
+func (s *Server) cohereInputs(req *cohere.EmbedRequest) (llamacpp.Prompts, *openai.Error) {
+	if len(req.Texts) > 0 {
+		ps := make(llamacpp.Prompts, len(req.Texts))
+		for i, t := range req.Texts {
+			ps[i] = llamacpp.Prompt{{Text: t, IsText: true}}
+		}
+		return ps, nil
+	}
+	no := false
+	parts := req.TextParts()
+	ps := make(llamacpp.Prompts, len(parts))
+	for i, texts := range parts {
+		content := openai.Content{Text: strings.Join(texts, "\n")}
+		for _, t := range texts {
+			content.Parts = append(content.Parts, openai.ContentPart{Type: "text", Text: t})
+		}
+		text, e := s.renderChat(&openai.ChatCompletionRequest{Messages: []openai.ChatMessage{{Role: "user", Content: content}}, AddGenerationPrompt: &no})
+		if e != nil {
+			return nil, e
+		}
+		ps[i] = llamacpp.Prompt{{Text: text, IsText: true}}
+	}
+	return ps, nil
+}
