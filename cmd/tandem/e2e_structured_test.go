@@ -21,7 +21,9 @@ import (
 // LangChain's ChatOpenAI.bind_tools in a call-result-answer loop, a named
 // tool, and with_structured_output. The server reads hermes tool calls
 // (--tool-call-parser), so tool_choice auto answers' calls are checked
-// too (a regex makes the model write one).
+// too (a regex makes the model write one). Then the agent frameworks'
+// own loops: OpenAI's Agents SDK, Pydantic AI and LiteLLM
+// (test_agents.py, test_pydantic_ai.py, test_litellm.py).
 func TestDefaultModelStructuredOutputs(t *testing.T) {
 	model := defaultModel(t)
 	py := sdkPython(t)
@@ -32,4 +34,13 @@ func TestDefaultModelStructuredOutputs(t *testing.T) {
 	waitHealthy(t, base, p)
 	t.Run("openai", func(t *testing.T) { runSDKScript(t, py, "test_structured.py", base, enginecore.ServedName("", model)) })
 	t.Run("langchain", func(t *testing.T) { runSDKScript(t, py, "test_langchain.py", base, enginecore.ServedName("", model)) })
+	for _, c := range []struct{ name, module, what, script string }{
+		{"agents", "agents", "OpenAI's Agents SDK (openai-agents)", "test_agents.py"},
+		{"pydantic_ai", "pydantic_ai", "Pydantic AI (pydantic-ai-slim)", "test_pydantic_ai.py"},
+		{"litellm", "litellm", "LiteLLM", "test_litellm.py"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runSDKScript(t, pythonWith(t, c.module, c.what), c.script, base, enginecore.ServedName("", model))
+		})
+	}
 }
