@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"slices"
 
 	"github.com/tandem-llm/tandem/frontend/openai"
@@ -189,12 +190,13 @@ func (cs *chatStreamer) callChunks(ev *choiceEvent, d toolparse.Delta, lps []tok
 }
 
 // cutToolAnswer is the message of a tool_choice named or "required"
-// answer that max_tokens cut (finish_reason stays length): the calls so
-// far, as the stream sends them (compact arguments, the last call's as
-// far as they go; none when the cut came before a name). vLLM gives a cut
-// "required" answer no calls at all, though its stream has sent them, so
-// an agent's non-streaming turn loses the calls that were whole. The
-// content is "" in place of the cut text.
+// answer that max_tokens cut (finish_reason stays length): a named call
+// with its arguments so far, as streamed (compact; as vLLM returns it);
+// for "required", the calls that were whole (vLLM gives none at all,
+// though its stream has sent them, so an agent's turn loses the calls it
+// could run; the cut one's arguments are not JSON, and an agent
+// framework would report it as a failed call). No call (when the cut
+// came before one was whole) leaves content "" in place of the cut text.
 func cutToolAnswer(ch *openai.ChatChoice, plan openai.ToolPlan, text string, newID func() string) {
 	empty := ""
 	ch.Message.Content = &empty
@@ -202,8 +204,14 @@ func cutToolAnswer(ch *openai.ChatChoice, plan openai.ToolPlan, text string, new
 	if !ok {
 		return
 	}
-	if plan.OneCall {
+	if plan.Mode != openai.ToolsNamed {
+		calls = slices.DeleteFunc(calls, func(c toolparse.Call) bool { return !json.Valid([]byte(c.Arguments)) })
+	}
+	if plan.OneCall && len(calls) > 1 {
 		calls = calls[:1]
+	}
+	if len(calls) == 0 {
+		return
 	}
 	ch.Message.Content, ch.Message.ToolCalls = nil, apiToolCalls(calls, newID)
 }
