@@ -64,12 +64,19 @@ func pythonWith(t *testing.T, module, what string) string {
 // sdkNode returns node when the Node openai SDK is installed, or skips.
 func sdkNode(t *testing.T) string {
 	t.Helper()
+	return nodeWith(t, "openai/index.mjs", "the Node openai SDK")
+}
+
+// nodeWith returns node when scripts/oracle/node_modules holds file, or
+// skips, naming what (the package) is missing.
+func nodeWith(t *testing.T, file, what string) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")
 	}
-	if _, err := os.Stat(filepath.Join(repoRoot(t), "scripts/oracle/node_modules/openai/index.mjs")); err != nil {
-		t.Skip("the Node openai SDK is not installed (run make oracle)")
+	if _, err := os.Stat(filepath.Join(repoRoot(t), "scripts/oracle/node_modules", file)); err != nil {
+		t.Skip(what + " is not installed (run make oracle)")
 	}
 	return node
 }

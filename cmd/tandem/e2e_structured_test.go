@@ -22,8 +22,9 @@ import (
 // tool, and with_structured_output. The server reads hermes tool calls
 // (--tool-call-parser), so tool_choice auto answers' calls are checked
 // too (a regex makes the model write one). Then the agent frameworks'
-// own loops: OpenAI's Agents SDK, Pydantic AI and LiteLLM
-// (test_agents.py, test_pydantic_ai.py, test_litellm.py).
+// own loops: OpenAI's Agents SDK, Pydantic AI, LiteLLM and the Vercel
+// AI SDK (test_agents.py, test_pydantic_ai.py, test_litellm.py,
+// test_aisdk.mjs).
 func TestDefaultModelStructuredOutputs(t *testing.T) {
 	model := defaultModel(t)
 	py := sdkPython(t)
@@ -43,4 +44,7 @@ func TestDefaultModelStructuredOutputs(t *testing.T) {
 			runSDKScript(t, pythonWith(t, c.module, c.what), c.script, base, enginecore.ServedName("", model))
 		})
 	}
+	t.Run("aisdk", func(t *testing.T) {
+		runSDKScript(t, nodeWith(t, "ai/dist/index.mjs", "the Vercel AI SDK (npm ai)"), "test_aisdk.mjs", base, enginecore.ServedName("", model))
+	})
 }
