@@ -120,9 +120,33 @@ func kvEvent(e kvcache.Event) wire.KVEvent {
 	switch e := e.(type) {
 	case kvcache.BlockStored:
 		return &wire.BlockStored{BlockHashes: e.Hashes, ParentHash: e.ParentHash, HasParent: e.HasParent, TokenIDs: e.TokenIDs,
-			BlockSize: e.BlockSize, Medium: wire.MediumGPU, SessionID: e.SessionID}
+			BlockSize: e.BlockSize, Medium: wire.MediumGPU, LoraName: e.LoRAName, LoraID: e.LoRAID, SessionID: e.SessionID}
 	case kvcache.BlockRemoved:
 		return &wire.BlockRemoved{BlockHashes: e.Hashes, Medium: wire.MediumGPU}
 	}
 	return &wire.AllBlocksCleared{}
+}
+
+// eventAdapter is the adapter a LoRA request's KV events name: vLLM's
+// lora_name and lora_id for the one adapter it applies; for several
+// (llama-server's), their names joined by "+" and no id. An adapter at
+// scale 0 changes nothing and is left out, as wire.LoRASalt leaves it.
+func eventAdapter(loras []wire.LoRARequest) kvcache.Adapter {
+	var a kvcache.Adapter
+	n := 0
+	for _, l := range loras {
+		if l.Scale == 0 {
+			continue
+		}
+		if n > 0 {
+			a.Name += "+"
+		}
+		a.Name += l.Name
+		a.ID = l.ID
+		n++
+	}
+	if n > 1 {
+		a.ID = 0
+	}
+	return a
 }

@@ -117,7 +117,7 @@ func (e *Engine) add(now time.Time, client string, r *wire.EngineCoreRequest) []
 	req := sched.NewRequest(r, client, e.eos)
 	req.ID = requestKey(client, r.RequestID) // each frontend's ids are its own
 	if len(uses) > 0 {
-		req.LoRA, req.CacheSalt = uses, wire.LoRASalt(r.CacheSalt, r.LoRA)
+		req.LoRA, req.CacheSalt, req.Adapter = uses, wire.LoRASalt(r.CacheSalt, r.LoRA), eventAdapter(r.LoRA)
 	}
 	so := r.SamplingParams.StructuredOutputs
 	if so == nil {

@@ -38,6 +38,8 @@ type mirrorBlock struct {
 	tokens    []int32 // [blockSize]
 	blockSize int
 	session   string
+	loraName  string
+	loraID    int
 }
 
 // newKVLog keeps bufferSteps batches, and a mirror when replay is on
@@ -99,7 +101,7 @@ func (m kvMirror) apply(events []wire.KVEvent) {
 			for i, h := range ev.BlockHashes {
 				end := min((i+1)*ev.BlockSize, len(ev.TokenIDs))
 				m[h] = &mirrorBlock{parent: parent, hasParent: hasParent, blockSize: ev.BlockSize, session: ev.SessionID,
-					tokens: slices.Clone(ev.TokenIDs[min(i*ev.BlockSize, end):end])}
+					loraName: ev.LoraName, loraID: ev.LoraID, tokens: slices.Clone(ev.TokenIDs[min(i*ev.BlockSize, end):end])}
 				parent, hasParent = h, true
 			}
 		case *wire.BlockRemoved:
@@ -144,9 +146,9 @@ func (l *kvLog) snapshot(ts float64, dpRank, maxBlocks int) ([]*wire.KVEventBatc
 		b := l.blocks[h]
 		bt := batch()
 		if cur == nil || cur.BlockHashes[len(cur.BlockHashes)-1] != b.parent || !b.hasParent ||
-			cur.BlockSize != b.blockSize || cur.SessionID != b.session {
+			cur.BlockSize != b.blockSize || cur.SessionID != b.session || cur.LoraName != b.loraName || cur.LoraID != b.loraID {
 			cur = &wire.BlockStored{ParentHash: b.parent, HasParent: b.hasParent, BlockSize: b.blockSize,
-				Medium: wire.MediumGPU, SessionID: b.session}
+				Medium: wire.MediumGPU, LoraName: b.loraName, LoraID: b.loraID, SessionID: b.session}
 			bt.Events = append(bt.Events, cur)
 		}
 		cur.BlockHashes = append(cur.BlockHashes, h)

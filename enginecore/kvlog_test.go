@@ -63,3 +63,28 @@ func TestKVLog(t *testing.T) {
 		t.Errorf("after AllBlocksCleared: %d batches", len(batches))
 	}
 }
+
+// TestKVLogSnapshotKeepsTheAdapter: a snapshot names each block's LoRA
+// adapter as its live event did, and a chain whose blocks came from
+// requests with different adapters splits where the adapter changes.
+func TestKVLogSnapshotKeepsTheAdapter(t *testing.T) {
+	l := newKVLog(4, wire.KVLayoutMap)
+	l.append(&wire.KVEventBatch{Events: []wire.KVEvent{
+		&wire.BlockStored{BlockHashes: []uint64{1, 2}, TokenIDs: []int32{1, 2}, BlockSize: 1},
+		&wire.BlockStored{BlockHashes: []uint64{3}, ParentHash: 2, HasParent: true, TokenIDs: []int32{3}, BlockSize: 1, LoraName: "alpha", LoraID: 4},
+	}}, nil)
+	batches, _ := l.snapshot(1, 0, 16)
+	var got []*wire.BlockStored
+	for _, b := range batches {
+		for _, e := range b.Events {
+			got = append(got, e.(*wire.BlockStored))
+		}
+	}
+	want := []*wire.BlockStored{
+		{BlockHashes: []uint64{1, 2}, TokenIDs: []int32{1, 2}, BlockSize: 1, Medium: wire.MediumGPU},
+		{BlockHashes: []uint64{3}, ParentHash: 2, HasParent: true, TokenIDs: []int32{3}, BlockSize: 1, Medium: wire.MediumGPU, LoraName: "alpha", LoraID: 4},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("snapshot (-want +got):\n%s", diff)
+	}
+}

@@ -93,6 +93,15 @@ func (e *enc) optStr(s string) {
 	e.str(s)
 }
 
+// optID writes a positive id, or nil for 0.
+func (e *enc) optID(id int) {
+	if id == 0 {
+		e.null()
+		return
+	}
+	e.int(int64(id))
+}
+
 func (e *enc) optInt(p *int) {
 	if p == nil {
 		e.null()

@@ -83,7 +83,8 @@ type BlockStored struct {
 	TokenIDs    []int32  // [len(BlockHashes) × BlockSize] the blocks' tokens
 	BlockSize   int      // tokens per block
 	Medium      string   // "" is nil on the wire; the engine sends MediumGPU
-	LoraName    string   // "" is nil on the wire (Tandem serves no LoRA)
+	LoraName    string   // the LoRA adapter of the request that stored them; "" is nil on the wire
+	LoraID      int      // its lora_int_id (vLLM's deprecated lora_id); 0 is nil on the wire
 	SessionID   string   // the session of the request that stored the blocks; "" = none (omitted)
 }
 
@@ -133,7 +134,7 @@ func (b *BlockStored) encodeMap(e *enc) {
 	e.str("block_size")
 	e.int(int64(b.BlockSize))
 	e.str("lora_id")
-	e.null()
+	e.optID(b.LoraID)
 	e.str("medium")
 	e.optStr(b.Medium)
 	e.str("lora_name")
@@ -151,7 +152,7 @@ func (b *BlockStored) encodeArray(e *enc) {
 	b.parent(e)
 	e.int32s(b.TokenIDs)
 	e.int(int64(b.BlockSize))
-	e.null() // lora_id
+	e.optID(b.LoraID)
 	e.optStr(b.Medium)
 	e.optStr(b.LoraName)
 	e.null() // extra_keys
@@ -290,6 +291,7 @@ type kvFields struct {
 	blockSize int
 	medium    string
 	loraName  string
+	loraID    int
 	session   string
 }
 
@@ -313,9 +315,14 @@ func (f *kvFields) field(d *dec, name string) error {
 		f.medium, err = d.optString()
 	case "lora_name":
 		f.loraName, err = d.optString()
+	case "lora_id":
+		var isNil bool
+		if isNil, err = d.takeNil(); err == nil && !isNil {
+			f.loraID, err = d.int()
+		}
 	case "session_id":
 		f.session, err = d.optString()
-	default: // lora_id, extra_keys, group_idx, locality, … and later additions
+	default: // extra_keys, group_idx, locality, … and later additions
 		err = d.skip()
 	}
 	return err
@@ -325,7 +332,7 @@ func (f *kvFields) event(tag string) KVEvent {
 	switch tag {
 	case "BlockStored":
 		return &BlockStored{BlockHashes: f.hashes, ParentHash: f.parent, HasParent: f.hasParent, TokenIDs: f.tokens,
-			BlockSize: f.blockSize, Medium: f.medium, LoraName: f.loraName, SessionID: f.session}
+			BlockSize: f.blockSize, Medium: f.medium, LoraName: f.loraName, LoraID: f.loraID, SessionID: f.session}
 	case "BlockRemoved":
 		return &BlockRemoved{BlockHashes: f.hashes, Medium: f.medium}
 	case "AllBlocksCleared":

@@ -86,6 +86,36 @@ func TestKVEventBatchBytes(t *testing.T) {
 	}
 }
 
+// TestKVEventLoRABytes: a LoRA request's blocks name its adapter as vLLM
+// does, lora_name and the deprecated lora_id, in both layouts.
+func TestKVEventLoRABytes(t *testing.T) {
+	str := func(s string) string { return fmt.Sprintf("%02x", 0xa0+len(s)) + hex.EncodeToString([]byte(s)) }
+	ev := &wire.BlockStored{BlockHashes: []uint64{7}, TokenIDs: []int32{1, 2}, BlockSize: 2, Medium: "GPU", LoraName: "alpha", LoraID: 3}
+	for _, tt := range []struct {
+		layout wire.KVLayout
+		want   string
+	}{
+		{wire.KVLayoutMap, "93" + "cb3ff8000000000000" + "91" +
+			"88" + str("type") + str("BlockStored") + str("block_hashes") + "9107" + str("parent_block_hash") + "c0" +
+			str("token_ids") + "920102" + str("block_size") + "02" + str("lora_id") + "03" + str("medium") + str("GPU") +
+			str("lora_name") + str("alpha") + "00"},
+		{wire.KVLayoutArray, "93" + "cb3ff8000000000000" + "91" +
+			"99" + str("BlockStored") + "9107" + "c0" + "920102" + "02" + "03" + str("GPU") + str("alpha") + "c0" + "00"},
+	} {
+		b, err := wire.Marshal(&wire.KVEventBatch{Timestamp: 1.5, Events: []wire.KVEvent{ev}, Layout: tt.layout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hex.EncodeToString(b); got != tt.want {
+			t.Errorf("%s bytes:\n got %s\nwant %s", tt.layout, got, tt.want)
+		}
+		var back wire.KVEventBatch
+		if err := wire.Unmarshal(b, &back); err != nil || !cmp.Equal(back.Events, []wire.KVEvent{ev}) {
+			t.Errorf("%s round trip: %v %+v", tt.layout, err, back.Events)
+		}
+	}
+}
+
 // TestKVEventBatchDecodesPeers: what vLLM (either layout, newer fields,
 // bytes hashes, a nil rank) and Dynamo (signed hashes) send decodes;
 // unknown tags are kept as such.
@@ -98,14 +128,14 @@ func TestKVEventBatchDecodesPeers(t *testing.T) {
 		{"arrays", []any{
 			2.5,
 			[]any{
-				[]any{"BlockStored", []any{[]byte{0, 0, 0, 0, 0, 0, 0, 5, 0xff}, int64(-1)}, nil, []any{1, 2, 3, 4}, 2, nil, "GPU", "lora-x", nil, 0, "full_attention", nil},
+				[]any{"BlockStored", []any{[]byte{0, 0, 0, 0, 0, 0, 0, 5, 0xff}, int64(-1)}, nil, []any{1, 2, 3, 4}, 2, 4, "GPU", "lora-x", nil, 0, "full_attention", nil},
 				[]any{"BlockRemoved", []any{uint64(3)}},
 				[]any{"SomethingNew", 1, 2},
 				[]any{"AllBlocksCleared"},
 			},
 			7, "trailing",
 		}, wire.KVEventBatch{Timestamp: 2.5, DPRank: 7, Layout: wire.KVLayoutArray, Events: []wire.KVEvent{
-			&wire.BlockStored{BlockHashes: []uint64{5, 1<<64 - 1}, TokenIDs: []int32{1, 2, 3, 4}, BlockSize: 2, Medium: "GPU", LoraName: "lora-x"},
+			&wire.BlockStored{BlockHashes: []uint64{5, 1<<64 - 1}, TokenIDs: []int32{1, 2, 3, 4}, BlockSize: 2, Medium: "GPU", LoraName: "lora-x", LoraID: 4},
 			&wire.BlockRemoved{BlockHashes: []uint64{3}},
 			&wire.UnknownKVEvent{Tag: "SomethingNew"},
 			&wire.AllBlocksCleared{},

@@ -41,6 +41,8 @@ type kvEventJSON struct {
 	TokenIDs        []int32  `json:"token_ids"`
 	BlockSize       int      `json:"block_size"`
 	Medium          *string  `json:"medium"`
+	LoraName        *string  `json:"lora_name"`
+	LoraID          *int     `json:"lora_id"`
 	SessionID       *string  `json:"session_id"`
 }
 
@@ -419,5 +421,52 @@ func TestLateFrontendRoutesCachedPrefixes(t *testing.T) {
 		if n := cached(late, prefix(i)+"question 1", nil); n < 128 {
 			t.Errorf("prefix %d: the late frontend's continuation had %v cached tokens, want the prefix's", i, n)
 		}
+	}
+}
+
+// TestKVEventsNameTheLoRA serves the dummy model with a LoRA module and
+// reads its KV events with vLLM's own struct definitions: the blocks a
+// request of the module stores carry lora_name (the module's name) and
+// lora_id (its lora_int_id), as vLLM's do, so that a consumer keying
+// blocks by adapter (llm-d's indexer) keeps them apart from the base
+// model's, which carry neither.
+func TestKVEventsNameTheLoRA(t *testing.T) {
+	adapter := filepath.Join(t.TempDir(), "alpha.gguf")
+	writeDummyAdapter(t, adapter, 1)
+	kv, port := freePort(t), freePort(t)
+	cfg := fmt.Sprintf(`{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:%d"}`, kv)
+	p := startProc(t, "serve", "--model", "dummy", "--port", fmt.Sprint(port), "--threads", "1", "--max-model-len", "1024",
+		"--kv-cache-memory", "16Mi", "--kv-events-config", cfg, "--enable-lora", "--lora-modules", "alpha="+adapter, "--max-lora-rank", "8")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, base, p)
+	c := startConsumer(t, fmt.Sprintf("tcp://127.0.0.1:%d", kv), "--seconds", "4")
+	time.Sleep(500 * time.Millisecond)
+	for _, m := range []string{"alpha", "dummy"} {
+		body := map[string]any{"model": m, "prompt": strings.Repeat(m+" says hello. ", 12), "max_tokens": 2}
+		if code, resp := postJSON(t, base+"/v1/completions", body, nil); code != http.StatusOK {
+			t.Fatalf("%s: %d %v", m, code, resp)
+		}
+	}
+	named, plain := 0, 0
+	for _, l := range c.wait(t) {
+		if l.Error != "" {
+			t.Fatalf("a message vLLM's structs do not decode: %s", l.Error)
+		}
+		for _, ev := range l.Payload.Events {
+			if ev.Type != "BlockStored" {
+				continue
+			}
+			switch {
+			case ev.LoraName == nil && ev.LoraID == nil:
+				plain++
+			case ev.LoraName != nil && *ev.LoraName == "alpha" && ev.LoraID != nil && *ev.LoraID == 1:
+				named++
+			default:
+				t.Errorf("BlockStored names lora_name %v, lora_id %v", ev.LoraName, ev.LoraID)
+			}
+		}
+	}
+	if named == 0 || plain == 0 {
+		t.Errorf("%d BlockStored named alpha, %d none; want both", named, plain)
 	}
 }

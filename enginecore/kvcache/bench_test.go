@@ -23,7 +23,7 @@ func BenchmarkAllocateFree(b *testing.B) {
 		b.Run(fmt.Sprint("blocks=", numBlocks), func(b *testing.B) {
 			m := newBenchManager(b, 4096, blockSize)
 			warm := tokens(0, 2048*blockSize)
-			m.Lookup("warm", warm, "", "S")
+			m.Lookup("warm", warm, "", "S", Adapter{})
 			m.Allocate("warm", len(warm))
 			m.Commit("warm", warm, len(warm))
 			m.Free("warm")
@@ -45,13 +45,13 @@ func BenchmarkLookup(b *testing.B) {
 		b.Run(fmt.Sprint("tokens=", numTokens), func(b *testing.B) {
 			m := newBenchManager(b, 4096, blockSize)
 			prompt := tokens(0, numTokens)
-			m.Lookup("a", prompt, "salt", "S")
+			m.Lookup("a", prompt, "salt", "S", Adapter{})
 			m.Allocate("a", len(prompt))
 			m.Commit("a", prompt, len(prompt))
 			m.Free("a")
 			want := (numTokens - 1) / blockSize * blockSize
 			for b.Loop() {
-				if got := m.Lookup("b", prompt, "salt", "S"); got != want {
+				if got := m.Lookup("b", prompt, "salt", "S", Adapter{}); got != want {
 					b.Fatalf("Lookup = %d, want %d", got, want)
 				}
 				m.Free("b")

@@ -29,7 +29,7 @@ func (m *Manager) CachedChain(tokens []int32, salt string) []BlockID {
 // blocks, fills them, Commits them and Frees id: they join the prefix
 // cache as if computed. It returns the cached tokens found.
 func (m *Manager) Adopt(id string, tokens []int32, salt, session string) (numCachedTokens int) {
-	return m.lookup(id, tokens, salt, session, len(tokens)/m.blockSize, false)
+	return m.lookup(id, tokens, salt, session, Adapter{}, len(tokens)/m.blockSize, false)
 }
 
 // EvictChain drops the hashes of the cached blocks of tokens' full-block

@@ -87,7 +87,7 @@
 //
 //	m, err := kvcache.New(kvcache.Config{NumBlocks: 1024, BlockSize: 16, EnablePrefixCaching: true})
 //	m.Hold(sessionID) // request added
-//	numCached := m.Lookup("req-1", prompt, salt, sessionID)
+//	numCached := m.Lookup("req-1", prompt, salt, sessionID, kvcache.Adapter{})
 //	if !m.Allocate("req-1", numCached+chunk) {
 //		m.Free("req-1") // wait, Lookup again later
 //	}

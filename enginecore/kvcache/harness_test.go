@@ -44,7 +44,7 @@ func newHarness(t *testing.T, numBlocks, blockSize int, opts ...harnessOpt) *har
 
 func (h *harness) lookup(id string, tokens []int32, salt, session string) int {
 	h.t.Helper()
-	n := h.m.Lookup(id, tokens, salt, session)
+	n := h.m.Lookup(id, tokens, salt, session, Adapter{})
 	checkInvariants(h.t, h.m)
 	return n
 }

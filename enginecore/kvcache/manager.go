@@ -49,6 +49,7 @@ type block struct {
 type request struct {
 	id      string
 	salt    string   // cache_salt, extra key of the first block's hash
+	adapter Adapter  // the LoRA adapter its BlockStored events name
 	session *session // nil for a sessionless request
 	table   []BlockID
 	// hashes are the chained hashes of the request's first len(hashes) full
@@ -125,23 +126,33 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// Adapter is the LoRA adapter a request's BlockStored events name (vLLM's
+// lora_name and its deprecated lora_id); the zero Adapter names none. It
+// changes no hash: a request's adapters are in its cache salt
+// (wire.LoRASalt).
+type Adapter struct {
+	Name string
+	ID   int // 0 = none
+}
+
 // Lookup registers id and pins the longest cached prefix of tokens made of
 // full blocks, never covering the last token (its logits must be computed).
 // It returns the number of cached tokens, a multiple of BlockSize. salt
 // feeds the first block's hash; session ("" for none) is the session of
-// id. For an id that already holds blocks it does nothing and returns 0;
-// an id registered without blocks is registered afresh.
-func (m *Manager) Lookup(id string, tokens []int32, salt, session string) (numCachedTokens int) {
+// id; a names the adapter of the blocks it stores. For an id that already
+// holds blocks it does nothing and returns 0; an id registered without
+// blocks is registered afresh.
+func (m *Manager) Lookup(id string, tokens []int32, salt, session string, a Adapter) (numCachedTokens int) {
 	maxBlocks := 0
 	if len(tokens) > 0 {
 		maxBlocks = (len(tokens) - 1) / m.blockSize
 	}
-	return m.lookup(id, tokens, salt, session, maxBlocks, true)
+	return m.lookup(id, tokens, salt, session, a, maxBlocks, true)
 }
 
 // lookup is Lookup over at most maxBlocks blocks; count says whether the
 // lookup counts as a prefix-cache query in Stats.
-func (m *Manager) lookup(id string, tokens []int32, salt, session string, maxBlocks int, count bool) (numCachedTokens int) {
+func (m *Manager) lookup(id string, tokens []int32, salt, session string, a Adapter, maxBlocks int, count bool) (numCachedTokens int) {
 	if r, ok := m.requests[id]; ok {
 		if len(r.table) > 0 {
 			return 0
@@ -149,6 +160,7 @@ func (m *Manager) lookup(id string, tokens []int32, salt, session string, maxBlo
 		m.Free(id)
 	}
 	r := m.register(id, salt, session)
+	r.adapter = a
 	if m.prefixCaching {
 		for i := range maxBlocks {
 			b, ok := m.index[m.blockHash(r, tokens, i)]
@@ -308,7 +320,7 @@ func (m *Manager) Commit(id string, tokens []int32, numComputed int) {
 				continue
 			}
 			if ev == nil {
-				ev = &BlockStored{BlockSize: m.blockSize}
+				ev = &BlockStored{BlockSize: m.blockSize, LoRAName: r.adapter.Name, LoRAID: r.adapter.ID}
 				if r.session != nil {
 					ev.SessionID = r.session.id
 				}

@@ -343,6 +343,37 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+// TestEventsNameTheAdapter: the blocks a LoRA request stores name its
+// adapter; a later request without one stores its own blocks unnamed, and
+// registering afresh forgets the adapter.
+func TestEventsNameTheAdapter(t *testing.T) {
+	h := newHarness(t, 8, 4, withEvents())
+	prompt := tokens(0, 9)
+	if n := h.m.Lookup("a", prompt, "lora-salt", "", Adapter{Name: "alpha", ID: 3}); n != 0 {
+		t.Fatalf("Lookup(a) = %d", n)
+	}
+	h.mustAllocate("a", 9)
+	h.commit("a", prompt, 9)
+	for _, ev := range h.m.DrainEvents() {
+		if s, ok := ev.(BlockStored); !ok || s.LoRAName != "alpha" || s.LoRAID != 3 {
+			t.Errorf("a's event %+v, want alpha's (id 3)", ev)
+		}
+	}
+	h.free("a")
+	h.lookup("b", prompt, "", "")
+	h.mustAllocate("b", 9)
+	h.commit("b", prompt, 9)
+	evs := h.m.DrainEvents()
+	if len(evs) == 0 {
+		t.Fatal("b stored nothing")
+	}
+	for _, ev := range evs {
+		if s := ev.(BlockStored); s.LoRAName != "" || s.LoRAID != 0 {
+			t.Errorf("b's event %+v names an adapter", ev)
+		}
+	}
+}
+
 func TestCommitDuplicate(t *testing.T) {
 	h := newHarness(t, 8, 4, withEvents())
 	prompt := tokens(0, 9)

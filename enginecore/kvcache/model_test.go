@@ -380,7 +380,7 @@ func runModel(t *testing.T, seed uint64, numOps int) {
 			live[id] = toks
 			ids = append(ids, id)
 			desc = fmt.Sprintf("Lookup(%s, %d tokens, %q, %q)", id, len(toks), salt, sess)
-			got, want = h.m.Lookup(id, toks, salt, sess), n.lookup(id, toks, salt, sess)
+			got, want = h.m.Lookup(id, toks, salt, sess, Adapter{}), n.lookup(id, toks, salt, sess)
 		case k < 40: // allocate
 			id := pick()
 			numTokens := rng.IntN(len(live[id]) + 5)
@@ -407,7 +407,7 @@ func runModel(t *testing.T, seed uint64, numOps int) {
 			id := pick()
 			sess := sessions[rng.IntN(len(sessions))]
 			desc = fmt.Sprintf("Lookup(%s again, %q)", id, sess)
-			got, want = h.m.Lookup(id, live[id], "", sess), n.lookup(id, live[id], "", sess)
+			got, want = h.m.Lookup(id, live[id], "", sess, Adapter{}), n.lookup(id, live[id], "", sess)
 		case k < 90:
 			sess := sessions[1+rng.IntN(len(sessions)-1)]
 			desc = fmt.Sprintf("EndSession(%q)", sess)

@@ -37,6 +37,8 @@ type BlockStored struct {
 	TokenIDs   []int32  // [len(Hashes) * BlockSize] the blocks' tokens
 	BlockSize  int      // tokens per block
 	SessionID  string   // session of the request that stored them; "" = none
+	LoRAName   string   // the adapter of the request that stored them (Adapter); "" = none
+	LoRAID     int      // its id; 0 = none
 }
 
 // BlockRemoved says cached blocks were evicted.

@@ -3,6 +3,7 @@ package sched
 import (
 	"slices"
 
+	"github.com/tandem-llm/tandem/enginecore/kvcache"
 	"github.com/tandem-llm/tandem/enginecore/lora"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -33,8 +34,10 @@ type Request struct {
 	// is computed, with the pooled hidden states instead of a token.
 	Pooling *wire.PoolingParams
 	// LoRA are the adapters the request applies, loaded by the engine
-	// (CacheSalt then includes them: wire.LoRASalt).
+	// (CacheSalt then includes them: wire.LoRASalt); Adapter names them
+	// in the KV events of the blocks it stores.
 	LoRA         []lora.Use
+	Adapter      kvcache.Adapter
 	StopTokenIDs []int32 // EOS (unless ignore_eos) + stop_token_ids
 	EOSTokenIDs  []int32 // the tokens that stop with stop_reason nil
 	Status       Status

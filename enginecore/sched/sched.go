@@ -244,7 +244,7 @@ func (s *Scheduler) Schedule() *batch.Batch {
 			break
 		}
 		if r.numComputedTokens == 0 && !r.needsEveryPrompt() {
-			cached := s.kv.Lookup(r.ID, r.tokens, r.CacheSalt, r.SessionID)
+			cached := s.kv.Lookup(r.ID, r.tokens, r.CacheSalt, r.SessionID, r.Adapter)
 			r.numComputedTokens = cached
 			if !r.admitted {
 				r.numCachedTokens = cached
