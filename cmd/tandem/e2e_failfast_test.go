@@ -62,6 +62,8 @@ func TestServeFailsFast(t *testing.T) {
 	}
 	mamba := filepath.Join(dir, "mamba.gguf")
 	writeEditedGGUF(t, mamba, map[string]any{"general.architecture": "mamba"}, nil)
+	valid := filepath.Join(dir, "valid.gguf")
+	writeEditedGGUF(t, valid, nil, nil)
 	q8_1 := filepath.Join(dir, "q8_1.gguf")
 	writeEditedGGUF(t, q8_1, nil, map[string]uint32{"blk.0.ffn_up.weight": 9}) // Q8_1
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,6 +96,9 @@ func TestServeFailsFast(t *testing.T) {
 		{"speculative type not built", []string{"--model", "dummy", "--spec-type", "draft-mtp"}, engineFailed, `--spec-type "draft-mtp": Tandem runs none, ngram-simple and draft-simple`},
 		{"draft-simple without a draft model", []string{"--model", "dummy", "--spec-type", "draft-simple"}, engineFailed, `--spec-type draft-simple needs the draft model, -md`},
 		{"missing draft model", []string{"--model", "dummy", "-md", "/no/such/draft.gguf"}, engineFailed, "engine: the draft model: engine: loader: stat /no/such/draft.gguf"},
+		{"hf-overrides key not read", []string{"--model", "dummy", "--hf-overrides", `{"num_labels": 3}`}, engineFailed, `--hf-overrides: key "num_labels" is not supported`},
+		{"classifier token not in the vocabulary", []string{valid, "--hf-overrides", `{"classifier_from_token": ["<no>", "<yes>"], "is_original_qwen3_reranker": true}`}, engineFailed,
+			`--hf-overrides: classifier_from_token "<no>": no token of the vocabulary is "<no>"`},
 	}
 	if os.Geteuid() != 0 { // root reads any file
 		unreadable := filepath.Join(dir, "unreadable.gguf")

@@ -58,6 +58,7 @@ type engineFlags struct {
 	spec                specFlags
 	lora                loraEngineFlags
 	rope                ropeFlags
+	hfOverrides         string
 	log                 logFlags
 }
 
@@ -87,6 +88,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	f.spec.register(fs)
 	f.lora.register(fs)
 	f.rope.register(fs)
+	fs.StringVar(&f.hfOverrides, "hf-overrides", "", hfOverridesUsage)
 	fs.DurationVar(&f.heartbeatInterval, "heartbeat-interval", time.Second, "heartbeat period to and from frontends")
 	fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "a frontend silent this long is gone (its requests are aborted)")
 	fs.StringVar(&f.kvEventsConfig, "kv-events-config", "", "vLLM's KV-events `JSON`: enable_kv_cache_events, publisher (zmq|null), endpoint (default tcp://*:5557), replay_endpoint, topic ({pod}, {model}, {rank} expand), buffer_steps, hwm, max_queue_size; and layout (map, the default, as vLLM 0.33; array, as vLLM ≤ 0.23). docs/wire.md §10")
@@ -206,6 +208,11 @@ func runEngine(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	hfOpts, err := parseHFOverrides(f.hfOverrides)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	ropeOpts = append(ropeOpts, hfOpts...)
 	be, info, vocab, err := loadBackend(f.model, f.device, f.maxModelLen, f.threads, cpuOptions{f.cpuPrecision, f.kvCacheDtype, weightsCacheDir(f.weightsCacheDir)}, log, ropeOpts...)
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import "github.com/tandem-llm/tandem/cmd/tandem/internal/cli"
 // has. Every flag must be in one (TestEveryFlagInAGroup): a new flag goes
 // here too.
 var servingGroups = []cli.Group{
-	{Title: "Model", Flags: []string{"model", "served-model-name", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "reasoning-parser", "reasoning-budget", "reasoning-budget-message", "reasoning-effort-map", "reasoning-format", "max-model-len", "max-logprobs", "pooling", "pooler-config", "runner", "convert", "task", "embeddings", "embedding", "rope-scaling", "rope-scale", "yarn-orig-ctx"}},
+	{Title: "Model", Flags: []string{"model", "served-model-name", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "reasoning-parser", "reasoning-budget", "reasoning-budget-message", "reasoning-effort-map", "reasoning-format", "max-model-len", "max-logprobs", "pooling", "pooler-config", "runner", "convert", "task", "embeddings", "embedding", "rope-scaling", "rope-scale", "yarn-orig-ctx", "hf-overrides"}},
 	{Title: "Engine", Flags: []string{"device", "threads", "cpu-precision", "kv-cache-dtype", "weights-cache-dir", "gpu-memory-utilization", "kv-cache-memory",
 		"block-size", "enable-prefix-caching", "max-num-seqs", "max-num-batched-tokens", "long-prefill-token-threshold", "target-step-time", "max-session-records", "sleep-idle-seconds", "protocol", "listen", "events", "kv-events-config", "kv-events-pod-id", "metrics-address"}},
 	{Title: "Speculative decoding", Flags: specFlagNames},

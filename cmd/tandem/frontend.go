@@ -427,6 +427,7 @@ func runFrontend(ctx context.Context, args []string) error {
 		MaxLogprobs:        &info.MaxLogprobs,
 		Pooling:            info.Pooling,
 		ClassifierLabels:   info.ClassifierLabels,
+		ScoreTemplate:      f.chatTemplate != "",
 		BlockSize:          info.BlockSize,
 		NumBlocks:          info.NumBlocks,
 		MaxRequestBody:     f.maxRequestBody,

@@ -193,7 +193,7 @@ var (
 	engineFlagNames = []string{"model", "served-model-name", "max-model-len", "max-logprobs", "pooling", "pooler-config", "runner", "convert", "task", "embeddings", "embedding", "max-num-seqs", "max-num-batched-tokens", "max-session-records", "sleep-idle-seconds",
 		"long-prefill-token-threshold", "target-step-time", "block-size", "kv-cache-memory", "kv-cache-dtype", "cpu-precision", "weights-cache-dir", "gpu-memory-utilization", "enable-prefix-caching", "heartbeat-interval", "heartbeat-timeout",
 		"kv-events-pod-id", "insecure-engine-socket", "log-level", "log-format",
-		"rope-scaling", "rope-scale", "yarn-orig-ctx",
+		"rope-scaling", "rope-scale", "yarn-orig-ctx", "hf-overrides",
 		"speculative-config", "spec-type", "spec-ngram-simple-size-n", "spec-ngram-simple-size-m",
 		"md", "model-draft", "spec-draft-model", "spec-draft-n-max", "spec-draft-n-min", "spec-draft-p-min", "spec-synth-rates",
 		"max-lora-rank", "max-loras", "max-cpu-loras"}

@@ -60,8 +60,9 @@ func hfVocab(dir string, vocabSize int) (*gguf.Vocab, error) {
 	if n > vocabSize {
 		return nil, fmt.Errorf("tokenizer.json: token id %d is outside the model's %d embedding rows", n-1, vocabSize)
 	}
-	v := &gguf.Vocab{Pieces: make([][]byte, n), Special: make([]bool, n)}
+	v := &gguf.Vocab{Pieces: make([][]byte, n), Special: make([]bool, n), Texts: make([]string, n)}
 	for text, id := range vocab {
+		v.Texts[id] = text
 		if id < 0 {
 			return nil, fmt.Errorf("tokenizer.json: token %q has id %d", text, id)
 		}
@@ -82,7 +83,7 @@ func hfVocab(dir string, vocabSize int) (*gguf.Vocab, error) {
 		if t.ID < 0 {
 			return nil, fmt.Errorf("tokenizer.json: added token %q has id %d", t.Content, t.ID)
 		}
-		v.Pieces[t.ID], v.Special[t.ID] = []byte(t.Content), t.Special
+		v.Pieces[t.ID], v.Special[t.ID], v.Texts[t.ID] = []byte(t.Content), t.Special, t.Content
 	}
 	for id, p := range v.Pieces {
 		if p == nil {

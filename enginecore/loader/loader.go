@@ -323,6 +323,7 @@ type OpenOption func(*openOptions)
 
 type openOptions struct {
 	rope *model.RopeScaling
+	hf   *HFOverrides
 }
 
 // WithRopeScaling serves the checkpoint with RoPE scaling s instead of
@@ -357,6 +358,12 @@ func Open(name string, maxContextLen int, opts ...OpenOption) (*Served, error) {
 	}
 	if o.rope != nil {
 		overrideRope(&m.Config, *o.rope)
+	}
+	if o.hf != nil {
+		if err := applyHFOverrides(m, *o.hf); err != nil {
+			_ = m.Close()
+			return nil, fmt.Errorf("loader: %s: %w", name, err)
+		}
 	}
 	if served := min(maxContextLen, m.Config.MaxContextLen); m.LongRope != nil && maxContextLen > 0 && served > m.OrigContextLen {
 		m.Tensors["rope_freqs.weight"] = m.LongRope // as llama.cpp picks them: by the context served

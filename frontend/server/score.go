@@ -115,7 +115,10 @@ func (s *Server) scorePairs(ctx context.Context, id string, cm common, p *openai
 	tokens := 0
 	prompts := make([][]int32, len(first))
 	for i := range first {
-		ids := s.rerankPrompt(first[i], second[i])
+		ids, e := s.rerankPrompt(first[i], second[i])
+		if e != nil {
+			return nil, 0, e
+		}
 		if e := s.checkPrompt(p, &ids); e != nil {
 			return nil, 0, e
 		}
@@ -166,14 +169,25 @@ func (s *Server) cosinePairs(ctx context.Context, id string, cm common, p *opena
 	return out, tokens, nil
 }
 
-// rerankPrompt is the pair's reranker prompt: the tokenizer's (the
-// model's rerank template, or llama-server's default layout), else the
-// query with special tokens then the document.
-func (s *Server) rerankPrompt(query, doc string) []int32 {
-	if rp, ok := s.tok.(rerankPrompter); ok {
-		return rp.RerankPrompt(query, doc)
+// rerankPrompt is the pair's reranker prompt: with ScoreTemplate, the
+// chat template rendered over a "query" and a "document" message (no
+// generation prompt), as vLLM renders a pair through --chat-template;
+// else the tokenizer's (the model's rerank template, or llama-server's
+// default layout), else the query with special tokens then the document.
+func (s *Server) rerankPrompt(query, doc string) ([]int32, *openai.Error) {
+	if s.cfg.ScoreTemplate {
+		no := false
+		text, e := s.renderChat(&openai.ChatCompletionRequest{AddGenerationPrompt: &no, Messages: []openai.ChatMessage{
+			{Role: "query", Content: openai.Content{Text: query}}, {Role: "document", Content: openai.Content{Text: doc}}}})
+		if e != nil {
+			return nil, e
+		}
+		return s.tok.Encode(text, false), nil
 	}
-	return append(s.tok.Encode(query, true), s.tok.Encode(doc, false)...)
+	if rp, ok := s.tok.(rerankPrompter); ok {
+		return rp.RerankPrompt(query, doc), nil
+	}
+	return append(s.tok.Encode(query, true), s.tok.Encode(doc, false)...), nil
 }
 
 // checkPrompt truncates *ids (truncate_prompt_tokens) and refuses one

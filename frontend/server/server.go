@@ -98,6 +98,11 @@ type Config struct {
 	// score pairs with it, /classify labels inputs; nil: no head, and
 	// /score and /rerank compare embeddings (cosine).
 	ClassifierLabels []string
+	// ScoreTemplate renders a reranker's pairs through the chat template
+	// (the one --chat-template gave) as a "query" and a "document"
+	// message, as vLLM does; false: the model's rerank template, or
+	// llama-server's layout.
+	ScoreTemplate bool
 	// ModelArch is the served model's architecture (general.architecture),
 	// which LoRA adapters must name; "" = not checked here.
 	ModelArch string

@@ -78,6 +78,7 @@ func ByteToken(text string) (byte, bool) {
 type Vocab struct {
 	Pieces  [][]byte // [V] the bytes of each token (special ones: their text)
 	Special []bool   // [V] control and unknown tokens
+	Texts   []string // [V] each token as the vocabulary spells it ("Ġyes", "▁yes", "<0x0A>"); nil: not kept
 }
 
 // Vocab reads the vocabulary of tokenizer.ggml.model "gpt2" (byte-level:
@@ -93,7 +94,7 @@ func (m *Metadata) Vocab() (*Vocab, error) {
 		return nil, fmt.Errorf("gguf: no tokenizer.ggml.tokens")
 	}
 	types, _ := m.Int32s("tokenizer.ggml.token_type")
-	v := &Vocab{Pieces: make([][]byte, len(texts)), Special: make([]bool, len(texts))}
+	v := &Vocab{Pieces: make([][]byte, len(texts)), Special: make([]bool, len(texts)), Texts: texts}
 	for id, text := range texts {
 		typ := int32(TokenNormal)
 		if id < len(types) {
