@@ -95,7 +95,7 @@ func applyHFOverrides(m *Model, o HFOverrides) error {
 	if method == "from_2_way_softmax" {
 		diff := make([]float32, dim)
 		for j := range diff {
-			diff[j] = float32(float64(rows[1][j]) - float64(rows[0][j])) // vLLM subtracts in float32 too
+			diff[j] = rows[1][j] - rows[0][j] // in float32, as vLLM subtracts
 		}
 		rows = [][]float32{diff}
 	}

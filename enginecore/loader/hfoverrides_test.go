@@ -1,8 +1,11 @@
 package loader_test
 
 import (
-	"math"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,6 +109,9 @@ func TestHFOverridesClassifier(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.err)
 		}
 	}
+	if _, err := loader.Open("dummy", 0, loader.WithHFOverrides(loader.HFOverrides{Method: "no_post_processing"})); err == nil {
+		t.Error("the dummy model took --hf-overrides")
+	}
 	// The checkpoint's own head, named as a classifier: nothing to build.
 	s, err := loader.Open(headed, 0, loader.WithHFOverrides(loader.HFOverrides{Architectures: []string{"Qwen3ForSequenceClassification"}}))
 	if err != nil || s.Weights.Classifier == nil || s.Weights.Classifier.NumClasses != 2 {
@@ -117,10 +123,53 @@ func TestHFOverridesClassifier(t *testing.T) {
 func sub(a, b []float32) []float32 {
 	out := make([]float32, len(a))
 	for i := range a {
-		out[i] = float32(float64(a[i]) - float64(b[i]))
-	}
-	if math.IsNaN(float64(out[0])) {
-		panic("NaN")
+		out[i] = a[i] - b[i]
 	}
 	return out
+}
+
+// TestHFOverridesHFDirectory: a Hugging Face directory (the original
+// Qwen3-Reranker as the hub has it) gets its head the same way, its
+// tokens found as tokenizer.json spells them ("Ġyes" in a byte-level BPE).
+func TestHFOverridesHFDirectory(t *testing.T) {
+	dir := t.TempDir()
+	spec := testmodel.Spec{Arch: "qwen3", VocabSize: 64, Dim: 32, NumLayers: 1, NumHeads: 2, NumKVHeads: 1, FFNDim: 64,
+		ContextLen: 256, Seed: 4, Tied: true}
+	if err := testmodel.WriteHF(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	vocab := map[string]int{}
+	for i := range spec.VocabSize {
+		vocab[fmt.Sprintf("t%d", i)] = i
+	}
+	delete(vocab, "t7")
+	delete(vocab, "t9")
+	vocab["Ġyes"], vocab["no"] = 7, 9
+	tj, _ := json.Marshal(map[string]any{"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}},
+		"decoder": map[string]any{"type": "ByteLevel"}, "added_tokens": []any{}})
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(id int) []float32 {
+		r := make([]float32, spec.Dim)
+		if err := m.Tensors["token_embd.weight"].DequantizeRow(id, r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	want := sub(row(7), row(9))
+	_ = m.Close()
+	s, err := loader.Open(dir, 0, loader.WithHFOverrides(loader.HFOverrides{Architectures: []string{"Qwen3ForSequenceClassification"},
+		ClassifierFromToken: []string{"no", "Ġyes"}, IsOriginalQwen3Reranker: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if c := s.Weights.Classifier; c == nil || c.NumClasses != 1 || !slices.Equal(c.Out, want) {
+		t.Fatalf("head %+v, want the Ġyes row minus the no row", c)
+	}
 }

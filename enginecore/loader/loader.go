@@ -345,6 +345,9 @@ func Open(name string, maxContextLen int, opts ...OpenOption) (*Served, error) {
 		opt(&o)
 	}
 	if name == "dummy" {
+		if o.hf != nil {
+			return nil, fmt.Errorf("loader: --hf-overrides applies to a checkpoint, not the dummy model")
+		}
 		cfg, w := model.Dummy(maxContextLen)
 		v := &gguf.Vocab{Pieces: make([][]byte, model.DummyVocabSize), Special: make([]bool, model.DummyVocabSize)}
 		for id := range v.Pieces {
