@@ -41,6 +41,9 @@ type EmbeddingRequest struct {
 	// Content is llama-server's name for Input, read when Input is
 	// absent.
 	Content json.RawMessage `json:"content"`
+	// ChatInput is vLLM's chat form: messages (or input) holding
+	// conversations, one embedding each.
+	ChatInput
 }
 
 // Validate checks what needs no model: an input (or content), an
@@ -49,8 +52,11 @@ func (r *EmbeddingRequest) Validate() *Error {
 	if absent(r.Input) {
 		r.Input, r.Content = r.Content, nil
 	}
-	if absent(r.Input) {
-		return BadRequest("input", "'input' (or 'content') must be a string, an array of strings, or an array of token ids.")
+	if absent(r.Input) && absent(r.Messages) {
+		return BadRequest("input", "'input' (or 'content', or 'messages') must be a string, an array of strings, an array of token ids, or conversations.")
+	}
+	if e := r.ChatInput.validate(); e != nil {
+		return e
 	}
 	switch r.EncodingFormat {
 	case "", "float", "base64":

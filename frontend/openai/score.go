@@ -217,14 +217,15 @@ type ClassificationRequest struct {
 	Params
 	Input json.RawMessage `json:"input"`
 	ScoreOptions
+	ChatInput
 }
 
 // Validate checks that there is an input.
 func (r *ClassificationRequest) Validate() *Error {
-	if absent(r.Input) {
-		return BadRequest("input", "'input' must be a string, an array of strings, or an array of token ids.")
+	if absent(r.Input) && absent(r.Messages) {
+		return BadRequest("input", "'input' (or 'messages') must be a string, an array of strings, an array of token ids, or conversations.")
 	}
-	return nil
+	return r.ChatInput.validate()
 }
 
 // ClassificationData is one input's classes.

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tandem-llm/tandem/frontend/decisions"
-	"github.com/tandem-llm/tandem/frontend/llamacpp"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
 )
@@ -21,7 +20,7 @@ func (s *Server) classify(c echo.Context) error {
 		return writeError(c, e)
 	}
 	id := "classify-" + cm.baseID
-	probs, prompts, e := s.classes(c, id, cm, &req.Params, req.Input, req.Activate())
+	probs, prompts, e := s.classes(c, id, cm, &req.Params, &req.ChatInput, req.Input, req.Activate())
 	if e != nil {
 		return writeError(c, e)
 	}
@@ -43,15 +42,11 @@ func (s *Server) classify(c echo.Context) error {
 // classes runs input (embeddings' forms) through the classification
 // head: per input, its classes' probabilities (sigmoid for one class,
 // softmax for more; the raw logits without activate) and its prompt.
-func (s *Server) classes(c echo.Context, id string, cm common, p *openai.Params, input json.RawMessage, activate bool) ([][]float64, [][]int32, *openai.Error) {
+func (s *Server) classes(c echo.Context, id string, cm common, p *openai.Params, ci *openai.ChatInput, input json.RawMessage, activate bool) ([][]float64, [][]int32, *openai.Error) {
 	if len(s.cfg.ClassifierLabels) == 0 {
 		return nil, nil, openai.BadRequest("", "The model %s has no classification head (cls.output.weight): it can embed (/v1/embeddings) but not classify.", s.cfg.ServedModelName)
 	}
-	var ps llamacpp.Prompts
-	if err := json.Unmarshal(input, &ps); err != nil {
-		return nil, nil, openai.BadRequest("input", "Invalid 'input': %v", err)
-	}
-	prompts, e := s.embeddingInputs(p, ps)
+	prompts, e := s.poolingPrompts(p, ci, input)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -121,7 +116,7 @@ func (s *Server) pooling(c echo.Context) error {
 		}
 	} else {
 		var probs [][]float64
-		if probs, prompts, e = s.classes(c, id, cm, &req.Params, req.Input, req.Activate()); e != nil {
+		if probs, prompts, e = s.classes(c, id, cm, &req.Params, &req.ChatInput, req.Input, req.Activate()); e != nil {
 			return writeError(c, e)
 		}
 		for i, p := range probs {

@@ -102,11 +102,7 @@ func (s *Server) pooledOnly() *openai.Error {
 // embedRequest embeds req's inputs: their embeddings and prompts, in
 // order.
 func (s *Server) embedRequest(c echo.Context, id string, cm common, req *openai.EmbeddingRequest) ([][]float32, [][]int32, *openai.Error) {
-	var ps llamacpp.Prompts
-	if err := json.Unmarshal(req.Input, &ps); err != nil {
-		return nil, nil, openai.BadRequest("input", "Invalid 'input': %v", err)
-	}
-	prompts, e := s.embeddingInputs(&req.Params, ps)
+	prompts, e := s.poolingPrompts(&req.Params, &req.ChatInput, req.Input)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -124,6 +120,39 @@ func (s *Server) embedRequest(c echo.Context, id string, cm common, req *openai.
 		}
 	}
 	return vecs, prompts, nil
+}
+
+// poolingPrompts tokenizes a pooling route's input: conversations (ci's
+// messages, or input in the chat form) each rendered by the chat template
+// (special tokens not added on top unless add_special_tokens says so),
+// else input parsed by llama-server's rule (embeddingInputs).
+func (s *Server) poolingPrompts(p *openai.Params, ci *openai.ChatInput, input json.RawMessage) ([][]int32, *openai.Error) {
+	convs, chat, e := ci.Conversations(input)
+	if e != nil {
+		return nil, e
+	}
+	var ps llamacpp.Prompts
+	if !chat {
+		if err := json.Unmarshal(input, &ps); err != nil {
+			return nil, openai.BadRequest("input", "Invalid 'input': %v", err)
+		}
+		return s.embeddingInputs(p, ps)
+	}
+	ps = make(llamacpp.Prompts, len(convs))
+	for i, msgs := range convs {
+		addGen := ci.AddGenerationPrompt
+		text, e := s.renderChat(&openai.ChatCompletionRequest{Messages: msgs, AddGenerationPrompt: &addGen,
+			ContinueFinalMessage: ci.ContinueFinalMessage, ChatTemplateKwargs: ci.ChatTemplateKwargs})
+		if e != nil {
+			return nil, e
+		}
+		ps[i] = llamacpp.Prompt{{Text: text, IsText: true}}
+	}
+	if p.AddSpecialTokens == nil {
+		no := false
+		p.AddSpecialTokens = &no // the template writes them
+	}
+	return s.embeddingInputs(p, ps)
 }
 
 // embeddingInputs tokenizes inputs, parsed by llama-server's rule (a
