@@ -91,3 +91,15 @@ func (c *Client) bools(ctx context.Context, method string, args ...any) ([]bool,
 	}
 	return out, nil
 }
+
+// ResetPrefixCache drops every ready engine's cached prefixes (vLLM's
+// reset_prefix_cache utility): true when each did; false when one still
+// held blocks for running requests (resetRunning asks a vLLM engine to
+// preempt them for it; Tandem's cannot).
+func (c *Client) ResetPrefixCache(ctx context.Context, resetRunning bool) (bool, error) {
+	done, err := c.bools(ctx, "reset_prefix_cache", resetRunning, false)
+	if err != nil {
+		return false, err
+	}
+	return !slices.Contains(done, false), nil
+}

@@ -274,6 +274,9 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/invocations", s.invocations)
 	e.POST("/v1/completions", s.completions)
 	e.POST("/v1/embeddings", s.embeddings)
+	e.POST("/reset_prefix_cache", s.resetPrefixCache)
+	e.GET("/flush_cache", s.flushCache)
+	e.POST("/flush_cache", s.flushCache)
 	e.POST("/v1/embed", s.cohereEmbed)
 	e.POST("/v2/embed", s.cohereEmbed)
 	for _, r := range []string{"/score", "/v1/score"} {
