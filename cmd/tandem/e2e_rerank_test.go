@@ -21,7 +21,9 @@ import (
 // probability of "yes" for the template filled in by hand — the pair
 // went through the model's template and its head — and /score gives the
 // same numbers in request order. Then Cohere's own Python SDK reranks and
-// embeds against it (scripts/sdktests/test_cohere.py).
+// embeds against it (scripts/sdktests/test_cohere.py), and huggingface_hub's
+// InferenceClient embeds as against text-embeddings-inference
+// (test_tei.py).
 func TestServeReranker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts tandem serve")
@@ -94,6 +96,9 @@ func TestServeReranker(t *testing.T) {
 	}
 	t.Run("cohere", func(t *testing.T) {
 		runSDKScript(t, pythonWith(t, "cohere", "Cohere's Python SDK"), "test_cohere.py", base, "tiny-reranker")
+	})
+	t.Run("tei", func(t *testing.T) {
+		runSDKScript(t, pythonWith(t, "huggingface_hub, numpy", "huggingface_hub and numpy"), "test_tei.py", base)
 	})
 }
 

@@ -37,6 +37,8 @@ var apiOperations = []apiOperation{
 	{"post", "/reset_prefix_cache", "Every engine drops its cached prefixes: {\"success\"} (vLLM's)", "", "Object", false},
 	{"post", "/flush_cache", "As /reset_prefix_cache, answered in text (SGLang's)", "", "", false},
 	{"get", "/flush_cache", "As POST /flush_cache (SGLang's)", "", "", false},
+	{"post", "/embed", "Embeddings as Hugging Face's text-embeddings-inference answers them: an array of vectors", "Object", "Object", false},
+	{"post", "/", "As /embed (huggingface_hub's InferenceClient.feature_extraction posts here)", "Object", "Object", false},
 	{"post", "/v2/embed", "Embeddings in Cohere's shape, by type: float, base64, binary, ubinary (vLLM's Cohere path)", "Object", "Object", false},
 	{"post", "/v1/embed", "As /v2/embed; without embedding_types, plain floats (Cohere's v1 clients)", "Object", "Object", false},
 	{"post", "/v1/rerank", "Documents ranked by relevance to a query (Jina's, Cohere's)", "Object", "Object", false},

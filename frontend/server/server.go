@@ -277,6 +277,11 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/reset_prefix_cache", s.resetPrefixCache)
 	e.GET("/flush_cache", s.flushCache)
 	e.POST("/flush_cache", s.flushCache)
+	e.POST("/embed", s.teiEmbed)
+	e.POST("/", s.teiEmbed)
+	if s.cfg.DisableWebUI { // GET / stays a 404, not a 405 for POST /'s sake
+		e.GET("/", func(echo.Context) error { return echo.ErrNotFound })
+	}
 	e.POST("/v1/embed", s.cohereEmbed)
 	e.POST("/v2/embed", s.cohereEmbed)
 	for _, r := range []string{"/score", "/v1/score"} {
@@ -413,6 +418,9 @@ func writeError(c echo.Context, e *openai.Error) error {
 	}
 	if isOllamaPath(c.Request().URL.Path) {
 		return c.JSON(e.Status, ollama.Error{Error: e.Message})
+	}
+	if isTEIPath(c.Request().Method, c.Request().URL.Path) {
+		return c.JSON(teiErrorOf(e))
 	}
 	return c.JSON(e.Status, e)
 }
