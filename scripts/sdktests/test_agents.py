@@ -52,11 +52,18 @@ def main():
         return kinds[kind](model=model, openai_client=client)
 
     def calls_then_answer(kinds_seen, outputs):
-        # One or more calls (a model may call in parallel), their outputs, then the answer.
-        n = kinds_seen.count("ToolCallItem")
-        assert n >= 1 and kinds_seen[:n] == ["ToolCallItem"] * n, kinds_seen
-        assert kinds_seen[n:2 * n] == ["ToolCallOutputItem"] * n, kinds_seen
+        # Rounds of one or more calls (a model may call in parallel) each
+        # followed by their outputs, then the answer.
+        assert kinds_seen and kinds_seen[0] == "ToolCallItem", kinds_seen
         assert kinds_seen[-1] == "MessageOutputItem", kinds_seen
+        pending = 0
+        for k in kinds_seen[:-1]:
+            if k == "ToolCallItem":
+                pending += 1
+            else:
+                assert k == "ToolCallOutputItem" and pending > 0, kinds_seen
+                pending -= 1
+        assert pending == 0, kinds_seen
         assert outputs == [a + b for a, b in CALLS], (outputs, CALLS)
 
     def tool_loop(m):
