@@ -14,7 +14,7 @@ var servingGroups = []cli.Group{
 	{Title: "LoRA adapters", Flags: []string{"enable-lora", "lora-modules", "lora", "lora-scaled", "lora-init-without-apply", "max-lora-rank", "max-loras", "max-cpu-loras"}},
 	{Title: "Parallelism", Flags: []string{"data-parallel-size", "data-parallel-rank", "api-server-count", "run-dir", "data-parallel-address", "data-parallel-rpc-port"}},
 	{Title: "Frontend", Flags: []string{"host", "port", "reuse-port", "max-request-body", "max-request-output-tokens", "max-waiting-requests", "max-connections", "show-hidden-metrics-for-version", "metrics-socket", "metrics-peers", "disable-engine-metrics",
-		"enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "slot-save-path", "seed",
+		"enable-force-include-usage", "enable-server-load-tracking", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "slot-save-path", "seed",
 		"alias", "tags", "accept-any-model", "default-chat-template-kwargs", "reasoning",
 		"allowed-origins", "cors-origins", "allow-credentials", "allowed-methods", "allowed-headers", "verbose", "prefill-assistant",
 		"tools", "tools-runtime", "mcp-servers-config", "mcp-servers-json"}},

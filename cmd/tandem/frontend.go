@@ -76,6 +76,7 @@ func (f *frontendFlags) registerHTTP(fs *flag.FlagSet) {
 // apiFlags are vLLM's API-server settings of the same names.
 type apiFlags struct {
 	forceIncludeUsage bool
+	loadTracking      bool // --enable-server-load-tracking: accepted; GET /load always counts
 	tokensAsIDs       bool
 	tokenizerInfo     bool
 	sleepMode         bool
@@ -116,6 +117,7 @@ type apiFlags struct {
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.forceIncludeUsage, "enable-force-include-usage", false, "send usage on every stream, on every chunk and in a final chunk, as if each request asked for it")
+	fs.BoolVar(&a.loadTracking, "enable-server-load-tracking", false, "accepted, as vLLM's: GET /load always reports the requests in flight on the engine routes")
 	fs.BoolVar(&a.tokensAsIDs, "return-tokens-as-token-ids", false, `write logprobs' tokens as "token_id:N" unless a request sets return_tokens_as_token_ids`)
 	fs.BoolVar(&a.tokenizerInfo, "enable-tokenizer-info-endpoint", false, "serve GET /tokenizer_info (the tokenizer's configuration and chat template)")
 	fs.BoolVar(&a.contextShift, "context-shift", false, "llama-server's context shift: a request may ask for more tokens than max-model-len leaves; when its context is full the engine drops half of the tokens after its first n_keep (a request field, default 0, after BOS) and goes on (docs/api.md#context-shift)")

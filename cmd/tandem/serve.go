@@ -199,7 +199,7 @@ var (
 		"max-lora-rank", "max-loras", "max-cpu-loras"}
 	frontendFlagNames = []string{"host", "port", "api-key", "api-key-file", "served-model-name", "heartbeat-interval", "heartbeat-timeout",
 		"log-level", "log-format", "max-request-body", "tokenizer", "chat-template", "tool-call-parser", "enable-auto-tool-choice", "reasoning-parser", "reasoning-budget", "reasoning-budget-message", "reasoning-effort-map", "reasoning-format", "routing", "max-waiting-requests", "max-connections", "max-request-output-tokens",
-		"show-hidden-metrics-for-version", "enable-force-include-usage", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "slot-save-path", "seed",
+		"show-hidden-metrics-for-version", "enable-force-include-usage", "enable-server-load-tracking", "return-tokens-as-token-ids", "enable-tokenizer-info-endpoint", "enable-sleep-mode", "context-shift", "webui-mcp-proxy", "ui-mcp-proxy", "enable-per-request-metrics", "root-path", "disable-web-ui", "enable-prompt-tokens-details", "no-slots", "slot-save-path", "seed",
 		"alias", "tags", "accept-any-model", "default-chat-template-kwargs", "reasoning",
 		"allowed-origins", "cors-origins", "allow-credentials", "allowed-methods", "allowed-headers", "verbose", "prefill-assistant",
 		"tools", "tools-runtime", "mcp-servers-config", "mcp-servers-json",

@@ -34,6 +34,7 @@ var apiOperations = []apiOperation{
 	{"post", "/v1/embeddings", "Embeddings of one input or many: the pooled hidden states (--pooling)", "EmbeddingRequest", "EmbeddingResponse", false},
 	{"post", "/v1/score", "Scores of text pairs: a reranker's head, else the cosine of embeddings", "Object", "Object", false},
 	{"post", "/score", "As /v1/score", "Object", "Object", false},
+	{"get", "/load", "The requests in flight on the engine routes: {\"server_load\"} (vLLM's)", "", "Object", false},
 	{"post", "/reset_prefix_cache", "Every engine drops its cached prefixes: {\"success\"} (vLLM's)", "", "Object", false},
 	{"post", "/flush_cache", "As /reset_prefix_cache, answered in text (SGLang's)", "", "", false},
 	{"get", "/flush_cache", "As POST /flush_cache (SGLang's)", "", "", false},

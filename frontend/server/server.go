@@ -208,6 +208,7 @@ type Server struct {
 	permissionID string
 	store        *responses.Store
 	background   sync.Map       // response id → context.CancelFunc of a background response still generating
+	load         atomic.Int64   // requests in flight on the engine routes (GET /load)
 	eventLogs    eventLogs      // streamed background responses' events (responses_events.go)
 	streams      streamSessions // llama-server's resumable streams by conversation id (streams.go)
 	labelsOnce   sync.Once
@@ -257,6 +258,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: func() string { return randomHex(16) }}))
 	e.Use(s.accessLog)
 	e.Use(s.observeHTTP)
+	e.Use(s.trackLoad)
 	e.Use(s.flow)
 	e.Use(middleware.BodyLimit(cfg.MaxRequestBody))
 	e.Use(s.auth)
@@ -274,6 +276,7 @@ func New(cfg Config, eng Engine, tok tokenizer.Tokenizer) *Server {
 	e.POST("/invocations", s.invocations)
 	e.POST("/v1/completions", s.completions)
 	e.POST("/v1/embeddings", s.embeddings)
+	e.GET("/load", s.serverLoad)
 	e.POST("/reset_prefix_cache", s.resetPrefixCache)
 	e.GET("/flush_cache", s.flushCache)
 	e.POST("/flush_cache", s.flushCache)
