@@ -1,12 +1,11 @@
 package cohere
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
+
+	"github.com/tandem-llm/tandem/frontend/openai"
 )
 
 // EmbedRequest is POST /v1/embed's and /v2/embed's body (Cohere's
@@ -59,22 +58,10 @@ var InputTypes = []string{"search_document", "search_query", "classification", "
 // are refused, as vLLM refuses them.
 var EmbeddingTypes = []string{"float", "base64", "binary", "ubinary"}
 
-// Error is a request Cohere's API would refuse: the field and why.
-type Error struct {
-	Param   string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-func errorf(param, format string, args ...any) *Error {
-	return &Error{Param: param, Message: fmt.Sprintf(format, args...)}
-}
-
 // Validate checks what needs no model: exactly one non-empty input
 // field, known input, embedding and truncate values, positive sizes, and
-// no images. It fills Truncate's default.
-func (r *EmbedRequest) Validate() *Error {
+// no images, as 400s naming the field. It fills Truncate's default.
+func (r *EmbedRequest) Validate() *openai.Error {
 	given := 0
 	for _, n := range []int{len(r.Texts), len(r.Images), len(r.Inputs)} {
 		if n > 0 {
@@ -82,33 +69,33 @@ func (r *EmbedRequest) Validate() *Error {
 		}
 	}
 	if given != 1 {
-		return errorf("texts", "Exactly one of texts, images, or inputs must be provided, and it must be non-empty")
+		return openai.BadRequest("texts", "Exactly one of texts, images, or inputs must be provided, and it must be non-empty")
 	}
 	if len(r.Images) > 0 {
-		return errorf("images", "images are not supported: the model reads text only")
+		return openai.BadRequest("images", "images are not supported: the model reads text only")
 	}
 	for i, in := range r.Inputs {
 		if len(in.Content) == 0 {
-			return errorf("inputs", "inputs[%d] has no content", i)
+			return openai.BadRequest("inputs", "inputs[%d] has no content", i)
 		}
 		for j, c := range in.Content {
 			switch {
 			case c.Type == "text" && c.Text != nil:
 			case c.Type == "text":
-				return errorf("inputs", "inputs[%d].content[%d] of type text has no text", i, j)
+				return openai.BadRequest("inputs", "inputs[%d].content[%d] of type text has no text", i, j)
 			case c.Type == "image_url":
-				return errorf("inputs", "inputs[%d].content[%d]: images are not supported: the model reads text only", i, j)
+				return openai.BadRequest("inputs", "inputs[%d].content[%d]: images are not supported: the model reads text only", i, j)
 			default:
-				return errorf("inputs", "inputs[%d].content[%d] has type %q; want text or image_url", i, j, c.Type)
+				return openai.BadRequest("inputs", "inputs[%d].content[%d] has type %q; want text or image_url", i, j, c.Type)
 			}
 		}
 	}
 	if r.InputType != "" && !slices.Contains(InputTypes, r.InputType) {
-		return errorf("input_type", "Unsupported input_type %q. Supported values: %s", r.InputType, strings.Join(InputTypes, ", "))
+		return openai.BadRequest("input_type", "Unsupported input_type %q. Supported values: %s", r.InputType, strings.Join(InputTypes, ", "))
 	}
 	for _, t := range r.EmbeddingTypes {
 		if !slices.Contains(EmbeddingTypes, t) {
-			return errorf("embedding_types", "Unsupported embedding type %q. Supported values: %s", t, strings.Join(EmbeddingTypes, ", "))
+			return openai.BadRequest("embedding_types", "Unsupported embedding type %q. Supported values: %s", t, strings.Join(EmbeddingTypes, ", "))
 		}
 	}
 	switch r.Truncate {
@@ -116,13 +103,13 @@ func (r *EmbedRequest) Validate() *Error {
 		r.Truncate = "END"
 	case "NONE", "START", "END":
 	default:
-		return errorf("truncate", "'truncate' must be NONE, START or END, got %q", r.Truncate)
+		return openai.BadRequest("truncate", "'truncate' must be NONE, START or END, got %q", r.Truncate)
 	}
 	if r.MaxTokens != nil && *r.MaxTokens < 1 {
-		return errorf("max_tokens", "'max_tokens' must be at least 1, got %d", *r.MaxTokens)
+		return openai.BadRequest("max_tokens", "'max_tokens' must be at least 1, got %d", *r.MaxTokens)
 	}
 	if r.OutputDimension != nil && *r.OutputDimension < 1 {
-		return errorf("output_dimension", "'output_dimension' must be at least 1, got %d", *r.OutputDimension)
+		return openai.BadRequest("output_dimension", "'output_dimension' must be at least 1, got %d", *r.OutputDimension)
 	}
 	return nil
 }
@@ -161,11 +148,7 @@ func Typed(vecs [][]float32, types []string) (ByType, error) {
 		case "base64":
 			out.Base64 = make([]string, len(vecs))
 			for i, v := range vecs {
-				b := make([]byte, 4*len(v))
-				for j, x := range v {
-					binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
-				}
-				out.Base64[i] = base64.StdEncoding.EncodeToString(b)
+				out.Base64[i] = openai.Base64Embedding(v)
 			}
 		case "binary", "ubinary":
 			packed := make([][]int, len(vecs))

@@ -48,8 +48,8 @@ func TestValidate(t *testing.T) {
 				}
 			case err == nil:
 				t.Fatal("accepted")
-			case err.Param != tc.param || err.Message == "":
-				t.Fatalf("param %q (%q), want %q", err.Param, err.Message, tc.param)
+			case err.Param == nil || *err.Param != tc.param || err.Message == "":
+				t.Fatalf("param %v (%q), want %q", err.Param, err.Message, tc.param)
 			}
 		})
 	}

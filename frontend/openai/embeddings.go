@@ -143,16 +143,23 @@ type Embedding struct {
 	Embedding json.RawMessage `json:"embedding"`
 }
 
+// Base64Embedding is v's little-endian float32 bytes in base64, as the
+// OpenAI SDKs (encoding_format base64) and Cohere's (embedding type
+// base64) decode them.
+func Base64Embedding(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
 // EncodeEmbedding writes v as encoding_format asks: a JSON array of
 // float32s (each in its shortest form), or base64 of their bytes. A NaN
 // or infinity, which JSON cannot hold, is an error.
 func EncodeEmbedding(v []float32, format string) (json.RawMessage, error) {
 	if format == "base64" {
-		b := make([]byte, 4*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-		}
-		return json.Marshal(base64.StdEncoding.EncodeToString(b))
+		return json.Marshal(Base64Embedding(v))
 	}
 	if v == nil {
 		v = []float32{}

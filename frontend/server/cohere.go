@@ -23,8 +23,8 @@ func (s *Server) cohereEmbed(c echo.Context) error {
 	if e := readBody(c, &req); e != nil {
 		return writeError(c, e)
 	}
-	if err := req.Validate(); err != nil {
-		return writeError(c, openai.BadRequest(err.Param, "%s", err.Message))
+	if e := req.Validate(); e != nil {
+		return writeError(c, e)
 	}
 	if e := s.pooledOnly(); e != nil {
 		return writeError(c, e)
