@@ -35,39 +35,30 @@ func (c *ChatInput) validate() *Error {
 // Conversations returns the conversations of messages or, without it,
 // of input when input is in the chat form (an array of messages, objects
 // with a role, or an array of such arrays); ok is false when neither is
-// (input is then a prompt). Each conversation must hold messages with a
-// role and text content only.
+// (input is then a prompt, and is not parsed here). Each conversation
+// must hold messages with a role and text content only.
 func (c *ChatInput) Conversations(input json.RawMessage) (convs [][]ChatMessage, ok bool, e *Error) {
 	param, raw := "messages", c.Messages
 	if absent(raw) {
 		param, raw = "input", input
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil || len(items) == 0 {
-		if param == "messages" {
-			return nil, false, BadRequest(param, "'messages' must be a non-empty array of messages, or of conversations (arrays of messages).")
+	bad := func() ([][]ChatMessage, bool, *Error) {
+		if param == "input" {
+			return nil, false, nil // a prompt
 		}
-		return nil, false, nil
+		return nil, false, BadRequest(param, "'messages' must be a non-empty array of messages, or of conversations (arrays of messages).")
 	}
-	switch first := bytes.TrimSpace(items[0]); {
-	case len(first) > 0 && first[0] == '{':
-		if param == "input" && !hasRole(first) {
-			return nil, false, nil // llama-server's prompt objects, not a message
+	batch, shaped := chatShape(raw)
+	if !shaped {
+		return bad()
+	}
+	var items []json.RawMessage
+	if batch {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return bad()
 		}
-		items = []json.RawMessage{raw} // one conversation
-	case len(first) > 0 && first[0] == '[':
-		var inner []json.RawMessage
-		if err := json.Unmarshal(first, &inner); err != nil || len(inner) == 0 || !hasRole(inner[0]) {
-			if param == "messages" {
-				return nil, false, BadRequest(param, "'messages' must be a non-empty array of messages, or of conversations (arrays of messages).")
-			}
-			return nil, false, nil // arrays of token ids or strings
-		}
-	default:
-		if param == "messages" {
-			return nil, false, BadRequest(param, "'messages' must be a non-empty array of messages, or of conversations (arrays of messages).")
-		}
-		return nil, false, nil
+	} else {
+		items = []json.RawMessage{raw}
 	}
 	if len(items) > MaxPrompts {
 		return nil, false, BadRequest(param, "'%s' holds %d conversations; at most %d per request.", param, len(items), MaxPrompts)
@@ -75,31 +66,57 @@ func (c *ChatInput) Conversations(input json.RawMessage) (convs [][]ChatMessage,
 	convs = make([][]ChatMessage, len(items))
 	for i, item := range items {
 		if err := json.Unmarshal(item, &convs[i]); err != nil {
+			if param == "input" && i == 0 && !batch {
+				return nil, false, nil // llama-server's prompt objects, not messages
+			}
 			return nil, false, BadRequest(param, "Invalid conversation %d in '%s': %v", i, param, err)
+		}
+		if param == "input" && i == 0 && !hasRoles(convs[0]) {
+			return nil, false, nil // objects without a role: llama-server's prompts
 		}
 		if len(convs[i]) == 0 {
 			return nil, false, BadRequest(param, "Conversation %d in '%s' has no message.", i, param)
 		}
 		for j, m := range convs[i] {
-			if m.Role == "" {
-				return nil, false, BadRequest(param, "Message %d of conversation %d in '%s' has no role.", j, i, param)
-			}
-			for _, p := range m.Content.Parts {
-				if p.Type != "text" {
-					return nil, false, BadRequest(param, "%s", fmt.Sprintf("Content part type %q is not supported; only \"text\" is.", p.Type))
-				}
+			if e := checkMessage(m, fmt.Sprintf("%s[%d][%d]", param, i, j)); e != nil {
+				return nil, false, e
 			}
 		}
 	}
 	return convs, true, nil
 }
 
-// hasRole reports whether a JSON object has a "role" member.
-func hasRole(obj json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(obj, &m) != nil {
-		return false
+// chatShape reads the start of raw: an array whose first element is an
+// object is one conversation; one whose first element is an array whose
+// first element is an object, several (batch). Prompts (strings, token
+// ids) have neither shape, and are told apart without parsing them.
+func chatShape(raw json.RawMessage) (batch, shaped bool) {
+	rest, ok := after(raw, '[')
+	if !ok {
+		return false, false
 	}
-	_, ok := m["role"]
-	return ok
+	if _, ok := after(rest, '{'); ok {
+		return false, true
+	}
+	if rest, ok = after(rest, '['); !ok {
+		return false, false
+	}
+	_, ok = after(rest, '{')
+	return ok, ok
+}
+
+// after returns what follows b in s once leading white space is skipped;
+// ok is false when s does not start with b.
+func after(s []byte, b byte) ([]byte, bool) {
+	s = bytes.TrimLeft(s, " \t\r\n")
+	if len(s) == 0 || s[0] != b {
+		return nil, false
+	}
+	return s[1:], true
+}
+
+// hasRoles reports whether the first message names a role: objects
+// without one are not messages.
+func hasRoles(msgs []ChatMessage) bool {
+	return len(msgs) > 0 && msgs[0].Role != ""
 }

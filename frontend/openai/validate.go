@@ -35,6 +35,20 @@ const (
 	maxPenalty   = 2.0 // |presence_penalty|, |frequency_penalty| bound
 )
 
+// checkMessage refuses a message (at names it: "messages[3]") without a
+// role or with a content part that is not text.
+func checkMessage(m ChatMessage, at string) *Error {
+	if m.Role == "" {
+		return BadRequest(at+".role", "'%s.role' is required.", at)
+	}
+	for j, p := range m.Content.Parts {
+		if p.Type != "text" {
+			return BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "Content part type %q is not supported; only \"text\" is.", p.Type)
+		}
+	}
+	return nil
+}
+
 // Validate checks a chat request. It returns the first problem found as a 400
 // naming the field.
 func (r *ChatCompletionRequest) Validate() *Error {
@@ -45,14 +59,8 @@ func (r *ChatCompletionRequest) Validate() *Error {
 		return e
 	}
 	for i, m := range r.Messages {
-		if m.Role == "" {
-			return BadRequest(fmt.Sprintf("messages[%d].role", i), "'messages[%d].role' is required.", i)
-		}
-		for j, p := range m.Content.Parts {
-			if p.Type != "text" {
-				return BadRequest(fmt.Sprintf("messages[%d].content[%d].type", i, j),
-					"Content part type %q is not supported; only \"text\" is.", p.Type)
-			}
+		if e := checkMessage(m, fmt.Sprintf("messages[%d]", i)); e != nil {
+			return e
 		}
 	}
 	if n := len(r.Messages); n >= 2 && r.Messages[n-1].Role == "assistant" && r.Messages[n-2].Role == "assistant" {
