@@ -26,9 +26,6 @@ func (s *Server) cohereEmbed(c echo.Context) error {
 	if e := req.Validate(); e != nil {
 		return writeError(c, e)
 	}
-	if e := s.pooledOnly(); e != nil {
-		return writeError(c, e)
-	}
 	p := openai.Params{Model: req.Model, Priority: req.Priority}
 	if req.Model == "" {
 		p.Model = s.cfg.ServedModelName // Cohere's v1 makes model optional
@@ -48,33 +45,29 @@ func (s *Server) cohereEmbed(c echo.Context) error {
 		no := false
 		p.AddSpecialTokens = &no // the chat template writes them
 	}
-	cm, e := s.resolveCommon(c, &p)
-	if e != nil {
-		return writeError(c, e)
-	}
 	ps, e := s.cohereInputs(&req)
 	if e != nil {
 		return writeError(c, e)
-	}
-	prompts, e := s.embeddingInputs(&p, ps)
-	if e != nil {
-		return writeError(c, e)
-	}
-	tokens := 0
-	for i, pr := range prompts {
-		if len(pr) > k { // truncate NONE
-			return writeError(c, openai.BadRequest("max_tokens", "Input %d of %d tokens exceeds max_tokens=%d with truncate=NONE. Set truncate to END or START to allow truncation.", i, len(pr), k))
-		}
-		tokens += len(pr)
 	}
 	pooling := &wire.PoolingParams{PoolingType: s.cfg.Pooling, Normalize: true}
 	if req.OutputDimension != nil {
 		pooling.Dimensions = *req.OutputDimension
 	}
-	id := "embd-" + cm.baseID
-	vecs, err := s.embed(c.Request().Context(), id, cm, &p, prompts, pooling)
-	if err != nil {
-		return writeError(c, engineError(err))
+	withinMax := func(prompts [][]int32) *openai.Error { // truncate NONE
+		for i, pr := range prompts {
+			if len(pr) > k {
+				return openai.BadRequest("max_tokens", "Input %d of %d tokens exceeds max_tokens=%d with truncate=NONE. Set truncate to END or START to allow truncation.", i, len(pr), k)
+			}
+		}
+		return nil
+	}
+	vecs, prompts, id, e := s.embedTexts(c, &p, ps, pooling, withinMax)
+	if e != nil {
+		return writeError(c, e)
+	}
+	tokens := 0
+	for _, pr := range prompts {
+		tokens += len(pr)
 	}
 	out, err := req.Response(id, v1, vecs, tokens)
 	if err != nil {
@@ -89,25 +82,16 @@ func (s *Server) cohereEmbed(c echo.Context) error {
 // the caller tokenizes it without adding special tokens).
 func (s *Server) cohereInputs(req *cohere.EmbedRequest) (llamacpp.Prompts, *openai.Error) {
 	if len(req.Texts) > 0 {
-		ps := make(llamacpp.Prompts, len(req.Texts))
-		for i, t := range req.Texts {
-			ps[i] = llamacpp.Prompt{{Text: t, IsText: true}}
-		}
-		return ps, nil
+		return textPrompts(req.Texts), nil
 	}
-	no := false
 	parts := req.TextParts()
-	ps := make(llamacpp.Prompts, len(parts))
+	convs := make([][]openai.ChatMessage, len(parts))
 	for i, texts := range parts {
 		content := openai.Content{Text: strings.Join(texts, "\n")}
 		for _, t := range texts {
 			content.Parts = append(content.Parts, openai.ContentPart{Type: "text", Text: t})
 		}
-		text, e := s.renderChat(&openai.ChatCompletionRequest{Messages: []openai.ChatMessage{{Role: "user", Content: content}}, AddGenerationPrompt: &no})
-		if e != nil {
-			return nil, e
-		}
-		ps[i] = llamacpp.Prompt{{Text: text, IsText: true}}
+		convs[i] = []openai.ChatMessage{{Role: "user", Content: content}}
 	}
-	return ps, nil
+	return s.conversationPrompts(convs, &openai.ChatInput{})
 }

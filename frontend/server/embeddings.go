@@ -138,7 +138,21 @@ func (s *Server) poolingPrompts(p *openai.Params, ci *openai.ChatInput, input js
 		}
 		return s.embeddingInputs(p, ps)
 	}
-	ps = make(llamacpp.Prompts, len(convs))
+	if ps, e = s.conversationPrompts(convs, ci); e != nil {
+		return nil, e
+	}
+	if p.AddSpecialTokens == nil {
+		no := false
+		p.AddSpecialTokens = &no // the template writes them
+	}
+	return s.embeddingInputs(p, ps)
+}
+
+// conversationPrompts renders each conversation with the chat template
+// and ci's options into one prompt's text; the caller tokenizes it
+// without special tokens on top (the template writes them).
+func (s *Server) conversationPrompts(convs [][]openai.ChatMessage, ci *openai.ChatInput) (llamacpp.Prompts, *openai.Error) {
+	ps := make(llamacpp.Prompts, len(convs))
 	for i, msgs := range convs {
 		addGen := ci.AddGenerationPrompt
 		text, e := s.renderChat(&openai.ChatCompletionRequest{Messages: msgs, AddGenerationPrompt: &addGen,
@@ -148,11 +162,45 @@ func (s *Server) poolingPrompts(p *openai.Params, ci *openai.ChatInput, input js
 		}
 		ps[i] = llamacpp.Prompt{{Text: text, IsText: true}}
 	}
-	if p.AddSpecialTokens == nil {
-		no := false
-		p.AddSpecialTokens = &no // the template writes them
+	return ps, nil
+}
+
+// textPrompts is texts as prompts, one each.
+func textPrompts(texts []string) llamacpp.Prompts {
+	ps := make(llamacpp.Prompts, len(texts))
+	for i, t := range texts {
+		ps[i] = llamacpp.Prompt{{Text: t, IsText: true}}
 	}
-	return s.embeddingInputs(p, ps)
+	return ps
+}
+
+// embedTexts embeds ps for a route with a request shape of its own
+// (Ollama's, Cohere's, TEI's): p's model and options resolved, each
+// prompt tokenized and checked (embeddingInputs), accept (when set)
+// refusing what the route refuses, then the engines' embeddings under
+// id, in order.
+func (s *Server) embedTexts(c echo.Context, p *openai.Params, ps llamacpp.Prompts, pooling *wire.PoolingParams, accept func([][]int32) *openai.Error) (vecs [][]float32, prompts [][]int32, id string, e *openai.Error) {
+	if e := s.pooledOnly(); e != nil {
+		return nil, nil, "", e
+	}
+	cm, e := s.resolveCommon(c, p)
+	if e != nil {
+		return nil, nil, "", e
+	}
+	if prompts, e = s.embeddingInputs(p, ps); e != nil {
+		return nil, nil, "", e
+	}
+	if accept != nil {
+		if e := accept(prompts); e != nil {
+			return nil, nil, "", e
+		}
+	}
+	id = "embd-" + cm.baseID
+	vecs, err := s.embed(c.Request().Context(), id, cm, p, prompts, pooling)
+	if err != nil {
+		return nil, nil, "", engineError(err)
+	}
+	return vecs, prompts, id, nil
 }
 
 // embeddingInputs tokenizes inputs, parsed by llama-server's rule (a

@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tandem-llm/tandem/frontend/llamacpp"
 	"github.com/tandem-llm/tandem/frontend/ollama"
 	"github.com/tandem-llm/tandem/frontend/openai"
 	"github.com/tandem-llm/tandem/wire"
@@ -67,24 +66,9 @@ func (s *Server) ollamaLegacyEmbeddings(c echo.Context) error {
 // ollamaEmbeddings embeds texts for the Ollama routes and counts their
 // prompt tokens.
 func (s *Server) ollamaEmbeddings(c echo.Context, p *openai.Params, texts []string, pooling *wire.PoolingParams) ([][]float32, int, *openai.Error) {
-	if e := s.pooledOnly(); e != nil {
-		return nil, 0, e
-	}
-	cm, e := s.resolveCommon(c, p)
+	vecs, prompts, _, e := s.embedTexts(c, p, textPrompts(texts), pooling, nil)
 	if e != nil {
 		return nil, 0, e
-	}
-	ps := make(llamacpp.Prompts, len(texts))
-	for i, t := range texts {
-		ps[i] = llamacpp.Prompt{{Text: t, IsText: true}}
-	}
-	prompts, e := s.embeddingInputs(p, ps)
-	if e != nil {
-		return nil, 0, e
-	}
-	vecs, err := s.embed(c.Request().Context(), "embd-"+cm.baseID, cm, p, prompts, pooling)
-	if err != nil {
-		return nil, 0, engineError(err)
 	}
 	n := 0
 	for _, p := range prompts {

@@ -88,29 +88,18 @@ func (s *Server) teiEmbed(c echo.Context) error {
 	default:
 		return writeError(c, openai.BadRequest("truncation_direction", "`truncation_direction` must be Left or Right, got %q", req.TruncationDirection))
 	}
-	if e := s.pooledOnly(); e != nil {
-		return writeError(c, e)
-	}
 	p := openai.Params{Model: s.cfg.ServedModelName}
 	if req.Truncate {
 		k := s.cfg.MaxModelLen
 		p.TruncatePromptTokens, p.TruncationSide = &k, &side
 	}
-	cm, e := s.resolveCommon(c, &p)
-	if e != nil {
-		return writeError(c, e)
-	}
-	prompts, e := s.embeddingInputs(&p, ps)
-	if e != nil {
-		return writeError(c, e)
-	}
 	pooling := &wire.PoolingParams{PoolingType: s.cfg.Pooling, Normalize: req.Normalize == nil || *req.Normalize}
 	if req.Dimensions != nil {
 		pooling.Dimensions = *req.Dimensions
 	}
-	vecs, err := s.embed(c.Request().Context(), "embd-"+cm.baseID, cm, &p, prompts, pooling)
-	if err != nil {
-		return writeError(c, engineError(err))
+	vecs, _, _, e := s.embedTexts(c, &p, ps, pooling, nil)
+	if e != nil {
+		return writeError(c, e)
 	}
 	return c.JSON(http.StatusOK, vecs)
 }
