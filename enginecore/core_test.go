@@ -231,14 +231,15 @@ func TestCancelAbortsInTheEngine(t *testing.T) {
 
 // TestSilentFrontendIsAborted: a frontend that sends ADD and then dies
 // (no more heartbeats) has its requests aborted and blocks freed.
-func TestSilentFrontendIsAborted(t *testing.T) {
-	ep := startEngine(t, 256)
-	observer := dial(t, ep)
+// rawFrontend dials ep as a bare DEALER, a frontend written by hand, and
+// a send that encodes and sends one message; the caller closes it.
+func rawFrontend(t *testing.T, ep string) (*zmq.Conn, func(wire.MsgType, any)) {
+	t.Helper()
 	raw, err := zmq.DialDealer(ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(typ wire.MsgType, p any) {
+	return raw, func(typ wire.MsgType, p any) {
 		frames, err := wire.Encode(typ, p)
 		if err != nil {
 			t.Fatal(err)
@@ -247,6 +248,12 @@ func TestSilentFrontendIsAborted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestSilentFrontendIsAborted(t *testing.T) {
+	ep := startEngine(t, 256)
+	observer := dial(t, ep)
+	raw, send := rawFrontend(t, ep)
 	send(wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion, FrontendID: "doomed"})
 	<-raw.Recv() // READY
 	send(wire.MsgAdd, &wire.EngineCoreRequest{RequestID: "orphan", PromptTokenIDs: []int32{1, 2, 3}, SamplingParams: greedy(100000)})
@@ -263,13 +270,9 @@ func TestSilentFrontendIsAborted(t *testing.T) {
 
 func TestProtocolVersionMismatchIsRefused(t *testing.T) {
 	ep := startEngine(t, 64)
-	raw, err := zmq.DialDealer(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, send := rawFrontend(t, ep)
 	defer raw.Close()
-	frames, _ := wire.Encode(wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion + 1, FrontendID: "future"})
-	_ = raw.Send(frames)
+	send(wire.MsgHello, &wire.Hello{ProtocolVersion: wire.ProtocolVersion + 1, FrontendID: "future"})
 	select {
 	case msg := <-raw.Recv():
 		typ, p, err := wire.Decode(msg)
@@ -374,20 +377,8 @@ func TestParallelSamplingCarriesTheSession(t *testing.T) {
 // counts anew.
 func TestReportsCountTheFrontendsAdds(t *testing.T) {
 	ep := startEngine(t, 256)
-	raw, err := zmq.DialDealer(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, send := rawFrontend(t, ep)
 	defer raw.Close()
-	send := func(typ wire.MsgType, p any) {
-		frames, err := wire.Encode(typ, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := raw.Send(frames); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// next is the figures of the next heartbeat or OUTPUTS (answering
 	// the engine's heartbeats keeps this frontend alive).
 	next := func() *wire.SchedulerStats {
