@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -32,8 +31,7 @@ func parseHFOverrides(s string) ([]loader.OpenOption, error) {
 		}
 	}
 	var o loader.HFOverrides
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	if err := dec.Decode(&o); err != nil {
+	if err := json.Unmarshal([]byte(s), &o); err != nil {
 		return nil, fmt.Errorf("--hf-overrides: %w", err)
 	}
 	return []loader.OpenOption{loader.WithHFOverrides(o)}, nil
